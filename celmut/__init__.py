@@ -1,0 +1,3 @@
+"""celmut: a Kyverno-compatible CEL mutation engine for Kubernetes."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from celmut.cli.main import main
+
+sys.exit(main())

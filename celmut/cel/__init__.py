@@ -1,0 +1,41 @@
+"""celmut's CEL layer: Kubernetes and Kyverno CEL on cel-python.
+
+Typical use::
+
+    from celmut import cel
+
+    env = cel.Environment("kyverno")
+    program = env.compile('object.metadata.labels["app"] == "web"')
+    program.evaluate(cel.Activation(object=pod))  # -> True
+
+Errors are :class:`CelError` subclasses with a ``kind`` of ``compile``, ``evaluation`` or ``cost``.
+"""
+
+from celmut.cel.activation import Activation, admission_request
+from celmut.cel.environment import Environment, profile
+from celmut.cel.errors import (
+    CelCompileError,
+    CelCostError,
+    CelError,
+    CelEvaluationError,
+    CelInputError,
+)
+from celmut.cel.evalcontext import Budget
+from celmut.cel.lookups import HttpPolicy, Services
+from celmut.cel.values import to_plain
+
+__all__ = [
+    "Activation",
+    "Budget",
+    "CelCompileError",
+    "CelCostError",
+    "CelError",
+    "CelEvaluationError",
+    "CelInputError",
+    "Environment",
+    "HttpPolicy",
+    "Services",
+    "admission_request",
+    "profile",
+    "to_plain",
+]

@@ -1,0 +1,185 @@
+"""Closures for the comprehension macros: all, exists, exists_one, map, filter, the two-variable
+forms, transformList/transformMap/transformMapEntry and sortBy.
+
+Each iteration charges the static cost of the loop body, so a large range or a nested loop runs
+into the cost budget instead of running forever. Error handling follows cel-go: ``all``/``exists``
+absorb an element's error when another element decides the result; every other macro propagates it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from celmut.cel import ast
+from celmut.cel import values as v
+from celmut.cel.errors import CelCostError, CelEvaluationError, describe, no_such_overload
+from celmut.cel.evalcontext import EvalContext
+
+Fn = Callable[[EvalContext], Any]
+
+
+def _pairs(range_value: Any, two_vars: bool, macro: str) -> Iterable[Any]:
+    """What the loop variables range over: elements or (index, element) for lists, keys or
+    (key, value) for maps."""
+    if isinstance(range_value, list | tuple):
+        return enumerate(range_value) if two_vars else range_value
+    if isinstance(range_value, dict):
+        return range_value.items() if two_vars else range_value.keys()
+    raise CelEvaluationError(
+        f"{macro}(): expression of type '{v.type_name(range_value)}' cannot be the range of a comprehension"
+    )
+
+
+def plan_comprehension(
+    node: ast.Comprehension,
+    range_fn: Fn,
+    body: Fn,
+    predicate: Fn | None,
+    first: int,
+    second: int | None,
+    cost: int,
+) -> Fn:
+    two_vars = second is not None
+    macro = node.macro or node.kind
+
+    def bind(ctx: EvalContext, item: Any) -> None:
+        ctx.charge(cost)
+        if two_vars:
+            ctx.slots[first], ctx.slots[second] = item  # type: ignore[index]
+        else:
+            ctx.slots[first] = item
+
+    def items(ctx: EvalContext) -> Iterable[Any]:
+        return _pairs(range_fn(ctx), two_vars, macro)
+
+    kind = node.kind
+    if kind in ("all", "exists"):
+        stop = kind == "exists"
+
+        def quantifier(ctx: EvalContext) -> bool:
+            error: CelEvaluationError | None = None
+            for item in items(ctx):
+                bind(ctx, item)
+                try:
+                    result = body(ctx)
+                except CelCostError:
+                    raise
+                except CelEvaluationError as ex:
+                    error = error or ex
+                    continue
+                if result is stop:
+                    return stop
+                if result is not (not stop):
+                    error = error or no_such_overload(macro, result)
+            if error is not None:
+                raise error
+            return not stop
+
+        return quantifier
+
+    if kind == "exists_one":
+
+        def exists_one(ctx: EvalContext) -> bool:
+            count = 0
+            for item in items(ctx):
+                bind(ctx, item)
+                result = body(ctx)
+                if result is True:
+                    count += 1
+                elif result is not False:
+                    raise no_such_overload(macro, result)
+            return count == 1
+
+        return exists_one
+
+    if kind == "filter":
+
+        def filter_(ctx: EvalContext) -> list[Any]:
+            out = []
+            for item in items(ctx):
+                bind(ctx, item)
+                keep = body(ctx)
+                if keep is True:
+                    out.append(item[1] if two_vars else item)
+                elif keep is not False:
+                    raise no_such_overload(macro, keep)
+            return out
+
+        return filter_
+
+    def selected(ctx: EvalContext, item: Any) -> bool:
+        if predicate is None:
+            return True
+        keep = predicate(ctx)
+        if keep is True:
+            return True
+        if keep is False:
+            return False
+        raise no_such_overload(macro, keep)
+
+    if kind in ("map", "transformList"):
+
+        def map_(ctx: EvalContext) -> list[Any]:
+            out = []
+            for item in items(ctx):
+                bind(ctx, item)
+                if selected(ctx, item):
+                    out.append(body(ctx))
+            return out
+
+        return map_
+
+    if kind == "transformMap":
+
+        def transform_map(ctx: EvalContext) -> dict[Any, Any]:
+            out: dict[Any, Any] = {}
+            for item in items(ctx):
+                bind(ctx, item)
+                if selected(ctx, item):
+                    out[item[0]] = body(ctx)
+            return out
+
+        return transform_map
+
+    if kind == "transformMapEntry":
+
+        def transform_map_entry(ctx: EvalContext) -> dict[Any, Any]:
+            out: dict[Any, Any] = {}
+            for item in items(ctx):
+                bind(ctx, item)
+                if not selected(ctx, item):
+                    continue
+                entry = body(ctx)
+                if not isinstance(entry, dict):
+                    raise no_such_overload("transformMapEntry", entry)
+                for key, value in entry.items():
+                    if key in out:
+                        raise CelEvaluationError(f"insert failed: key {describe(key)} already exists")
+                    out[v.require_map_key(key)] = value
+            return out
+
+        return transform_map_entry
+
+    if kind == "sortBy":
+
+        def sort_by(ctx: EvalContext) -> list[Any]:
+            keyed = []
+            for item in items(ctx):
+                bind(ctx, item)
+                keyed.append((body(ctx), item))
+            return [item for _, item in _stable_sort(keyed)]
+
+        return sort_by
+
+    raise ValueError(f"unknown comprehension kind {kind!r}")  # pragma: no cover
+
+
+def _stable_sort(keyed: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    import functools
+
+    def order(a: tuple[Any, Any], b: tuple[Any, Any]) -> int:
+        result = v.compare(a[0], b[0], "sortBy")
+        return 0 if result == 2 else result
+
+    return sorted(keyed, key=functools.cmp_to_key(order))

@@ -1,0 +1,45 @@
+"""The engine seam: what the rest of celmut needs from a CEL engine.
+
+The front end (parser, macros, checker in :mod:`celmut.cel.environment`) is shared; an engine turns
+a :class:`~celmut.cel.checker.CheckResult` into a :class:`Program`. Programs return celmut values
+(:mod:`celmut.cel.values`) or raise :class:`~celmut.cel.errors.CelError` with a kind of
+``compile``, ``evaluation`` or ``cost``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from celmut.cel import types as t
+from celmut.cel.activation import Activation
+from celmut.cel.checker import CheckResult
+from celmut.cel.declarations import Overload
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Profile-dependent evaluation rules an engine must honour."""
+
+    lenient_or_value: bool  # Kyverno: x.orValue(y) on a non-optional x returns x
+
+
+class Program(Protocol):
+    source: str
+    result_type: t.CelType
+    references: frozenset[str]
+
+    def evaluate(self, activation: Activation) -> Any: ...
+
+
+class Engine(Protocol):
+    name: str
+
+    def program(
+        self,
+        checked: CheckResult,
+        source: str,
+        functions: Mapping[str, list[Overload]],
+        options: EngineOptions,
+    ) -> Program: ...

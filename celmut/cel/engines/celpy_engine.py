@@ -1,0 +1,96 @@
+"""The cel-python engine: celpy's Environment/Runner facade with celmut's planner as the runner.
+
+celpy's public extension points are used as designed: :class:`CelpyEnvironment` subclasses
+``celpy.Environment`` (its parser is :class:`~celmut.cel.parser.ExtendedCELParser`, a
+``CELParser`` subclass) and :class:`PlannedRunner` subclasses ``celpy.Runner``. Instead of
+re-walking the Lark tree on every call, the runner plans the checked AST into closures once
+(:mod:`celmut.cel.planner`), which is what makes cel-python fast enough for admission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import celpy
+
+from celmut.cel import types as t
+from celmut.cel.activation import Activation
+from celmut.cel.checker import CheckResult
+from celmut.cel.declarations import Overload
+from celmut.cel.engines.base import EngineOptions
+from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
+from celmut.cel.evalcontext import EvalContext
+from celmut.cel.planner import Planner
+
+
+class CelpyEnvironment(celpy.Environment):
+    """celpy's Environment facade over celmut's function table and planner.
+
+    ``celpy.Environment.__init__`` is not called: it would build celpy's stock Lark grammar, which
+    celmut never uses (the extended grammar is built once by the parser module).
+    """
+
+    def __init__(self, functions: Mapping[str, list[Overload]], options: EngineOptions) -> None:
+        self.package = None
+        self.annotations = {}
+        self.runner_class = PlannedRunner
+        self.functions = functions
+        self.options = options
+
+    def program(self, expr: Any, functions: Any = None) -> PlannedRunner:  # type: ignore[override]
+        return PlannedRunner(self, expr, self.functions)
+
+
+class PlannedRunner(celpy.Runner):
+    """A compiled CEL program: closures planned once, evaluated many times."""
+
+    def __init__(
+        self,
+        environment: CelpyEnvironment,
+        ast: CheckResult,
+        functions: Mapping[str, list[Overload]],
+        source: str = "",
+    ) -> None:
+        super().__init__(environment, ast, None)  # type: ignore[arg-type]
+        planner = Planner(functions, ast.types, lenient_or_value=environment.options.lenient_or_value)
+        self._fn = planner.plan(ast.expr)
+        self._slots = planner.slot_count
+        self._static_cost = planner.static_cost
+        self.source = source
+        self.result_type: t.CelType = ast.type
+        self.references = ast.references
+
+    def evaluate(self, activation: Activation) -> Any:  # type: ignore[override]
+        budget = activation.budget
+        ctx = EvalContext(
+            vars=activation.vars,
+            slots=[None] * self._slots,
+            budget=budget,
+            services=activation.services,
+            limit=min(budget.per_call_limit, budget.remaining()),
+        )
+        try:
+            ctx.charge(self._static_cost)
+            return self._fn(ctx)
+        except CelError:
+            raise
+        except RecursionError:
+            raise CelCostError("expression evaluation is nested too deeply") from None
+        except Exception as ex:  # a defect in celmut must not take down the caller
+            raise CelEvaluationError(f"internal error evaluating expression: {type(ex).__name__}: {ex}") from ex
+        finally:
+            budget.spent += ctx.cost
+
+
+class CelpyEngine:
+    name = "celpy"
+
+    def program(
+        self,
+        checked: CheckResult,
+        source: str,
+        functions: Mapping[str, list[Overload]],
+        options: EngineOptions,
+    ) -> PlannedRunner:
+        return PlannedRunner(CelpyEnvironment(functions, options), checked, functions, source)

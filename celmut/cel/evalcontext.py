@@ -1,0 +1,66 @@
+"""The state of one evaluation: variable bindings, macro-variable slots, cost accounting, services.
+
+An :class:`EvalContext` lives for one expression evaluation. The step budget is shared by all
+expressions of a request through :class:`Budget`, and so is the wall-clock deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from celmut.cel.errors import CelCostError
+
+# Kubernetes' limits (k8s.io/apiserver/pkg/apis/cel/config.go): per expression and per request.
+PER_CALL_COST_LIMIT = 1_000_000
+REQUEST_COST_BUDGET = 10_000_000
+DEFAULT_TIMEOUT_SECONDS = 2.0
+
+
+@dataclass
+class Budget:
+    """Cost units and wall time shared by every expression evaluated for one request."""
+
+    limit: int = REQUEST_COST_BUDGET
+    per_call_limit: int = PER_CALL_COST_LIMIT
+    deadline: float | None = None  # time.monotonic() value
+    spent: int = 0
+
+    @classmethod
+    def with_timeout(cls, seconds: float | None = DEFAULT_TIMEOUT_SECONDS, **kwargs: Any) -> Budget:
+        deadline = None if seconds is None else time.monotonic() + seconds
+        return cls(deadline=deadline, **kwargs)
+
+    def remaining(self) -> int:
+        return self.limit - self.spent
+
+
+@dataclass
+class EvalContext:
+    """Mutable per-evaluation state handed to every planned closure."""
+
+    vars: dict[str, Any]
+    slots: list[Any]
+    budget: Budget
+    services: Any = None
+    cost: int = 0
+    limit: int = PER_CALL_COST_LIMIT
+    next_clock_check: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def charge(self, units: int) -> None:
+        """Add cost units; raise :class:`CelCostError` past the limit or the deadline."""
+        self.cost += units
+        if self.cost > self.limit:
+            self._over_budget()
+        if self.cost >= self.next_clock_check:
+            self.next_clock_check = self.cost + 2_000
+            deadline = self.budget.deadline
+            if deadline is not None and time.monotonic() > deadline:
+                raise CelCostError("evaluation deadline exceeded")
+
+    def _over_budget(self) -> None:
+        if self.limit < self.budget.per_call_limit:
+            raise CelCostError(f"operation cancelled: request cost budget of {self.budget.limit} units exhausted")
+        raise CelCostError(f"operation cancelled: actual cost limit of {self.limit} units exceeded")

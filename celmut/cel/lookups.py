@@ -1,0 +1,93 @@
+"""Interfaces through which CEL functions reach the outside world.
+
+CEL evaluation itself never performs I/O: Kyverno's ``resource.*``, ``globalContext.Get``,
+``image.GetMetadata`` and ``http.*`` call the providers in :class:`Services`, which the caller
+(CLI, webhook, controller, tests) supplies per evaluation. With a provider missing, the function
+fails with :class:`LookupUnavailable` naming what is missing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from celmut.cel.errors import CelEvaluationError
+
+
+class LookupUnavailable(CelEvaluationError):
+    """A CEL function needs a provider the caller did not supply."""
+
+
+class LookupFailed(CelEvaluationError):
+    """A provider was asked and answered with an error (not found, forbidden, timeout, …)."""
+
+
+class ResourceLookup(Protocol):
+    """Kubernetes objects for ``resource.Get/List/Post`` and namespace lookups."""
+
+    def get(self, api_version: str, resource: str, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def list(
+        self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
+    ) -> dict[str, Any]: ...
+
+    def post(self, api_version: str, resource: str, namespace: str, data: dict[str, Any]) -> dict[str, Any]: ...
+
+    def resource_for_kind(self, api_version: str, kind: str) -> str | None:
+        """The plural resource name of a kind, for ``resource.ToGVR``; None when unknown."""
+        ...
+
+
+class GlobalContextLookup(Protocol):
+    def get(self, entry: str, projection: str = "") -> Any: ...
+
+
+class ImageMetadataLookup(Protocol):
+    def get_metadata(self, reference: str) -> dict[str, Any]: ...
+
+
+class HttpTransport(Protocol):
+    """Performs one HTTP request after celmut's allow-list and address checks passed."""
+
+    def request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, timeout: float
+    ) -> tuple[int, bytes]: ...
+
+
+@dataclass(frozen=True)
+class HttpPolicy:
+    """Where CEL's ``http.*`` may connect. Empty allow-list: every request is denied."""
+
+    allow: Sequence[str] = ()  # URL prefixes or glob patterns, e.g. "https://api.example.com/"
+    allow_private_networks: bool = False  # loopback, RFC 1918, link-local, … (SSRF protection)
+    timeout_seconds: float = 5.0
+    max_response_bytes: int = 1 << 20
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+@dataclass
+class Services:
+    """Everything impure a CEL evaluation may use; all optional."""
+
+    resources: ResourceLookup | None = None
+    global_context: GlobalContextLookup | None = None
+    images: ImageMetadataLookup | None = None
+    http_policy: HttpPolicy = field(default_factory=HttpPolicy)
+    http_transport: HttpTransport | None = None
+    clock: Callable[[], datetime.datetime] = _utc_now
+    rng: random.Random = field(default_factory=random.Random)
+    namespaced_policy_namespace: str | None = None  # set for NamespacedMutatingPolicy evaluation
+
+    def require_resources(self, function: str) -> ResourceLookup:
+        if self.resources is None:
+            raise LookupUnavailable(f"{function}: no cluster resource lookup is configured")
+        return self.resources
+
+
+NO_SERVICES = Services()

@@ -1,0 +1,590 @@
+"""Plan a checked AST into a tree of Python closures, once per expression.
+
+This is celmut's evaluator for cel-python, in the spirit of cel-go's interpreter planner: instead of
+walking the parse tree on every evaluation (celpy's ``Evaluator``), each node becomes a closure
+``fn(ctx) -> value`` built at compile time, with the work that does not depend on the input done
+here: name resolution, overload narrowing, comprehension-variable slots, literal fast paths for
+equality and membership, and the static cost of every region of the expression.
+
+Errors are Python exceptions (:class:`CelEvaluationError`); ``&&``, ``||`` and the ``all``/``exists``
+macros absorb them exactly as cel-go does (``false && error`` is ``false``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from celmut.cel import ast
+from celmut.cel import types as t
+from celmut.cel import values as v
+from celmut.cel.declarations import Overload
+from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe, no_such_overload
+from celmut.cel.evalcontext import EvalContext
+from celmut.cel.selection import index_optional, index_value, select_field, select_optional, test_field
+
+Fn = Callable[[EvalContext], Any]
+
+# Python exceptions a library implementation may raise on bad input; they become CEL errors.
+_IMPL_ERRORS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError, UnicodeError)
+
+
+class Planner:
+    def __init__(
+        self,
+        functions: Mapping[str, list[Overload]],
+        types: Mapping[int, t.CelType],
+        lenient_or_value: bool = False,
+    ) -> None:
+        self.functions = functions
+        self.types = types
+        self.lenient_or_value = lenient_or_value
+        self.scopes: list[dict[str, int]] = []
+        self.slot_count = 0
+        self.costs: list[int] = [0]  # static cost of the region being planned (top level, loop bodies)
+
+    def plan(self, node: ast.Node) -> Fn:
+        self.costs[-1] += 1
+        method: Callable[[ast.Node], Fn] = getattr(self, f"_{type(node).__name__}")
+        return method(node)
+
+    @property
+    def static_cost(self) -> int:
+        return self.costs[0]
+
+    def _region(self, *nodes: ast.Node | None) -> tuple[list[Fn | None], int]:
+        """Plan nodes as a separately costed region (a loop body); return their closures and cost."""
+        self.costs.append(0)
+        try:
+            planned = [None if n is None else self.plan(n) for n in nodes]
+        finally:
+            cost = self.costs.pop()
+        return planned, cost
+
+    def _slot(self, name: str) -> int:
+        slot = self.slot_count
+        self.slot_count += 1
+        self.scopes[-1][name] = slot
+        return slot
+
+    # --- leaves ---------------------------------------------------------------------------------
+
+    def _Literal(self, node: ast.Literal) -> Fn:
+        value = node.value
+        return lambda ctx: value
+
+    def _Ident(self, node: ast.Ident) -> Fn:
+        name = node.name
+        for scope in reversed(self.scopes):
+            if name in scope:
+                slot = scope[name]
+                return lambda ctx: ctx.slots[slot]
+
+        def variable(ctx: EvalContext) -> Any:
+            try:
+                return ctx.vars[name]
+            except KeyError:
+                raise CelEvaluationError(f"no such attribute: {name}") from None
+
+        return variable
+
+    # --- selection ------------------------------------------------------------------------------
+
+    def _Select(self, node: ast.Select) -> Fn:
+        field = node.field
+        if node.test_only:
+            operand = self.plan(node.operand)
+            return lambda ctx: test_field(operand(ctx), field)
+        if node.optional:
+            operand = self.plan(node.operand)
+            return lambda ctx: select_optional(operand(ctx), field)
+        # A chain of plain selections (object.metadata.labels) becomes one closure.
+        fields: list[str] = []
+        current: ast.Node = node
+        while isinstance(current, ast.Select) and not current.optional and not current.test_only:
+            fields.append(current.field)
+            current = current.operand
+            if len(fields) > 1:
+                self.costs[-1] += 1
+        fields.reverse()
+        root = self.plan(current)
+        if len(fields) == 1:
+
+            def select_one(ctx: EvalContext) -> Any:
+                value = root(ctx)
+                if type(value) is dict:
+                    try:
+                        return value[field]
+                    except KeyError:
+                        raise CelEvaluationError(f"no such key: {field}") from None
+                return select_field(value, field)
+
+            return select_one
+        path = tuple(fields)
+
+        def select_path(ctx: EvalContext) -> Any:
+            value = root(ctx)
+            for name in path:
+                if type(value) is dict:
+                    try:
+                        value = value[name]
+                    except KeyError:
+                        raise CelEvaluationError(f"no such key: {name}") from None
+                else:
+                    value = select_field(value, name)
+            return value
+
+        return select_path
+
+    def _Index(self, node: ast.Index) -> Fn:
+        operand, index = self.plan(node.operand), self.plan(node.index)
+        if node.optional:
+            return lambda ctx: index_optional(operand(ctx), index(ctx))
+        if isinstance(node.index, ast.Literal) and type(node.index.value) is str:
+            key = node.index.value
+
+            def index_key(ctx: EvalContext) -> Any:
+                value = operand(ctx)
+                if type(value) is dict:
+                    try:
+                        return value[key]
+                    except KeyError:
+                        raise CelEvaluationError(f"no such key: {key}") from None
+                return index_value(value, key)
+
+            return index_key
+        return lambda ctx: index_value(operand(ctx), index(ctx))
+
+    # --- calls ----------------------------------------------------------------------------------
+
+    def _Call(self, node: ast.Call) -> Fn:
+        if node.target is None:
+            special = _SPECIAL.get(node.function)
+            if special is not None:
+                return special(self, node)
+        elif len(node.args) == 1 and node.function in ("or", "orValue"):
+            return self._optional_or(node)
+        return self._call(node)
+
+    def _call(self, node: ast.Call) -> Fn:
+        member = node.target is not None
+        arg_nodes = ([node.target] if node.target is not None else []) + node.args
+        overloads = [o for o in self.functions.get(node.function, []) if o.member == member]
+        overloads = self._narrow(overloads, arg_nodes)
+        args = [self.plan(a) for a in arg_nodes]
+        name = node.function
+        if not overloads:
+            return _fails(CelEvaluationError(f"no such overload: {name}"), args)
+        if len({id(o.impl) for o in overloads}) == 1 and all(
+            o.needs_context == overloads[0].needs_context and o.cost is overloads[0].cost for o in overloads
+        ):
+            return _direct_call(name, overloads[0], args)
+        return _dispatch_call(name, overloads, args)
+
+    def _narrow(self, overloads: list[Overload], arg_nodes: list[ast.Node]) -> list[Overload]:
+        """Drop overloads the checker's argument types rule out (dyn keeps every candidate)."""
+        arg_types = [self.types.get(id(a), t.DYN) for a in arg_nodes]
+        kept = []
+        for overload in overloads:
+            if overload.variadic or len(overload.params) != len(arg_types):
+                kept.append(overload)
+                continue
+            bindings: t.Bindings = {}
+            if all(t.is_assignable(p, a, bindings) for p, a in zip(overload.params, arg_types, strict=True)):
+                kept.append(overload)
+        return kept or overloads
+
+    def _and(self, node: ast.Call) -> Fn:
+        return _logical([self.plan(a) for a in node.args], stop=False, name="_&&_")
+
+    def _or(self, node: ast.Call) -> Fn:
+        return _logical([self.plan(a) for a in node.args], stop=True, name="_||_")
+
+    def _not(self, node: ast.Call) -> Fn:
+        operand = self.plan(node.args[0])
+
+        def negate(ctx: EvalContext) -> bool:
+            value = operand(ctx)
+            if value is True:
+                return False
+            if value is False:
+                return True
+            raise no_such_overload("!_", value)
+
+        return negate
+
+    def _conditional(self, node: ast.Call) -> Fn:
+        cond, then, otherwise = (self.plan(a) for a in node.args)
+
+        def conditional(ctx: EvalContext) -> Any:
+            c = cond(ctx)
+            if c is True:
+                return then(ctx)
+            if c is False:
+                return otherwise(ctx)
+            raise no_such_overload("_?_:_", c)
+
+        return conditional
+
+    def _equality(self, node: ast.Call) -> Fn:
+        negate = node.function == "_!=_"
+        left_node, right_node = node.args
+        if isinstance(left_node, ast.Literal) and not isinstance(right_node, ast.Literal):
+            left_node, right_node = right_node, left_node
+        left = self.plan(left_node)
+        if isinstance(right_node, ast.Literal):
+            self.costs[-1] += 1
+            literal = right_node.value
+            if type(literal) is str:
+                return (lambda ctx: left(ctx) != literal) if negate else (lambda ctx: left(ctx) == literal)
+            if literal is None or type(literal) is bool:
+                return (lambda ctx: left(ctx) is not literal) if negate else (lambda ctx: left(ctx) is literal)
+        right = self.plan(right_node)
+        equals = v.equals
+        if negate:
+            return lambda ctx: not equals(left(ctx), right(ctx))
+        return lambda ctx: equals(left(ctx), right(ctx))
+
+    def _in(self, node: ast.Call) -> Fn:
+        element_node, container_node = node.args
+        element = self.plan(element_node)
+        if isinstance(container_node, ast.CreateList) and all(
+            not e.optional and isinstance(e.value, ast.Literal) and type(e.value.value) is str
+            for e in container_node.elements
+        ):
+            self.costs[-1] += 1
+            strings = frozenset(e.value.value for e in container_node.elements)  # type: ignore[attr-defined]
+
+            def in_strings(ctx: EvalContext) -> bool:
+                value = element(ctx)
+                return type(value) is str and value in strings
+
+            return in_strings
+        container = self.plan(container_node)
+        return lambda ctx: _contains(element(ctx), container(ctx))
+
+    def _ordering(self, node: ast.Call) -> Fn:
+        left, right = (self.plan(a) for a in node.args)
+        name = node.function
+        compare = v.compare
+        test = _ORDER_TESTS[name]
+
+        def ordered(ctx: EvalContext) -> bool:
+            a, b = left(ctx), right(ctx)
+            if type(a) is int and type(b) is int:
+                return test(-1 if a < b else (1 if a > b else 0))
+            return test(compare(a, b, name))
+
+        return ordered
+
+    def _optional_or(self, node: ast.Call) -> Fn:
+        """``opt.or(other)`` / ``opt.orValue(default)``: the argument is evaluated only when needed."""
+        assert node.target is not None
+        target, alternative = self.plan(node.target), self.plan(node.args[0])
+        name = node.function
+        lenient = self.lenient_or_value and name == "orValue"
+
+        def optional_or(ctx: EvalContext) -> Any:
+            if lenient:
+                try:
+                    value = target(ctx)
+                except CelCostError:
+                    raise
+                except CelEvaluationError:
+                    return alternative(ctx)
+            else:
+                value = target(ctx)
+            if isinstance(value, v.OptionalValue):
+                if value.present:
+                    return value.value if name == "orValue" else value
+                other = alternative(ctx)
+                if name == "or" and not isinstance(other, v.OptionalValue):
+                    raise no_such_overload(name, value, other)
+                return other
+            if lenient:
+                return value
+            raise no_such_overload(name, value)
+
+        return optional_or
+
+    def _dyn(self, node: ast.Call) -> Fn:
+        if len(node.args) != 1:
+            return self._call(node)
+        return self.plan(node.args[0])
+
+    # --- aggregates -----------------------------------------------------------------------------
+
+    def _CreateList(self, node: ast.CreateList) -> Fn:
+        elements = [(self.plan(e.value), e.optional) for e in node.elements]
+        if not any(optional for _, optional in elements):
+            fns = [fn for fn, _ in elements]
+            return lambda ctx: [fn(ctx) for fn in fns]
+
+        def create_list(ctx: EvalContext) -> list[Any]:
+            out = []
+            for fn, optional in elements:
+                value = fn(ctx)
+                if optional:
+                    if not isinstance(value, v.OptionalValue):
+                        raise no_such_overload("optional list element", value)
+                    if value.present:
+                        out.append(value.value)
+                else:
+                    out.append(value)
+            return out
+
+        return create_list
+
+    def _CreateMap(self, node: ast.CreateMap) -> Fn:
+        entries = [(self.plan(e.key), self.plan(e.value), e.optional) for e in node.entries]
+
+        def create_map(ctx: EvalContext) -> dict[Any, Any]:
+            out: dict[Any, Any] = {}
+            for key_fn, value_fn, optional in entries:
+                key = v.require_map_key(key_fn(ctx))
+                value = value_fn(ctx)
+                if optional:
+                    if not isinstance(value, v.OptionalValue):
+                        raise no_such_overload("optional map entry", value)
+                    if not value.present:
+                        continue
+                    value = value.value
+                if key in out:
+                    raise CelEvaluationError(f"Failed with repeated key: {describe(key)}")
+                out[key] = value
+            return out
+
+        return create_map
+
+    def _CreateStruct(self, node: ast.CreateStruct) -> Fn:
+        type_name = node.type_name
+        fields = [(f.name, self.plan(f.value), f.optional) for f in node.fields]
+
+        def create_struct(ctx: EvalContext) -> v.StructValue:
+            out: dict[str, Any] = {}
+            for name, fn, optional in fields:
+                value = fn(ctx)
+                if optional:
+                    if not isinstance(value, v.OptionalValue):
+                        raise no_such_overload("optional field", value)
+                    if not value.present:
+                        continue
+                    value = value.value
+                out[name] = value
+            return v.StructValue(type_name, out)
+
+        return create_struct
+
+    # --- macros ---------------------------------------------------------------------------------
+
+    def _Comprehension(self, node: ast.Comprehension) -> Fn:
+        from celmut.cel.comprehensions import plan_comprehension
+
+        range_fn = self.plan(node.range)
+        self.scopes.append({})
+        try:
+            first = self._slot(node.var)
+            second = self._slot(node.var2) if node.var2 else None
+            (body, predicate), cost = self._region(node.body, node.predicate)
+        finally:
+            self.scopes.pop()
+        assert body is not None
+        return plan_comprehension(node, range_fn, body, predicate, first, second, max(cost, 1))
+
+    def _Bind(self, node: ast.Bind) -> Fn:
+        init = self.plan(node.init)
+        self.scopes.append({})
+        try:
+            slot = self._slot(node.var)
+            body = self.plan(node.body)
+        finally:
+            self.scopes.pop()
+
+        def bind(ctx: EvalContext) -> Any:
+            ctx.slots[slot] = init(ctx)
+            return body(ctx)
+
+        return bind
+
+    def _OptMap(self, node: ast.OptMap) -> Fn:
+        target = self.plan(node.target)
+        self.scopes.append({})
+        try:
+            slot = self._slot(node.var)
+            body = self.plan(node.body)
+        finally:
+            self.scopes.pop()
+        flat = node.flat
+
+        def opt_map(ctx: EvalContext) -> Any:
+            value = target(ctx)
+            if not isinstance(value, v.OptionalValue):
+                raise no_such_overload("optMap" if not flat else "optFlatMap", value)
+            if not value.present:
+                return value
+            ctx.slots[slot] = value.value
+            result = body(ctx)
+            if flat:
+                if not isinstance(result, v.OptionalValue):
+                    raise no_such_overload("optFlatMap", result)
+                return result
+            return v.OptionalValue(result)
+
+        return opt_map
+
+
+_ORDER_TESTS: dict[str, Callable[[int], bool]] = {
+    "_<_": lambda c: c == -1,
+    "_<=_": lambda c: c in (-1, 0),
+    "_>_": lambda c: c == 1,
+    "_>=_": lambda c: c in (0, 1),
+}
+
+_SPECIAL: dict[str, Callable[[Planner, ast.Call], Fn]] = {
+    "_&&_": Planner._and,
+    "_||_": Planner._or,
+    "!_": Planner._not,
+    "_?_:_": Planner._conditional,
+    "_==_": Planner._equality,
+    "_!=_": Planner._equality,
+    "@in": Planner._in,
+    "_<_": Planner._ordering,
+    "_<=_": Planner._ordering,
+    "_>_": Planner._ordering,
+    "_>=_": Planner._ordering,
+    "dyn": Planner._dyn,
+}
+
+
+def _logical(operands: list[Fn], stop: bool, name: str) -> Fn:
+    """n-ary ``&&`` (stop on False) / ``||`` (stop on True), commutative over errors as in cel-go."""
+
+    def logical(ctx: EvalContext) -> bool:
+        error: CelEvaluationError | None = None
+        for operand in operands:
+            try:
+                value = operand(ctx)
+            except CelCostError:
+                raise
+            except CelEvaluationError as ex:
+                error = error or ex
+                continue
+            if value is stop:
+                return stop
+            if value is not (not stop):
+                error = error or no_such_overload(name, value)
+        if error is not None:
+            raise error
+        return not stop
+
+    return logical
+
+
+def _contains(element: Any, container: Any) -> bool:
+    if isinstance(container, list | tuple):
+        if type(element) is str:
+            return any(type(item) is str and item == element for item in container)
+        equals = v.equals
+        return any(equals(element, item) for item in container)
+    if isinstance(container, dict):
+        if isinstance(element, dict | list | float) and not (type(element) is float and element.is_integer()):
+            return False
+        try:
+            return element in container
+        except TypeError:
+            return False
+    raise no_such_overload("@in", element, container)
+
+
+def _fails(error: CelEvaluationError, args: list[Fn]) -> Fn:
+    def failing(ctx: EvalContext) -> Any:
+        for arg in args:
+            arg(ctx)
+        raise error
+
+    return failing
+
+
+def _impl_error(name: str, ex: Exception) -> CelEvaluationError:
+    detail = str(ex) or type(ex).__name__
+    return CelEvaluationError(f"{name}: {detail}")
+
+
+def _direct_call(name: str, overload: Overload, args: list[Fn]) -> Fn:
+    """All candidate overloads share one implementation that dispatches on its own."""
+    impl = overload.impl
+    cost = overload.cost
+    if overload.needs_context or cost is not None:
+        with_context = overload.needs_context
+
+        def call_with_context(ctx: EvalContext) -> Any:
+            values = [a(ctx) for a in args]
+            if cost is not None:
+                ctx.charge(cost(*values))
+            try:
+                return impl(ctx, *values) if with_context else impl(*values)
+            except CelError:
+                raise
+            except _IMPL_ERRORS as ex:
+                raise _impl_error(name, ex) from ex
+
+        return call_with_context
+    if len(args) == 1:
+        (a0,) = args
+
+        def call1(ctx: EvalContext) -> Any:
+            x = a0(ctx)
+            try:
+                return impl(x)
+            except CelError:
+                raise
+            except _IMPL_ERRORS as ex:
+                raise _impl_error(name, ex) from ex
+
+        return call1
+    if len(args) == 2:
+        a0, a1 = args
+
+        def call2(ctx: EvalContext) -> Any:
+            x, y = a0(ctx), a1(ctx)
+            try:
+                return impl(x, y)
+            except CelError:
+                raise
+            except _IMPL_ERRORS as ex:
+                raise _impl_error(name, ex) from ex
+
+        return call2
+
+    def call_n(ctx: EvalContext) -> Any:
+        values = [a(ctx) for a in args]
+        try:
+            return impl(*values)
+        except CelError:
+            raise
+        except _IMPL_ERRORS as ex:
+            raise _impl_error(name, ex) from ex
+
+    return call_n
+
+
+def _dispatch_call(name: str, overloads: list[Overload], args: list[Fn]) -> Fn:
+    """Pick the first overload whose parameter guards accept the runtime arguments."""
+
+    def dispatch(ctx: EvalContext) -> Any:
+        values = tuple(a(ctx) for a in args)
+        for overload in overloads:
+            if overload.accepts(values):
+                if overload.cost is not None:
+                    ctx.charge(overload.cost(*values))
+                try:
+                    if overload.needs_context:
+                        return overload.impl(ctx, *values)
+                    return overload.impl(*values)
+                except CelError:
+                    raise
+                except _IMPL_ERRORS as ex:
+                    raise _impl_error(name, ex) from ex
+        raise no_such_overload(name, *values)
+
+    return dispatch

@@ -1,0 +1,107 @@
+"""Field selection, presence tests and indexing on CEL values, including the optional forms.
+
+Selection on an optional value is optional-aware, as in cel-go: once a path has gone through an
+optional (``a.?b.c``), each later step yields ``optional.none()`` instead of failing when a field
+or key is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celmut.cel import values as v
+from celmut.cel.errors import CelEvaluationError, describe, no_such_overload
+
+
+def select_field(value: Any, field: str) -> Any:
+    """``value.field`` for maps, typed objects, records and optionals."""
+    if isinstance(value, dict):
+        try:
+            return value[field]
+        except KeyError:
+            raise CelEvaluationError(f"no such key: {field}") from None
+    if isinstance(value, v.OptionalValue):
+        return select_optional(value, field)
+    select = getattr(value, "cel_select", None)
+    if select is not None:
+        return select(field)
+    raise CelEvaluationError(f"type '{v.type_name(value)}' does not support field selection")
+
+
+def _has(value: Any, field: str) -> bool:
+    if isinstance(value, dict):
+        return field in value
+    has = getattr(value, "cel_has", None)
+    if has is not None:
+        return bool(has(field))
+    raise CelEvaluationError(f"invalid type for field selection: '{v.type_name(value)}'")
+
+
+def test_field(value: Any, field: str) -> bool:
+    """``has(value.field)``."""
+    if isinstance(value, v.OptionalValue):
+        return value.present and _has(value.value, field)
+    return _has(value, field)
+
+
+def select_optional(value: Any, field: str) -> v.OptionalValue:
+    """``value.?field``: optional.of(value.field) when present, else optional.none()."""
+    if isinstance(value, v.OptionalValue):
+        if not value.present:
+            return value
+        value = value.value
+    if _has(value, field):
+        return v.OptionalValue(select_field(value, field))
+    return v.NONE
+
+
+def _list_position(container: list[Any] | tuple[Any, ...], index: Any) -> int:
+    kind = type(index)
+    if kind is int or kind is v.UintType or (kind is float and index.is_integer()):
+        position = int(index)
+    else:
+        raise no_such_overload("_[_]", container, index)
+    if 0 <= position < len(container):
+        return position
+    raise CelEvaluationError(f"index out of bounds: {position}")
+
+
+def index_value(container: Any, index: Any) -> Any:
+    """``container[index]`` for lists and maps (numeric keys compare by value)."""
+    if isinstance(container, list | tuple):
+        return container[_list_position(container, index)]
+    if isinstance(container, dict):
+        if isinstance(index, dict | list):
+            raise no_such_overload("_[_]", container, index)
+        try:
+            return container[index]
+        except KeyError:
+            raise CelEvaluationError(f"no such key: {describe(index)}") from None
+        except TypeError:
+            raise no_such_overload("_[_]", container, index) from None
+    if isinstance(container, v.OptionalValue):
+        return index_optional(container, index)
+    index_fn = getattr(container, "cel_index", None)
+    if index_fn is not None:
+        return index_fn(index)
+    raise no_such_overload("_[_]", container, index)
+
+
+def index_optional(container: Any, index: Any) -> v.OptionalValue:
+    """``container[?index]``."""
+    if isinstance(container, v.OptionalValue):
+        if not container.present:
+            return container
+        container = container.value
+    if isinstance(container, list | tuple):
+        kind = type(index)
+        if not (kind is int or kind is v.UintType or (kind is float and index.is_integer())):
+            raise no_such_overload("_[?_]", container, index)
+        position = int(index)
+        return v.OptionalValue(container[position]) if 0 <= position < len(container) else v.NONE
+    if isinstance(container, dict):
+        try:
+            return v.OptionalValue(container[index]) if index in container else v.NONE
+        except TypeError:
+            raise no_such_overload("_[?_]", container, index) from None
+    raise no_such_overload("_[?_]", container, index)

@@ -1,0 +1,87 @@
+"""``celmut eval EXPRESSION``: compile and evaluate one CEL expression in a policy environment.
+
+The expression sees the same variables and libraries a policy does. Compile errors exit 2 with the
+position; evaluation errors exit 1 with a message that names the problem but never dumps inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from celmut import cel
+from celmut.cel import types
+from celmut.sources.documents import DocumentError, load_single
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("eval", help="evaluate one CEL expression", description=__doc__)
+    p.add_argument("expression", help="the CEL expression")
+    p.add_argument("--object", metavar="FILE", help="YAML/JSON file bound to `object`")
+    p.add_argument("--old-object", metavar="FILE", help="YAML/JSON file bound to `oldObject`")
+    p.add_argument("--namespace-object", metavar="FILE", help="Namespace bound to `namespaceObject`")
+    p.add_argument("--params", metavar="FILE", help="object bound to `params` (kubernetes profile)")
+    p.add_argument("--request", metavar="FILE", help="AdmissionRequest or AdmissionReview bound to `request`")
+    p.add_argument("--var", action="append", default=[], metavar="NAME=JSON", help="bind `variables.NAME` (repeatable)")
+    p.add_argument("--profile", choices=("kyverno", "kubernetes"), default="kyverno", help="CEL environment")
+    p.add_argument("--compact", action="store_true", help="print JSON on one line")
+    p.set_defaults(run=run)
+
+
+def _parse_vars(items: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise ValueError(f"--var {item!r}: expected NAME=JSON")
+        try:
+            values[name] = json.loads(text)
+        except json.JSONDecodeError as ex:
+            raise ValueError(f"--var {name}: invalid JSON: {ex.msg}") from None
+    return values
+
+
+def _load(path: str | None) -> Any:
+    return None if path is None else load_single(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        variables = _parse_vars(args.var)
+        obj, old = _load(args.object), _load(args.old_object)
+        request = _load(args.request)
+        if isinstance(request, dict) and request.get("kind") == "AdmissionReview":
+            request = request.get("request") or {}
+        if isinstance(request, dict):
+            obj = request.get("object") if obj is None else obj
+            old = request.get("oldObject") if old is None else old
+        namespace_object, params = _load(args.namespace_object), _load(args.params)
+    except (DocumentError, ValueError) as ex:
+        print(f"error: {ex}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    env = cel.Environment(args.profile, variables={name: types.DYN for name in variables})
+    try:
+        program = env.compile(args.expression)
+    except cel.CelCompileError as ex:
+        print(f"compile error at column {ex.column}: {ex}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        activation = cel.Activation(
+            object=obj,
+            old_object=old,
+            request=request,
+            namespace_object=namespace_object,
+            params=params,
+            variable_values=variables,
+        )
+        result = program.evaluate(activation)
+    except cel.CelError as ex:
+        print(f"{ex.kind} error: {ex.message}", file=sys.stderr)
+        return EXIT_FAILED
+    indent = None if args.compact else 2
+    print(json.dumps(cel.to_plain(result), indent=indent, ensure_ascii=False))
+    return EXIT_OK

@@ -1,0 +1,124 @@
+"""Read Kubernetes-style YAML/JSON documents from files and directories.
+
+YAML is read the way Kubernetes reads it for objects: timestamps stay strings (PyYAML would turn
+``2024-01-01T00:00:00Z`` into a datetime, which no Kubernetes object contains), multi-document files
+are split on ``---``, empty documents are skipped, and a ``kind: List`` is flattened into its items.
+Errors name the file and, for YAML, the line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+YAML_SUFFIXES = (".yaml", ".yml")
+DOCUMENT_SUFFIXES = (*YAML_SUFFIXES, ".json")
+MAX_FILE_BYTES = 16 * 1024 * 1024
+
+
+class DocumentError(Exception):
+    """A file could not be read or parsed; the message names the file (and line for YAML)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+class _KubernetesLoader(yaml.SafeLoader):
+    """SafeLoader without the timestamp resolver."""
+
+
+_KubernetesLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True)
+class Document:
+    """One parsed document and where it came from (``index`` counts documents within the file)."""
+
+    path: str
+    index: int
+    content: Any
+
+
+def parse_text(text: str, path: str = "<input>") -> list[Any]:
+    """All non-empty documents in YAML or JSON text."""
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")) and path.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as ex:
+            raise DocumentError(path, f"invalid JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
+        return _flatten(data if isinstance(data, list) else [data])
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_KubernetesLoader) if d is not None]
+    except yaml.YAMLError as ex:
+        mark = getattr(ex, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(ex, "problem", None) or str(ex).splitlines()[0]
+        raise DocumentError(path, f"invalid YAML{where}: {problem}") from None
+    return _flatten(docs)
+
+
+def _flatten(docs: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for doc in docs:
+        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            out.extend(item for item in doc["items"] if item is not None)
+        else:
+            out.append(doc)
+    return out
+
+
+def read_file(path: str | Path) -> list[Any]:
+    """The documents of one file (``-`` is not supported here; callers read stdin themselves)."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise DocumentError(str(path), f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit")
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DocumentError(str(path), "no such file") from None
+    except IsADirectoryError:
+        raise DocumentError(str(path), "is a directory") from None
+    except (OSError, UnicodeDecodeError) as ex:
+        raise DocumentError(str(path), f"cannot read: {ex}") from None
+    return parse_text(text, str(path))
+
+
+def iter_files(path: str | Path) -> Iterator[Path]:
+    """The file itself, or every YAML/JSON file under a directory in sorted (stable) order."""
+    p = Path(path)
+    if p.is_dir():
+        yield from sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in DOCUMENT_SUFFIXES)
+    elif p.exists():
+        yield p
+    else:
+        raise DocumentError(str(path), "no such file or directory")
+
+
+def load_documents(*paths: str | Path) -> list[Document]:
+    """Every document under the given files and directories, in a stable order."""
+    out: list[Document] = []
+    for path in paths:
+        for file in iter_files(path):
+            for index, content in enumerate(read_file(file)):
+                out.append(Document(str(file), index, content))
+    return out
+
+
+def load_single(path: str | Path) -> Any:
+    """The only document of a file; an error if it holds none or several."""
+    docs = read_file(path)
+    if len(docs) != 1:
+        raise DocumentError(str(path), f"expected exactly one document, found {len(docs)}")
+    return docs[0]

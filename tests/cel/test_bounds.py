@@ -1,0 +1,88 @@
+"""Bounds on evaluation: per-expression cost limit, per-request budget, wall-clock deadline,
+input size limit, and error messages that never dump input data."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from celmut import cel
+
+
+def test_a_quadratic_comprehension_hits_the_per_expression_cost_limit() -> None:
+    items = list(range(2000))
+    program = cel.Environment("kyverno").compile("object.items.all(i, object.items.all(j, i + j >= 0))")
+    with pytest.raises(cel.CelCostError, match="cost limit"):
+        program.evaluate(cel.Activation(object={"items": items}))
+
+
+def test_the_request_budget_is_shared_by_expressions_of_one_request() -> None:
+    program = cel.Environment("kyverno").compile("object.items.map(i, i * 2).size()")
+    budget = cel.Budget(limit=50_000)
+    activation = cel.Activation(object={"items": list(range(10_000))}, budget=budget)
+    assert program.evaluate(activation) == 10_000
+    with pytest.raises(cel.CelCostError, match="budget"):
+        for _ in range(10):
+            program.evaluate(activation)
+
+
+def test_the_deadline_stops_a_long_evaluation() -> None:
+    program = cel.Environment("kyverno").compile("object.items.all(i, object.items.all(j, i + j >= 0))")
+    budget = cel.Budget(per_call_limit=10**12, limit=10**12, deadline=time.monotonic() + 0.05)
+    started = time.monotonic()
+    with pytest.raises(cel.CelCostError, match="deadline"):
+        program.evaluate(cel.Activation(object={"items": list(range(3000))}, budget=budget))
+    assert time.monotonic() - started < 2.0
+
+
+def test_inputs_over_the_size_limit_are_refused() -> None:
+    big = {"data": "x" * 2_000_000}
+    with pytest.raises(cel.CelInputError, match="exceeds the limit"):
+        cel.Activation(object=big, max_input_bytes=1_000_000)
+
+
+def test_error_messages_do_not_contain_object_contents() -> None:
+    secret = "s3cr3t-value-that-must-not-leak"
+    program = cel.Environment("kyverno").compile("object.missing.field")
+    with pytest.raises(cel.CelEvaluationError) as info:
+        program.evaluate(cel.Activation(object={"data": {"password": secret}}))
+    assert secret not in str(info.value)
+    program = cel.Environment("kyverno").compile("int(object.data.password)")
+    with pytest.raises(cel.CelEvaluationError) as info:
+        program.evaluate(cel.Activation(object={"data": {"password": secret * 10}}))
+    assert secret * 2 not in str(info.value)
+
+
+def test_compile_errors_carry_line_and_column() -> None:
+    with pytest.raises(cel.CelCompileError) as info:
+        cel.Environment("kyverno").compile("object.a &&\n  object.b.startsWith(1)")
+    assert (info.value.line, info.value.column) == (2, 22)
+    assert "no matching overload" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "fragment"),
+    [
+        ("cel.bind(x, 1, x)", "undeclared reference to 'cel.bind'"),
+        ("math.greatest(1, 2)", "undeclared reference to 'math.greatest'"),
+        ("base64.encode(b'a')", "undeclared reference to 'base64.encode'"),
+        ("exceptions.allowedImages", "undeclared reference to 'exceptions'"),
+        ("int('twelve')", "expression always fails"),
+    ],
+)
+def test_the_kubernetes_profile_refuses_what_the_api_server_refuses(expression: str, fragment: str) -> None:
+    with pytest.raises(cel.CelCompileError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        cel.Environment("kubernetes").compile(expression)
+
+
+def test_params_exist_only_in_the_kubernetes_profile() -> None:
+    assert cel.Environment("kubernetes").compile("params.x").evaluate(cel.Activation(params={"x": 1})) == 1
+    with pytest.raises(cel.CelCompileError, match="undeclared reference to 'params'"):
+        cel.Environment("kyverno").compile("params.x")
+
+
+def test_compiled_programs_are_cached_by_source() -> None:
+    env = cel.Environment("kyverno")
+    assert env.compile("1 + 1") is env.compile("1 + 1")
+    assert cel.Environment("kubernetes").compile("1 + 1") is not env.compile("1 + 1")
