@@ -32,7 +32,7 @@ from celmut.cel.declarations import Library, Overload
 from celmut.cel.engines.base import Engine, EngineOptions, Program
 from celmut.cel.engines.celpy_engine import CelpyEngine
 from celmut.cel.errors import CelCompileError, CelEvaluationError, Issue
-from celmut.cel.libs import core, optional, timestamps
+from celmut.cel.libs import core, ext, k8s, kyverno, optional, timestamps
 
 KUBERNETES_MACROS = frozenset(
     {
@@ -54,8 +54,19 @@ KYVERNO_MACROS = KUBERNETES_MACROS | {"cel.bind", "sortBy"}
 
 # Libraries in both profiles, then Kyverno's additions. Each library lives in its own module under
 # celmut/cel/libs/; adding one to CEL means adding it here.
-KUBERNETES_LIBRARIES: tuple[Library, ...] = (core.LIBRARY, timestamps.LIBRARY, optional.LIBRARY)
-KYVERNO_LIBRARIES: tuple[Library, ...] = (*KUBERNETES_LIBRARIES, optional.KYVERNO_COMPAT)
+KUBERNETES_LIBRARIES: tuple[Library, ...] = (
+    core.LIBRARY,
+    timestamps.LIBRARY,
+    optional.LIBRARY,
+    *ext.KUBERNETES_LIBRARIES,
+    *k8s.LIBRARIES,
+)
+KYVERNO_LIBRARIES: tuple[Library, ...] = (
+    *KUBERNETES_LIBRARIES,
+    optional.KYVERNO_COMPAT,
+    *ext.KYVERNO_ONLY_LIBRARIES,
+    *kyverno.LIBRARIES,
+)
 
 ADMISSION_REQUEST_FIELDS: dict[str, t.CelType] = {
     "uid": t.STRING,
