@@ -108,11 +108,16 @@ def admission_request(
 
 def normalize_request(request: Mapping[str, Any]) -> dict[str, Any]:
     """Fill the fields an AdmissionRequest may omit, so CEL can select any of them."""
+    if _REQUEST_KEYS.issubset(request.keys()) and isinstance(request, dict):
+        return request
     base = admission_request()
     merged = {**base, **{k: val for k, val in request.items() if val is not None or k in ("object", "oldObject")}}
     for key in ("kind", "resource", "requestKind", "requestResource", "userInfo"):
         merged[key] = {**base[key], **(request.get(key) or {})}
     return merged
+
+
+_REQUEST_KEYS = frozenset(admission_request().keys())
 
 
 def approximate_size(value: Any, limit: int) -> int:

@@ -26,6 +26,9 @@ from celmut.cel.errors import CelCompileError, Issue
 # Fields of JSONPatch{...}; Object.* constructions accept any field (checked against the schema later).
 JSONPATCH_FIELDS: dict[str, t.CelType] = {"op": t.STRING, "path": t.STRING, "from": t.STRING, "value": t.DYN}
 
+# cel-go's HomogeneousAggregateLiteralExemptFunctions, as Kubernetes configures it for format().
+HOMOGENEITY_EXEMPT_FUNCTIONS = frozenset({"format", "strings.format"})
+
 TYPE_IDENTIFIERS: dict[str, str] = {
     "int": "int",
     "uint": "uint",
@@ -75,6 +78,7 @@ class Checker:
         self.scopes: list[dict[str, t.CelType]] = []
         self.references: set[str] = set()
         self.overloads_used: set[str] = set()
+        self.homogeneity_exempt = 0  # inside the arguments of format(), as cel-go exempts them
 
     # --- entry point -------------------------------------------------------------------------------
 
@@ -226,7 +230,12 @@ class Checker:
             return node, self.error(node, self._undeclared(node.function))
         if node.target is not None:
             node.target = self.visit(node.target)
-        node.args = [self.visit(a) for a in node.args]
+        exempt = node.function in HOMOGENEITY_EXEMPT_FUNCTIONS
+        self.homogeneity_exempt += exempt
+        try:
+            node.args = [self.visit(a) for a in node.args]
+        finally:
+            self.homogeneity_exempt -= exempt
         special = _SPECIAL_CALLS.get(node.function)
         if special is not None:
             return node, special(self, node)
@@ -307,7 +316,7 @@ class Checker:
         if joined is None and _numeric_pair(current, new) and not self.decls.homogeneous_literals:
             return t.DYN
         if joined is None:
-            if not self.decls.homogeneous_literals:
+            if not self.decls.homogeneous_literals or self.homogeneity_exempt:
                 return t.DYN
             self.error(node, f"expected type '{current}' but found '{new}' in {what} (wrap mixed values in dyn())")
             return t.DYN

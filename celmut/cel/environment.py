@@ -3,13 +3,13 @@
 Two profiles exist, as in the real systems:
 
 * **kubernetes** — what kube-apiserver offers MutatingAdmissionPolicy: the standard definitions,
-  optionals, cel-go strings (v2) and sets, two-variable comprehensions, and the Kubernetes libraries
-  (lists, regex, url, ip/cidr, quantity, semver, format, jsonpatch). ``cel.bind``, ``math.*``,
-  ``base64.*``, cel-go lists/regex and every Kyverno function are compile errors here, as the API
-  server refuses such policies. Variables: ``object``, ``oldObject``, ``request``, ``params``,
+  optionals, cel-go strings (v2), sets and lists (v3), two-variable comprehensions, and the
+  Kubernetes libraries (lists, regex, url, ip/cidr, quantity, semver, format, jsonpatch).
+  ``cel.bind``, ``math.*``, ``base64.*``, cel-go regex and every Kyverno function are compile errors
+  here, as the API server refuses such policies. Variables: ``object``, ``oldObject``, ``request``, ``params``,
   ``namespaceObject``, ``variables``.
 * **kyverno** — what Kyverno offers MutatingPolicy: all of the above plus ``cel.bind``, cel-go
-  encoders, lists (v3), math and regex, and Kyverno's libraries. Variables: ``object``,
+  encoders, math and regex, and Kyverno's libraries. Variables: ``object``,
   ``oldObject``, ``request``, ``namespaceObject``, ``variables``, ``exceptions`` (no ``params``).
 
 :class:`Environment` parses and checks once (the shared front end) and hands the checked AST to an
@@ -48,9 +48,10 @@ KUBERNETES_MACROS = frozenset(
         "transformMapEntry",
         "optMap",
         "optFlatMap",
+        "sortBy",
     }
 )
-KYVERNO_MACROS = KUBERNETES_MACROS | {"cel.bind", "sortBy"}
+KYVERNO_MACROS = KUBERNETES_MACROS | {"cel.bind"}
 
 # Libraries in both profiles, then Kyverno's additions. Each library lives in its own module under
 # celmut/cel/libs/; adding one to CEL means adding it here.

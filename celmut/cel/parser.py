@@ -3,7 +3,8 @@
 ``ExtendedCELParser`` subclasses celpy's :class:`celpy.celparser.CELParser`: it reads celpy's own
 ``cel.lark`` at run time and appends Lark ``%override`` rules for optional selection and indexing
 (``a.?b``, ``m[?k]``), optional list elements and map/struct entries (``[?x]``, ``{?k: v}``),
-trailing commas in literals, and back-quoted field names (``a.`b-c```). The Lark parser is built
+trailing commas in literals, back-quoted field names (``a.`b-c```), and cel-spec's float literal
+(digits are required after the point, so ``42.charAt(0)`` is a call on the int 42). The Lark parser is built
 once per process (~150 ms) and shared.
 
 Macros (``has``, ``all``, ``map``, ``cel.bind`` …) are expanded while converting, as cel-go does at
@@ -45,6 +46,7 @@ fieldinit : field_name ":" expr | opt_field ":" expr
 opt_field : "?" field_name
 field_name : IDENT | QUOTED_IDENT
 QUOTED_IDENT : /`[^`]+`/
+%override FLOAT_LIT : /-?/ DIGIT* "." DIGIT+ EXPONENT? | /-?/ DIGIT+ EXPONENT
 """
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

@@ -221,7 +221,8 @@ def equals(a: Any, b: Any) -> bool:
             return a.type_name == b.type_name and _map_equals(a, b)
         return bool(a == b)
     if (ta is int or ta is float or ta is UintType) and (tb is int or tb is float or tb is UintType):
-        return bool(a == b)
+        # celpy's UintType refuses to compare with a float: compare plain numbers
+        return (int(a) if ta is UintType else a) == (int(b) if tb is UintType else b)
     if ta is bool or tb is bool or a is None or b is None:
         return False
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
@@ -256,6 +257,8 @@ def less(a: Any, b: Any, op: str = "_<_") -> bool:
 
 def _compare(a: Any, b: Any, op: str) -> int:
     if is_number(a) and is_number(b):
+        a = int(a) if type(a) is UintType else a
+        b = int(b) if type(b) is UintType else b
         if a < b:
             return -1
         if a > b:

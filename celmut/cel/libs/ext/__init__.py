@@ -1,10 +1,11 @@
 """cel-go's extension libraries (github.com/google/cel-go/ext), one module per library.
 
-Kubernetes enables strings (v2) and sets; Kyverno additionally enables encoders, lists (v3), math
-and regex.
+Kubernetes enables strings (v2), sets and lists (v3, since 1.34); Kyverno additionally enables
+encoders, math and regex.
 """
 
 from celmut.cel.declarations import Library
+from celmut.cel.libs.ext import encoders, lists, math, regex, sets, strings
 
-KUBERNETES_LIBRARIES: tuple[Library, ...] = ()
-KYVERNO_ONLY_LIBRARIES: tuple[Library, ...] = ()
+KUBERNETES_LIBRARIES: tuple[Library, ...] = (strings.LIBRARY, sets.LIBRARY, lists.LIBRARY)
+KYVERNO_ONLY_LIBRARIES: tuple[Library, ...] = (encoders.LIBRARY, math.LIBRARY, regex.LIBRARY)
