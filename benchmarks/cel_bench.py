@@ -18,8 +18,8 @@ from pathlib import Path
 import celpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import per_call_us, table  # noqa: E402
-from workloads import (  # noqa: E402
+from timing import per_call_us, table
+from workloads import (
     MATCH_EXPRESSION,
     PATCH_EXPRESSION_MAPS,
     PATCH_EXPRESSION_TYPED,
@@ -27,7 +27,7 @@ from workloads import (  # noqa: E402
     realistic_pod,
 )
 
-from celmut import cel  # noqa: E402
+from celmut import cel
 
 
 def main() -> None:

@@ -29,10 +29,14 @@ def per_call_us(fn: Callable[[], object], *, min_time: float = 0.2, repeats: int
 
 
 def table(title: str, headers: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table: first column left-aligned, the others right-aligned."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=False)]
-    line = lambda cells: "  ".join(
-        str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))
-    )  # noqa: E731
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))
+        )
+
     out = [title, line(headers), line(["-" * w for w in widths])]
     out += [line(row) for row in rows]
     return "\n".join(out)
