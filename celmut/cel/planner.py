@@ -519,9 +519,9 @@ def _direct_call(name: str, overload: Overload, args: list[Fn]) -> Fn:
 
         def call_with_context(ctx: EvalContext) -> Any:
             values = [a(ctx) for a in args]
-            if cost is not None:
-                ctx.charge(cost(*values))
             try:
+                if cost is not None:
+                    ctx.charge(cost(*values))
                 return impl(ctx, *values) if with_context else impl(*values)
             except CelError:
                 raise
@@ -575,9 +575,9 @@ def _dispatch_call(name: str, overloads: list[Overload], args: list[Fn]) -> Fn:
         values = tuple(a(ctx) for a in args)
         for overload in overloads:
             if overload.accepts(values):
-                if overload.cost is not None:
-                    ctx.charge(overload.cost(*values))
                 try:
+                    if overload.cost is not None:
+                        ctx.charge(overload.cost(*values))
                     if overload.needs_context:
                         return overload.impl(ctx, *values)
                     return overload.impl(*values)

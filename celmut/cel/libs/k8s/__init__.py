@@ -1,8 +1,24 @@
 """The Kubernetes CEL libraries (k8s.io/apiserver/pkg/cel/library), one module per library.
 
 Available in both profiles: lists, regex, urls, ip/cidr, quantity, semver, format, jsonpatch.
+Go behaviour they depend on is ported in helper modules: :mod:`.netip` and :mod:`.neturl` (Go's
+``net/netip`` and ``net/url``), :mod:`.resource` (apimachinery's ``resource.Quantity``) and
+:mod:`.golang` (``strconv.Quote``, ``math.Pow10``); :mod:`.support` has the shared argument checks
+and cost formulas.
 """
 
 from celmut.cel.declarations import Library
+from celmut.cel.libs.k8s import cidr, format, ip, jsonpatch, lists, quantity, regex, semver, urls
 
-LIBRARIES: tuple[Library, ...] = ()
+LIBRARIES: tuple[Library, ...] = (
+    lists.LIBRARY,
+    regex.LIBRARY,
+    urls.LIBRARY,
+    ip.LIBRARY,
+    cidr.LIBRARY,
+    quantity.LIBRARY,
+    semver.LIBRARY,
+    format.LIBRARY,
+    jsonpatch.LIBRARY,
+)
+"""CEL function libraries, one module per library; :mod:`celmut.cel.environment` assembles them."""
