@@ -5,5 +5,37 @@ metadata) go through the providers in :class:`celmut.cel.lookups.Services`.
 """
 
 from celmut.cel.declarations import Library
+from celmut.cel.libs.kyverno import (
+    globalcontext,
+    gzip,
+    hash,
+    http,
+    image,
+    json,
+    math,
+    random,
+    resource,
+    time,
+    transform,
+    user,
+    x509,
+    yaml,
+)
 
-LIBRARIES: tuple[Library, ...] = ()
+LIBRARIES: tuple[Library, ...] = (
+    resource.LIBRARY,
+    http.LIBRARY,
+    globalcontext.LIBRARY,
+    image.LIBRARY,
+    user.LIBRARY,
+    x509.LIBRARY,
+    json.LIBRARY,
+    yaml.LIBRARY,
+    gzip.LIBRARY,
+    hash.LIBRARY,
+    random.LIBRARY,
+    time.LIBRARY,
+    transform.LIBRARY,
+    math.LIBRARY,
+)
+"""CEL function libraries, one module per library; :mod:`celmut.cel.environment` assembles them."""
