@@ -1,0 +1,163 @@
+"""Run Kyverno CLI test files (``kyverno-test.yaml``, ``cli.kyverno.io/v1alpha1`` ``Test``).
+
+A test names policies, resources, optional exceptions, clusterResources, targetResources and a
+values file, and lists expected results: for a policy and resources (``ns/name`` or ``name``), a
+``result`` of pass, skip, fail or error, and optionally ``patchedResources`` — the expected objects,
+compared the way Kyverno does (tidy both: drop nulls, empty maps and lists; then equal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from celmut.cli.offline import OfflineCluster, ResourceRun
+from celmut.compile.pipeline import compile_paths
+from celmut.runtime.mutate_existing import TargetResult
+from celmut.runtime.results import PolicyOutcome
+from celmut.sources.documents import DocumentError, load_documents, load_single, read_file
+from celmut.sources.kyverno_values import parse_values
+
+TEST_FILE_NAMES = ("kyverno-test.yaml", "kyverno-test.yml")
+
+
+@dataclass
+class ResultRow:
+    test: str
+    policy: str
+    resource: str
+    expected: str
+    actual: str
+    reason: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.expected == self.actual
+
+
+@dataclass
+class TestRun:
+    path: Path
+    name: str
+    rows: list[ResultRow] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.error and all(row.passed for row in self.rows)
+
+
+def find_test_files(paths: list[str]) -> list[Path]:
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            found += sorted(p for p in path.rglob("*") if p.name in TEST_FILE_NAMES)
+    return found
+
+
+def tidy(value: Any) -> Any:
+    """Kyverno's tidy: drop nulls, empty maps and empty lists, recursively."""
+    if isinstance(value, dict):
+        out = {k: tidy(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [v for v in (tidy(v) for v in value) if v not in (None, {}, [])]
+    return value
+
+
+def _ref(obj: dict[str, Any]) -> tuple[str, str, str]:
+    meta = obj.get("metadata") or {}
+    return str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _matches_ref(obj: dict[str, Any], kind: str, ref: str) -> bool:
+    obj_kind, namespace, name = _ref(obj)
+    ref_namespace, _, ref_name = ref.rpartition("/")
+    return (not kind or obj_kind == kind) and name == ref_name and (not ref_namespace or ref_namespace == namespace)
+
+
+def _status(outcomes: list[PolicyOutcome]) -> tuple[str, str]:
+    statuses = [o.status for o in outcomes]
+    if "error" in statuses:
+        return "error", next(o.reason for o in outcomes if o.status == "error")
+    if "applied" in statuses or "unchanged" in statuses:
+        return "pass", ""
+    return "skip", "; ".join(o.reason for o in outcomes if o.reason)
+
+
+def run_test_file(path: Path) -> TestRun:
+    base = path.parent
+    try:
+        spec = load_single(path)
+    except DocumentError as ex:
+        return TestRun(path, path.name, error=str(ex))
+    run = TestRun(path, str((spec.get("metadata") or {}).get("name") or spec.get("name") or path.name))
+
+    def files(key: str) -> list[str]:
+        value = spec.get(key) or []
+        return [str(base / item) for item in ([value] if isinstance(value, str) else value)]
+
+    compilation = compile_paths(*files("policies"), *files("exceptions"))
+    if compilation.errors:
+        run.error = "; ".join(str(e) for e in compilation.errors)
+        return run
+    try:
+        resources = [d.content for p in files("resources") for d in load_documents(p)]
+        cluster = [d for p in files("clusterResources") + files("targetResources") for d in load_documents(p)]
+        values_files = files("variables") or files("values")
+        values = parse_values(load_single(values_files[0])) if values_files else None
+    except DocumentError as ex:
+        run.error = str(ex)
+        return run
+    offline = OfflineCluster.build(compilation, cluster, values)
+    runs = offline.admit([r for r in resources if isinstance(r, dict)])
+    scanned = offline.scan()
+    for expected in spec.get("results") or []:
+        run.rows += _check(run.name, base, expected, runs, scanned)
+    return run
+
+
+def _check(
+    test: str, base: Path, expected: dict[str, Any], runs: list[ResourceRun], scanned: list[TargetResult]
+) -> list[ResultRow]:
+    policy = str(expected.get("policy", ""))
+    kind = str(expected.get("kind", ""))
+    want = str(expected.get("result", "pass"))
+    patched_file = expected.get("patchedResources") or expected.get("patchedResource")
+    patched: list[dict[str, Any]] = []
+    if patched_file:
+        patched = [doc for doc in read_file(base / patched_file) if isinstance(doc, dict)]
+    refs = expected.get("resources") or ([expected["resource"]] if expected.get("resource") else [])
+    rows = []
+    for ref in refs:
+        actual, reason, final = _actual(policy, kind, str(ref), runs, scanned)
+        if actual == "pass" and patched and final is not None:
+            expected_doc = next((d for d in patched if _ref(d) == _ref(final)), None)
+            if expected_doc is None:
+                actual, reason = "fail", "no document for this resource in patchedResources"
+            elif tidy(expected_doc) != tidy(final):
+                actual, reason = "fail", "the patched resource differs from patchedResources"
+        rows.append(ResultRow(test, policy, f"{kind} {ref}".strip(), want, actual, reason))
+    return rows
+
+
+def _actual(
+    policy: str, kind: str, ref: str, runs: list[ResourceRun], scanned: list[TargetResult]
+) -> tuple[str, str, dict[str, Any] | None]:
+    def named(name: str) -> bool:
+        return name == policy or name.startswith(f"{policy} (autogen")
+
+    for target in [t for r in runs for t in r.targets] + scanned:
+        if named(target.policy) and _matches_ref(target.target, kind, ref):
+            status, reason = _status([target.outcome])
+            return status, reason, target.mutated if target.mutated is not None else target.target
+    for run in runs:
+        if _matches_ref(run.resource, kind, ref):
+            if not run.result.allowed and any(named(o.policy) for o in run.result.outcomes if o.status == "error"):
+                return "error", run.result.message, None
+            status, reason = _status([o for o in run.result.outcomes if named(o.policy)])
+            return status, reason, run.result.object
+    return "skip", "resource not found in the test's resources or targets", None

@@ -1,0 +1,126 @@
+"""Offline evaluation shared by ``celmut apply`` and ``celmut test``: a cluster made of files, an
+engine over it, and the requests for each input resource."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from celmut import cel, kinds
+from celmut.cel.libs.kyverno.static_resources import StaticResources
+from celmut.compile import compile_policy_set
+from celmut.compile.pipeline import Compilation
+from celmut.policy import classify, load_policy_documents
+from celmut.runtime import AdmissionInput, AdmissionResult, Engine, EngineOptions
+from celmut.runtime.mutate_existing import TargetResult, mutate_existing
+from celmut.runtime.schemas import SchemaRegistry
+from celmut.sources.documents import Document
+from celmut.sources.kyverno_values import Values
+
+
+def reference(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
+    return (
+        f"{obj.get('kind', '?')} {meta['namespace']}/{name}"
+        if meta.get("namespace")
+        else f"{obj.get('kind', '?')} {name}"
+    )
+
+
+@dataclass
+class ResourceRun:
+    """One input resource through the admission engine, and the targets it triggered."""
+
+    resource: dict[str, Any]
+    result: AdmissionResult
+    targets: list[TargetResult] = field(default_factory=list)
+
+
+@dataclass
+class OfflineCluster:
+    """Policies + a file-backed cluster; admits resources in order, remembering what was admitted."""
+
+    compilation: Compilation
+    cluster: StaticResources
+    engine: Engine
+    values: Values
+
+    @classmethod
+    def build(
+        cls,
+        compilation: Compilation,
+        cluster_documents: Iterable[Document] = (),
+        values: Values | None = None,
+    ) -> OfflineCluster:
+        values = values or Values()
+        registry = SchemaRegistry()
+        objects: list[dict[str, Any]] = list(values.namespace_objects())
+        extra_policies: list[Document] = []
+        for document in cluster_documents:
+            if not isinstance(document.content, dict):
+                continue
+            if classify(document.content) is not None:
+                extra_policies.append(document)
+                continue
+            if document.content.get("kind") == "CustomResourceDefinition":
+                registry.register_crd(document.content)
+            objects.append(document.content)
+        for document in compilation.other:
+            if isinstance(document.content, dict) and document.content.get("kind") == "CustomResourceDefinition":
+                registry.register_crd(document.content)
+        if extra_policies:  # PolicyExceptions (or policies) shipped as cluster resources
+            extra = compile_policy_set(load_policy_documents(extra_policies))
+            compilation.compiled.policies += extra.policies
+            compilation.compiled.exceptions += extra.exceptions
+            compilation.compiled.errors += extra.errors
+            compilation.compiled.sort()
+        cluster = StaticResources(objects)
+        engine = Engine(
+            compilation.compiled, options=EngineOptions(services=cel.Services(resources=cluster), schemas=registry)
+        )
+        return cls(compilation, cluster, engine, values)
+
+    def request_for(self, resource: dict[str, Any], operation: str, old: dict[str, Any] | None) -> AdmissionInput:
+        name = (resource.get("metadata") or {}).get("name", "")
+        operation = self.values.operation(str(name), operation)
+        request = AdmissionInput.from_object(
+            resource if operation != "DELETE" else None,
+            operation,
+            old_object=old if operation != "DELETE" else resource,
+        )
+        sub = self.values.subresource_for(str(resource.get("kind", "")))
+        if sub is not None:
+            request.resource = kinds.GroupVersionResource(sub.group, sub.version, sub.parent_resource)
+            request.sub_resource = sub.name
+        return request
+
+    def admit(
+        self, resources: Sequence[dict[str, Any]], operation: str = "CREATE", old: Sequence[dict[str, Any] | None] = ()
+    ) -> list[ResourceRun]:
+        runs: list[ResourceRun] = []
+        for index, resource in enumerate(resources):
+            old_object = old[index] if index < len(old) else None
+            request = self.request_for(resource, operation, old_object)
+            result = self.engine.admit(request)
+            run = ResourceRun(resource, result)
+            if result.allowed and result.object is not None:
+                self.cluster.put(result.object)
+            if result.allowed:
+                run.targets = mutate_existing(self.engine, trigger=request)
+                self._store(run.targets)
+            runs.append(run)
+        return runs
+
+    def scan(self) -> list[TargetResult]:
+        """A policy-event pass: mutateExisting policies with admission disabled, over existing targets."""
+        policies = [p for p in self.engine.policies if p.mutate_existing and not p.admission]
+        targets = mutate_existing(self.engine, policies=policies) if policies else []
+        self._store(targets)
+        return targets
+
+    def _store(self, targets: Iterable[TargetResult]) -> None:
+        for target in targets:
+            if target.changed and target.mutated is not None:
+                self.cluster.put(target.mutated)

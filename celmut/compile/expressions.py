@@ -1,0 +1,78 @@
+"""Compile one CEL expression of a policy, recording failures as field errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from celmut import cel
+from celmut.cel import ast
+from celmut.cel import types as t
+from celmut.cel.checker import CheckResult
+from celmut.cel.engines.base import Program
+from celmut.policy.errors import FieldError
+
+ResultCheck = Callable[[CheckResult], str | None]
+
+
+def compile_expression(
+    env: cel.Environment,
+    source: str,
+    path: str,
+    errors: list[FieldError],
+    expect: ResultCheck | None = None,
+) -> Program | None:
+    """The program for ``source``, or None with a :class:`FieldError` (path, message, line, column)."""
+    try:
+        if expect is not None:
+            problem = expect(env.check(source))
+            if problem is not None:
+                errors.append(FieldError(path, problem))
+                return None
+        return env.compile(source)
+    except cel.CelCompileError as ex:
+        first = ex.issues[0]
+        errors.append(FieldError(path, f"compilation failed: {first.message}", first.line, first.column))
+        return None
+
+
+def expect_bool(checked: CheckResult) -> str | None:
+    if checked.type.kind in ("bool", "dyn", "error"):
+        return None
+    return f"must evaluate to bool, but the expression has type {checked.type}"
+
+
+def expect_string(checked: CheckResult) -> str | None:
+    if checked.type.kind in ("string", "dyn", "null_type", "error"):
+        return None
+    return f"must evaluate to string, but the expression has type {checked.type}"
+
+
+def expect_map(checked: CheckResult) -> str | None:
+    if checked.type.kind in ("map", "dyn", "error", "struct"):
+        return None
+    return f"must evaluate to map(string, dyn), but the expression has type {checked.type}"
+
+
+def expect_json_patches(strict_empty_list: bool) -> ResultCheck:
+    """JSONPatch mutations must return list(JSONPatch). Kubernetes also refuses a bare ``[]``."""
+
+    def check(checked: CheckResult) -> str | None:
+        result = checked.type
+        if strict_empty_list and isinstance(checked.expr, ast.CreateList) and not checked.expr.elements:
+            return "must evaluate to list(JSONPatch), but a bare [] has type list(dyn)"
+        if result.kind == "dyn":
+            return None
+        if result.kind == "list" and result.element.kind in ("dyn", "param", "error", "null_type"):
+            return None
+        if result.kind == "list" and result.element == t.struct("JSONPatch"):
+            return None
+        return f"must evaluate to list(JSONPatch), but the expression has type {result}"
+
+    return check
+
+
+def expect_object(checked: CheckResult) -> str | None:
+    result = checked.type
+    if result.kind == "dyn" or (result.kind == "struct" and result.name.startswith("Object")):
+        return None
+    return f"must evaluate to Object, but the expression has type {result}"

@@ -1,0 +1,48 @@
+"""Sources to compiled policies in one call: the path every surface takes.
+
+``compile_documents`` classifies documents, parses the policy kinds, and compiles them; documents
+that are not policies come back in ``PolicySet.other`` (resources, and preset documents once the
+preset compilers claim them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from celmut.compile.policies import CompiledPolicySet, compile_policy_set
+from celmut.policy.loader import PolicySet, load_policy_documents
+from celmut.sources.documents import Document, DocumentError, load_documents
+
+
+@dataclass
+class Compilation:
+    """The result of compiling some sources: policies ready to run, and what went wrong."""
+
+    policies: PolicySet
+    compiled: CompiledPolicySet
+    other: list[Document] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Exception]:
+        return self.compiled.errors
+
+
+def compile_documents(documents: Iterable[Document], engine: object | None = None) -> Compilation:
+    policies = load_policy_documents(documents)
+    compiled = compile_policy_set(policies, engine)
+    return Compilation(policies, compiled, policies.other)
+
+
+def compile_paths(*paths: str, engine: object | None = None) -> Compilation:
+    """Load every file under ``paths``; unreadable files are reported as errors, not raised."""
+    documents: list[Document] = []
+    errors: list[Exception] = []
+    for path in paths:
+        try:
+            documents += load_documents(path)
+        except DocumentError as ex:
+            errors.append(ex)
+    compilation = compile_documents(documents, engine)
+    compilation.compiled.errors[:0] = errors
+    return compilation

@@ -1,0 +1,278 @@
+"""Compile validated policy models into :class:`CompiledPolicy` objects, every expression up front.
+
+* MutatingPolicy / NamespacedMutatingPolicy → the Kyverno CEL environment. Each variable sees only
+  the variables declared before it; match conditions, mutations, targets and audit annotations see
+  them all. ApplyConfiguration type names must follow field paths. Autogen variants are compiled
+  too and follow their policy.
+* MutatingAdmissionPolicy (+ bindings) → the Kubernetes CEL environment, where match conditions do
+  not see variables and a bare ``[]`` is not a list of JSONPatch.
+* PolicyException → the Kyverno environment.
+
+A policy with any error is rejected whole (a :class:`PolicyError` listing every field); the rest of
+the set still compiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from celmut import cel
+from celmut.cel import ast
+from celmut.cel import types as t
+from celmut.cel.engines.base import Program
+from celmut.compile import autogen, expressions
+from celmut.compile.compiled import (
+    CompiledBinding,
+    CompiledException,
+    CompiledExpression,
+    CompiledMutation,
+    CompiledPolicy,
+    CompiledTarget,
+)
+from celmut.compile.typenames import type_name_errors
+from celmut.policy.admission_policy import MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding
+from celmut.policy.errors import FieldError, PolicyError
+from celmut.policy.exception import PolicyException
+from celmut.policy.loader import PolicySet
+from celmut.policy.mutating_policy import MutatingPolicy, Mutation, NamedExpression
+
+
+@dataclass
+class CompiledPolicySet:
+    """Compiled policies in their documented evaluation order, exceptions, and rejections."""
+
+    policies: list[CompiledPolicy] = field(default_factory=list)
+    exceptions: list[CompiledException] = field(default_factory=list)
+    errors: list[Exception] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def sort(self) -> None:
+        self.policies.sort(key=lambda p: p.order_key)
+
+
+class _Compiler:
+    """Compiles the expressions of one policy in one environment, collecting field errors."""
+
+    def __init__(self, profile: str, engine: object | None = None) -> None:
+        self.base = cel.Environment(profile, engine=engine)  # type: ignore[arg-type]
+        self.env = self.base
+        self.errors: list[FieldError] = []
+        self.variable_types: dict[str, t.CelType] = {}
+
+    def expression(
+        self, source: str, path: str, expect: expressions.ResultCheck | None = None, env: cel.Environment | None = None
+    ) -> Program | None:
+        return expressions.compile_expression(env or self.env, source, path, self.errors, expect)
+
+    def variables(self, variables: Iterable[NamedExpression]) -> dict[str, Program]:
+        programs: dict[str, Program] = {}
+        for variable in variables:
+            env = self.base.with_variables(self.variable_types)
+            program = self.expression(variable.expression, variable.path, env=env)
+            self.variable_types[variable.name] = program.result_type if program is not None else t.DYN
+            if program is not None:
+                programs[variable.name] = program
+        self.env = self.base.with_variables(self.variable_types)
+        return programs
+
+    def named(
+        self,
+        items: Iterable[NamedExpression],
+        expect: expressions.ResultCheck | None,
+        env: cel.Environment | None = None,
+    ) -> tuple[CompiledExpression, ...]:
+        out = []
+        for item in items:
+            program = self.expression(item.expression, item.path, expect, env)
+            if program is not None:
+                out.append(CompiledExpression(item.name, program, item.path))
+        return tuple(out)
+
+    def mutations(
+        self, mutations: Iterable[Mutation], *, kubernetes: bool, check_type_names: bool
+    ) -> tuple[CompiledMutation, ...]:
+        out = []
+        for mutation in mutations:
+            if mutation.patch_type == "JSONPatch":
+                expect = expressions.expect_json_patches(strict_empty_list=kubernetes)
+            else:
+                expect = expressions.expect_object
+            program = self.expression(mutation.expression, mutation.path, expect)
+            if program is None:
+                continue
+            if mutation.patch_type == "ApplyConfiguration" and check_type_names:
+                for node, message in type_name_errors(self.env.check(mutation.expression).expr):
+                    self.errors.append(FieldError(mutation.path, message, node.line, node.column))
+            out.append(CompiledMutation(mutation.patch_type, program, mutation.path))
+        return tuple(out)
+
+
+def _forbid_http(compiler: _Compiler, policy: MutatingPolicy) -> None:
+    """Kyverno forbids ``http.*`` in namespaced policies (no --allowHTTPInNamespacedPolicies)."""
+    sources = [(v.expression, v.path) for v in policy.variables]
+    sources += [(m.expression, m.path) for m in policy.mutations]
+    sources += [(c.expression, c.path) for c in policy.match_conditions]
+    for source, path in sources:
+        try:
+            expr = compiler.env.check(source).expr
+        except cel.CelCompileError:
+            continue
+        for node in expr.walk():
+            if isinstance(node, ast.Call) and node.function.startswith("http."):
+                compiler.errors.append(
+                    FieldError(path, "http.* is not allowed in a NamespacedMutatingPolicy", node.line, node.column)
+                )
+
+
+def compile_mutating_policy(policy: MutatingPolicy, engine: object | None = None) -> list[CompiledPolicy]:
+    """The policy and its autogen variants; raises :class:`PolicyError` listing every problem."""
+    compiled = [_compile_mpol(policy, "", engine)]
+    for variant, variant_policy in autogen.autogen_variants(policy).items():
+        compiled.append(_compile_mpol(variant_policy, variant, engine))
+    return compiled
+
+
+def _compile_mpol(policy: MutatingPolicy, variant: str, engine: object | None) -> CompiledPolicy:
+    compiler = _Compiler("kyverno", engine)
+    variables = compiler.variables(policy.variables)
+    match_conditions = compiler.named(policy.match_conditions, expressions.expect_bool)
+    mutations = compiler.mutations(policy.mutations, kubernetes=False, check_type_names=not variant)
+    target = None
+    if policy.target_match_constraints is not None:
+        tmc = policy.target_match_constraints
+        target_expression = None
+        if tmc.expression:
+            program = compiler.expression(tmc.expression, tmc.expression_path, expressions.expect_map)
+            if program is not None:
+                target_expression = CompiledExpression("targetMatchConstraints", program, tmc.expression_path)
+        target = CompiledTarget(tmc.match, target_expression)
+    target_conditions = compiler.named(policy.target_match_conditions, expressions.expect_bool)
+    audit = tuple(
+        CompiledExpression(a.key, program, a.path)
+        for a in policy.audit_annotations
+        if (program := compiler.expression(a.value_expression, a.path, expressions.expect_string)) is not None
+    )
+    if policy.is_namespaced:
+        _forbid_http(compiler, policy)
+    if compiler.errors:
+        errors = compiler.errors
+        if variant:
+            errors = [
+                FieldError(f"status.autogen.configs.{variant}.{e.path}", e.message, e.line, e.column) for e in errors
+            ]
+        raise PolicyError(policy.source, policy.kind, policy.name, errors)
+    return CompiledPolicy(
+        kind=policy.kind,
+        name=policy.name,
+        namespace=policy.namespace,
+        source=policy.source,
+        semantics="kyverno",
+        match=policy.match_constraints,
+        match_conditions=match_conditions,
+        variables=variables,
+        mutations=mutations,
+        failure_policy=policy.failure_policy,
+        reinvocation_policy=policy.reinvocation_policy,
+        admission=policy.evaluation.admission,
+        mutate_existing=policy.evaluation.mutate_existing,
+        skip_background_requests=policy.evaluation.skip_background_requests,
+        use_server_side_apply=policy.evaluation.use_server_side_apply,
+        target=target,
+        target_match_conditions=target_conditions,
+        audit_annotations=audit,
+        autogen=variant,
+        timeout_seconds=policy.timeout_seconds,
+        definition=policy,
+    )
+
+
+def compile_admission_policy(
+    policy: MutatingAdmissionPolicy, bindings: Iterable[MutatingAdmissionPolicyBinding], engine: object | None = None
+) -> CompiledPolicy:
+    compiler = _Compiler("kubernetes", engine)
+    match_conditions = compiler.named(policy.match_conditions, expressions.expect_bool, env=compiler.base)
+    variables = compiler.variables(policy.variables)
+    mutations = compiler.mutations(policy.mutations, kubernetes=True, check_type_names=True)
+    if compiler.errors:
+        raise PolicyError(policy.source, "MutatingAdmissionPolicy", policy.name, compiler.errors)
+    compiled_bindings = tuple(
+        CompiledBinding(
+            name=b.name,
+            match=b.match_resources,
+            param_name=b.param_ref.name if b.param_ref else "",
+            param_namespace=b.param_ref.namespace if b.param_ref else "",
+            param_selector=b.param_ref.selector if b.param_ref else None,
+            param_not_found_action=b.param_ref.parameter_not_found_action if b.param_ref else "Deny",
+        )
+        for b in sorted(bindings, key=lambda b: b.name)
+    )
+    return CompiledPolicy(
+        kind="MutatingAdmissionPolicy",
+        name=policy.name,
+        namespace="",
+        source=policy.source,
+        semantics="kubernetes",
+        match=policy.match_constraints,
+        match_conditions=match_conditions,
+        variables=variables,
+        mutations=mutations,
+        failure_policy=policy.failure_policy,
+        reinvocation_policy=policy.reinvocation_policy,
+        bindings=compiled_bindings,
+        param_kind=(policy.param_kind.api_version, policy.param_kind.kind) if policy.param_kind else None,
+        definition=policy,
+    )
+
+
+def compile_exception(exception: PolicyException, engine: object | None = None) -> CompiledException:
+    compiler = _Compiler("kyverno", engine)
+    conditions = compiler.named(exception.match_conditions, expressions.expect_bool)
+    if compiler.errors:
+        raise PolicyError(exception.source, "PolicyException", exception.name, compiler.errors)
+    return CompiledException(
+        name=exception.name,
+        namespace=exception.namespace,
+        policy_refs=tuple((ref.name, ref.kind) for ref in exception.policy_refs),
+        match_conditions=conditions,
+        images=exception.images,
+        allowed_values=exception.allowed_values,
+        priority=exception.priority,
+    )
+
+
+def compile_policy_set(policies: PolicySet, engine: object | None = None) -> CompiledPolicySet:
+    """Compile everything in ``policies``; rejected policies are reported in ``errors``."""
+    result = CompiledPolicySet(errors=list(policies.errors))
+    for mpol in policies.mutating_policies:
+        try:
+            result.policies.extend(compile_mutating_policy(mpol, engine))
+        except PolicyError as ex:
+            result.errors.append(ex)
+    bindings_by_policy: dict[str, list[MutatingAdmissionPolicyBinding]] = {}
+    for binding in policies.bindings:
+        bindings_by_policy.setdefault(binding.policy_name, []).append(binding)
+    known = {p.name for p in policies.admission_policies}
+    for binding in policies.bindings:
+        if binding.policy_name not in known:
+            result.warnings.append(
+                f"{binding.source}: MutatingAdmissionPolicyBinding {binding.name} refers to unknown policy "
+                f"{binding.policy_name!r}"
+            )
+    for map_policy in policies.admission_policies:
+        bindings = bindings_by_policy.get(map_policy.name, [])
+        if not bindings:
+            result.warnings.append(
+                f"{map_policy.source}: MutatingAdmissionPolicy {map_policy.name} has no binding and will not apply"
+            )
+        try:
+            result.policies.append(compile_admission_policy(map_policy, bindings, engine))
+        except PolicyError as ex:
+            result.errors.append(ex)
+    for exception in policies.exceptions:
+        try:
+            result.exceptions.append(compile_exception(exception, engine))
+        except PolicyError as ex:
+            result.errors.append(ex)
+    result.sort()
+    return result

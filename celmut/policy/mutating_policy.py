@@ -1,0 +1,236 @@
+"""Kyverno ``MutatingPolicy`` / ``NamespacedMutatingPolicy`` (policies.kyverno.io v1alpha1, v1beta1,
+v1): the model and its validating parser.
+
+Defaults and checks follow Kyverno (semantics document §1): failurePolicy Fail, reinvocationPolicy
+Never, admission enabled, background enabled, mutateExisting disabled, skipBackgroundRequests true,
+useServerSideApply false; ``matchConstraints`` needs at least one resource rule; admission and
+mutateExisting cannot both be disabled; at most 64 match conditions with unique names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from celmut.policy.errors import FieldError
+from celmut.policy.fields import Reader
+from celmut.policy.match import MatchResources, parse_match_resources
+
+GROUP = "policies.kyverno.io"
+VERSIONS = ("v1alpha1", "v1beta1", "v1")
+KINDS = ("MutatingPolicy", "NamespacedMutatingPolicy")
+PATCH_TYPES = ("ApplyConfiguration", "JSONPatch")
+AUTOGEN_CONTROLLERS = ("daemonsets", "deployments", "replicasets", "statefulsets", "jobs", "cronjobs")
+_SPEC_FIELDS = (
+    "matchConstraints",
+    "failurePolicy",
+    "targetMatchConstraints",
+    "targetMatchConditions",
+    "matchConditions",
+    "variables",
+    "autogen",
+    "mutations",
+    "webhookConfiguration",
+    "evaluation",
+    "reinvocationPolicy",
+    "auditAnnotations",
+)
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9](/([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class NamedExpression:
+    """A match condition or variable: ``name`` and a CEL ``expression`` found at ``path``."""
+
+    name: str
+    expression: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Mutation:
+    patch_type: str  # ApplyConfiguration | JSONPatch
+    expression: str
+    path: str  # of the expression, e.g. spec.mutations[0].jsonPatch.expression
+
+
+@dataclass(frozen=True)
+class AuditAnnotation:
+    key: str
+    value_expression: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    admission: bool = True
+    background: bool = True
+    mutate_existing: bool = False
+    skip_background_requests: bool = True
+    use_server_side_apply: bool = False
+    mode: str = "Kubernetes"
+
+
+@dataclass(frozen=True)
+class TargetMatchConstraints:
+    match: MatchResources | None
+    expression: str = ""
+    expression_path: str = ""
+
+
+@dataclass(frozen=True)
+class MutatingPolicy:
+    kind: str
+    api_version: str
+    name: str
+    namespace: str  # "" for the cluster-scoped kind
+    source: str
+    match_constraints: MatchResources
+    match_conditions: tuple[NamedExpression, ...] = ()
+    variables: tuple[NamedExpression, ...] = ()
+    mutations: tuple[Mutation, ...] = ()
+    failure_policy: str = "Fail"
+    reinvocation_policy: str = "Never"
+    target_match_constraints: TargetMatchConstraints | None = None
+    target_match_conditions: tuple[NamedExpression, ...] = ()
+    evaluation: Evaluation = field(default_factory=Evaluation)
+    autogen_controllers: tuple[str, ...] | None = None  # None: all controllers; (): none
+    autogen_admission_policy: bool = False
+    timeout_seconds: int | None = None
+    audit_annotations: tuple[AuditAnnotation, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_namespaced(self) -> bool:
+        return self.kind == "NamespacedMutatingPolicy"
+
+    @property
+    def key(self) -> str:
+        """A unique, stable identifier: ``MutatingPolicy/name`` or ``NamespacedMutatingPolicy/ns/name``."""
+        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else f"{self.kind}/{self.name}"
+
+
+def parse_named_expressions(
+    spec: Reader, field_name: str, *, identifiers: bool, max_items: int | None = None
+) -> tuple[NamedExpression, ...]:
+    out: list[NamedExpression] = []
+    seen: set[str] = set()
+    for item in spec.items(field_name, max_items=max_items):
+        name = item.string("name", required=True)
+        expression = item.string("expression", required=True)
+        if name:
+            pattern = _IDENTIFIER if identifiers else _QUALIFIED_NAME
+            if not pattern.match(name):
+                what = "a CEL identifier" if identifiers else "a qualified name"
+                item.fail(f"Invalid value: {name!r}: must be {what}", "name")
+            if name in seen:
+                item.fail(f"Duplicate value: {name!r}", "name")
+            seen.add(name)
+        out.append(NamedExpression(name, expression, item.at("expression")))
+    return tuple(out)
+
+
+def _parse_mutations(spec: Reader) -> tuple[Mutation, ...]:
+    out: list[Mutation] = []
+    for item in spec.items("mutations"):
+        patch_type = item.string("patchType", required=True, enum=PATCH_TYPES)
+        if patch_type == "ApplyConfiguration":
+            body = item.child("applyConfiguration")
+            out.append(Mutation(patch_type, body.string("expression", required=True), body.at("expression")))
+            if item.has("jsonPatch"):
+                item.fail("Forbidden: must not be set when patchType is ApplyConfiguration", "jsonPatch")
+        elif patch_type == "JSONPatch":
+            body = item.child("jsonPatch")
+            out.append(Mutation(patch_type, body.string("expression", required=True), body.at("expression")))
+            if item.has("applyConfiguration"):
+                item.fail("Forbidden: must not be set when patchType is JSONPatch", "applyConfiguration")
+    return tuple(out)
+
+
+def _parse_evaluation(spec: Reader) -> Evaluation:
+    ev = spec.child("evaluation")
+    return Evaluation(
+        admission=ev.child("admission").boolean("enabled", True),
+        background=ev.child("background").boolean("enabled", True),
+        mutate_existing=ev.child("mutateExisting").boolean("enabled", False),
+        skip_background_requests=ev.boolean("skipBackgroundRequests", True),
+        use_server_side_apply=ev.boolean("useServerSideApply", False),
+        mode=ev.string("mode", default="Kubernetes", enum=("Kubernetes", "JSON")),
+    )
+
+
+def _parse_autogen(spec: Reader) -> tuple[tuple[str, ...] | None, bool]:
+    autogen = spec.child("autogen")
+    controllers = autogen.child("podControllers").string_list("controllers")
+    if controllers is not None:
+        for index, controller in enumerate(controllers):
+            if controller not in AUTOGEN_CONTROLLERS:
+                autogen.fail(
+                    f"Unsupported value: {controller!r}: supported values: {', '.join(AUTOGEN_CONTROLLERS)}",
+                    f"podControllers.controllers[{index}]",
+                )
+    generate_map = autogen.child("mutatingAdmissionPolicy").boolean("enabled", False)
+    return (tuple(controllers) if controllers is not None else None), generate_map
+
+
+def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldError]) -> MutatingPolicy:
+    """Parse and validate one document; field errors are appended to ``errors``."""
+    kind = doc.get("kind", "")
+    meta = Reader(doc.get("metadata"), "metadata", errors)
+    name = meta.string("name", required=True)
+    namespace = meta.string("namespace") if kind == "NamespacedMutatingPolicy" else ""
+    spec = Reader(doc.get("spec"), "spec", errors)
+    spec.unknown_fields(_SPEC_FIELDS)
+
+    if not spec.has("matchConstraints"):
+        spec.fail("Required value: matchConstraints must be set", "matchConstraints")
+    match = parse_match_resources(spec.child("matchConstraints"))
+    if spec.has("matchConstraints") and not match.resource_rules:
+        spec.fail("Required value: at least one resource rule is needed", "matchConstraints.resourceRules")
+
+    target: TargetMatchConstraints | None = None
+    if spec.has("targetMatchConstraints"):
+        target_reader = spec.child("targetMatchConstraints")
+        target_match = parse_match_resources(target_reader, operations_required=False)
+        target = TargetMatchConstraints(
+            match=target_match if target_match.resource_rules else None,
+            expression=target_reader.string("expression"),
+            expression_path=target_reader.at("expression"),
+        )
+
+    evaluation = _parse_evaluation(spec)
+    if not evaluation.admission and not evaluation.mutate_existing:
+        spec.fail(
+            "Invalid value: admission and mutateExisting cannot both be disabled; the policy would never apply",
+            "evaluation",
+        )
+    controllers, generate_map = _parse_autogen(spec)
+    audit = tuple(
+        AuditAnnotation(
+            item.string("key", required=True), item.string("valueExpression", required=True), item.at("valueExpression")
+        )
+        for item in spec.items("auditAnnotations")
+    )
+    return MutatingPolicy(
+        kind=kind,
+        api_version=doc.get("apiVersion", ""),
+        name=name,
+        namespace=namespace,
+        source=source,
+        match_constraints=match,
+        match_conditions=parse_named_expressions(spec, "matchConditions", identifiers=False, max_items=64),
+        variables=parse_named_expressions(spec, "variables", identifiers=True),
+        mutations=_parse_mutations(spec),
+        failure_policy=spec.string("failurePolicy", default="Fail", enum=("Ignore", "Fail")),
+        reinvocation_policy=spec.string("reinvocationPolicy", default="Never", enum=("Never", "IfNeeded")),
+        target_match_constraints=target,
+        target_match_conditions=parse_named_expressions(spec, "targetMatchConditions", identifiers=False),
+        evaluation=evaluation,
+        autogen_controllers=controllers,
+        autogen_admission_policy=generate_map,
+        timeout_seconds=spec.child("webhookConfiguration").integer("timeoutSeconds", minimum=1, maximum=30),
+        audit_annotations=audit,
+        raw=doc,
+    )

@@ -1,0 +1,359 @@
+"""The admission engine: a pure function of request + compiled policies + lookups.
+
+For each policy, in the documented order (MutatingAdmissionPolicies, MutatingPolicies,
+NamespacedMutatingPolicies, each by name; autogen variants after their policy), the object as
+mutated so far goes through:
+
+1. ``matchConstraints`` (namespaceSelector, objectSelector, exclusions, resource rules);
+2. PolicyExceptions (Kyverno), then ``matchConditions`` — the first ``false`` skips the policy; an
+   error with no ``false`` is a policy error;
+3. the mutations in order, each seeing the object as patched so far (``request.object`` keeps the
+   incoming object), with variables evaluated lazily and memoised;
+4. audit annotations.
+
+Errors follow each kind's own semantics. **MutatingPolicy**: any error discards that policy's whole
+result; ``failurePolicy: Fail`` denies the request, ``Ignore`` keeps the other policies' changes.
+**MutatingAdmissionPolicy**: ``Ignore`` skips only the failing mutation and the next ones still
+apply; ``Fail`` denies. A MutatingAdmissionPolicy with ``reinvocationPolicy: IfNeeded`` runs a
+second time, after the first pass, when the object changed — as kube-apiserver reinvokes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from celmut import cel
+from celmut.cel.activation import approximate_size
+from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
+from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy
+from celmut.compile.policies import CompiledPolicySet
+from celmut.runtime import matching, mutations
+from celmut.runtime.params import ParamError, resolve_params
+from celmut.runtime.patch import diff
+from celmut.runtime.request import AdmissionInput
+from celmut.runtime.results import AdmissionResult, PolicyOutcome
+from celmut.runtime.schemas import DEFAULT_REGISTRY, SchemaRegistry
+
+
+@dataclass
+class EngineOptions:
+    services: cel.Services = field(default_factory=cel.Services)
+    schemas: SchemaRegistry = DEFAULT_REGISTRY
+    background_usernames: frozenset[str] = frozenset()  # skipBackgroundRequests: celmut's own identity
+    timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS
+    max_input_bytes: int = 3 * 1024 * 1024
+
+
+class PolicyFailure(Exception):
+    """An expression or mutation failed; carries the field path and a safe message."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+def _expression_error(expression: CompiledExpression | Any, error: cel.CelError) -> PolicyFailure:
+    return PolicyFailure(expression.path, error.message)
+
+
+class Engine:
+    """Evaluates admission requests against a fixed set of compiled policies."""
+
+    def __init__(
+        self,
+        policies: CompiledPolicySet | Sequence[CompiledPolicy],
+        exceptions: Iterable[CompiledException] = (),
+        options: EngineOptions | None = None,
+    ) -> None:
+        if isinstance(policies, CompiledPolicySet):
+            exceptions = list(exceptions) + policies.exceptions
+            policies = policies.policies
+        self.policies = sorted(policies, key=lambda p: p.order_key)
+        self.exceptions = list(exceptions)
+        self.options = options or EngineOptions()
+
+    # --- public ------------------------------------------------------------------------------------
+
+    def admit(self, request: AdmissionInput, budget: cel.Budget | None = None) -> AdmissionResult:
+        budget = budget or cel.Budget.with_timeout(self.options.timeout_seconds)
+        original = request.object
+        current = original
+        outcomes: list[PolicyOutcome] = []
+        warnings: list[str] = []
+        audit: dict[str, str] = {}
+        context = RequestContext(self, request, budget)
+        reinvoke: list[CompiledPolicy] = []
+        for policy in self.policies:
+            if not policy.admission or (policy.mutate_existing and policy.target is not None):
+                continue  # a mutateExisting policy with targets never mutates its trigger (semantics §8)
+            for outcome, mutated in self._run(policy, context, current):
+                current = mutated
+                outcomes.append(outcome)
+                if outcome.status == "error":
+                    message = f"policy {outcome.policy}: {outcome.path}: {outcome.reason}".replace(": : ", ": ")
+                    if outcome.failure_policy == "Fail":
+                        return AdmissionResult(False, original, original, [], outcomes, message, warnings, audit)
+                    warnings.append(f"{message} (ignored: failurePolicy Ignore)")
+                audit.update(outcome.audit_annotations)
+                if policy.reinvocation_policy == "IfNeeded" and outcome.matched and policy not in reinvoke:
+                    reinvoke.append(policy)
+        if reinvoke and current is not original and diff(original, current):
+            for policy in reinvoke:
+                for outcome, mutated in self._run(policy, context, current):
+                    current = mutated
+                    outcome.reinvoked = True
+                    outcomes.append(outcome)
+                    if outcome.status == "error" and outcome.failure_policy == "Fail":
+                        message = f"policy {outcome.policy}: {outcome.path}: {outcome.reason}"
+                        return AdmissionResult(False, original, original, [], outcomes, message, warnings, audit)
+        patch = diff(original, current) if original is not None and current is not original else []
+        return AdmissionResult(True, original, current, patch, outcomes, "", warnings, audit)
+
+    # --- per policy ----------------------------------------------------------------------------------
+
+    def _run(
+        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
+    ) -> Iterable[tuple[PolicyOutcome, dict[str, Any] | None]]:
+        if policy.semantics == "kubernetes":
+            yield from self._run_admission_policy(policy, context, current)
+        else:
+            yield self._run_mutating_policy(policy, context, current)
+
+    def _outcome(self, policy: CompiledPolicy, status: str, reason: str = "", **extra: Any) -> PolicyOutcome:
+        return PolicyOutcome(
+            policy.display_name,
+            policy.kind,
+            status,
+            reason,
+            failure_policy=policy.failure_policy,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def _run_mutating_policy(
+        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
+    ) -> tuple[PolicyOutcome, dict[str, Any] | None]:
+        request = context.request
+        skip = self._precheck(policy, context)
+        if skip:
+            return self._outcome(policy, "skipped", skip), current
+        activation = context.activation(policy, current)
+        try:
+            exception = self.find_exception(policy, context, current)
+            if exception is not None:
+                return self._outcome(policy, "excepted", f"PolicyException {exception}"), current
+            skip = self.check_conditions(policy.match_conditions, activation)
+            if skip:
+                return self._outcome(policy, "skipped", skip), current
+            if request.object is None or current is None:
+                return self._outcome(
+                    policy, "skipped", f"{request.operation} requests carry no object to mutate"
+                ), current
+            result = current
+            for mutation in policy.mutations:
+                result = self.apply_mutation(policy, mutation, activation, result, context)
+            audit = self._audit(policy, activation)
+        except PolicyFailure as failure:
+            return self._outcome(policy, "error", failure.message, path=failure.path), current
+        patch = diff(current, result) if result is not current else []
+        status = "applied" if patch else "unchanged"
+        return self._outcome(policy, status, patch=patch, audit_annotations=audit), result if patch else current
+
+    def _run_admission_policy(
+        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
+    ) -> Iterable[tuple[PolicyOutcome, dict[str, Any] | None]]:
+        skip = self._precheck(policy, context)
+        if skip:
+            yield self._outcome(policy, "skipped", skip), current
+            return
+        if not policy.bindings:
+            yield self._outcome(policy, "skipped", "no MutatingAdmissionPolicyBinding refers to this policy"), current
+            return
+        for binding in policy.bindings:
+            if binding.match is not None:
+                reason = matching.match_reason(binding.match, context.request, context.namespace_labels())
+                if reason:
+                    yield (
+                        self._outcome(policy, "skipped", f"binding {binding.name}: {reason}", binding=binding.name),
+                        current,
+                    )
+                    continue
+            try:
+                param_sets = resolve_params(policy, binding, context.request, self.options.services)
+            except ParamError as ex:
+                if ex.allow:
+                    yield self._outcome(policy, "skipped", str(ex), binding=binding.name), current
+                else:
+                    yield self._outcome(policy, "error", str(ex), path="paramRef", binding=binding.name), current
+                continue
+            for params in param_sets:
+                outcome, current = self._run_binding(policy, binding.name, params, context, current)
+                yield outcome, current
+
+    def _run_binding(
+        self, policy: CompiledPolicy, binding: str, params: Any, context: RequestContext, current: dict[str, Any] | None
+    ) -> tuple[PolicyOutcome, dict[str, Any] | None]:
+        activation = context.activation(policy, current, params=params)
+        try:
+            skip = self.check_conditions(policy.match_conditions, activation)
+        except PolicyFailure as failure:
+            if policy.failure_policy == "Ignore":
+                return self._outcome(
+                    policy, "skipped", f"match condition error ignored: {failure}", binding=binding
+                ), current
+            return self._outcome(policy, "error", failure.message, path=failure.path, binding=binding), current
+        if skip:
+            return self._outcome(policy, "skipped", skip, binding=binding), current
+        if context.request.object is None or current is None:
+            return self._outcome(policy, "skipped", "the request carries no object to mutate", binding=binding), current
+        result = current
+        ignored: list[str] = []
+        for mutation in policy.mutations:
+            try:
+                result = self.apply_mutation(policy, mutation, activation, result, context)
+            except PolicyFailure as failure:
+                if policy.failure_policy == "Fail":
+                    return self._outcome(policy, "error", failure.message, path=failure.path, binding=binding), current
+                ignored.append(str(failure))
+        patch = diff(current, result) if result is not current else []
+        status = "applied" if patch else "unchanged"
+        reason = "; ".join(f"ignored: {i}" for i in ignored)
+        return self._outcome(policy, status, reason, patch=patch, binding=binding), result if patch else current
+
+    # --- steps --------------------------------------------------------------------------------------
+
+    def _precheck(self, policy: CompiledPolicy, context: RequestContext) -> str:
+        request = context.request
+        if policy.kind == "NamespacedMutatingPolicy" and request.namespace != policy.namespace:
+            return f"NamespacedMutatingPolicy applies only in namespace {policy.namespace!r}"
+        if policy.skip_background_requests and request.user_info.get("username") in self.options.background_usernames:
+            return "request from celmut's background controller (skipBackgroundRequests)"
+        return matching.match_reason(policy.match, request, context.namespace_labels())
+
+    def find_exception(
+        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
+    ) -> str | None:
+        candidates = [e for e in self.exceptions if e.refers_to(policy.name, policy.kind)]
+        if not candidates:
+            return None
+        activation = context.exception_activation(current)
+        for exception in sorted(candidates, key=lambda e: -e.priority):
+            if exception.is_partial:
+                continue
+            try:
+                if all(c.program.evaluate(activation) is True for c in exception.match_conditions):
+                    return f"{exception.namespace}/{exception.name}" if exception.namespace else exception.name
+            except cel.CelError:
+                continue
+        return None
+
+    @staticmethod
+    def check_conditions(conditions: Sequence[CompiledExpression], activation: cel.Activation) -> str:
+        """'' when all are true; the reason when one is false; raises when one errs and none is false."""
+        error: PolicyFailure | None = None
+        for condition in conditions:
+            try:
+                value = condition.program.evaluate(activation)
+            except cel.CelError as ex:
+                error = error or _expression_error(condition, ex)
+                continue
+            if value is False:
+                return f"matchCondition {condition.name!r} is false"
+            if value is not True:
+                error = error or PolicyFailure(condition.path, f"must evaluate to bool, got {type(value).__name__}")
+        if error is not None:
+            raise error
+        return ""
+
+    def apply_mutation(
+        self,
+        policy: CompiledPolicy,
+        mutation: Any,
+        activation: cel.Activation,
+        obj: dict[str, Any],
+        context: RequestContext,
+    ) -> dict[str, Any]:
+        activation.with_object(obj)
+        try:
+            result = mutation.program.evaluate(activation)
+        except cel.CelError as ex:
+            raise _expression_error(mutation, ex) from None
+        try:
+            if mutation.patch_type == "JSONPatch":
+                patched = mutations.apply_json_patch(obj, mutations.patch_operations(result))
+                return obj if patched is None else patched
+            schema = self.options.schemas.for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+            return mutations.apply_object(obj, result, schema, replace_atomic=policy.use_server_side_apply)
+        except mutations.MutationError as ex:
+            raise PolicyFailure(mutation.path, str(ex)) from None
+
+    @staticmethod
+    def _audit(policy: CompiledPolicy, activation: cel.Activation) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for annotation in policy.audit_annotations:
+            try:
+                value = annotation.program.evaluate(activation)
+            except cel.CelError as ex:
+                raise _expression_error(annotation, ex) from None
+            if value not in (None, ""):
+                out[f"{policy.name}.{annotation.name}"] = str(value)
+        return out
+
+
+class RequestContext:
+    """Per-request state shared by all policies: CEL request, namespace labels, budget."""
+
+    def __init__(self, engine: Engine, request: AdmissionInput, budget: cel.Budget) -> None:
+        self.engine = engine
+        self.request = request
+        self.budget = budget
+        self.cel_request = request.cel_request()
+        self.input_size = request.input_size
+        if self.input_size is None:
+            limit = engine.options.max_input_bytes
+            self.input_size = approximate_size([request.object, request.old_object], limit)
+        self._namespace_labels: dict[str, str] | None = None
+        self._namespace_object: Any = request.namespace_object
+
+    def namespace_object(self) -> Any:
+        request = self.request
+        if self._namespace_object is None and request.namespace:
+            resources = self.engine.options.services.resources
+            if resources is not None:
+                try:
+                    self._namespace_object = resources.get("v1", "namespaces", "", request.namespace)
+                except cel.CelError:
+                    self._namespace_object = None
+        return self._namespace_object
+
+    def namespace_labels(self) -> dict[str, str]:
+        if self._namespace_labels is None:
+            self._namespace_labels = matching.namespace_labels(self.request, self.namespace_object())
+        return self._namespace_labels
+
+    def activation(self, policy: CompiledPolicy, current: Any, params: Any = None) -> cel.Activation:
+        return cel.Activation(
+            object=current,
+            old_object=self.request.old_object,
+            request=self.cel_request,
+            namespace_object=self.namespace_object(),
+            params=params,
+            variables=policy.variables,
+            services=self.engine.options.services,
+            budget=self.budget,
+            max_input_bytes=self.engine.options.max_input_bytes,
+            input_size=self.input_size,
+        )
+
+    def exception_activation(self, current: Any) -> cel.Activation:
+        return cel.Activation(
+            object=current,
+            old_object=self.request.old_object,
+            request=self.cel_request,
+            namespace_object=self.namespace_object(),
+            services=self.engine.options.services,
+            budget=self.budget,
+            input_size=0,
+        )

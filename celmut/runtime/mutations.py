@@ -1,0 +1,130 @@
+"""Apply one mutation's CEL result to an object: RFC 6902 patches or an ApplyConfiguration merge.
+
+Both return a new object and never modify their input. A failed JSONPatch ``test`` makes the whole
+mutation a silent no-op (Kyverno and Kubernetes agree); a ``test`` on a path that does not exist
+and every other failure are errors. Error messages name the operation and path, never object data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+
+from celmut.cel import values
+from celmut.runtime.merge import MergeError, apply_configuration
+from celmut.runtime.patch import json_copy
+from celmut.runtime.schemas import Schema
+
+_OPS = ("add", "remove", "replace", "move", "copy", "test")
+
+
+class MutationError(Exception):
+    """A mutation result cannot be applied; the message is safe to show and log."""
+
+
+class _TestFailed(Exception):
+    pass
+
+
+def patch_operations(result: Any) -> list[dict[str, Any]]:
+    """Normalise a JSONPatch expression result into plain RFC 6902 operations."""
+    if not isinstance(result, list):
+        raise MutationError(f"JSONPatch expression must return a list, got {values.type_name(result)}")
+    operations = []
+    for index, item in enumerate(result):
+        if not isinstance(item, dict):
+            raise MutationError(f"JSONPatch[{index}] must be a JSONPatch, got {values.type_name(item)}")
+        op, path = item.get("op"), item.get("path")
+        if op not in _OPS:
+            raise MutationError(f"JSONPatch[{index}]: unsupported op {op!r}; supported: {', '.join(_OPS)}")
+        if not isinstance(path, str):
+            raise MutationError(f"JSONPatch[{index}] ({op}): path must be a string")
+        operation: dict[str, Any] = {"op": op, "path": path}
+        if op in ("add", "replace", "test"):
+            operation["value"] = values.to_plain(item.get("value"))
+        if op in ("move", "copy"):
+            source = item.get("from")
+            if not isinstance(source, str):
+                raise MutationError(f"JSONPatch[{index}] ({op} {path}): from must be a string")
+            operation["from"] = source
+        operations.append(operation)
+    return operations
+
+
+def _resolve_negative_indexes(document: Any, path: str) -> str:
+    """evanphx/json-patch accepts ``-N`` list indexes (from the end); RFC 6902 and python-jsonpatch do not."""
+    if "/-" not in path:
+        return path
+    tokens = path.split("/")[1:]
+    node = document
+    for position, token in enumerate(tokens):
+        if isinstance(node, list) and token.startswith("-") and token[1:].isdigit():
+            index = len(node) - int(token[1:])
+            if index < 0:
+                raise MutationError(f"index {token} out of range at {path}")
+            tokens[position] = str(index)
+            token = tokens[position]
+        if isinstance(node, dict):
+            node = node.get(token.replace("~1", "/").replace("~0", "~"))
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            break
+    return "/" + "/".join(tokens)
+
+
+def _exists(document: Any, path: str) -> bool:
+    try:
+        jsonpointer.resolve_pointer(document, path)
+        return True
+    except jsonpointer.JsonPointerException:
+        return False
+
+
+def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The patched copy, or None when a ``test`` operation failed (the mutation is skipped)."""
+    document = json_copy(obj)
+    try:
+        for operation in operations:
+            op = dict(operation)
+            op["path"] = _resolve_negative_indexes(document, op["path"])
+            if op["op"] == "test":
+                if not _exists(document, op["path"]):
+                    raise MutationError(f"test {op['path']}: path does not exist")
+                try:
+                    jsonpatch.TestOperation(op).apply(document)
+                except jsonpatch.JsonPatchTestFailed:
+                    raise _TestFailed from None
+                continue
+            document = jsonpatch.JsonPatch([op]).apply(document, in_place=True)
+    except _TestFailed:
+        return None
+    except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException) as ex:
+        raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
+    except jsonpatch.JsonPatchException as ex:
+        raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
+    return document
+
+
+def _safe_reason(ex: Exception) -> str:
+    text = str(ex)
+    if "not found" in text or "non-existent" in text:
+        return "path not found"
+    if "outside of list" in text or "sequence index" in text or "out of range" in text:
+        return "list index out of range"
+    if "must start with" in text:
+        return "path must start with /"
+    return type(ex).__name__
+
+
+def apply_object(obj: dict[str, Any], applied: Any, schema: Schema | None, *, replace_atomic: bool) -> dict[str, Any]:
+    """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj``."""
+    if not isinstance(applied, dict):
+        raise MutationError(f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}")
+    try:
+        merged = apply_configuration(obj, values.to_plain(applied), schema, replace_atomic=replace_atomic)
+    except MergeError as ex:
+        raise MutationError(str(ex)) from None
+    return merged

@@ -1,0 +1,82 @@
+"""Build compiled policy sets from YAML text and admit objects through the engine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from celmut import cel
+from celmut.cel.libs.kyverno.static_resources import StaticResources
+from celmut.compile import compile_policy_set
+from celmut.compile.policies import CompiledPolicySet
+from celmut.policy import PolicySet, load_policy_documents
+from celmut.runtime import AdmissionInput, AdmissionResult, Engine, EngineOptions
+from celmut.runtime.schemas import SchemaRegistry
+from celmut.sources.documents import Document
+
+
+def parse(text: str) -> PolicySet:
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    return load_policy_documents(Document("policies.yaml", i, d) for i, d in enumerate(docs))
+
+
+def compile_text(text: str) -> CompiledPolicySet:
+    compiled = compile_policy_set(parse(text))
+    assert not compiled.errors, [str(e) for e in compiled.errors]
+    return compiled
+
+
+def engine(text: str, cluster: list[dict[str, Any]] = (), **options: Any) -> Engine:  # type: ignore[assignment]
+    registry = SchemaRegistry()
+    for obj in cluster:
+        if obj.get("kind") == "CustomResourceDefinition":
+            registry.register_crd(obj)
+    services = cel.Services(resources=StaticResources(cluster))
+    return Engine(compile_text(text), options=EngineOptions(services=services, schemas=registry, **options))
+
+
+def admit(
+    text_or_engine: str | Engine, obj: dict[str, Any] | None, operation: str = "CREATE", **kwargs: Any
+) -> AdmissionResult:
+    eng = engine(text_or_engine) if isinstance(text_or_engine, str) else text_or_engine
+    return eng.admit(AdmissionInput.from_object(obj, operation, **kwargs))
+
+
+def pod(name: str = "web", namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}], **spec},
+    }
+
+
+def mpol(name: str, mutations: str, *, extra: str = "", resources: str = "pods", operations: str = "[CREATE]") -> str:
+    """A MutatingPolicy for core/v1 resources with the given mutations YAML (indented by 4)."""
+    return f"""
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {{name: {name}}}
+spec:
+  autogen: {{podControllers: {{controllers: []}}}}
+  matchConstraints:
+    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: {operations}, resources: [{resources}]}}]
+{extra}
+  mutations:
+{mutations}
+"""
+
+
+def jsonpatch(expression: str) -> str:
+    return f"""  - patchType: JSONPatch
+    jsonPatch:
+      expression: {yaml.safe_dump(expression, default_style="'").strip()}
+"""
+
+
+def applyconfig(expression: str) -> str:
+    return f"""  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: {yaml.safe_dump(expression, default_style="'").strip()}
+"""

@@ -1,0 +1,226 @@
+"""The admission engine: ordering and chaining, failure policies per kind, match conditions,
+exceptions, variables, DELETE requests, background identity and reinvocation."""
+
+from __future__ import annotations
+
+from celmut.runtime import AdmissionInput
+from tests.runtime.helpers import admit, applyconfig, engine, jsonpatch, mpol, pod
+
+ADD_LABEL = jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/a", value: "1"}]')
+
+
+def test_mutations_see_earlier_patches_while_request_object_stays_original() -> None:
+    text = mpol(
+        "chain",
+        ADD_LABEL
+        + jsonpatch(
+            '[JSONPatch{op: "add", path: "/metadata/labels/b", value: object.metadata.labels.a + '
+            "string(has(request.object.metadata.labels.a))}]"
+        ),
+    )
+    result = admit(text, pod())
+    assert result.object["metadata"]["labels"] == {"app": "web", "a": "1", "b": "1false"}
+    assert result.patch == [
+        {"op": "add", "path": "/metadata/labels/a", "value": "1"},
+        {"op": "add", "path": "/metadata/labels/b", "value": "1false"},
+    ]
+
+
+def test_policies_chain_in_name_order_each_seeing_the_previous_output() -> None:
+    second = mpol(
+        "b-second",
+        jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/order", value: object.metadata.labels.order + "b"}]'),
+    )
+    first = mpol("a-first", jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/order", value: "a"}]'))
+    result = admit(second + "---" + first, pod())
+    assert result.object["metadata"]["labels"]["order"] == "ab"
+    assert [o.policy for o in result.outcomes] == ["a-first", "b-second"]
+
+
+def test_a_failing_mutating_policy_with_fail_denies_naming_policy_and_expression() -> None:
+    text = mpol("broken", jsonpatch('[JSONPatch{op: "add", path: "/x", value: object.metadata.missing}]'))
+    result = admit(text, pod())
+    assert not result.allowed
+    assert "policy broken" in result.message
+    assert "spec.mutations[0].jsonPatch.expression" in result.message
+    assert "no such key: missing" in result.message
+    assert result.patch == [] and result.object == pod()
+
+
+def test_mutating_policy_ignore_drops_the_whole_policy_result_but_keeps_other_policies() -> None:
+    broken = mpol(
+        "a-broken",
+        ADD_LABEL + jsonpatch('[JSONPatch{op: "add", path: "/x", value: object.metadata.missing}]'),
+        extra="  failurePolicy: Ignore",
+    )
+    good = mpol("b-good", jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/good", value: "yes"}]'))
+    result = admit(broken + "---" + good, pod())
+    assert result.allowed
+    assert result.object["metadata"]["labels"] == {"app": "web", "good": "yes"}  # a-broken's label dropped too
+    assert [o.status for o in result.outcomes] == ["error", "applied"]
+    assert any("failurePolicy Ignore" in w for w in result.warnings)
+
+
+MAP_TEMPLATE = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {{name: map}}
+spec:
+  failurePolicy: {failure}
+  reinvocationPolicy: {reinvocation}
+  matchConstraints:
+    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]
+  mutations:
+{mutations}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: map-binding}}
+spec: {{policyName: map}}
+"""
+
+
+def test_admission_policy_ignore_skips_only_the_failing_mutation() -> None:
+    mutations = jsonpatch('[JSONPatch{op: "add", path: "/x", value: object.metadata.missing}]') + ADD_LABEL
+    result = admit(MAP_TEMPLATE.format(failure="Ignore", reinvocation="Never", mutations=mutations), pod())
+    assert result.allowed and result.object["metadata"]["labels"]["a"] == "1"
+    assert "ignored: spec.mutations[0].jsonPatch.expression" in result.outcomes[0].reason
+
+
+def test_admission_policy_fail_denies() -> None:
+    mutations = ADD_LABEL + jsonpatch('[JSONPatch{op: "add", path: "/x", value: object.metadata.missing}]')
+    result = admit(MAP_TEMPLATE.format(failure="Fail", reinvocation="Never", mutations=mutations), pod())
+    assert not result.allowed and "policy map" in result.message
+
+
+def test_reinvocation_if_needed_runs_a_non_idempotent_policy_twice_as_the_api_server_does() -> None:
+    append = jsonpatch(
+        '[JSONPatch{op: "add", path: "/spec/containers/-", value: {"name": "c" + string(size(object.spec.containers))}}]'
+    )
+    result = admit(MAP_TEMPLATE.format(failure="Fail", reinvocation="IfNeeded", mutations=append), pod())
+    assert [c["name"] for c in result.object["spec"]["containers"]] == ["nginx", "c1", "c2"]
+    assert [o.reinvoked for o in result.outcomes] == [False, True]
+    never = admit(MAP_TEMPLATE.format(failure="Fail", reinvocation="Never", mutations=append), pod())
+    assert [c["name"] for c in never.object["spec"]["containers"]] == ["nginx", "c1"]
+
+
+def test_admission_policy_without_binding_does_nothing() -> None:
+    text = MAP_TEMPLATE.format(failure="Fail", reinvocation="Never", mutations=ADD_LABEL).split("---")[0]
+    result = admit(text, pod())
+    assert result.patch == [] and "no MutatingAdmissionPolicyBinding" in result.outcomes[0].reason
+
+
+CONDITIONS = """  matchConditions:
+  - {{name: first, expression: '{first}'}}
+  - {{name: second, expression: '{second}'}}"""
+
+
+def test_match_conditions_false_skips_even_when_an_earlier_one_errored() -> None:
+    extra = CONDITIONS.format(first="object.metadata.missing == 1", second="false")
+    result = admit(mpol("p", ADD_LABEL, extra=extra), pod())
+    assert result.allowed and result.outcomes[0].status == "skipped"
+    assert "matchCondition 'second' is false" in result.outcomes[0].reason
+
+
+def test_match_condition_error_without_false_is_a_policy_error() -> None:
+    extra = CONDITIONS.format(first="object.metadata.missing == 1", second="true")
+    result = admit(mpol("p", ADD_LABEL, extra=extra), pod())
+    assert not result.allowed and "spec.matchConditions[0].expression" in result.message
+
+
+def test_variables_are_lazy_so_an_unused_failing_variable_is_harmless_and_used_ones_are_memoised() -> None:
+    extra = """  variables:
+  - {name: broken, expression: 'object.metadata.missing'}
+  - {name: label, expression: 'object.metadata.name + "-x"'}"""
+    text = mpol(
+        "vars",
+        jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/v", value: variables.label}]')
+        + jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/w", value: variables.label}]'),
+        extra=extra,
+    )
+    result = admit(text, pod())
+    assert result.object["metadata"]["labels"]["v"] == "web-x" == result.object["metadata"]["labels"]["w"]
+
+
+def test_exceptions_skip_the_policies_they_name() -> None:
+    exception = """
+apiVersion: policies.kyverno.io/v1alpha1
+kind: PolicyException
+metadata: {name: skip-web, namespace: default}
+spec:
+  policyRefs: [{name: p, kind: MutatingPolicy}]
+  matchConditions: [{name: web, expression: 'object.metadata.name == "web"'}]
+"""
+    text = (
+        mpol("p", ADD_LABEL)
+        + "---"
+        + mpol("q", jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/q", value: "1"}]'))
+        + "---"
+        + exception
+    )
+    result = admit(text, pod())
+    assert [(o.policy, o.status) for o in result.outcomes] == [("p", "excepted"), ("q", "applied")]
+    assert "PolicyException default/skip-web" in result.outcomes[0].reason
+    other = admit(text, pod(name="api"))
+    assert [o.status for o in other.outcomes] == ["applied", "applied"]
+
+
+def test_delete_requests_carry_no_object_and_are_not_mutated() -> None:
+    result = admit(mpol("p", ADD_LABEL, operations="[DELETE]"), None, "DELETE", old_object=pod())
+    assert result.allowed and result.patch == [] and result.outcomes[0].status == "skipped"
+
+
+def test_requests_from_the_background_identity_are_skipped_when_configured() -> None:
+    eng = engine(mpol("p", ADD_LABEL), background_usernames=frozenset({"system:serviceaccount:celmut:controller"}))
+    request = AdmissionInput.from_object(pod(), user_info={"username": "system:serviceaccount:celmut:controller"})
+    result = eng.admit(request)
+    assert result.patch == [] and "skipBackgroundRequests" in result.outcomes[0].reason
+
+
+def test_a_mutate_existing_policy_with_targets_never_mutates_its_trigger() -> None:
+    extra = """  evaluation: {mutateExisting: {enabled: true}}
+  targetMatchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], resources: [configmaps]}]"""
+    result = admit(mpol("p", ADD_LABEL, extra=extra), pod())
+    assert result.patch == [] and result.outcomes == []
+
+
+def test_json_patch_test_failure_skips_the_mutation_silently() -> None:
+    text = mpol(
+        "p",
+        jsonpatch(
+            '[JSONPatch{op: "test", path: "/metadata/name", value: "other"}, JSONPatch{op: "add", path: "/metadata/labels/a", value: "1"}]'
+        )
+        + jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/b", value: "2"}]'),
+    )
+    result = admit(text, pod())
+    assert (
+        result.allowed
+        and "a" not in result.object["metadata"]["labels"]
+        and result.object["metadata"]["labels"]["b"] == "2"
+    )
+
+
+def test_json_patch_test_on_a_missing_path_is_an_error() -> None:
+    text = mpol("p", jsonpatch('[JSONPatch{op: "test", path: "/metadata/nothing", value: "x"}]'))
+    result = admit(text, pod())
+    assert not result.allowed and "path does not exist" in result.message
+
+
+def test_json_patch_failures_name_op_and_path_without_object_data() -> None:
+    text = mpol("p", jsonpatch('[JSONPatch{op: "add", path: "/spec/missing/deep", value: "secret-value"}]'))
+    result = admit(text, pod())
+    assert not result.allowed
+    assert "add /spec/missing/deep: path not found" in result.message
+    assert "nginx" not in result.message
+
+
+def test_json_patch_negative_index_replaces_from_the_end() -> None:
+    text = mpol("p", jsonpatch('[JSONPatch{op: "replace", path: "/spec/containers/-1/image", value: "x"}]'))
+    assert admit(text, pod()).object["spec"]["containers"][0]["image"] == "x"
+
+
+def test_unchanged_and_applied_are_reported_separately() -> None:
+    text = mpol("p", applyconfig('Object{metadata: Object.metadata{labels: {"app": "web"}}}'))
+    result = admit(text, pod())
+    assert result.patch == [] and result.outcomes[0].status == "unchanged"

@@ -1,0 +1,116 @@
+"""mutateExisting as a pure function: targets from rules or from an expression, admission triggers
+versus policy events, targetMatchConditions, namespaced policies, and no-op targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celmut.runtime import AdmissionInput
+from celmut.runtime.mutate_existing import mutate_existing
+from tests.runtime.helpers import engine
+
+LABEL = """  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"touched": "yes"}}}'"""
+
+
+def configmap(name: str, namespace: str = "team-a", **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+    }
+
+
+def namespace(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def policy(spec_extra: str, kind: str = "MutatingPolicy", meta_extra: str = "") -> str:
+    return f"""
+apiVersion: policies.kyverno.io/v1
+kind: {kind}
+metadata: {{name: p{meta_extra}}}
+spec:
+  evaluation: {{mutateExisting: {{enabled: true}}}}
+{spec_extra}
+  mutations:
+{LABEL}
+"""
+
+
+TRIGGER_NAMESPACES = """  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}]"""
+TARGET_CONFIGMAPS = """  targetMatchConstraints:
+    namespaceSelector: {matchLabels: {team: a}}
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], resources: [configmaps]}]"""
+CLUSTER = [
+    namespace("team-a", team="a"),
+    namespace("team-b", team="b"),
+    configmap("one"),
+    configmap("two"),
+    configmap("other", "team-b"),
+]
+
+
+def test_an_admission_trigger_mutates_every_target_selected_by_target_constraints() -> None:
+    eng = engine(policy(TRIGGER_NAMESPACES + "\n" + TARGET_CONFIGMAPS), CLUSTER)
+    results = mutate_existing(eng, trigger=AdmissionInput.from_object(namespace("new")))
+    assert sorted(r.reference for r in results) == ["ConfigMap team-a/one", "ConfigMap team-a/two"]
+    assert all(r.mutated["metadata"]["labels"] == {"touched": "yes"} for r in results)
+
+
+def test_a_trigger_that_does_not_match_queues_nothing_and_dry_run_queues_nothing() -> None:
+    eng = engine(policy(TRIGGER_NAMESPACES + "\n" + TARGET_CONFIGMAPS), CLUSTER)
+    assert mutate_existing(eng, trigger=AdmissionInput.from_object(configmap("x"))) == []
+    dry = AdmissionInput.from_object(namespace("new"), dry_run=True)
+    assert mutate_existing(eng, trigger=dry) == []
+
+
+def test_a_policy_event_without_targets_mutates_existing_objects_matching_match_constraints() -> None:
+    constraints = """  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps], resourceNames: [one, other]}]"""
+    results = mutate_existing(engine(policy(constraints), CLUSTER))
+    assert sorted(r.reference for r in results) == ["ConfigMap team-a/one", "ConfigMap team-b/other"]
+
+
+def test_expression_targets_run_with_the_trigger_as_object() -> None:
+    spec = (
+        TRIGGER_NAMESPACES
+        + """
+  targetMatchConstraints:
+    expression: 'resource.List("v1", "configmaps", object.metadata.name)'"""
+    )
+    eng = engine(policy(spec), CLUSTER)
+    results = mutate_existing(eng, trigger=AdmissionInput.from_object(namespace("team-b")))
+    assert [r.reference for r in results] == ["ConfigMap team-b/other"]
+
+
+def test_target_match_conditions_see_the_target_as_object() -> None:
+    spec = (
+        TRIGGER_NAMESPACES
+        + "\n"
+        + TARGET_CONFIGMAPS
+        + """
+  targetMatchConditions: [{name: only-one, expression: 'object.metadata.name == "one"'}]"""
+    )
+    results = mutate_existing(engine(policy(spec), CLUSTER), trigger=AdmissionInput.from_object(namespace("x")))
+    changed = [r.reference for r in results if r.changed]
+    assert changed == ["ConfigMap team-a/one"]
+    assert "targetMatchCondition 'only-one' is false" in next(r.outcome.reason for r in results if not r.changed)
+
+
+def test_a_namespaced_policy_only_sees_its_namespace() -> None:
+    constraints = """  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]"""
+    text = policy(constraints, kind="NamespacedMutatingPolicy", meta_extra=", namespace: team-b")
+    results = mutate_existing(engine(text, CLUSTER))
+    assert [r.reference for r in results] == ["ConfigMap team-b/other"]
+
+
+def test_targets_that_would_not_change_are_reported_unchanged() -> None:
+    cluster = [configmap("done", touched="yes")]
+    constraints = """  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]"""
+    results = mutate_existing(engine(policy(constraints), cluster))
+    assert [(r.changed, r.outcome.status) for r in results] == [(False, "unchanged")]
