@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/celmut eval 'object.spec.containers.map(c, c.name + "=" + c.image)' --object examples/pod.yaml
+	$(BIN)/celmut apply policies/ -r examples/resources/ --cluster-resources examples/cluster.yaml --detailed-results
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
