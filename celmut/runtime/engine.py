@@ -29,7 +29,7 @@ from celmut.cel.activation import approximate_size
 from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy
 from celmut.compile.policies import CompiledPolicySet
-from celmut.runtime import matching, mutations
+from celmut.runtime import decode, matching, mutations
 from celmut.runtime.params import ParamError, resolve_params
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
@@ -46,6 +46,19 @@ class EngineOptions:
     max_input_bytes: int = 3 * 1024 * 1024
 
 
+@dataclass
+class ExceptionMatch:
+    """What PolicyExceptions say about one policy on one request."""
+
+    skipped_by: str | None = None
+    allowed_images: tuple[str, ...] = ()
+    allowed_values: tuple[str, ...] = ()
+
+    def variable(self) -> dict[str, list[str]]:
+        """The CEL ``exceptions`` variable."""
+        return {"allowedImages": list(self.allowed_images), "allowedValues": list(self.allowed_values)}
+
+
 class PolicyFailure(Exception):
     """An expression or mutation failed; carries the field path and a safe message."""
 
@@ -53,6 +66,11 @@ class PolicyFailure(Exception):
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
         self.message = message
+
+
+class DecodeFailure(PolicyFailure):
+    """The API server cannot decode a MAP's patched object: the request is rejected whatever the
+    failurePolicy."""
 
 
 def _expression_error(expression: CompiledExpression | Any, error: cel.CelError) -> PolicyFailure:
@@ -100,7 +118,7 @@ class Engine:
                 audit.update(outcome.audit_annotations)
                 if policy.reinvocation_policy == "IfNeeded" and outcome.matched and policy not in reinvoke:
                     reinvoke.append(policy)
-        if reinvoke and current is not original and diff(original, current):
+        if reinvoke and current is not original and current != original:
             for policy in reinvoke:
                 for outcome, mutated in self._run(policy, context, current):
                     current = mutated
@@ -139,11 +157,11 @@ class Engine:
         skip = self._precheck(policy, context)
         if skip:
             return self._outcome(policy, "skipped", skip), current
-        activation = context.activation(policy, current)
+        exceptions = self.match_exceptions(policy, context, current)
+        if exceptions.skipped_by is not None:
+            return self._outcome(policy, "excepted", f"PolicyException {exceptions.skipped_by}"), current
+        activation = context.activation(policy, current, exceptions=exceptions.variable())
         try:
-            exception = self.find_exception(policy, context, current)
-            if exception is not None:
-                return self._outcome(policy, "excepted", f"PolicyException {exception}"), current
             skip = self.check_conditions(policy.match_conditions, activation)
             if skip:
                 return self._outcome(policy, "skipped", skip), current
@@ -157,9 +175,9 @@ class Engine:
             audit = self._audit(policy, activation)
         except PolicyFailure as failure:
             return self._outcome(policy, "error", failure.message, path=failure.path), current
-        patch = diff(current, result) if result is not current else []
-        status = "applied" if patch else "unchanged"
-        return self._outcome(policy, status, patch=patch, audit_annotations=audit), result if patch else current
+        if result is current or result == current:
+            return self._outcome(policy, "unchanged", audit_annotations=audit), current
+        return self._outcome(policy, "applied", before=current, after=result, audit_annotations=audit), result
 
     def _run_admission_policy(
         self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
@@ -214,13 +232,15 @@ class Engine:
             try:
                 result = self.apply_mutation(policy, mutation, activation, result, context)
             except PolicyFailure as failure:
-                if policy.failure_policy == "Fail":
-                    return self._outcome(policy, "error", failure.message, path=failure.path, binding=binding), current
+                if policy.failure_policy == "Fail" or isinstance(failure, DecodeFailure):
+                    outcome = self._outcome(policy, "error", failure.message, path=failure.path, binding=binding)
+                    outcome.failure_policy = "Fail"
+                    return outcome, current
                 ignored.append(str(failure))
-        patch = diff(current, result) if result is not current else []
-        status = "applied" if patch else "unchanged"
         reason = "; ".join(f"ignored: {i}" for i in ignored)
-        return self._outcome(policy, status, reason, patch=patch, binding=binding), result if patch else current
+        if result is current or result == current:
+            return self._outcome(policy, "unchanged", reason, binding=binding), current
+        return self._outcome(policy, "applied", reason, before=current, after=result, binding=binding), result
 
     # --- steps --------------------------------------------------------------------------------------
 
@@ -232,22 +252,33 @@ class Engine:
             return "request from celmut's background controller (skipBackgroundRequests)"
         return matching.match_reason(policy.match, request, context.namespace_labels())
 
-    def find_exception(
+    def match_exceptions(
         self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
-    ) -> str | None:
+    ) -> ExceptionMatch:
+        """PolicyExceptions naming this policy whose match conditions all hold for the request.
+
+        A full exception skips the policy (the highest ``polex.kyverno.io/priority`` is reported);
+        partial ones (``images``/``allowedValues``) only fill the CEL variable ``exceptions``. An
+        exception whose conditions fail to evaluate does not apply.
+        """
         candidates = [e for e in self.exceptions if e.refers_to(policy.name, policy.kind)]
+        found = ExceptionMatch()
         if not candidates:
-            return None
+            return found
         activation = context.exception_activation(current)
         for exception in sorted(candidates, key=lambda e: -e.priority):
-            if exception.is_partial:
-                continue
             try:
-                if all(c.program.evaluate(activation) is True for c in exception.match_conditions):
-                    return f"{exception.namespace}/{exception.name}" if exception.namespace else exception.name
+                applies = all(c.program.evaluate(activation) is True for c in exception.match_conditions)
             except cel.CelError:
+                applies = False
+            if not applies:
                 continue
-        return None
+            if exception.is_partial:
+                found.allowed_images += exception.images
+                found.allowed_values += exception.allowed_values
+            elif found.skipped_by is None:
+                found.skipped_by = f"{exception.namespace}/{exception.name}" if exception.namespace else exception.name
+        return found
 
     @staticmethod
     def check_conditions(conditions: Sequence[CompiledExpression], activation: cel.Activation) -> str:
@@ -280,11 +311,19 @@ class Engine:
             result = mutation.program.evaluate(activation)
         except cel.CelError as ex:
             raise _expression_error(mutation, ex) from None
+        schema = self.options.schemas.for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
         try:
             if mutation.patch_type == "JSONPatch":
-                patched = mutations.apply_json_patch(obj, mutations.patch_operations(result))
-                return obj if patched is None else patched
-            schema = self.options.schemas.for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+                kubernetes = policy.semantics == "kubernetes"
+                source = decode.as_encoded(obj) if kubernetes else obj
+                patched = mutations.apply_json_patch(source, mutations.patch_operations(result))
+                if patched is None:
+                    return obj
+                if kubernetes:
+                    problems = decode.decode_problems(patched, schema)
+                    if problems:
+                        raise DecodeFailure(mutation.path, f"the patched object does not decode: {problems[0]}")
+                return patched
             return mutations.apply_object(obj, result, schema, replace_atomic=policy.use_server_side_apply)
         except mutations.MutationError as ex:
             raise PolicyFailure(mutation.path, str(ex)) from None
@@ -333,13 +372,16 @@ class RequestContext:
             self._namespace_labels = matching.namespace_labels(self.request, self.namespace_object())
         return self._namespace_labels
 
-    def activation(self, policy: CompiledPolicy, current: Any, params: Any = None) -> cel.Activation:
+    def activation(
+        self, policy: CompiledPolicy, current: Any, params: Any = None, exceptions: dict[str, Any] | None = None
+    ) -> cel.Activation:
         return cel.Activation(
             object=current,
             old_object=self.request.old_object,
             request=self.cel_request,
             namespace_object=self.namespace_object(),
             params=params,
+            exceptions=exceptions,
             variables=policy.variables,
             services=self.engine.options.services,
             budget=self.budget,

@@ -196,10 +196,10 @@ def _mutate_target(
     context = _context(engine, request)
     name = policy.display_name
     try:
-        exception = engine.find_exception(policy, context, target)
-        if exception is not None:
-            return PolicyOutcome(name, policy.kind, "excepted", f"PolicyException {exception}"), None
-        activation = context.activation(policy, target)
+        exceptions = engine.match_exceptions(policy, context, target)
+        if exceptions.skipped_by is not None:
+            return PolicyOutcome(name, policy.kind, "excepted", f"PolicyException {exceptions.skipped_by}"), None
+        activation = context.activation(policy, target, exceptions=exceptions.variable())
         skip = engine.check_conditions(policy.target_match_conditions, activation)
         if skip:
             return PolicyOutcome(
@@ -210,5 +210,6 @@ def _mutate_target(
             result = engine.apply_mutation(policy, mutation, activation, result, context)
     except PolicyFailure as failure:
         return PolicyOutcome(name, policy.kind, "error", failure.message, failure.path, policy.failure_policy), None
-    patch = diff(target, result) if result is not target else []
-    return PolicyOutcome(name, policy.kind, "applied" if patch else "unchanged", patch=patch), result
+    if result is target or result == target:
+        return PolicyOutcome(name, policy.kind, "unchanged"), result
+    return PolicyOutcome(name, policy.kind, "applied", before=target, after=result), result

@@ -7,14 +7,15 @@ and every other failure are errors. Error messages name the operation and path, 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import jsonpatch
 import jsonpointer
 
 from celmut.cel import values
+from celmut.jsonutil import json_copy
 from celmut.runtime.merge import MergeError, apply_configuration
-from celmut.runtime.patch import json_copy
 from celmut.runtime.schemas import Schema
 
 _OPS = ("add", "remove", "replace", "move", "copy", "test")
@@ -83,9 +84,32 @@ def _exists(document: Any, path: str) -> bool:
         return False
 
 
+def _copy_along(document: Any, path: str) -> Any:
+    """A new root whose containers along ``path`` are shallow copies, so an in-place change at
+    ``path`` leaves the original untouched while every other subtree stays shared."""
+    root = copy.copy(document)
+    node = root
+    for token in jsonpointer.JsonPointer(path).parts[:-1]:
+        if isinstance(node, dict) and token in node:
+            key: Any = token
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            key = int(token)
+        else:
+            break
+        child = node[key]
+        if not isinstance(child, dict | list):
+            break
+        node[key] = child = copy.copy(child)
+        node = child
+    return root
+
+
 def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The patched copy, or None when a ``test`` operation failed (the mutation is skipped)."""
-    document = json_copy(obj)
+    """The patched object, or None when a ``test`` operation failed (the mutation is skipped).
+
+    ``obj`` is not modified: each operation copies only the containers on its path.
+    """
+    document: Any = obj
     try:
         for operation in operations:
             op = dict(operation)
@@ -98,6 +122,11 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
                 except jsonpatch.JsonPatchTestFailed:
                     raise _TestFailed from None
                 continue
+            document = _copy_along(document, op["path"])
+            if op["op"] == "move":
+                document = _copy_along(document, op["from"])
+            if "value" in op:
+                op["value"] = json_copy(op["value"])
             document = jsonpatch.JsonPatch([op]).apply(document, in_place=True)
     except _TestFailed:
         return None

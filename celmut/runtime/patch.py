@@ -38,11 +38,10 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
             if key not in new:
                 ops.append({"op": "remove", "path": f"{path}/{escape(str(key))}"})
         for key, value in new.items():
-            child = f"{path}/{escape(str(key))}"
             if key not in old:
-                ops.append({"op": "add", "path": child, "value": value})
+                ops.append({"op": "add", "path": f"{path}/{escape(str(key))}", "value": value})
             elif not _same(old[key], value):
-                _diff(old[key], value, child, ops)
+                _diff(old[key], value, f"{path}/{escape(str(key))}", ops)
         return
     if type(old) is list and type(new) is list:
         for index, (a, b) in enumerate(zip(old, new, strict=False)):

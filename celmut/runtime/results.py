@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from celmut.runtime.patch import diff
+
 Status = Literal["applied", "unchanged", "skipped", "excepted", "error"]
 
 
@@ -18,10 +20,19 @@ class PolicyOutcome:
     reason: str = ""  # why skipped / excepted, or the error
     path: str = ""  # the field path of the failing expression, for errors
     failure_policy: str = "Fail"
-    patch: list[dict[str, Any]] = field(default_factory=list)  # this policy's change, RFC 6902
     audit_annotations: dict[str, str] = field(default_factory=dict)
     binding: str = ""  # for MutatingAdmissionPolicy: the binding that matched
     reinvoked: bool = False
+    before: Any = field(default=None, repr=False)  # the object this policy received …
+    after: Any = field(default=None, repr=False)  # … and the one it produced (when it changed it)
+    _patch: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def patch(self) -> list[dict[str, Any]]:
+        """This policy's own change as RFC 6902 operations (computed on first use)."""
+        if self._patch is None:
+            self._patch = diff(self.before, self.after) if self.after is not None else []
+        return self._patch
 
     @property
     def matched(self) -> bool:

@@ -32,10 +32,9 @@ def partial_match(actual: Any, expected: Any, path: str = "") -> list[str]:
         for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
             problems += partial_match(a, e, f"{path}[{index}]")
         return problems
-    if (
-        actual != expected
-        or (type(actual) is not type(expected)
-        and not (isinstance(actual, int | float) and isinstance(expected, int | float)))
+    if actual != expected or (
+        type(actual) is not type(expected)
+        and not (isinstance(actual, int | float) and isinstance(expected, int | float))
     ):
         return [f"{path}: expected {expected!r}, got {actual!r}"]
     return []

@@ -224,3 +224,45 @@ def test_unchanged_and_applied_are_reported_separately() -> None:
     text = mpol("p", applyconfig('Object{metadata: Object.metadata{labels: {"app": "web"}}}'))
     result = admit(text, pod())
     assert result.patch == [] and result.outcomes[0].status == "unchanged"
+
+
+def test_partial_exceptions_fill_the_exceptions_variable_instead_of_skipping() -> None:
+    exception = """
+apiVersion: policies.kyverno.io/v1alpha1
+kind: PolicyException
+metadata: {name: allow-nginx}
+spec:
+  policyRefs: [{name: p, kind: MutatingPolicy}]
+  images: ["nginx:*"]
+  allowedValues: ["a"]
+  matchConditions: [{name: web, expression: 'object.metadata.name == "web"'}]
+"""
+    text = mpol(
+        "p",
+        jsonpatch(
+            '[JSONPatch{op: "add", path: "/metadata/labels/allowed", '
+            'value: exceptions.allowedImages.join(",") + "|" + exceptions.allowedValues.join(",")}]'
+        ),
+    )
+    result = admit(text + "---" + exception, pod())
+    assert result.outcomes[0].status == "applied"
+    assert result.object["metadata"]["labels"]["allowed"] == "nginx:*|a"
+    other = admit(text + "---" + exception, pod(name="api"))
+    assert other.object["metadata"]["labels"]["allowed"] == "|"
+
+
+def test_admission_policy_json_patch_sees_the_object_as_the_api_server_encodes_it() -> None:
+    add_annotation = jsonpatch('[JSONPatch{op: "add", path: "/metadata/annotations/a", value: "1"}]')
+    obj = pod()
+    obj["metadata"]["annotations"] = {}  # gone once decoded into the Go type: the add has no parent
+    result = admit(MAP_TEMPLATE.format(failure="Fail", reinvocation="Never", mutations=add_annotation), obj)
+    assert not result.allowed and "path not found" in result.message
+    kyverno = admit(mpol("p", add_annotation), obj)  # Kyverno patches the JSON as received
+    assert kyverno.object["metadata"]["annotations"] == {"a": "1"}
+
+
+def test_an_admission_policy_patch_that_does_not_decode_is_rejected_even_with_ignore() -> None:
+    unknown_field = jsonpatch('[JSONPatch{op: "add", path: "/spec/notAField", value: 1}]')
+    result = admit(MAP_TEMPLATE.format(failure="Ignore", reinvocation="Never", mutations=unknown_field), pod())
+    assert not result.allowed
+    assert 'does not decode: unknown field "spec.notAField"' in result.message

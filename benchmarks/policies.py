@@ -1,0 +1,106 @@
+"""A benchmark policy set: 20 MutatingPolicies of which 5 match the benchmark Pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+MATCHING = [
+    # JSONPatch: label the pod
+    """
+    mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: '[JSONPatch{op: "add", path: "/metadata/labels/policy-{i}", value: "applied"}]'
+    """,
+    # ApplyConfiguration: security context on every container
+    """
+    mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: >-
+          Object{spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name,
+          securityContext: Object.spec.containers.securityContext{allowPrivilegeEscalation: false}})}}
+    """,
+    # JSONPatch with a match condition and a variable
+    """
+    matchConditions:
+    - name: has-team
+      expression: 'has(object.metadata.labels) && "team" in object.metadata.labels'
+    variables:
+    - name: team
+      expression: object.metadata.labels.team
+    mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: '[JSONPatch{op: "add", path: "/metadata/annotations/owner-{i}", value: variables.team}]'
+    """,
+    # ApplyConfiguration: annotation from a container scan
+    """
+    matchConditions:
+    - name: runs-nginx
+      expression: 'object.spec.containers.exists(c, c.image.startsWith("nginx"))'
+    mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{metadata: Object.metadata{annotations: {"web-server-{i}": "nginx"}}}'
+    """,
+    # JSONPatch building one op per container (map/filter)
+    """
+    mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: >-
+          object.spec.containers.filter(c, !has(c.resources.limits.cpu)).map(c,
+          JSONPatch{op: "add", path: "/metadata/annotations/no-cpu-limit-" + c.name, value: "true"})
+    """,
+]
+
+NON_MATCHING = [
+    # other resources
+    ("apps", "deployments", ""),
+    ("", "configmaps", ""),
+    ("", "services", ""),
+    ("batch", "jobs", ""),
+    ("", "secrets", ""),
+    # pods, but a match condition is false
+    ("", "pods", 'object.metadata.namespace == "kube-system"'),
+    ("", "pods", '"never" in object.metadata.labels'),
+    ("", "pods", 'object.spec.containers.all(c, c.image.startsWith("gcr.io/"))'),
+    ("", "pods", 'object.metadata.?annotations[?"skip"].orValue("") == "true"'),
+    ("", "pods", "size(object.spec.containers) > 10"),
+    ("networking.k8s.io", "ingresses", ""),
+    ("", "namespaces", ""),
+    ("apps", "statefulsets", ""),
+    ("", "pods", 'request.operation == "UPDATE"'),
+    ("", "serviceaccounts", ""),
+]
+
+
+def _policy(name: str, body: str, group: str = "", resource: str = "pods", condition: str = "") -> dict[str, Any]:
+    spec = yaml.safe_load(body) if body else {}
+    spec["matchConstraints"] = {
+        "resourceRules": [
+            {"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": [resource]}
+        ]
+    }
+    spec["autogen"] = {"podControllers": {"controllers": []}}
+    spec["failurePolicy"] = "Ignore"
+    if condition:
+        spec["matchConditions"] = [{"name": "condition", "expression": condition}]
+    spec.setdefault(
+        "mutations",
+        [{"patchType": "JSONPatch", "jsonPatch": {"expression": '[JSONPatch{op: "add", path: "/x", value: 1}]'}}],
+    )
+    return {"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "metadata": {"name": name}, "spec": spec}
+
+
+def benchmark_policies() -> list[dict[str, Any]]:
+    """20 policies: 5 that match the benchmark Pod, 15 that do not."""
+    docs = [_policy(f"matching-{i}", body.replace("{i}", str(i))) for i, body in enumerate(MATCHING)]
+    docs += [
+        _policy(f"other-{i}", "", group, resource, condition)
+        for i, (group, resource, condition) in enumerate(NON_MATCHING)
+    ]
+    return docs
