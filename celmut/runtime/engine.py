@@ -170,14 +170,16 @@ class Engine:
                     policy, "skipped", f"{request.operation} requests carry no object to mutate"
                 ), current
             result = current
+            notes: list[str] = []
             for mutation in policy.mutations:
-                result = self.apply_mutation(policy, mutation, activation, result, context)
+                result = self.apply_mutation(policy, mutation, activation, result, notes)
             audit = self._audit(policy, activation)
         except PolicyFailure as failure:
             return self._outcome(policy, "error", failure.message, path=failure.path), current
+        reason = "; ".join(notes)
         if result is current or result == current:
-            return self._outcome(policy, "unchanged", audit_annotations=audit), current
-        return self._outcome(policy, "applied", before=current, after=result, audit_annotations=audit), result
+            return self._outcome(policy, "unchanged", reason, audit_annotations=audit), current
+        return self._outcome(policy, "applied", reason, before=current, after=result, audit_annotations=audit), result
 
     def _run_admission_policy(
         self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
@@ -230,7 +232,7 @@ class Engine:
         ignored: list[str] = []
         for mutation in policy.mutations:
             try:
-                result = self.apply_mutation(policy, mutation, activation, result, context)
+                result = self.apply_mutation(policy, mutation, activation, result, ignored)
             except PolicyFailure as failure:
                 if policy.failure_policy == "Fail" or isinstance(failure, DecodeFailure):
                     outcome = self._outcome(policy, "error", failure.message, path=failure.path, binding=binding)
@@ -304,8 +306,10 @@ class Engine:
         mutation: Any,
         activation: cel.Activation,
         obj: dict[str, Any],
-        context: RequestContext,
+        notes: list[str] | None = None,
     ) -> dict[str, Any]:
+        """Evaluate one mutation against ``obj`` and apply it; a failed JSONPatch ``test`` leaves
+        ``obj`` unchanged and adds a note."""
         activation.with_object(obj)
         try:
             result = mutation.program.evaluate(activation)
@@ -317,14 +321,16 @@ class Engine:
                 kubernetes = policy.semantics == "kubernetes"
                 source = decode.as_encoded(obj) if kubernetes else obj
                 patched = mutations.apply_json_patch(source, mutations.patch_operations(result))
-                if patched is None:
-                    return obj
                 if kubernetes:
                     problems = decode.decode_problems(patched, schema)
                     if problems:
                         raise DecodeFailure(mutation.path, f"the patched object does not decode: {problems[0]}")
                 return patched
             return mutations.apply_object(obj, result, schema, replace_atomic=policy.use_server_side_apply)
+        except mutations.TestFailed as skipped:
+            if notes is not None:
+                notes.append(f"{mutation.path}: {skipped}")
+            return obj
         except mutations.MutationError as ex:
             raise PolicyFailure(mutation.path, str(ex)) from None
 

@@ -207,7 +207,7 @@ def _mutate_target(
             ), None
         result = target
         for mutation in policy.mutations:
-            result = engine.apply_mutation(policy, mutation, activation, result, context)
+            result = engine.apply_mutation(policy, mutation, activation, result)
     except PolicyFailure as failure:
         return PolicyOutcome(name, policy.kind, "error", failure.message, failure.path, policy.failure_policy), None
     if result is target or result == target:

@@ -25,8 +25,12 @@ class MutationError(Exception):
     """A mutation result cannot be applied; the message is safe to show and log."""
 
 
-class _TestFailed(Exception):
-    pass
+class TestFailed(Exception):
+    """A JSONPatch ``test`` operation did not hold: the whole mutation is skipped, without error."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"JSONPatch test at {path} did not hold; the mutation was skipped")
+        self.path = path
 
 
 def patch_operations(result: Any) -> list[dict[str, Any]]:
@@ -104,8 +108,8 @@ def _copy_along(document: Any, path: str) -> Any:
     return root
 
 
-def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The patched object, or None when a ``test`` operation failed (the mutation is skipped).
+def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The patched object; raises :class:`TestFailed` when a ``test`` operation does not hold.
 
     ``obj`` is not modified: each operation copies only the containers on its path.
     """
@@ -120,7 +124,7 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
                 try:
                     jsonpatch.TestOperation(op).apply(document)
                 except jsonpatch.JsonPatchTestFailed:
-                    raise _TestFailed from None
+                    raise TestFailed(op["path"]) from None
                 continue
             document = _copy_along(document, op["path"])
             if op["op"] == "move":
@@ -128,8 +132,6 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
             if "value" in op:
                 op["value"] = json_copy(op["value"])
             document = jsonpatch.JsonPatch([op]).apply(document, in_place=True)
-    except _TestFailed:
-        return None
     except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException) as ex:
         raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
     except jsonpatch.JsonPatchException as ex:
