@@ -199,6 +199,9 @@ def test_json_patch_test_failure_skips_the_mutation_silently() -> None:
         and "a" not in result.object["metadata"]["labels"]
         and result.object["metadata"]["labels"]["b"] == "2"
     )
+    assert "spec.mutations[0].jsonPatch.expression: JSONPatch test at /metadata/name did not hold" in (
+        result.outcomes[0].reason
+    )
 
 
 def test_json_patch_test_on_a_missing_path_is_an_error() -> None:
