@@ -1,8 +1,8 @@
 """Sources to compiled policies in one call: the path every surface takes.
 
-``compile_documents`` classifies documents, parses the policy kinds, and compiles them; documents
-that are not policies come back in ``PolicySet.other`` (resources, and preset documents once the
-preset compilers claim them).
+``compile_documents`` expands preset documents (PodMutation, spot values, …) into policies,
+classifies documents, parses the policy kinds and compiles them; documents that are neither come
+back in ``PolicySet.other`` (resources, CRDs).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from celmut.compile import presets
 from celmut.compile.policies import CompiledPolicySet, compile_policy_set
 from celmut.policy.loader import PolicySet, load_policy_documents
 from celmut.sources.documents import Document, DocumentError, load_documents
@@ -29,7 +30,10 @@ class Compilation:
 
 
 def compile_documents(documents: Iterable[Document], engine: object | None = None) -> Compilation:
-    policies = load_policy_documents(documents)
+    """Expand presets into policies, then parse and compile every policy."""
+    expanded, preset_errors = presets.expand(documents)
+    policies = load_policy_documents(expanded)
+    policies.errors[:0] = preset_errors
     compiled = compile_policy_set(policies, engine)
     return Compilation(policies, compiled, policies.other)
 

@@ -1,0 +1,192 @@
+"""The CEL building blocks every preset uses: workload identity (with and without a cluster lookup),
+exact spot/group splits at 1, 10 and 100 pods, the hash fallback, and idempotent placement patches."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from celmut.cli.offline import OfflineCluster
+from celmut.compile.pipeline import compile_documents
+from celmut.compile.presets import placement as pl
+from celmut.runtime import AdmissionInput, Engine
+from celmut.sources.documents import Document
+
+
+def policy(variables: list[dict[str, str]], patches: str) -> Any:
+    compilation = compile_documents(
+        [Document("p.yaml", 0, pl.mutating_policy("p", variables=variables, match_conditions=[], patches=patches))]
+    )
+    assert not compilation.errors, compilation.errors
+    return compilation
+
+
+def pod(
+    i: int, owner: tuple[str, str] | None = ("ReplicaSet", "web-5d8f7c"), labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": f"web-{i}",
+        "namespace": "shop",
+        "labels": labels or {"pod-template-hash": "5d8f7c"},
+    }
+    if owner:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": owner[0], "name": owner[1], "uid": "u", "controller": True}
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+
+
+IDENTITY = pl.annotate("workload", 'variables.workloadKind + "/" + variables.workloadName')
+
+
+@pytest.mark.parametrize(
+    ("owner", "labels", "cluster", "expected"),
+    [
+        (None, None, [], "Pod/web-0"),
+        (("ReplicaSet", "web-5d8f7c"), None, [], "Deployment/web"),
+        (("ReplicaSet", "plain-rs"), {}, [], "ReplicaSet/plain-rs"),
+        (("Job", "backup-28375020"), {}, [], "CronJob/backup"),
+        (("Job", "one-off"), {}, [], "Job/one-off"),
+        (("StatefulSet", "db"), {}, [], "StatefulSet/db"),
+        (
+            ("ReplicaSet", "api-abc"),
+            {},
+            [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {
+                        "name": "api-abc",
+                        "namespace": "shop",
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "Deployment",
+                                "name": "api",
+                                "uid": "d",
+                                "controller": True,
+                            }
+                        ],
+                    },
+                }
+            ],
+            "Deployment/api",
+        ),
+    ],
+    ids=[
+        "bare pod",
+        "derived from pod-template-hash",
+        "standalone ReplicaSet",
+        "CronJob from job name",
+        "plain Job",
+        "StatefulSet",
+        "looked up",
+    ],
+)
+def test_workload_identity(owner: Any, labels: Any, cluster: list[dict[str, Any]], expected: str) -> None:
+    compilation = policy(pl.workload_variables(), IDENTITY)
+    offline = OfflineCluster.build(compilation, [Document("c.yaml", i, o) for i, o in enumerate(cluster)])
+    result = offline.admit([pod(0, owner, labels)])[0].result
+    assert result.object["metadata"]["annotations"]["workload"] == expected
+
+
+SPOT_60 = [*pl.workload_variables(), pl.siblings_variable(), pl.variable("placement", pl.spot_split("60"))]
+PLACE = f"""{pl.annotate(pl.PLACEMENT_ANNOTATION, "variables.placement")} +
+(variables.placement == "spot" ? {pl.spot_patches("only-spot")} : {pl.on_demand_patches()})"""
+
+
+@pytest.mark.parametrize(("pods", "spot"), [(1, 0), (10, 6), (100, 60)])
+def test_spot_split_is_exact_at_every_size(pods: int, spot: int) -> None:
+    offline = OfflineCluster.build(policy(SPOT_60, PLACE), [])
+    placements = [
+        r.result.object["metadata"]["annotations"][pl.PLACEMENT_ANNOTATION]
+        for r in offline.admit([pod(i) for i in range(pods)])
+    ]
+    assert placements.count("spot") == spot
+    for n in range(1, pods + 1):  # every prefix stays within one pod of the ratio
+        assert abs(placements[:n].count("spot") - n * 0.6) < 1
+
+
+def test_placements_become_concrete_pod_changes_and_are_idempotent() -> None:
+    offline = OfflineCluster.build(policy(SPOT_60, PLACE), [])
+    on_demand, spot = (r.result.object for r in offline.admit([pod(0), pod(1)]))
+    assert spot["spec"]["tolerations"] == [
+        {"key": "scheduling.cast.ai/spot", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    assert spot["spec"]["nodeSelector"] == {"scheduling.cast.ai/spot": "true"}
+    terms = on_demand["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert terms == [{"matchExpressions": [{"key": "scheduling.cast.ai/spot", "operator": "DoesNotExist"}]}]
+    for mutated in (on_demand, spot):  # a second invocation changes nothing
+        assert offline.engine.admit(AdmissionInput.from_object(mutated)).patch == []
+
+
+def test_on_demand_is_added_to_every_existing_required_term() -> None:
+    compilation = policy([], pl.on_demand_patches())
+    obj = pod(0)
+    obj["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                    {"matchFields": []},
+                ]
+            }
+        }
+    }
+    result = Engine(compilation.compiled).admit(AdmissionInput.from_object(obj))
+    terms = result.object["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert all({"key": "scheduling.cast.ai/spot", "operator": "DoesNotExist"} in t["matchExpressions"] for t in terms)
+
+
+def test_preferred_spot_appends_to_existing_preferences() -> None:
+    compilation = policy([], pl.spot_patches("preferred-spot"))
+    obj = pod(0)
+    obj["spec"]["affinity"] = {
+        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}]}
+    }
+    result = Engine(compilation.compiled).admit(AdmissionInput.from_object(obj))
+    preferred = result.object["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert len(preferred) == 2 and preferred[1]["preference"]["matchExpressions"][0]["key"] == "scheduling.cast.ai/spot"
+
+
+def test_without_a_lookup_a_hash_of_the_name_decides_deterministically() -> None:
+    engine = Engine(policy(SPOT_60, PLACE).compiled)
+    first = [
+        engine.admit(AdmissionInput.from_object(pod(i))).object["metadata"]["annotations"][pl.PLACEMENT_ANNOTATION]
+        for i in range(200)
+    ]
+    second = [
+        engine.admit(AdmissionInput.from_object(pod(i))).object["metadata"]["annotations"][pl.PLACEMENT_ANNOTATION]
+        for i in range(200)
+    ]
+    assert first == second
+    assert 90 <= first.count("spot") <= 150  # roughly 60 % of 200
+
+
+@pytest.mark.parametrize(
+    ("pods", "expected"),
+    [(1, {"a": 1}), (10, {"a": 3, "b": 3, "c": 2, "base": 2}), (100, {"a": 30, "b": 30, "c": 20, "base": 20})],
+)
+def test_group_split_is_exact(pods: int, expected: dict[str, int]) -> None:
+    variables = [
+        *pl.workload_variables(),
+        pl.siblings_variable(),
+        pl.variable("group", pl.group_split([("a", 30), ("b", 30), ("c", 20)], "base")),
+    ]
+    offline = OfflineCluster.build(policy(variables, pl.annotate(pl.GROUP_ANNOTATION, "variables.group")), [])
+    groups = Counter(
+        r.result.object["metadata"]["annotations"][pl.GROUP_ANNOTATION]
+        for r in offline.admit([pod(i) for i in range(pods)])
+    )
+    assert dict(groups) == expected
