@@ -83,6 +83,12 @@ class Services:
     clock: Callable[[], datetime.datetime] = _utc_now
     rng: random.Random = field(default_factory=random.Random)
     namespaced_policy_namespace: str | None = None  # set for NamespacedMutatingPolicy evaluation
+    dry_run: bool = False  # a dry-run request: functions with side effects (resource.Post, http.Post) refuse
+
+    def refuse_side_effects(self, function: str) -> None:
+        """Raise when evaluating a dry-run request: it must not change anything outside."""
+        if self.dry_run:
+            raise LookupFailed(f"{function}: not allowed for a dry-run request (it would have side effects)")
 
     def require_resources(self, function: str) -> ResourceLookup:
         if self.resources is None:

@@ -20,6 +20,7 @@ second time, after the first pass, when the object changed — as kube-apiserver
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,20 +96,38 @@ class Engine:
 
     # --- public ------------------------------------------------------------------------------------
 
-    def admit(self, request: AdmissionInput, budget: cel.Budget | None = None) -> AdmissionResult:
+    def admit(
+        self,
+        request: AdmissionInput,
+        budget: cel.Budget | None = None,
+        *,
+        services: cel.Services | None = None,
+        failure_policy: str | None = None,
+    ) -> AdmissionResult:
+        """Run every admission-enabled policy on ``request``.
+
+        ``services`` replaces the engine's lookups for this request (a dry-run request gets ones
+        without side effects); ``failure_policy`` restricts the run to the policies with that
+        failurePolicy (one webhook per failurePolicy, as Kyverno registers them).
+        """
         budget = budget or cel.Budget.with_timeout(self.options.timeout_seconds)
         original = request.object
         current = original
         outcomes: list[PolicyOutcome] = []
         warnings: list[str] = []
         audit: dict[str, str] = {}
-        context = RequestContext(self, request, budget)
+        context = RequestContext(self, request, budget, services or self.options.services)
         reinvoke: list[CompiledPolicy] = []
         for policy in self.policies:
             if not policy.admission or (policy.mutate_existing and policy.target is not None):
                 continue  # a mutateExisting policy with targets never mutates its trigger (semantics §8)
+            if failure_policy is not None and policy.failure_policy != failure_policy:
+                continue
+            started = time.perf_counter()
             for outcome, mutated in self._run(policy, context, current):
                 current = mutated
+                outcome.seconds = time.perf_counter() - started
+                started = time.perf_counter()
                 outcomes.append(outcome)
                 if outcome.status == "error":
                     message = f"policy {outcome.policy}: {outcome.path}: {outcome.reason}".replace(": : ", ": ")
@@ -201,7 +220,7 @@ class Engine:
                     )
                     continue
             try:
-                param_sets = resolve_params(policy, binding, context.request, self.options.services)
+                param_sets = resolve_params(policy, binding, context.request, context.services)
             except ParamError as ex:
                 if ex.allow:
                     yield self._outcome(policy, "skipped", str(ex), binding=binding.name), current
@@ -350,10 +369,13 @@ class Engine:
 class RequestContext:
     """Per-request state shared by all policies: CEL request, namespace labels, budget."""
 
-    def __init__(self, engine: Engine, request: AdmissionInput, budget: cel.Budget) -> None:
+    def __init__(
+        self, engine: Engine, request: AdmissionInput, budget: cel.Budget, services: cel.Services | None = None
+    ) -> None:
         self.engine = engine
         self.request = request
         self.budget = budget
+        self.services = services or engine.options.services
         self.cel_request = request.cel_request()
         self.input_size = request.input_size
         if self.input_size is None:
@@ -365,7 +387,7 @@ class RequestContext:
     def namespace_object(self) -> Any:
         request = self.request
         if self._namespace_object is None and request.namespace:
-            resources = self.engine.options.services.resources
+            resources = self.services.resources
             if resources is not None:
                 try:
                     self._namespace_object = resources.get("v1", "namespaces", "", request.namespace)
@@ -389,7 +411,7 @@ class RequestContext:
             params=params,
             exceptions=exceptions,
             variables=policy.variables,
-            services=self.engine.options.services,
+            services=self.services,
             budget=self.budget,
             max_input_bytes=self.engine.options.max_input_bytes,
             input_size=self.input_size,
@@ -401,7 +423,7 @@ class RequestContext:
             old_object=self.request.old_object,
             request=self.cel_request,
             namespace_object=self.namespace_object(),
-            services=self.engine.options.services,
+            services=self.services,
             budget=self.budget,
             input_size=0,
         )

@@ -23,6 +23,7 @@ class PolicyOutcome:
     audit_annotations: dict[str, str] = field(default_factory=dict)
     binding: str = ""  # for MutatingAdmissionPolicy: the binding that matched
     reinvoked: bool = False
+    seconds: float = 0.0  # time spent evaluating this policy
     before: Any = field(default=None, repr=False)  # the object this policy received …
     after: Any = field(default=None, repr=False)  # … and the one it produced (when it changed it)
     _patch: list[dict[str, Any]] | None = field(default=None, repr=False)

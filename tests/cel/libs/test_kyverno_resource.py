@@ -303,3 +303,14 @@ def test_static_resources_flattens_lists_and_honours_plural_overrides() -> None:
     assert store.get("example.com/v1", "moose", "", "m")["kind"] == "Moose"
     assert store.resource_for_kind("example.com/v1", "Moose") == "moose"
     assert [o["metadata"]["name"] for o in store.list("example.com/v1", "moose", "")["items"]] == ["m"]
+
+
+def test_a_dry_run_request_cannot_post() -> None:
+    from celmut.cel import Activation, Environment
+
+    program = Environment("kyverno").compile('resource.Post("v1", "configmaps", "default", {"metadata": {"name": "new"}})')
+    store = StaticResources(OBJECTS)
+    with pytest.raises(LookupFailed, match="not allowed for a dry-run request"):
+        program.evaluate(Activation(services=Services(resources=store, dry_run=True)))
+    with pytest.raises(ResourceNotFound):
+        store.get("v1", "configmaps", "default", "new")

@@ -350,6 +350,7 @@ def send(ctx: Any, function: str, client: HttpClient, verb: str, url: Any, body:
     sent_headers = _check_headers(function, headers if headers is not None else {})
     payload = None
     if verb == "POST":
+        ctx.services.refuse_side_effects(function)
         payload = (go_json(body) + "\n").encode("utf-8")
         if not any(k.lower() == "content-type" for k in sent_headers):
             sent_headers["Content-Type"] = "application/json"

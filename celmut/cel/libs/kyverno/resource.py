@@ -167,6 +167,7 @@ def do_post(ctx: Any, function: str, api_version: Any, resource: Any, namespace:
     _check_strings(function, api_version, resource, namespace)
     if not isinstance(data, dict):
         raise no_such_overload(function, api_version, resource, namespace, data)
+    ctx.services.refuse_side_effects(function)
     resources = _provider(ctx, function)
     try:
         return to_cel_value(resources.post(api_version, resource, namespace, data))

@@ -1,0 +1,1 @@
+"""The admission webhook surface (``celmut serve``): FastAPI + uvicorn over TLS, on the runtime."""

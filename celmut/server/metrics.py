@@ -1,0 +1,59 @@
+"""Prometheus metrics of the webhook (names prefixed ``celmut_``), in a registry per server."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from celmut.runtime import AdmissionResult
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "celmut_admission_requests",
+            "Admission requests by operation and result",
+            ["operation", "result"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "celmut_admission_duration_seconds",
+            "Time to answer an admission request",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.policy_latency = Histogram(
+            "celmut_policy_duration_seconds",
+            "Time spent in one policy for one request",
+            ["policy"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.policy_errors = Counter(
+            "celmut_policy_errors", "Policy evaluation errors", ["policy", "failure_policy"], registry=self.registry
+        )
+        self.policies_loaded = Gauge("celmut_policies_loaded", "Policies in service", registry=self.registry)
+        self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
+
+    def observe(self, operation: str, result: AdmissionResult, seconds: float) -> None:
+        if not result.allowed:
+            outcome = "denied"
+        elif result.patch:
+            outcome = "mutated"
+        else:
+            outcome = "unchanged"
+        self.requests.labels(operation, outcome).inc()
+        self.latency.observe(seconds)
+        for policy in result.outcomes:
+            if policy.status in ("applied", "unchanged", "error"):
+                self.policy_latency.labels(policy.policy).observe(policy.seconds)
+            if policy.status == "error":
+                self.policy_errors.labels(policy.policy, policy.failure_policy).inc()
+
+    def rejected(self, reason: str) -> None:
+        self.requests.labels("", reason).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

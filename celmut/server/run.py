@@ -1,0 +1,223 @@
+"""Run the webhook: TLS on every port, hot reload of policies and certificates, worker processes.
+
+Policies are re-read when their files change (polled); a broken change is reported and the last good
+set stays. The serving certificate is re-read when its file changes, so a rotated certificate is
+used for new connections without a restart. With ``workers > 1`` the listening socket is bound once
+and shared by forked worker processes, each running the same single-process server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import ssl
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+
+from celmut import cel
+from celmut.compile.pipeline import Compilation
+from celmut.runtime import EngineOptions
+from celmut.runtime.schemas import DEFAULT_REGISTRY
+from celmut.server import certs
+from celmut.server.app import ServerSettings, create_app
+from celmut.server.metrics import Metrics
+from celmut.server.store import PolicySource, PolicyStore, ReloadOutcome
+from celmut.sources.files import FileSource
+
+log = logging.getLogger("celmut.server")
+
+
+@dataclass
+class ServeConfig:
+    policy_paths: list[str] = field(default_factory=list)
+    host: str = "127.0.0.1"
+    port: int = 8443
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    self_signed: bool = False
+    cert_dir: str | None = None
+    workers: int = 1
+    timeout_seconds: float = 10.0
+    reload_interval: float = 2.0
+    max_body_bytes: int = 3 * 1024 * 1024
+    extra_sources: list[PolicySource] = field(default_factory=list)
+    services: cel.Services = field(default_factory=cel.Services)
+    ready_checks: list[Callable[[], str]] = field(default_factory=list)
+
+
+class CertificateWatcher:
+    """Re-reads the serving certificate into the live SSL context when its files change."""
+
+    def __init__(self, context: ssl.SSLContext, cert_file: str, key_file: str) -> None:
+        self.context = context
+        self.cert_file = cert_file
+        self.key_file = key_file
+        self._stamp = self._current()
+
+    def _current(self) -> tuple[int, int]:
+        return (os.stat(self.cert_file).st_mtime_ns, os.stat(self.key_file).st_mtime_ns)
+
+    def check(self) -> bool:
+        """Reload when the files changed; True when a new certificate is in use."""
+        try:
+            stamp = self._current()
+            if stamp == self._stamp:
+                return False
+            self.context.load_cert_chain(self.cert_file, self.key_file)
+        except (OSError, ssl.SSLError) as ex:  # half-written files: keep the old certificate, retry
+            log.warning("serving certificate not reloaded", extra={"error": type(ex).__name__})
+            return False
+        self._stamp = stamp
+        log.info("serving certificate reloaded", extra={"cert": self.cert_file})
+        return True
+
+
+def _engine_options(config: ServeConfig) -> Callable[[Compilation], EngineOptions]:
+    def options(compilation: Compilation) -> EngineOptions:
+        for document in compilation.other:
+            if isinstance(document.content, dict) and document.content.get("kind") == "CustomResourceDefinition":
+                DEFAULT_REGISTRY.register_crd(document.content)
+        return EngineOptions(services=config.services, timeout_seconds=config.timeout_seconds)
+
+    return options
+
+
+def build_store(config: ServeConfig, metrics: Metrics) -> PolicyStore:
+    sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
+    sources += config.extra_sources
+
+    def reloaded(outcome: ReloadOutcome) -> None:
+        metrics.reloads.labels("accepted" if outcome.accepted else "rejected").inc()
+        metrics.policies_loaded.set(outcome.policies)
+
+    return PolicyStore(sources, _engine_options(config), all_or_nothing=True, on_reload=reloaded)
+
+
+def tls_material(config: ServeConfig) -> tuple[str, str]:
+    """The certificate and key to serve with; ``--self-signed`` creates them (and prints the CA)."""
+    if config.self_signed:
+        directory = Path(config.cert_dir or tempfile.mkdtemp(prefix="celmut-tls-"))
+        hosts = sorted({config.host, "localhost", "127.0.0.1"} - {"0.0.0.0", "::"})
+        material = certs.self_signed(directory, hosts)
+        print(f"# CA bundle for the webhook's clientConfig.caBundle ({material.ca_file}):", flush=True)
+        print(material.ca_pem, end="", flush=True)
+        return str(material.cert_file), str(material.key_file)
+    if not config.tls_cert or not config.tls_key:
+        raise ValueError("TLS is required: give --tls-cert and --tls-key, or --self-signed")
+    return config.tls_cert, config.tls_key
+
+
+def make_server(config: ServeConfig, store: PolicyStore, metrics: Metrics, cert: str, key: str) -> uvicorn.Server:
+    settings = ServerSettings(
+        timeout_seconds=config.timeout_seconds,
+        max_body_bytes=config.max_body_bytes,
+        extra_ready_checks=config.ready_checks,
+    )
+    stop = threading.Event()
+    watcher: list[CertificateWatcher] = []
+
+    def poll_policies() -> None:
+        while not stop.wait(config.reload_interval):
+            try:
+                store.reload()
+            except Exception:  # keep serving the last good set whatever happens
+                log.exception("policy reload failed")
+
+    async def poll_certificates() -> None:
+        while not stop.is_set():
+            await asyncio.sleep(min(config.reload_interval, 1.0))
+            watcher[0].check()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        threading.Thread(target=poll_policies, name="celmut-policy-reload", daemon=True).start()
+        task = asyncio.get_running_loop().create_task(poll_certificates())
+        try:
+            yield
+        finally:
+            stop.set()
+            task.cancel()
+
+    app: FastAPI = create_app(store, settings, metrics, lifespan=lifespan)
+    uv_config = uvicorn.Config(
+        app,
+        host=config.host,
+        port=config.port,
+        ssl_certfile=cert,
+        ssl_keyfile=key,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        h11_max_incomplete_event_size=64 * 1024,
+    )
+    uv_config.load()
+    assert uv_config.ssl is not None
+    watcher.append(CertificateWatcher(uv_config.ssl, cert, key))
+    return uvicorn.Server(uv_config)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _worker(config: ServeConfig, sock: socket.socket, cert: str, key: str) -> None:
+    metrics = Metrics()
+    store = build_store(config, metrics)
+    store.reload(force=True)
+    make_server(config, store, metrics, cert, key).run(sockets=[sock])
+
+
+def serve(config: ServeConfig) -> int:
+    """Serve until interrupted; 2 when the policies or TLS files are unusable at start."""
+    try:
+        cert, key = tls_material(config)
+    except (ValueError, OSError) as ex:
+        log.error("cannot start: %s", ex)
+        return 2
+    metrics = Metrics()
+    store = build_store(config, metrics)
+    outcome = store.reload(force=True)
+    if outcome is not None and outcome.errors:
+        for error in outcome.errors:
+            log.error("invalid policy: %s", error)
+        return 2
+    sock = bind(config.host, config.port)
+    log.info("serving", extra={"address": f"https://{config.host}:{sock.getsockname()[1]}", "workers": config.workers})
+    if config.workers <= 1:
+        make_server(config, store, metrics, cert, key).run(sockets=[sock])
+        return 0
+    context = multiprocessing.get_context("fork")
+    workers = [
+        context.Process(target=_worker, args=(config, sock, cert, key), daemon=True) for _ in range(config.workers)
+    ]
+    for worker in workers:
+        worker.start()
+
+    def forward(signum: int, _frame: object) -> None:
+        for worker in workers:
+            if worker.pid:
+                os.kill(worker.pid, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for worker in workers:
+        worker.join()
+    return 0

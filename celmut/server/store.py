@@ -1,0 +1,95 @@
+"""The policies a server is running, swapped atomically on reload.
+
+Each reload compiles everything from the sources into a new :class:`Engine`; requests keep using the
+engine they started with. From files, a reload with any broken document is rejected whole — the
+error is reported and the last good set stays in service. From the cluster, a policy that fails to
+compile is skipped and reported, and the others load.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from celmut.compile.pipeline import Compilation, compile_documents
+from celmut.runtime import Engine, EngineOptions
+from celmut.sources.documents import Document
+
+log = logging.getLogger("celmut.server")
+
+
+class PolicySource(Protocol):
+    def fingerprint(self) -> object: ...
+
+    def documents(self) -> tuple[list[Document], list[Exception]]: ...
+
+
+@dataclass
+class ReloadOutcome:
+    accepted: bool
+    policies: int
+    errors: list[str] = field(default_factory=list)
+
+
+class PolicyStore:
+    """Holds the current engine; :meth:`reload` builds and swaps a new one."""
+
+    def __init__(
+        self,
+        sources: list[PolicySource],
+        options: Callable[[Compilation], EngineOptions],
+        *,
+        all_or_nothing: bool = True,
+        on_reload: Callable[[ReloadOutcome], None] | None = None,
+    ) -> None:
+        self.sources = sources
+        self.options = options
+        self.all_or_nothing = all_or_nothing
+        self.on_reload = on_reload
+        self._engine: Engine | None = None
+        self._fingerprint: object = None
+        self._lock = threading.Lock()
+        self.last_errors: list[str] = []
+        self.loaded_at = 0.0
+
+    @property
+    def engine(self) -> Engine | None:
+        return self._engine
+
+    @property
+    def ready(self) -> bool:
+        return self._engine is not None
+
+    def reload(self, *, force: bool = False) -> ReloadOutcome | None:
+        """Recompile when the sources changed (or ``force``); None when nothing changed."""
+        with self._lock:
+            fingerprint = tuple(source.fingerprint() for source in self.sources)
+            if not force and fingerprint == self._fingerprint and self._engine is not None:
+                return None
+            documents: list[Document] = []
+            errors: list[Exception] = []
+            for source in self.sources:
+                docs, source_errors = source.documents()
+                documents += docs
+                errors += source_errors
+            compilation = compile_documents(documents)
+            errors += compilation.errors
+            messages = [str(e) for e in errors]
+            self._fingerprint = fingerprint
+            if errors and self.all_or_nothing and self._engine is not None:
+                outcome = ReloadOutcome(False, len(self._engine.policies), messages)
+                log.error("policy reload rejected; keeping the last good set", extra={"errors": messages})
+            else:
+                self._engine = Engine(compilation.compiled, options=self.options(compilation))
+                self.loaded_at = time.time()
+                outcome = ReloadOutcome(not errors or not self.all_or_nothing, len(self._engine.policies), messages)
+                if errors:
+                    log.error("some policies were rejected", extra={"errors": messages})
+            self.last_errors = messages
+        if self.on_reload is not None:
+            self.on_reload(outcome)
+        return outcome

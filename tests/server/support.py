@@ -1,0 +1,115 @@
+"""Start the real webhook (uvicorn, TLS, loopback port) in a thread for a test, and build reviews."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from celmut.server import certs
+from celmut.server.metrics import Metrics
+from celmut.server.run import ServeConfig, bind, build_store, make_server
+from celmut.server.store import PolicyStore
+
+
+@dataclass
+class RunningServer:
+    url: str
+    ca_file: Path
+    cert_dir: Path
+    store: PolicyStore
+    metrics: Metrics
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url, verify=ssl.create_default_context(cafile=str(self.ca_file)), timeout=10, **kwargs
+        )
+
+    def review(
+        self, request: dict[str, Any], path: str = "/mutate", api_version: str = "admission.k8s.io/v1"
+    ) -> dict[str, Any]:
+        body = {"apiVersion": api_version, "kind": "AdmissionReview", "request": request}
+        with self.client() as client:
+            answer = client.post(path, json=body)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+@contextmanager
+def running_server(tmp_path: Path, policy_paths: list[str], **settings: Any) -> Iterator[RunningServer]:
+    material = certs.self_signed(tmp_path / "tls", ["127.0.0.1", "localhost"])
+    config = ServeConfig(
+        policy_paths=policy_paths,
+        host="127.0.0.1",
+        port=0,
+        tls_cert=str(material.cert_file),
+        tls_key=str(material.key_file),
+        reload_interval=0.1,
+        **settings,
+    )
+    metrics = Metrics()
+    store = build_store(config, metrics)
+    store.reload(force=True)
+    server = make_server(config, store, metrics, str(material.cert_file), str(material.key_file))
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.01)
+    try:
+        yield RunningServer(f"https://127.0.0.1:{port}", material.ca_file, tmp_path / "tls", store, metrics)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def pod(name: str = "web", namespace: str = "shop", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}], **spec},
+    }
+
+
+def admission_request(obj: dict[str, Any] | None, operation: str = "CREATE", **extra: Any) -> dict[str, Any]:
+    subject = obj if obj is not None else extra.get("oldObject") or {}
+    meta = subject.get("metadata") or {}
+    request = {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": "", "version": "v1", "kind": subject.get("kind", "Pod")},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": {"group": "", "version": "v1", "kind": subject.get("kind", "Pod")},
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "name": meta.get("name", ""),
+        "namespace": meta.get("namespace", ""),
+        "operation": operation,
+        "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+        "object": obj,
+        "oldObject": None,
+        "dryRun": False,
+    }
+    request.update(extra)
+    return request
+
+
+def decoded_patch(review: dict[str, Any]) -> list[dict[str, Any]]:
+    response = review["response"]
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    return json.loads(base64.b64decode(response["patch"]))
