@@ -51,9 +51,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         timeout_seconds=args.timeout,
         reload_interval=args.reload_interval,
+        from_cluster=args.from_cluster,
+        kubeconfig=args.kubeconfig,
     )
-    if args.from_cluster:
-        from celmut.kube.serving import attach_cluster
-
-        attach_cluster(config, kubeconfig=args.kubeconfig)
     return serve(config)

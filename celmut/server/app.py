@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -40,6 +41,7 @@ class ServerSettings:
     timeout_seconds: float = 10.0  # the webhook timeout the API server uses
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     extra_ready_checks: list[Callable[[], str]] = field(default_factory=list)  # '' when ready, else why not
+    on_admitted: Callable[[dict[str, Any]], None] | None = None  # told each object a CREATE admitted
 
     @property
     def deadline_seconds(self) -> float:
@@ -103,6 +105,9 @@ def create_app(
             log.exception("internal error while admitting", extra={"uid": review.uid})
             metrics.rejected("internal_error")
             return Response(reviews.error_response(review, "celmut internal error"), media_type="application/json")
+        created = review.request.operation == "CREATE" and not review.request.dry_run and result.allowed
+        if settings.on_admitted is not None and created and result.object is not None:
+            settings.on_admitted(result.object)
         seconds = time.perf_counter() - started
         metrics.observe(review.request.operation, result, seconds)
         _log(review, result, seconds)
@@ -148,7 +153,7 @@ def _log(review: reviews.Review, result: AdmissionResult, seconds: float) -> Non
             "operation": request.operation,
             "kind": request.kind.kind,
             "namespace": request.namespace,
-            "name": request.name or (request.subject.get("metadata") or {}).get("generateName", ""),
+            "objectName": request.name or (request.subject.get("metadata") or {}).get("generateName", ""),
             "dryRun": request.dry_run,
             "allowed": result.allowed,
             "applied": result.applied_policies,

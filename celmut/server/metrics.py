@@ -35,6 +35,9 @@ class Metrics:
             "celmut_policy_errors", "Policy evaluation errors", ["policy", "failure_policy"], registry=self.registry
         )
         self.policies_loaded = Gauge("celmut_policies_loaded", "Policies in service", registry=self.registry)
+        self.policies_invalid = Gauge(
+            "celmut_policies_invalid", "Policy documents rejected by the last reload", registry=self.registry
+        )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
 
     def observe(self, operation: str, result: AdmissionResult, seconds: float) -> None:

@@ -19,8 +19,9 @@ import ssl
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Protocol
 
 import uvicorn
 from fastapi import FastAPI
@@ -51,9 +52,35 @@ class ServeConfig:
     timeout_seconds: float = 10.0
     reload_interval: float = 2.0
     max_body_bytes: int = 3 * 1024 * 1024
-    extra_sources: list[PolicySource] = field(default_factory=list)
+    from_cluster: bool = False
+    kubeconfig: str | None = None  # None: in-cluster configuration, else ~/.kube/config
     services: cel.Services = field(default_factory=cel.Services)
-    ready_checks: list[Callable[[], str]] = field(default_factory=list)
+
+
+class ClusterConnection(Protocol):
+    """What the server needs from the cluster (see :class:`celmut.kube.ClusterConnection`)."""
+
+    policy_source: PolicySource
+    resources: cel.ResourceLookup
+
+    def not_ready(self) -> str: ...
+
+    def admitted(self, obj: dict[str, Any]) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
+    """Open the cluster connection of this process when ``--from-cluster`` asks for one."""
+    if not config.from_cluster:
+        return None
+    from celmut.kube.client import ClusterError  # the kubernetes client loads slowly: only when needed
+    from celmut.kube.serving import ClusterConnection as KubeConnection
+
+    try:
+        return KubeConnection.open(config.kubeconfig)
+    except ClusterError as ex:
+        raise ValueError(f"cannot connect to the cluster: {ex}") from None
 
 
 class CertificateWatcher:
@@ -83,25 +110,29 @@ class CertificateWatcher:
         return True
 
 
-def _engine_options(config: ServeConfig) -> Callable[[Compilation], EngineOptions]:
+def _engine_options(config: ServeConfig, cluster: ClusterConnection | None) -> Callable[[Compilation], EngineOptions]:
+    services = replace(config.services, resources=cluster.resources) if cluster is not None else config.services
+
     def options(compilation: Compilation) -> EngineOptions:
         for document in compilation.other:
             if isinstance(document.content, dict) and document.content.get("kind") == "CustomResourceDefinition":
                 DEFAULT_REGISTRY.register_crd(document.content)
-        return EngineOptions(services=config.services, timeout_seconds=config.timeout_seconds)
+        return EngineOptions(services=services, timeout_seconds=config.timeout_seconds)
 
     return options
 
 
-def build_store(config: ServeConfig, metrics: Metrics) -> PolicyStore:
+def build_store(config: ServeConfig, metrics: Metrics, cluster: ClusterConnection | None = None) -> PolicyStore:
     sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
-    sources += config.extra_sources
+    if cluster is not None:
+        sources.append(cluster.policy_source)
 
     def reloaded(outcome: ReloadOutcome) -> None:
         metrics.reloads.labels("accepted" if outcome.accepted else "rejected").inc()
         metrics.policies_loaded.set(outcome.policies)
+        metrics.policies_invalid.set(len(outcome.errors))
 
-    return PolicyStore(sources, _engine_options(config), all_or_nothing=True, on_reload=reloaded)
+    return PolicyStore(sources, _engine_options(config, cluster), all_or_nothing=True, on_reload=reloaded)
 
 
 def tls_material(config: ServeConfig) -> tuple[str, str]:
@@ -118,11 +149,19 @@ def tls_material(config: ServeConfig) -> tuple[str, str]:
     return config.tls_cert, config.tls_key
 
 
-def make_server(config: ServeConfig, store: PolicyStore, metrics: Metrics, cert: str, key: str) -> uvicorn.Server:
+def make_server(
+    config: ServeConfig,
+    store: PolicyStore,
+    metrics: Metrics,
+    cert: str,
+    key: str,
+    cluster: ClusterConnection | None = None,
+) -> uvicorn.Server:
     settings = ServerSettings(
         timeout_seconds=config.timeout_seconds,
         max_body_bytes=config.max_body_bytes,
-        extra_ready_checks=config.ready_checks,
+        extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
+        on_admitted=cluster.admitted if cluster is not None else None,
     )
     stop = threading.Event()
     watcher: list[CertificateWatcher] = []
@@ -179,10 +218,15 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def _worker(config: ServeConfig, sock: socket.socket, cert: str, key: str) -> None:
+    cluster = connect_cluster(config)
     metrics = Metrics()
-    store = build_store(config, metrics)
+    store = build_store(config, metrics, cluster)
     store.reload(force=True)
-    make_server(config, store, metrics, cert, key).run(sockets=[sock])
+    try:
+        make_server(config, store, metrics, cert, key, cluster).run(sockets=[sock])
+    finally:
+        if cluster is not None:
+            cluster.stop()
 
 
 def serve(config: ServeConfig) -> int:
@@ -193,16 +237,25 @@ def serve(config: ServeConfig) -> int:
         log.error("cannot start: %s", ex)
         return 2
     metrics = Metrics()
-    store = build_store(config, metrics)
+    try:  # with worker processes the parent only checks the files; each worker connects itself
+        cluster = connect_cluster(config) if config.workers <= 1 else None
+    except ValueError as ex:
+        log.error("cannot start: %s", ex)
+        return 2
+    store = build_store(config, metrics, cluster)
     outcome = store.reload(force=True)
-    if outcome is not None and outcome.errors:
+    if outcome is not None and not outcome.accepted:
         for error in outcome.errors:
             log.error("invalid policy: %s", error)
         return 2
     sock = bind(config.host, config.port)
     log.info("serving", extra={"address": f"https://{config.host}:{sock.getsockname()[1]}", "workers": config.workers})
     if config.workers <= 1:
-        make_server(config, store, metrics, cert, key).run(sockets=[sock])
+        try:
+            make_server(config, store, metrics, cert, key, cluster).run(sockets=[sock])
+        finally:
+            if cluster is not None:
+                cluster.stop()
         return 0
     context = multiprocessing.get_context("fork")
     workers = [

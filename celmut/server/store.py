@@ -23,9 +23,24 @@ log = logging.getLogger("celmut.server")
 
 
 class PolicySource(Protocol):
-    def fingerprint(self) -> object: ...
+    #: True when a broken document is skipped (the cluster); False when it rejects the reload (files).
+    skips_invalid: bool
+
+    def fingerprint(self) -> object:
+        """Cheap; changes whenever :meth:`documents` would return something different."""
+        ...
 
     def documents(self) -> tuple[list[Document], list[Exception]]: ...
+
+    def report(self, errors: list[Exception]) -> None:
+        """Told every error of the reload that just happened (to report them where they came from)."""
+        ...
+
+
+def _error_origin(error: Exception) -> str:
+    """The document path an error names (a file or ``cluster:Kind/ns/name``), '' when it names none."""
+    origin = str(getattr(error, "source", "") or getattr(error, "path", "") or "")
+    return origin.split("#", 1)[0]
 
 
 @dataclass
@@ -72,21 +87,27 @@ class PolicyStore:
                 return None
             documents: list[Document] = []
             errors: list[Exception] = []
+            skippable: set[str] = set()
             for source in self.sources:
                 docs, source_errors = source.documents()
                 documents += docs
                 errors += source_errors
+                if source.skips_invalid:
+                    skippable.update(d.path for d in docs)
             compilation = compile_documents(documents)
             errors += compilation.errors
             messages = [str(e) for e in errors]
+            blocking = [e for e in errors if _error_origin(e) not in skippable]
             self._fingerprint = fingerprint
-            if errors and self.all_or_nothing and self._engine is not None:
+            for source in self.sources:
+                source.report(errors)
+            if blocking and self.all_or_nothing and self._engine is not None:
                 outcome = ReloadOutcome(False, len(self._engine.policies), messages)
                 log.error("policy reload rejected; keeping the last good set", extra={"errors": messages})
             else:
                 self._engine = Engine(compilation.compiled, options=self.options(compilation))
                 self.loaded_at = time.time()
-                outcome = ReloadOutcome(not errors or not self.all_or_nothing, len(self._engine.policies), messages)
+                outcome = ReloadOutcome(not blocking or not self.all_or_nothing, len(self._engine.policies), messages)
                 if errors:
                     log.error("some policies were rejected", extra={"errors": messages})
             self.last_errors = messages

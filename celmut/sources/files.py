@@ -18,6 +18,10 @@ from celmut.sources.documents import DOCUMENT_SUFFIXES, Document, DocumentError,
 @dataclass(frozen=True)
 class FileSource:
     paths: Sequence[str]
+    skips_invalid = False  # a broken file rejects the whole reload: the last good set stays
+
+    def report(self, errors: list[Exception]) -> None:
+        """Files have nowhere to report to; the server logs the errors."""
 
     def _files(self) -> list[Path]:
         files: list[Path] = []

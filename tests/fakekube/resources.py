@@ -154,6 +154,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _t("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False),
     _t("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False),
     _t("admissionregistration.k8s.io", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False),
+    _t("admissionregistration.k8s.io", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", False, (), ("status",)),
+    _t("admissionregistration.k8s.io", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", False),
     _t(
         "apiextensions.k8s.io",
         "customresourcedefinitions",

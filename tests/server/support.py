@@ -18,7 +18,7 @@ import httpx
 
 from celmut.server import certs
 from celmut.server.metrics import Metrics
-from celmut.server.run import ServeConfig, bind, build_store, make_server
+from celmut.server.run import ServeConfig, bind, build_store, connect_cluster, make_server
 from celmut.server.store import PolicyStore
 
 
@@ -58,9 +58,10 @@ def running_server(tmp_path: Path, policy_paths: list[str], **settings: Any) -> 
         **settings,
     )
     metrics = Metrics()
-    store = build_store(config, metrics)
+    cluster = connect_cluster(config)
+    store = build_store(config, metrics, cluster)
     store.reload(force=True)
-    server = make_server(config, store, metrics, str(material.cert_file), str(material.key_file))
+    server = make_server(config, store, metrics, str(material.cert_file), str(material.key_file), cluster)
     sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -75,6 +76,8 @@ def running_server(tmp_path: Path, policy_paths: list[str], **settings: Any) -> 
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+        if cluster is not None:
+            cluster.stop()
 
 
 def pod(name: str = "web", namespace: str = "shop", **spec: Any) -> dict[str, Any]:

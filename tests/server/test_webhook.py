@@ -146,3 +146,25 @@ def test_plain_http_is_refused(echo_server) -> None:  # type: ignore[no-untyped-
 def test_the_response_patch_is_valid_rfc6902_json(echo_server) -> None:  # type: ignore[no-untyped-def]
     patch = decoded_patch(echo_server.review(admission_request(pod())))
     assert json.loads(json.dumps(patch)) == patch and all(op["op"] in ("add", "replace", "remove") for op in patch)
+
+
+def test_each_admission_is_logged_as_one_json_line_without_object_contents(echo_server, caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    from celmut.server.logs import JsonFormatter
+
+    request = admission_request(pod(), dryRun=True)
+    with caplog.at_level(logging.INFO, logger="celmut.server"):
+        echo_server.review(request)
+    (record,) = [r for r in caplog.records if r.getMessage() == "admission"]
+    line = json.loads(JsonFormatter().format(record))
+    assert {k: line[k] for k in ("uid", "operation", "kind", "namespace", "objectName", "applied", "dryRun")} == {
+        "uid": request["uid"],
+        "operation": "CREATE",
+        "kind": "Pod",
+        "namespace": "shop",
+        "objectName": "web",
+        "applied": ["echo"],
+        "dryRun": True,
+    }
+    assert line["durationMs"] > 0 and "nginx" not in json.dumps(line)  # never the object's contents

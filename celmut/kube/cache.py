@@ -1,0 +1,197 @@
+"""Watched caches of cluster objects (an informer): list, then watch from the list's resourceVersion.
+
+Watches survive the real world: a watch that ends (timeout, server restart) resumes from the last
+resourceVersion seen; ``410 Gone`` re-lists; connection failures back off exponentially (with
+jitter, up to 30 s) before resuming. Memory is bounded: ``metadata.managedFields`` is dropped and at
+most ``max_objects`` objects are kept (beyond that new objects are not cached and the cache reports
+itself overflowed). Event handlers run on the watch thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from celmut import kinds
+from celmut.kube.client import Cluster, ClusterError, Gone, NotFound
+
+log = logging.getLogger("celmut.kube")
+
+Handler = Callable[[str, dict[str, Any]], None]  # (ADDED|MODIFIED|DELETED, object)
+Key = tuple[str, str]  # (namespace, name)
+
+
+def _key(obj: dict[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+class WatchedCache:
+    """The objects of one resource, kept up to date by a background watch."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        api_version: str,
+        resource: str,
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        max_objects: int = 200_000,
+        watch_timeout: int = 300,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self.cluster = cluster
+        self.api_version = api_version
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.max_objects = max_objects
+        self.watch_timeout = watch_timeout
+        self.max_backoff = max_backoff
+        self.kind = kinds.kind_for(api_version, resource)
+        self._objects: dict[Key, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._handlers: list[Handler] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.synced = threading.Event()
+        self._settled = threading.Event()  # listed once, or found not served
+        self.absent = False  # the API server does not serve this resource
+        self.overflowed = False
+        self.resource_version = ""
+        self.generation = 0  # bumped on every change: a cheap fingerprint
+        self.relists = 0
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def add_handler(self, handler: Handler) -> None:
+        self._handlers.append(handler)
+
+    def start(self) -> WatchedCache:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"watch-{self.resource}", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """True once the first list is in (or the resource turned out not to be served)."""
+        self._settled.wait(timeout)
+        return self.synced.is_set() or self.absent
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._objects.get((namespace, name))
+
+    def items(self, namespace: str = "") -> list[dict[str, Any]]:
+        with self._lock:
+            if not namespace:
+                return list(self._objects.values())
+            return [o for (ns, _), o in self._objects.items() if ns == namespace]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    # --- the watch loop -------------------------------------------------------------------------
+
+    def _normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        obj.setdefault("apiVersion", self.api_version)
+        obj.setdefault("kind", self.kind)
+        (obj.get("metadata") or {}).pop("managedFields", None)
+        return obj
+
+    def _notify(self, event: str, obj: dict[str, Any]) -> None:
+        for handler in self._handlers:
+            try:
+                handler(event, obj)
+            except Exception:  # a broken handler must not stop the watch
+                log.exception("cache event handler failed", extra={"resource": self.resource})
+
+    def _store(self, event: str, obj: dict[str, Any]) -> None:
+        obj = self._normalise(obj)
+        key = _key(obj)
+        with self._lock:
+            if event == "DELETED":
+                self._objects.pop(key, None)
+            elif key in self._objects or len(self._objects) < self.max_objects:
+                self._objects[key] = obj
+            else:
+                if not self.overflowed:
+                    log.error("cache is full; new objects are not cached", extra={"resource": self.resource})
+                self.overflowed = True
+                return
+            self.generation += 1
+        self._notify(event, obj)
+
+    def _relist(self) -> None:
+        page = self.cluster.list_all(
+            self.api_version, self.resource, self.namespace, label_selector=self.label_selector
+        )
+        fresh = {_key(o): self._normalise(o) for o in page.get("items") or []}
+        with self._lock:
+            old = self._objects
+            self._objects = dict(list(fresh.items())[: self.max_objects])
+            self.overflowed = len(fresh) > self.max_objects
+            self.generation += 1
+        self.resource_version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        self.relists += 1
+        for key, obj in fresh.items():
+            previous = old.get(key)
+            if previous is None:
+                self._notify("ADDED", obj)
+            elif (previous.get("metadata") or {}).get("resourceVersion") != (obj.get("metadata") or {}).get(
+                "resourceVersion"
+            ):
+                self._notify("MODIFIED", obj)
+        for key, obj in old.items():
+            if key not in fresh:
+                self._notify("DELETED", obj)
+
+    def _run(self) -> None:
+        backoff = 0.2
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._relist()
+                    need_list = False
+                    self.absent = False
+                    self.synced.set()
+                    self._settled.set()
+                for event in self.cluster.watch(
+                    self.api_version,
+                    self.resource,
+                    self.namespace,
+                    resource_version=self.resource_version,
+                    label_selector=self.label_selector,
+                    timeout_seconds=self.watch_timeout,
+                ):
+                    if self._stop.is_set():
+                        return
+                    kind, obj = event.get("type"), event.get("object") or {}
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                    if kind in ("ADDED", "MODIFIED", "DELETED"):
+                        self._store(str(kind), obj)
+                    if version:
+                        self.resource_version = version
+                    backoff = 0.2
+            except Gone:
+                log.info("watch expired; re-listing", extra={"resource": self.resource})
+                need_list = True
+            except NotFound:
+                self.absent = True  # not served (e.g. a CRD that is not installed): look again later
+                self._settled.set()
+                need_list = True
+                self._stop.wait(30.0)
+            except ClusterError as ex:
+                log.warning("watch interrupted; retrying", extra={"resource": self.resource, "error": str(ex)})
+                self._stop.wait(backoff * (0.5 + random.random()))
+                backoff = min(backoff * 2, self.max_backoff)

@@ -1,0 +1,173 @@
+"""CEL's view of the cluster (``resource.Get/List/Post``, namespaces, owners) from watched caches.
+
+:class:`CacheSet` starts a cluster-wide cache for a resource the first time it is looked up and keeps
+it (at most ``max_caches`` resources; beyond that lookups go to the API server directly).
+:class:`ClusterLookup` implements :class:`celmut.cel.lookups.ResourceLookup` over it.
+
+Pods the webhook has just admitted are not in the pod cache until the API server stores them and
+the watch delivers them; :meth:`ClusterLookup.remember_admitted` keeps them in a short-lived overlay
+so that decisions counting a workload's pods (exact spot splits) see them when ten pods are created
+at once. An overlay entry is dropped when a pod of the same owner with the same placement arrives in
+the cache, or after ``overlay_seconds``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from celmut import kinds
+from celmut.cel.libs.kyverno.static_resources import ResourceConflict, ResourceNotFound
+from celmut.cel.lookups import LookupFailed
+from celmut.kube.cache import WatchedCache
+from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+
+_OVERLAY_KEYS = ("celmut.io/placement", "celmut.io/distribution-group")
+
+
+class CacheSet:
+    """Cluster-wide watched caches, created on first use."""
+
+    def __init__(self, cluster: Cluster, *, max_caches: int = 32, sync_timeout: float = 5.0) -> None:
+        self.cluster = cluster
+        self.max_caches = max_caches
+        self.sync_timeout = sync_timeout
+        self._caches: dict[tuple[str, str], WatchedCache] = {}
+        self._lock = threading.Lock()
+
+    def cache(self, api_version: str, resource: str, *, wait: bool = True) -> WatchedCache | None:
+        key = (api_version, resource)
+        with self._lock:
+            cache = self._caches.get(key)
+            if cache is None:
+                if len(self._caches) >= self.max_caches:
+                    return None
+                cache = self._caches[key] = WatchedCache(self.cluster, api_version, resource).start()
+        if wait and not cache.wait_synced(self.sync_timeout):
+            return None
+        return cache
+
+    def caches(self) -> list[WatchedCache]:
+        with self._lock:
+            return list(self._caches.values())
+
+    def synced(self) -> bool:
+        return all(c.synced.is_set() or c.absent for c in self.caches())
+
+    def stop(self) -> None:
+        for cache in self.caches():
+            cache.stop()
+
+
+def _owner_key(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    meta = obj.get("metadata") or {}
+    owners = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
+    owner = owners[0] if owners else {}
+    annotations = meta.get("annotations") or {}
+    return (
+        str(meta.get("namespace") or ""),
+        str(owner.get("kind", "")),
+        str(owner.get("name", "")),
+        *(str(annotations.get(k, "")) for k in _OVERLAY_KEYS),
+    )
+
+
+class ClusterLookup:
+    """:class:`ResourceLookup` backed by watched caches, with an overlay of just-admitted pods."""
+
+    def __init__(self, caches: CacheSet, *, overlay_seconds: float = 60.0) -> None:
+        self.caches = caches
+        self.overlay_seconds = overlay_seconds
+        self._overlay: list[tuple[float, tuple[str, ...], dict[str, Any]]] = []
+        self._overlay_lock = threading.Lock()
+        self._counting_pods = False  # set once CEL lists pods: only then is the overlay worth keeping
+
+    # --- the overlay of admitted pods -----------------------------------------------------------
+
+    def remember_admitted(self, pod: dict[str, Any]) -> None:
+        """Count a pod admitted moments ago until the pod cache shows it."""
+        if (
+            not self._counting_pods
+            or pod.get("kind") != "Pod"
+            or not any(r.get("controller") for r in (pod.get("metadata") or {}).get("ownerReferences") or [])
+        ):
+            return
+        with self._overlay_lock:
+            self._overlay.append((time.monotonic() + self.overlay_seconds, _owner_key(pod), pod))
+
+    def _pod_event(self, event: str, pod: dict[str, Any]) -> None:
+        if event != "ADDED":
+            return
+        key = _owner_key(pod)
+        with self._overlay_lock:
+            for index, (_, overlay_key, _) in enumerate(self._overlay):
+                if overlay_key == key:
+                    del self._overlay[index]
+                    return
+
+    def _overlay_pods(self, namespace: str) -> list[dict[str, Any]]:
+        now = time.monotonic()
+        with self._overlay_lock:
+            self._overlay = [entry for entry in self._overlay if entry[0] > now]
+            return [pod for _, key, pod in self._overlay if not namespace or key[0] == namespace]
+
+    # --- ResourceLookup -------------------------------------------------------------------------
+
+    def get(self, api_version: str, resource: str, namespace: str, name: str) -> dict[str, Any]:
+        cache = self.caches.cache(api_version, resource)
+        if cache is not None and not cache.absent:
+            obj = cache.get(namespace, name)
+            if obj is None:
+                raise ResourceNotFound(f'{kinds.qualified_resource(api_version, resource)} "{name}" not found')
+            return obj
+        try:
+            return self.caches.cluster.get(api_version, resource, namespace, name)
+        except NotFound as ex:
+            raise ResourceNotFound(ex.message) from None
+        except ClusterError as ex:
+            raise LookupFailed(f"reading {resource} {namespace}/{name}: {ex}") from None
+
+    def list(
+        self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        cache = self.caches.cache(api_version, resource)
+        if cache is not None and not cache.absent:
+            if api_version == "v1" and resource == "pods" and not self._counting_pods:
+                with self._overlay_lock:
+                    if not self._counting_pods:
+                        cache.add_handler(self._pod_event)
+                        self._counting_pods = True
+            items = cache.items(namespace)
+        else:
+            selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items())
+            try:
+                items = self.caches.cluster.list_all(api_version, resource, namespace, label_selector=selector)["items"]
+            except ClusterError as ex:
+                raise LookupFailed(f"listing {resource} in {namespace or 'all namespaces'}: {ex}") from None
+        if api_version == "v1" and resource == "pods":
+            items = items + self._overlay_pods(namespace)
+        if labels:
+            items = [
+                i
+                for i in items
+                if all(((i.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in labels.items())
+            ]
+        return {
+            "apiVersion": api_version,
+            "kind": f"{kinds.kind_for(api_version, resource)}List",
+            "metadata": {},
+            "items": items,
+        }
+
+    def post(self, api_version: str, resource: str, namespace: str, data: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.caches.cluster.create(api_version, resource, namespace, data)  # type: ignore[no-any-return]
+        except Conflict as ex:
+            raise ResourceConflict(ex.message) from None
+        except ClusterError as ex:
+            raise LookupFailed(f"creating {resource} in {namespace}: {ex}") from None
+
+    def resource_for_kind(self, api_version: str, kind: str) -> str | None:
+        return kinds.resource_for(api_version, kind) if kind else None

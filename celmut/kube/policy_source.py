@@ -1,0 +1,298 @@
+"""Policies from the cluster: the policy kinds and presets as custom resources, watched.
+
+:class:`ClusterPolicySource` is a :class:`celmut.server.store.PolicySource`: it lists and watches
+every kind celmut reads (Kyverno MutatingPolicy, NamespacedMutatingPolicy and PolicyException;
+Kubernetes MutatingAdmissionPolicy and its bindings; the PodMutation, GPU slicing and pod pinning
+presets, including plan ConfigMaps labelled ``celmut.io/pinning-plan=true``) and hands them to the
+same compile pipeline files go through. Each object becomes a document named
+``cluster:<Kind>/<namespace>/<name>``, so errors say which object is wrong.
+
+A kind whose API is not served (its CRD is not installed) is simply empty; discovery is retried, so
+installing the CRD later is picked up. A policy that fails to compile is skipped (the store keeps
+the rest) and reported once per generation: a log line, a Warning Event on the object and a
+``celmut.io/Compiled`` condition in its status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from celmut.kube.cache import WatchedCache
+from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.policy.errors import PolicyError
+from celmut.sources.documents import Document
+
+log = logging.getLogger("celmut.kube")
+
+SOURCE_PREFIX = "cluster:"
+CONDITION_TYPE = "celmut.io/Compiled"
+REDISCOVERY_SECONDS = 30.0
+MAX_EVENT_MESSAGE = 1024
+
+
+@dataclass(frozen=True)
+class WatchedKind:
+    """One kind celmut reads from the cluster, with the versions it understands (preferred first)."""
+
+    group: str
+    resource: str
+    kind: str
+    versions: tuple[str, ...]
+    label_selector: str = ""
+    conditions_at: tuple[str, ...] = ("conditions",)  # where status conditions live under .status
+
+
+_KYVERNO = ("v1", "v1beta1", "v1alpha1")
+_KYVERNO_CONDITIONS = ("conditionStatus", "conditions")
+
+POLICY_KINDS: tuple[WatchedKind, ...] = (
+    WatchedKind(
+        "policies.kyverno.io", "mutatingpolicies", "MutatingPolicy", _KYVERNO, conditions_at=_KYVERNO_CONDITIONS
+    ),
+    WatchedKind(
+        "policies.kyverno.io",
+        "namespacedmutatingpolicies",
+        "NamespacedMutatingPolicy",
+        _KYVERNO,
+        conditions_at=_KYVERNO_CONDITIONS,
+    ),
+    WatchedKind("policies.kyverno.io", "policyexceptions", "PolicyException", _KYVERNO, conditions_at=()),
+    WatchedKind("admissionregistration.k8s.io", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", _KYVERNO),
+    WatchedKind(
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+        "MutatingAdmissionPolicyBinding",
+        _KYVERNO,
+        conditions_at=(),
+    ),
+    WatchedKind("pod-mutations.cast.ai", "podmutations", "PodMutation", ("v1",)),
+    WatchedKind("presets.celmut.io", "gpuslicings", "GpuSlicing", ("v1alpha1",)),
+    WatchedKind("pinning.celmut.io", "podpinningplans", "PodPinningPlan", ("v1alpha1",)),
+    WatchedKind("", "configmaps", "ConfigMap", ("v1",), "celmut.io/pinning-plan=true", conditions_at=()),
+)
+
+
+def document_path(kind: str, obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    return f"{SOURCE_PREFIX}{kind}/{namespace}/{name}" if namespace else f"{SOURCE_PREFIX}{kind}/{name}"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _revision(obj: dict[str, Any]) -> str:
+    """What changes when the object's meaning changes (not when only its status does)."""
+    meta = obj.get("metadata") or {}
+    if "generation" in meta and obj.get("kind") != "ConfigMap":
+        annotations = sorted((meta.get("annotations") or {}).items())
+        return f"{meta['generation']}:{annotations}"
+    return str(meta.get("resourceVersion") or "")
+
+
+class _KindWatch:
+    """The watched cache of one kind, at the version the API server serves (found by discovery)."""
+
+    def __init__(
+        self, cluster: Cluster, spec: WatchedKind, start: Callable[[WatchedCache], object], rediscover_seconds: float
+    ) -> None:
+        self.cluster = cluster
+        self.spec = spec
+        self.start = start
+        self.rediscover_seconds = rediscover_seconds
+        self.cache: WatchedCache | None = None
+        self.checked_at = -rediscover_seconds
+
+    def served_version(self) -> str | None:
+        if not self.spec.group:
+            return self.spec.versions[0]
+        try:
+            group = self.cluster.request("GET", f"/apis/{self.spec.group}")
+        except NotFound:
+            return None
+        served = {v.get("version") for v in (group or {}).get("versions") or []}
+        return next((v for v in self.spec.versions if v in served), None)
+
+    def refresh(self) -> None:
+        """Discover (again, every ``rediscover_seconds`` while the kind is not served); start the watch."""
+        if self.cache is not None and not self.cache.absent:
+            return
+        now = time.monotonic()
+        if now - self.checked_at < self.rediscover_seconds:
+            return
+        self.checked_at = now
+        try:
+            version = self.served_version()
+        except ClusterError as ex:
+            log.warning("discovery failed", extra={"group": self.spec.group, "error": str(ex)})
+            return
+        if version is None:
+            return
+        api_version = f"{self.spec.group}/{version}" if self.spec.group else version
+        if self.cache is not None and self.cache.api_version == api_version:
+            return
+        if self.cache is not None:
+            self.cache.stop()
+        self.cache = WatchedCache(
+            self.cluster, api_version, self.spec.resource, label_selector=self.spec.label_selector
+        )
+        self.start(self.cache)
+
+    def items(self) -> list[dict[str, Any]]:
+        return self.cache.items() if self.cache is not None and not self.cache.absent else []
+
+    def synced(self) -> bool:
+        return self.cache is None or self.cache.synced.is_set() or self.cache.absent
+
+
+class ClusterPolicySource:
+    """Policies and presets from custom resources, kept current by watches."""
+
+    skips_invalid = True  # a policy that does not compile is skipped; the others keep working
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        kinds: tuple[WatchedKind, ...] = POLICY_KINDS,
+        *,
+        report: bool = True,
+        rediscover_seconds: float = REDISCOVERY_SECONDS,
+    ) -> None:
+        self.cluster = cluster
+        self.report_to_cluster = report
+        self._watches = [_KindWatch(cluster, spec, WatchedCache.start, rediscover_seconds) for spec in kinds]
+        self._reported: dict[str, tuple[str, str]] = {}  # path -> (revision, error message or "")
+        self.on_compile_error: Callable[[str], None] | None = None
+
+    def start(self) -> ClusterPolicySource:
+        for watch in self._watches:
+            watch.refresh()
+        return self
+
+    def stop(self) -> None:
+        for watch in self._watches:
+            if watch.cache is not None:
+                watch.cache.stop()
+
+    def wait_synced(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        for watch in self._watches:
+            if watch.cache is not None and not watch.cache.wait_synced(max(deadline - time.monotonic(), 0.0)):
+                return False
+        return True
+
+    def synced(self) -> bool:
+        return all(watch.synced() for watch in self._watches)
+
+    # --- PolicySource ---------------------------------------------------------------------------
+
+    def _objects(self) -> list[tuple[WatchedKind, dict[str, Any]]]:
+        return [(w.spec, obj) for w in self._watches for obj in w.items()]
+
+    def fingerprint(self) -> object:
+        for watch in self._watches:
+            watch.refresh()
+        return tuple(sorted((document_path(spec.kind, obj), _revision(obj)) for spec, obj in self._objects()))
+
+    def documents(self) -> tuple[list[Document], list[Exception]]:
+        documents = [Document(document_path(spec.kind, obj), 0, obj) for spec, obj in self._objects()]
+        return sorted(documents, key=lambda d: d.path), []
+
+    # --- reporting compile errors back to the cluster -------------------------------------------
+
+    def report(self, errors: list[Exception]) -> None:
+        """Log, record an Event and set a status condition for each object whose state changed."""
+        by_path: dict[str, list[str]] = {}
+        for error in errors:
+            source = getattr(error, "source", "") if isinstance(error, PolicyError) else ""
+            if source.startswith(SOURCE_PREFIX):
+                by_path.setdefault(source, []).append(str(error))
+        current: dict[str, tuple[str, str]] = {}
+        for spec, obj in self._objects():
+            path = document_path(spec.kind, obj)
+            state = (_revision(obj), "\n".join(by_path.get(path, [])))
+            current[path] = state
+            if self._reported.get(path) == state:
+                continue
+            if state[1]:
+                log.error("policy skipped: it does not compile", extra={"policy": path, "error": state[1]})
+                if self.on_compile_error is not None:
+                    self.on_compile_error(path)
+            if self.report_to_cluster and (state[1] or path in self._reported):
+                self._report_object(spec, obj, state[1])
+        self._reported = current
+
+    def _report_object(self, spec: WatchedKind, obj: dict[str, Any], error: str) -> None:
+        try:
+            if error:
+                self._post_event(obj, error)
+            if spec.conditions_at:
+                self._set_condition(spec, obj, error)
+        except ClusterError as ex:  # reporting is best effort: the policy is skipped either way
+            log.warning(
+                "could not report policy status", extra={"policy": document_path(spec.kind, obj), "error": str(ex)}
+            )
+
+    def _post_event(self, obj: dict[str, Any], message: str) -> None:
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        now = _now()
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta.get('name', 'policy')}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion"),
+                "kind": obj.get("kind"),
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace") or "",
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "type": "Warning",
+            "reason": "PolicyInvalid",
+            "message": message[:MAX_EVENT_MESSAGE],
+            "source": {"component": "celmut"},
+            "reportingComponent": "celmut",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self.cluster.create("v1", "events", namespace, event)
+
+    def _set_condition(self, spec: WatchedKind, obj: dict[str, Any], error: str) -> None:
+        meta = obj.get("metadata") or {}
+        condition = {
+            "type": CONDITION_TYPE,
+            "status": "False" if error else "True",
+            "reason": "Invalid" if error else "Compiled",
+            "message": error[:MAX_EVENT_MESSAGE] if error else "the policy compiled and is in service",
+            "observedGeneration": meta.get("generation", 0),
+            "lastTransitionTime": _now(),
+        }
+        holder: Any = obj.get("status") or {}
+        for key in spec.conditions_at[:-1]:
+            holder = holder.get(key) or {} if isinstance(holder, dict) else {}
+        existing = holder.get(spec.conditions_at[-1]) if isinstance(holder, dict) else None
+        conditions = [c for c in existing or [] if isinstance(c, dict) and c.get("type") != CONDITION_TYPE]
+        patch: dict[str, Any] = {spec.conditions_at[-1]: [*conditions, condition]}
+        for key in reversed(spec.conditions_at[:-1]):
+            patch = {key: patch}
+        with contextlib.suppress(NotFound):  # deleted meanwhile, or no status subresource: Event and log remain
+            self.cluster.patch(
+                str(obj.get("apiVersion")),
+                spec.resource,
+                meta.get("namespace") or "",
+                str(meta.get("name")),
+                {"status": patch},
+                content_type="application/merge-patch+json",
+                sub="status",
+            )

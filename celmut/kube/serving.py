@@ -1,0 +1,54 @@
+"""What ``celmut serve --from-cluster`` connects: policies, lookups and readiness from the cluster.
+
+A :class:`ClusterConnection` is opened once per server process (after forking workers, never
+before: watch threads do not survive a fork). It provides the cluster policy source, the
+``ResourceLookup`` CEL uses (namespaces, ``resource.Get/List``, owners), the readiness check
+(every watch has listed once) and the hook that remembers pods the webhook has just admitted.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from celmut.kube.client import Cluster
+from celmut.kube.lookup import CacheSet, ClusterLookup
+from celmut.kube.policy_source import ClusterPolicySource
+
+log = logging.getLogger("celmut.kube")
+
+
+@dataclass
+class ClusterConnection:
+    cluster: Cluster
+    caches: CacheSet
+    resources: ClusterLookup
+    policy_source: ClusterPolicySource
+
+    @classmethod
+    def open(cls, kubeconfig: str | None = None, *, sync_timeout: float = 30.0) -> ClusterConnection:
+        """Connect, start the watches and wait (up to ``sync_timeout``) for their first lists."""
+        cluster = Cluster.connect(kubeconfig)
+        caches = CacheSet(cluster)
+        caches.cache("v1", "namespaces", wait=False)  # every namespaced request looks its namespace up
+        connection = cls(cluster, caches, ClusterLookup(caches), ClusterPolicySource(cluster).start())
+        if not connection.policy_source.wait_synced(sync_timeout):
+            log.warning("cluster policies not listed yet; serving what is known", extra={"timeout": sync_timeout})
+        return connection
+
+    def not_ready(self) -> str:
+        """'' when every watch has listed once, else why not."""
+        if not self.policy_source.synced():
+            return "cluster policies not synced"
+        if not self.caches.synced():
+            return "cluster caches not synced"
+        return ""
+
+    def admitted(self, obj: dict[str, Any]) -> None:
+        self.resources.remember_admitted(obj)
+
+    def stop(self) -> None:
+        self.policy_source.stop()
+        self.caches.stop()
+        self.cluster.close()

@@ -1,0 +1,80 @@
+"""Fixtures: a celmut :class:`Cluster` connected to the fake API server through a kubeconfig."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from celmut.kube import Cluster, ClusterPolicySource
+from tests.fakekube import FakeApiServer
+
+from .crds import policy_crds
+
+
+@pytest.fixture
+def cluster(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Cluster]:
+    """The real kubernetes client configuration path: kubeconfig file → Configuration → ApiClient."""
+    connected = Cluster.connect(str(fake_apiserver.kubeconfig(tmp_path / "kubeconfig")), timeout=5)
+    try:
+        yield connected
+    finally:
+        connected.close()
+
+
+def eventually(check: Callable[[], object], timeout: float = 5.0, what: str = "condition") -> None:
+    """Wait until ``check()`` is truthy (watches deliver asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def namespace(name: str, **labels: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def pod(name: str, ns: str = "default", labels: dict[str, str] | None = None, **meta: object) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": labels or {}, **meta},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+    }
+
+
+def label_policy(name: str, value: str = "yes", expression: str | None = None) -> dict[str, Any]:
+    patch = expression or f'[JSONPatch{{op: "add", path: "/metadata/labels/{name}", value: "{value}"}}]'
+    return {
+        "apiVersion": "policies.kyverno.io/v1",
+        "kind": "MutatingPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+                ]
+            },
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}],
+        },
+    }
+
+
+@pytest.fixture
+def with_crds(fake_apiserver: FakeApiServer) -> FakeApiServer:
+    for definition in policy_crds():
+        fake_apiserver.store.create(definition)
+    return fake_apiserver
+
+
+@pytest.fixture
+def source(cluster: Cluster) -> Iterator[ClusterPolicySource]:
+    started = ClusterPolicySource(cluster, rediscover_seconds=0.05).start()
+    assert started.wait_synced(5)
+    try:
+        yield started
+    finally:
+        started.stop()

@@ -1,0 +1,91 @@
+"""celmut's JSON client over the official kubernetes client: verbs, paths and typed errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from celmut.kube import Cluster, ClusterError, Conflict, NotFound, TooManyRequests, Unreachable
+from celmut.kube.client import resource_path
+from tests.fakekube import FakeApiServer
+
+from .conftest import pod
+
+
+@pytest.mark.parametrize(
+    ("args", "path"),
+    [
+        (("v1", "pods", "ns", "web", "status"), "/api/v1/namespaces/ns/pods/web/status"),
+        (("apps/v1", "deployments", "", ""), "/apis/apps/v1/deployments"),
+        (("policies.kyverno.io/v1", "mutatingpolicies", "", "p"), "/apis/policies.kyverno.io/v1/mutatingpolicies/p"),
+    ],
+    ids=["core namespaced subresource", "group collection across namespaces", "cluster-scoped custom object"],
+)
+def test_resource_paths(args: tuple[str, ...], path: str) -> None:
+    assert resource_path(*args) == path
+
+
+def test_create_get_patch_list_delete(cluster: Cluster, fake_apiserver: FakeApiServer) -> None:
+    cluster.create("v1", "pods", "default", pod("web"))
+    assert cluster.get("v1", "pods", "default", "web")["metadata"]["name"] == "web"
+    cluster.patch("v1", "pods", "default", "web", [{"op": "add", "path": "/metadata/labels/x", "value": "1"}])
+    assert fake_apiserver.requests_matching("PATCH")[-1].content_type == "application/json-patch+json"
+    for index in range(3):
+        cluster.create("v1", "pods", "default", pod(f"more-{index}", labels={"x": "1"}))
+    listed = cluster.list_all("v1", "pods", "default", label_selector="x=1")
+    assert sorted(i["metadata"]["name"] for i in listed["items"]) == ["more-0", "more-1", "more-2", "web"]
+    cluster.delete("v1", "pods", "default", "web")
+    with pytest.raises(NotFound) as err:
+        cluster.get("v1", "pods", "default", "web")
+    assert err.value.status == 404 and "web" in err.value.message
+
+
+def test_list_all_follows_continue_tokens(cluster: Cluster, fake_apiserver: FakeApiServer) -> None:
+    for index in range(1203):
+        fake_apiserver.store.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{index}"}}, namespace="default"
+        )
+    page = cluster.list_all("v1", "configmaps")
+    assert len(page["items"]) == 1203
+    assert len(fake_apiserver.requests_matching("GET", r"/configmaps$")) == 3  # pages of 500
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "error"),
+    [
+        (409, "Conflict", Conflict),
+        (429, "TooManyRequests", TooManyRequests),
+        (500, "InternalError", ClusterError),
+    ],
+    ids=["409 is Conflict", "429 is TooManyRequests", "other statuses are ClusterError"],
+)
+def test_errors_are_typed(
+    cluster: Cluster, fake_apiserver: FakeApiServer, status: int, reason: str, error: type
+) -> None:
+    fake_apiserver.fail_next("GET", r"/pods/web$", status, reason=reason, message="injected")
+    with pytest.raises(error) as err:
+        cluster.get("v1", "pods", "default", "web")
+    assert (err.value.status, err.value.reason, err.value.message) == (status, reason, "injected")
+
+
+def test_unreachable_server_is_a_typed_error(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    cluster = Cluster.connect(str(fake_apiserver.kubeconfig(tmp_path / "kubeconfig")), timeout=2)
+    fake_apiserver.stop()
+    with pytest.raises(Unreachable, match="cannot reach the API server"):
+        cluster.get("v1", "namespaces", "", "default")
+
+
+def test_bad_kubeconfig_names_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n")
+    with pytest.raises(ClusterError, match=str(broken)):
+        Cluster.connect(str(broken))
+
+
+def test_eviction_uses_the_eviction_subresource(cluster: Cluster, fake_apiserver: FakeApiServer) -> None:
+    cluster.create("v1", "pods", "default", pod("web"))
+    cluster.evict("default", "web")
+    assert fake_apiserver.requests_matching("POST", r"/pods/web/eviction$")
+    with pytest.raises(NotFound):
+        cluster.get("v1", "pods", "default", "web")

@@ -1,0 +1,81 @@
+"""CEL's view of the cluster from watched caches: get, list, not found, and just-admitted pods."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from celmut.cel.libs.kyverno.static_resources import ResourceNotFound
+from celmut.kube import CacheSet, Cluster, ClusterLookup
+from tests.fakekube import FakeApiServer
+
+from .conftest import eventually, namespace, pod
+
+
+@pytest.fixture
+def lookup(cluster: Cluster) -> Iterator[ClusterLookup]:
+    caches = CacheSet(cluster, sync_timeout=5)
+    try:
+        yield ClusterLookup(caches, overlay_seconds=60)
+    finally:
+        caches.stop()
+
+
+def owned_pod(name: str, owner: str = "web-5d9c") -> dict[str, object]:
+    owners = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": "u1", "controller": True}]
+    return pod(name, "shop", {"app": "web"}, ownerReferences=owners)
+
+
+def test_get_reads_the_cache_after_the_first_lookup(fake_apiserver: FakeApiServer, lookup: ClusterLookup) -> None:
+    fake_apiserver.store.create(namespace("shop", team="payments"))
+    assert lookup.get("v1", "namespaces", "", "shop")["metadata"]["labels"]["team"] == "payments"
+    fake_apiserver.clear_requests()
+    for _ in range(5):
+        lookup.get("v1", "namespaces", "", "shop")
+    assert not fake_apiserver.requests_matching("GET", r"/namespaces/shop$")  # served from the watched cache
+    with pytest.raises(ResourceNotFound, match='namespaces "missing" not found'):
+        lookup.get("v1", "namespaces", "", "missing")
+
+
+def test_list_filters_by_namespace_and_labels(fake_apiserver: FakeApiServer, lookup: ClusterLookup) -> None:
+    fake_apiserver.store.create(pod("a", "shop", {"app": "web"}))
+    fake_apiserver.store.create(pod("b", "shop", {"app": "db"}))
+    fake_apiserver.store.create(pod("c", "other", {"app": "web"}))
+    listed = lookup.list("v1", "pods", "shop", {"app": "web"})
+    assert listed["kind"] == "PodList" and [i["metadata"]["name"] for i in listed["items"]] == ["a"]
+    assert len(lookup.list("v1", "pods", "")["items"]) == 3
+
+
+def test_admitted_pods_count_until_the_cache_has_them(fake_apiserver: FakeApiServer, lookup: ClusterLookup) -> None:
+    assert lookup.list("v1", "pods", "shop")["items"] == []  # starts the pod cache: pods are now counted
+    lookup.remember_admitted(owned_pod(""))  # generateName pods have no name at admission
+    lookup.remember_admitted(owned_pod(""))
+    assert len(lookup.list("v1", "pods", "shop")["items"]) == 2
+    fake_apiserver.store.create(owned_pod("web-5d9c-abcde"))  # the API server stored the first one
+    eventually(lambda: len(lookup.caches.cache("v1", "pods").items()) == 1)  # type: ignore[union-attr]
+    assert len(lookup.list("v1", "pods", "shop")["items"]) == 2  # one real + one still in flight
+
+
+def test_admitted_pods_expire_from_the_overlay(cluster: Cluster) -> None:
+    caches = CacheSet(cluster, sync_timeout=5)
+    try:
+        lookup = ClusterLookup(caches, overlay_seconds=0.05)
+        lookup.list("v1", "pods", "shop")
+        lookup.remember_admitted(owned_pod(""))
+        assert len(lookup.list("v1", "pods", "shop")["items"]) == 1
+        eventually(lambda: lookup.list("v1", "pods", "shop")["items"] == [], what="the overlay entry to expire")
+    finally:
+        caches.stop()
+
+
+def test_unwatched_resources_fall_back_to_the_api_server(cluster: Cluster, fake_apiserver: FakeApiServer) -> None:
+    caches = CacheSet(cluster, max_caches=0)
+    lookup = ClusterLookup(caches)
+    fake_apiserver.store.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "shop"}}
+    )
+    assert lookup.get("v1", "configmaps", "shop", "cfg")["metadata"]["name"] == "cfg"
+    assert fake_apiserver.requests_matching("GET", r"/configmaps/cfg$")
+    with pytest.raises(ResourceNotFound):
+        lookup.get("v1", "configmaps", "shop", "nope")

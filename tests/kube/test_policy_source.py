@@ -1,0 +1,114 @@
+"""Policies from custom resources: discovery, compile errors reported on the object, presets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from celmut.kube import ClusterPolicySource
+from celmut.kube.policy_source import CONDITION_TYPE
+from celmut.runtime import EngineOptions
+from celmut.server.store import PolicyStore
+from celmut.sources.files import FileSource
+from tests.fakekube import FakeApiServer
+
+from .conftest import eventually, label_policy
+from .crds import crd, policy_crds, spec_of
+
+
+def store_of(source: ClusterPolicySource) -> PolicyStore:
+    return PolicyStore([source], lambda _compilation: EngineOptions())
+
+
+def policy_names(store: PolicyStore) -> set[str]:
+    store.reload()
+    assert store.engine is not None
+    return {p.name for p in store.engine.policies}
+
+
+def test_documents_name_the_cluster_object(with_crds: FakeApiServer, source: ClusterPolicySource) -> None:
+    with_crds.store.create(label_policy("team"))
+    eventually(lambda: source.documents()[0])
+    documents, errors = source.documents()
+    assert [d.path for d in documents] == ["cluster:MutatingPolicy/team"] and errors == []
+
+
+def test_created_changed_and_deleted_policies_follow_the_cluster(
+    with_crds: FakeApiServer, source: ClusterPolicySource
+) -> None:
+    store = store_of(source)
+    with_crds.store.create(label_policy("first"))
+    eventually(lambda: policy_names(store) == {"first"}, what="the created policy")
+    with_crds.store.create(label_policy("second"))
+    eventually(lambda: policy_names(store) == {"first", "second"}, what="the second policy")
+    with_crds.store.delete("mutatingpolicies.policies.kyverno.io", "first")
+    eventually(lambda: policy_names(store) == {"second"}, what="the deletion")
+
+
+def test_a_crd_installed_later_is_discovered(fake_apiserver: FakeApiServer, source: ClusterPolicySource) -> None:
+    store = store_of(source)
+    assert policy_names(store) == set()  # nothing served yet: no policies, no error
+    for definition in policy_crds():
+        fake_apiserver.store.create(definition)
+    fake_apiserver.store.create(label_policy("late"))
+    eventually(lambda: policy_names(store) == {"late"}, what="discovery of the new CRD")
+
+
+def test_an_older_served_version_is_used(fake_apiserver: FakeApiServer, source: ClusterPolicySource) -> None:
+    fake_apiserver.store.create(crd(spec_of("MutatingPolicy"), ("v1alpha1",)))
+    fake_apiserver.store.create({**label_policy("alpha"), "apiVersion": "policies.kyverno.io/v1alpha1"})
+    store = store_of(source)
+    eventually(lambda: policy_names(store) == {"alpha"}, what="the v1alpha1 policy")
+
+
+def test_a_broken_policy_is_skipped_and_reported_on_the_object(
+    with_crds: FakeApiServer, source: ClusterPolicySource
+) -> None:
+    store = store_of(source)
+    with_crds.store.create(label_policy("good"))
+    with_crds.store.create(label_policy("broken", expression="object.metadata.name +"))
+    eventually(lambda: len(source.documents()[0]) == 2)
+    outcome = store.reload()
+    assert outcome is not None and outcome.accepted  # the cluster skips, it does not reject the reload
+    assert {p.name for p in store.engine.policies} == {"good"}  # type: ignore[union-attr]
+    assert any("cluster:MutatingPolicy/broken" in e and "spec.mutations[0]" in e for e in outcome.errors)
+
+    events = with_crds.store.list("events", "default")
+    assert [(e["involvedObject"]["name"], e["reason"], e["type"]) for e in events] == [
+        ("broken", "PolicyInvalid", "Warning")
+    ]
+    assert "spec.mutations[0].jsonPatch.expression" in events[0]["message"]
+    broken = with_crds.store.get("mutatingpolicies.policies.kyverno.io", "broken")
+    (condition,) = broken["status"]["conditionStatus"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (CONDITION_TYPE, "False", "Invalid")
+
+    # Reported once per generation: reloading again adds no second Event.
+    store.reload(force=True)
+    assert len(with_crds.store.list("events", "default")) == 1
+
+    # Fixed: the policy is served and its condition turns True.
+    fixed = label_policy("broken")
+    with_crds.store.patch("mutatingpolicies.policies.kyverno.io", "broken", {"spec": fixed["spec"]})
+    eventually(lambda: policy_names(store) == {"good", "broken"}, what="the fixed policy")
+    status = with_crds.store.get("mutatingpolicies.policies.kyverno.io", "broken")["status"]
+    assert status["conditionStatus"]["conditions"][0]["status"] == "True"
+
+
+def test_a_broken_cluster_policy_does_not_block_files(
+    with_crds: FakeApiServer, source: ClusterPolicySource, tmp_path: Path
+) -> None:
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(yaml.safe_dump(label_policy("from-file")))
+    store = PolicyStore([FileSource([str(policy_file)]), source], lambda _c: EngineOptions())
+    assert store.reload() is not None
+    with_crds.store.create(label_policy("broken", expression="1 +"))
+    eventually(lambda: len(source.documents()[0]) == 1)
+    outcome = store.reload()
+    assert outcome is not None and outcome.accepted
+    assert {p.name for p in store.engine.policies} == {"from-file"}  # type: ignore[union-attr]
+
+    policy_file.write_text(yaml.safe_dump(label_policy("from-file", expression="1 +")))
+    outcome = store.reload()
+    assert outcome is not None and not outcome.accepted  # a broken file still rejects the reload
+    assert {p.name for p in store.engine.policies} == {"from-file"}  # type: ignore[union-attr]
