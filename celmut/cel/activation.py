@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+import orjson
+
 from celmut.cel.errors import CelError, CelEvaluationError, CelInputError
 from celmut.cel.evalcontext import Budget
 from celmut.cel.lookups import NO_SERVICES, Services
@@ -121,7 +123,15 @@ _REQUEST_KEYS = frozenset(admission_request().keys())
 
 
 def approximate_size(value: Any, limit: int) -> int:
-    """A cheap upper-bound-ish size in bytes of a JSON-like value; stops counting past ``limit``."""
+    """The size in bytes of a JSON-like value, encoded (compactly); values JSON cannot encode are
+    estimated by walking them, stopping past ``limit``."""
+    try:
+        return len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
+    except TypeError:
+        return _walked_size(value, limit)
+
+
+def _walked_size(value: Any, limit: int) -> int:
     total = 0
     stack = [value]
     while stack:

@@ -377,10 +377,10 @@ class RequestContext:
         self.budget = budget
         self.services = services or engine.options.services
         self.cel_request = request.cel_request()
-        self.input_size = request.input_size
-        if self.input_size is None:
+        if request.input_size is None:  # computed once per request, however many policies see it
             limit = engine.options.max_input_bytes
-            self.input_size = approximate_size([request.object, request.old_object], limit)
+            request.input_size = approximate_size([request.object, request.old_object], limit)
+        self.input_size = request.input_size
         self._namespace_labels: dict[str, str] | None = None
         self._namespace_object: Any = request.namespace_object
 
