@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from celmut.server import logs
-from celmut.server.run import ServeConfig, serve
+from celmut.server.run import DEFAULT_BACKGROUND_USER, ServeConfig, serve
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,6 +28,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--timeout", type=float, default=10.0, help="the webhook timeout in seconds (default 10)")
     p.add_argument("--reload-interval", type=float, default=2.0, help="seconds between policy file checks")
+    p.add_argument(
+        "--background-user",
+        action="append",
+        metavar="USERNAME",
+        help="the controller's identity: skipBackgroundRequests policies ignore its requests "
+        f"(default {DEFAULT_BACKGROUND_USER})",
+    )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(run=run)
 
@@ -53,5 +60,6 @@ def run(args: argparse.Namespace) -> int:
         reload_interval=args.reload_interval,
         from_cluster=args.from_cluster,
         kubeconfig=args.kubeconfig,
+        background_users=tuple(args.background_user or (DEFAULT_BACKGROUND_USER,)),
     )
     return serve(config)

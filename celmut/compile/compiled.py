@@ -84,6 +84,13 @@ class CompiledPolicy:
     definition: Any = field(default=None, compare=False, repr=False)  # the source model
 
     @property
+    def annotations(self) -> dict[str, str]:
+        """``metadata.annotations`` of the source document (presets record their options there)."""
+        raw = getattr(self.definition, "raw", None)
+        found = (raw.get("metadata") or {}).get("annotations") if isinstance(raw, dict) else None
+        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+    @property
     def display_name(self) -> str:
         name = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{name} (autogen {self.autogen})" if self.autogen else name

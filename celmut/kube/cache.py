@@ -20,7 +20,7 @@ from celmut.kube.client import Cluster, ClusterError, Gone, NotFound
 
 log = logging.getLogger("celmut.kube")
 
-Handler = Callable[[str, dict[str, Any]], None]  # (ADDED|MODIFIED|DELETED, object)
+Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]  # (ADDED|MODIFIED|DELETED, object, old)
 Key = tuple[str, str]  # (namespace, name)
 
 
@@ -69,6 +69,7 @@ class WatchedCache:
     # --- lifecycle ------------------------------------------------------------------------------
 
     def add_handler(self, handler: Handler) -> None:
+        """Called on the watch thread with (event, object, previous object or None) for every change."""
         self._handlers.append(handler)
 
     def start(self) -> WatchedCache:
@@ -108,10 +109,10 @@ class WatchedCache:
         (obj.get("metadata") or {}).pop("managedFields", None)
         return obj
 
-    def _notify(self, event: str, obj: dict[str, Any]) -> None:
+    def _notify(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
         for handler in self._handlers:
             try:
-                handler(event, obj)
+                handler(event, obj, old)
             except Exception:  # a broken handler must not stop the watch
                 log.exception("cache event handler failed", extra={"resource": self.resource})
 
@@ -119,6 +120,7 @@ class WatchedCache:
         obj = self._normalise(obj)
         key = _key(obj)
         with self._lock:
+            old = self._objects.get(key)
             if event == "DELETED":
                 self._objects.pop(key, None)
             elif key in self._objects or len(self._objects) < self.max_objects:
@@ -129,7 +131,7 @@ class WatchedCache:
                 self.overflowed = True
                 return
             self.generation += 1
-        self._notify(event, obj)
+        self._notify(event, obj, old)
 
     def _relist(self) -> None:
         page = self.cluster.list_all(
@@ -150,7 +152,7 @@ class WatchedCache:
             elif (previous.get("metadata") or {}).get("resourceVersion") != (obj.get("metadata") or {}).get(
                 "resourceVersion"
             ):
-                self._notify("MODIFIED", obj)
+                self._notify("MODIFIED", obj, previous)
         for key, obj in old.items():
             if key not in fresh:
                 self._notify("DELETED", obj)

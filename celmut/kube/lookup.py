@@ -97,7 +97,7 @@ class ClusterLookup:
         with self._overlay_lock:
             self._overlay.append((time.monotonic() + self.overlay_seconds, _owner_key(pod), pod))
 
-    def _pod_event(self, event: str, pod: dict[str, Any]) -> None:
+    def _pod_event(self, event: str, pod: dict[str, Any], _old: dict[str, Any] | None) -> None:
         if event != "ADDED":
             return
         key = _owner_key(pod)

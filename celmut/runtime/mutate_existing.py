@@ -33,6 +33,14 @@ from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import PolicyOutcome
 
 
+@dataclass(frozen=True)
+class MutationStep:
+    """What one mutation changed (for reports that name the mutation behind each change)."""
+
+    path: str  # e.g. spec.mutations[1]
+    patch: list[dict[str, Any]]
+
+
 @dataclass
 class TargetResult:
     """One target of one mutateExisting policy: its current and mutated forms."""
@@ -44,6 +52,7 @@ class TargetResult:
     outcome: PolicyOutcome
     sub_resource: str = ""
     trigger: str = ""  # namespace/name of the trigger, when there is one
+    steps: list[MutationStep] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -56,18 +65,34 @@ class TargetResult:
         return f"{self.target.get('kind')} {name}"
 
 
-@dataclass
-class _Trigger:
-    request: AdmissionInput
-    label: str = ""
-    variables_request: dict[str, Any] = field(default_factory=dict)
+@dataclass(frozen=True)
+class Target:
+    """An object one mutateExisting policy should mutate, and the trigger that led to it."""
+
+    policy: CompiledPolicy
+    obj: dict[str, Any]
+    sub_resource: str = ""
+    trigger: AdmissionInput | None = None
+
+    @property
+    def trigger_label(self) -> str:
+        if self.trigger is None:
+            return ""
+        return f"{self.trigger.namespace}/{self.trigger.name}" if self.trigger.namespace else self.trigger.name
 
 
 def mutate_existing(
     engine: Engine, *, trigger: AdmissionInput | None = None, policies: Iterable[CompiledPolicy] | None = None
 ) -> list[TargetResult]:
     """Targets and their mutated forms for every mutateExisting policy in ``engine``."""
-    results: list[TargetResult] = []
+    return [mutate_target(engine, target) for target in resolve_targets(engine, trigger=trigger, policies=policies)]
+
+
+def resolve_targets(
+    engine: Engine, *, trigger: AdmissionInput | None = None, policies: Iterable[CompiledPolicy] | None = None
+) -> list[Target]:
+    """The targets of every mutateExisting policy for one trigger (or, with none, a scan)."""
+    targets: list[Target] = []
     for policy in policies if policies is not None else engine.policies:
         if not policy.mutate_existing or policy.autogen:
             continue
@@ -75,15 +100,33 @@ def mutate_existing(
             if trigger.dry_run or not policy.admission:
                 continue
             if _trigger_matches(engine, policy, trigger, check_operation=True):
-                results += _run_for_trigger(engine, policy, trigger)
+                targets += _targets(engine, policy, trigger)
         elif policy.target is not None and policy.target.expression is not None:
             for existing in _list_matching(engine, policy, policy.match):
                 synthetic = AdmissionInput.from_object(existing, "UPDATE", old_object=existing)
                 if _trigger_matches(engine, policy, synthetic, check_operation=False):
-                    results += _run_for_trigger(engine, policy, synthetic)
+                    targets += _targets(engine, policy, synthetic)
         else:
-            results += _run_for_trigger(engine, policy, None)
-    return results
+            targets += _targets(engine, policy, None)
+    return targets
+
+
+def mutate_target(
+    engine: Engine, target: Target, obj: dict[str, Any] | None = None, *, input_size: int | None = None
+) -> TargetResult:
+    """Run the policy's mutations on the target (or on ``obj``, a fresher copy of it).
+
+    ``input_size`` (bytes), when the caller knows it, saves measuring the object again for each policy.
+    """
+    current = target.obj if obj is None else obj
+    request = target.trigger
+    if request is None:
+        request = AdmissionInput.from_object(current, "UPDATE", old_object=current)
+        request.input_size = input_size
+    outcome, mutated, steps = _mutate_target(engine, target.policy, request, current)
+    patch = diff(current, mutated) if mutated is not None and mutated is not current else []
+    name = target.policy.display_name
+    return TargetResult(name, current, mutated, patch, outcome, target.sub_resource, target.trigger_label, steps)
 
 
 def _trigger_matches(engine: Engine, policy: CompiledPolicy, request: AdmissionInput, *, check_operation: bool) -> bool:
@@ -103,20 +146,11 @@ def _context(engine: Engine, request: AdmissionInput) -> RequestContext:
     return RequestContext(engine, request, cel.Budget.with_timeout(engine.options.timeout_seconds))
 
 
-def _run_for_trigger(engine: Engine, policy: CompiledPolicy, trigger: AdmissionInput | None) -> list[TargetResult]:
-    label = ""
-    if trigger is not None:
-        label = f"{trigger.namespace}/{trigger.name}" if trigger.namespace else trigger.name
-    results: list[TargetResult] = []
-    for target, sub_resource in _targets(engine, policy, trigger):
-        request = trigger or AdmissionInput.from_object(target, "UPDATE", old_object=target)
-        outcome, mutated = _mutate_target(engine, policy, request, target)
-        patch = diff(target, mutated) if mutated is not None and mutated is not target else []
-        results.append(TargetResult(policy.display_name, target, mutated, patch, outcome, sub_resource, label))
-    return results
+def _targets(engine: Engine, policy: CompiledPolicy, trigger: AdmissionInput | None) -> list[Target]:
+    return [Target(policy, obj, sub, trigger) for obj, sub in _target_objects(engine, policy, trigger)]
 
 
-def _targets(
+def _target_objects(
     engine: Engine, policy: CompiledPolicy, trigger: AdmissionInput | None
 ) -> list[tuple[dict[str, Any], str]]:
     target = policy.target
@@ -192,24 +226,30 @@ def _namespace(resources: Any, name: str) -> Any:
 
 def _mutate_target(
     engine: Engine, policy: CompiledPolicy, request: AdmissionInput, target: dict[str, Any]
-) -> tuple[PolicyOutcome, dict[str, Any] | None]:
+) -> tuple[PolicyOutcome, dict[str, Any] | None, list[MutationStep]]:
     context = _context(engine, request)
     name = policy.display_name
+    steps: list[MutationStep] = []
     try:
         exceptions = engine.match_exceptions(policy, context, target)
         if exceptions.skipped_by is not None:
-            return PolicyOutcome(name, policy.kind, "excepted", f"PolicyException {exceptions.skipped_by}"), None
+            return PolicyOutcome(name, policy.kind, "excepted", f"PolicyException {exceptions.skipped_by}"), None, []
         activation = context.activation(policy, target, exceptions=exceptions.variable())
         skip = engine.check_conditions(policy.target_match_conditions, activation)
         if skip:
-            return PolicyOutcome(
-                name, policy.kind, "skipped", skip.replace("matchCondition", "targetMatchCondition")
-            ), None
+            reason = skip.replace("matchCondition", "targetMatchCondition")
+            return PolicyOutcome(name, policy.kind, "skipped", reason), None, []
         result = target
         for mutation in policy.mutations:
+            before = result
             result = engine.apply_mutation(policy, mutation, activation, result)
+            if result is not before:
+                changed = diff(before, result)
+                if changed:
+                    steps.append(MutationStep(mutation.path, changed))
     except PolicyFailure as failure:
-        return PolicyOutcome(name, policy.kind, "error", failure.message, failure.path, policy.failure_policy), None
+        outcome = PolicyOutcome(name, policy.kind, "error", failure.message, failure.path, policy.failure_policy)
+        return outcome, None, []
     if result is target or result == target:
-        return PolicyOutcome(name, policy.kind, "unchanged"), result
-    return PolicyOutcome(name, policy.kind, "applied", before=target, after=result), result
+        return PolicyOutcome(name, policy.kind, "unchanged"), result, []
+    return PolicyOutcome(name, policy.kind, "applied", before=target, after=result), result, steps

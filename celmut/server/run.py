@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import uvicorn
 from fastapi import FastAPI
 
-from celmut import cel
+from celmut import cel, heap
 from celmut.compile.pipeline import Compilation
 from celmut.runtime import EngineOptions
 from celmut.runtime.schemas import DEFAULT_REGISTRY
@@ -37,6 +37,8 @@ from celmut.server.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
 
 log = logging.getLogger("celmut.server")
+
+DEFAULT_BACKGROUND_USER = "system:serviceaccount:celmut:celmut-controller"  # the Helm chart's controller
 
 
 @dataclass
@@ -54,6 +56,7 @@ class ServeConfig:
     max_body_bytes: int = 3 * 1024 * 1024
     from_cluster: bool = False
     kubeconfig: str | None = None  # None: in-cluster configuration, else ~/.kube/config
+    background_users: tuple[str, ...] = (DEFAULT_BACKGROUND_USER,)  # skipBackgroundRequests ignores these
     services: cel.Services = field(default_factory=cel.Services)
 
 
@@ -117,7 +120,11 @@ def _engine_options(config: ServeConfig, cluster: ClusterConnection | None) -> C
         for document in compilation.other:
             if isinstance(document.content, dict) and document.content.get("kind") == "CustomResourceDefinition":
                 DEFAULT_REGISTRY.register_crd(document.content)
-        return EngineOptions(services=services, timeout_seconds=config.timeout_seconds)
+        return EngineOptions(
+            services=services,
+            timeout_seconds=config.timeout_seconds,
+            background_usernames=frozenset(config.background_users),
+        )
 
     return options
 
@@ -222,6 +229,7 @@ def _worker(config: ServeConfig, sock: socket.socket, cert: str, key: str) -> No
     metrics = Metrics()
     store = build_store(config, metrics, cluster)
     store.reload(force=True)
+    heap.settle()
     try:
         make_server(config, store, metrics, cert, key, cluster).run(sockets=[sock])
     finally:
@@ -236,6 +244,7 @@ def serve(config: ServeConfig) -> int:
     except (ValueError, OSError) as ex:
         log.error("cannot start: %s", ex)
         return 2
+    heap.tune()
     metrics = Metrics()
     try:  # with worker processes the parent only checks the files; each worker connects itself
         cluster = connect_cluster(config) if config.workers <= 1 else None
@@ -251,6 +260,7 @@ def serve(config: ServeConfig) -> int:
     sock = bind(config.host, config.port)
     log.info("serving", extra={"address": f"https://{config.host}:{sock.getsockname()[1]}", "workers": config.workers})
     if config.workers <= 1:
+        heap.settle()
         try:
             make_server(config, store, metrics, cert, key, cluster).run(sockets=[sock])
         finally:

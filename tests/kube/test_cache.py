@@ -30,7 +30,7 @@ def test_lists_then_follows_changes(fake_apiserver: FakeApiServer, cluster: Clus
     fake_apiserver.store.create(pod("before"))
     cache = WatchedCache(cluster, "v1", "pods")
     events: list[tuple[str, str]] = []
-    cache.add_handler(lambda kind, obj: events.append((kind, obj["metadata"]["name"])))
+    cache.add_handler(lambda kind, obj, _old: events.append((kind, obj["metadata"]["name"])))
     cache.start()
     try:
         assert cache.wait_synced(5)

@@ -1,0 +1,134 @@
+"""``celmut controller``: apply mutateExisting policies (and PodMutations with ``restartPolicy:
+immediate``) to what already exists in the cluster.
+
+Work is keyed by target and de-duplicated; writes are patches guarded by resourceVersion and
+rate-limited (``--rate``). ``--dry-run`` does one pass, writes nothing and reports every target with
+the exact patch that would be applied (JSON with ``--report FILE``, a table on a terminal); exit 1
+when a target's policies failed. Otherwise the controller runs until interrupted, serving
+``/healthz``, ``/readyz`` and ``/metrics`` over TLS on ``--metrics-port``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from celmut.server import logs
+
+log = logging.getLogger("celmut.controller")
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$")
+
+
+def duration(text: str) -> float:
+    """Seconds from ``90``, ``45s``, ``10m``, ``1h30m`` (as kubectl and Go durations write them)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    match = _DURATION.match(text.strip())
+    if not text.strip() or match is None:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}; use e.g. 30s, 10m or 1h")
+    hours, minutes, seconds = match.groups()
+    return int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("controller", help="mutate existing resources in the background", description=__doc__)
+    p.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
+    p.add_argument("--from-cluster", action="store_true", help="also load policies from the cluster")
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: in-cluster, else ~/.kube/config)")
+    p.add_argument("--leader-elect", action="store_true", help="only the holder of a Lease writes")
+    p.add_argument("--lease-namespace", default="celmut", help="namespace of the leader Lease (default celmut)")
+    p.add_argument("--lease-name", default="celmut-controller", help="name of the leader Lease")
+    p.add_argument("--dry-run", action="store_true", help="one pass that writes nothing; report what would change")
+    p.add_argument("--rate", type=float, default=50.0, metavar="PER_SECOND", help="writes per second (default 50)")
+    p.add_argument("--scan-interval", type=duration, default=3600.0, metavar="DURATION", help="periodic scan (1h)")
+    p.add_argument("--report", metavar="FILE", help="write the JSON report here ('-' for stdout)")
+    p.add_argument("--workers", type=int, default=2, help="reconcile threads (default 2)")
+    p.add_argument("--evictions-per-minute", type=float, default=60.0, help="pod replacement rate (default 60)")
+    p.add_argument("--metrics-port", type=int, default=8444, help="TLS port for health and metrics (0: off)")
+    p.add_argument("--metrics-host", default="0.0.0.0", help="address for the status endpoint")
+    p.add_argument("--tls-cert", metavar="FILE", help="certificate for the status endpoint (default: self-signed)")
+    p.add_argument("--tls-key", metavar="FILE", help="key for the status endpoint")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logs.configure(args.log_level)
+    if not args.policies and not args.from_cluster:
+        print("error: give --policies PATH and/or --from-cluster", file=sys.stderr)
+        return 2
+    from celmut.controller.report import Progress, table
+    from celmut.controller.run import Controller, ControllerConfig
+    from celmut.kube.client import Cluster, ClusterError
+
+    try:
+        cluster = Cluster.connect(args.kubeconfig)
+    except ClusterError as ex:
+        print(f"error: {ex}", file=sys.stderr)
+        return 2
+    config = ControllerConfig(
+        policy_paths=args.policies,
+        from_cluster=args.from_cluster,
+        dry_run=args.dry_run,
+        rate=args.rate,
+        scan_interval=args.scan_interval,
+        workers=args.workers,
+        evictions_per_minute=args.evictions_per_minute,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.lease_namespace,
+        lease_name=args.lease_name,
+    )
+    controller = Controller(config, cluster)
+    if args.dry_run:
+        try:
+            report = controller.run_once(Progress())
+        except ClusterError as ex:
+            print(f"error: {ex}", file=sys.stderr)
+            return 2
+        finally:
+            controller.stop()
+        if args.report:
+            report.write(args.report)
+        if not args.report or (sys.stdout.isatty() and args.report != "-"):
+            print(table(report.outcomes()))
+        return 1 if any(o.action == "failed" for o in report.outcomes()) else 0
+    return _run_forever(controller, args)
+
+
+def _run_forever(controller: object, args: argparse.Namespace) -> int:
+    from celmut.controller.run import Controller
+    from celmut.controller.status import serve_status, status_app
+
+    assert isinstance(controller, Controller)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    controller.start()
+    status = None
+    if args.metrics_port:
+        cert, key = args.tls_cert, args.tls_key
+        if not cert or not key:
+            from celmut.server import certs
+
+            material = certs.self_signed(Path(tempfile.mkdtemp(prefix="celmut-controller-tls-")), ["localhost"])
+            cert, key = str(material.cert_file), str(material.key_file)
+        status = serve_status(
+            status_app(controller.metrics, controller.not_ready), args.metrics_host, args.metrics_port, cert, key
+        )
+    log.info("controller running", extra={"identity": controller.config.identity, "dryRun": False})
+    stop.wait()
+    if status is not None:
+        status.should_exit = True
+    controller.stop()
+    if args.report:
+        controller.report.write(args.report)
+    return 0

@@ -1,0 +1,73 @@
+"""What may change on a running pod, and which pods may be replaced.
+
+Kubernetes rejects most changes to a running pod's spec (``ValidatePodUpdate``). The fields it
+accepts are: metadata labels, annotations and finalizers; container and init container images;
+tolerations, when only added; ``activeDeadlineSeconds``, when set or lowered; and
+``schedulingGates``, when only removed. :func:`split_live_change` takes a mutated pod and returns
+the part Kubernetes will accept in a patch and the part that needs the pod replaced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celmut.jsonutil import json_copy
+from celmut.runtime.patch import diff
+
+_METADATA_FIELDS = ("labels", "annotations", "finalizers")
+
+
+def _images(containers: Any) -> dict[str, Any]:
+    return {c.get("name"): c.get("image") for c in containers or [] if isinstance(c, dict)}
+
+
+def live_form(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``old`` with every change from ``new`` that a running pod accepts."""
+    live = json_copy(old)
+    live_meta = live.setdefault("metadata", {})
+    new_meta = new.get("metadata") or {}
+    for key in _METADATA_FIELDS:
+        if key in new_meta:
+            live_meta[key] = new_meta[key]
+        else:
+            live_meta.pop(key, None)
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    live_spec = live.setdefault("spec", {})
+    for field in ("containers", "initContainers"):
+        images = _images(new_spec.get(field))
+        for container in live_spec.get(field) or []:
+            if container.get("name") in images and images[container.get("name")]:
+                container["image"] = images[container["name"]]
+    old_tolerations = old_spec.get("tolerations") or []
+    new_tolerations = new_spec.get("tolerations") or []
+    if new_tolerations[: len(old_tolerations)] == old_tolerations and len(new_tolerations) > len(old_tolerations):
+        live_spec["tolerations"] = new_tolerations
+    old_deadline, new_deadline = old_spec.get("activeDeadlineSeconds"), new_spec.get("activeDeadlineSeconds")
+    if isinstance(new_deadline, int) and new_deadline > 0 and (old_deadline is None or new_deadline <= old_deadline):
+        live_spec["activeDeadlineSeconds"] = new_deadline
+    old_gates, new_gates = old_spec.get("schedulingGates") or [], new_spec.get("schedulingGates")
+    if isinstance(new_gates, list) and all(g in old_gates for g in new_gates):
+        if new_gates:
+            live_spec["schedulingGates"] = new_gates
+        else:
+            live_spec.pop("schedulingGates", None)
+    return live
+
+
+def split_live_change(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(a patch a running pod accepts, the remaining changes that need the pod replaced)."""
+    live = live_form(old, new)
+    return diff(old, live), diff(live, new)
+
+
+def controller_owner(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod's controlling owner reference (ReplicaSet, StatefulSet, Job, …), if any."""
+    for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(owner, dict) and owner.get("controller"):
+            return owner
+    return None
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))

@@ -1,0 +1,325 @@
+"""The background controller: policies in, a de-duplicated work queue, workers that patch or evict.
+
+Threads: the policy reload poll (a changed or new policy is scanned at once), the periodic scan,
+watch threads (from :mod:`celmut.kube`) that turn stored changes into triggers, ``workers``
+reconcile threads, leader election and the status endpoint. Only the leader writes: workers idle on
+a standby, and a new leader starts with a full scan. ``--dry-run`` is one pass that writes nothing
+and returns the report.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from celmut import heap
+from celmut.compile.pipeline import Compilation
+from celmut.controller.leader import LeaderElector
+from celmut.controller.reconcile import Engines, EvictionPacer, Outcome, Reconciler, TargetKey, Work, merge_work
+from celmut.controller.report import Progress, Report
+from celmut.controller.status import ControllerMetrics
+from celmut.controller.triggers import (
+    OwnWrites,
+    TriggerHandler,
+    drift_policies,
+    enqueue_scan,
+    policy_fingerprint,
+    trigger_resources,
+)
+from celmut.controller.workqueue import TokenBucket, WorkQueue
+from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.lookup import CacheSet, ClusterLookup
+from celmut.kube.policy_source import ClusterPolicySource
+from celmut.runtime import Engine, EngineOptions
+from celmut.server.store import PolicySource, PolicyStore
+from celmut.sources.files import FileSource
+
+log = logging.getLogger("celmut.controller")
+
+
+def default_identity() -> str:
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class ControllerConfig:
+    policy_paths: list[str] = field(default_factory=list)
+    from_cluster: bool = False
+    dry_run: bool = False
+    rate: float = 50.0  # writes per second (token bucket)
+    burst: int | None = None
+    scan_interval: float = 3600.0  # seconds; 0 disables the periodic scan
+    workers: int = 2
+    evictions_per_minute: float = 60.0
+    eviction_settle_seconds: float = 300.0
+    recheck_seconds: float = 10.0  # how soon a pod waiting for its workload's replacement is looked at again
+    reload_interval: float = 2.0
+    timeout_seconds: float = 10.0  # CEL budget per evaluation
+    leader_elect: bool = False
+    lease_namespace: str = "celmut"
+    lease_name: str = "celmut-controller"
+    identity: str = field(default_factory=default_identity)
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    sync_timeout: float = 60.0
+
+
+class Controller:
+    def __init__(self, config: ControllerConfig, cluster: Cluster) -> None:
+        self.config = config
+        self.cluster = cluster
+        self.caches = CacheSet(cluster, max_caches=64, sync_timeout=config.sync_timeout)
+        self.lookup = ClusterLookup(self.caches)
+        self.policy_source = ClusterPolicySource(cluster) if config.from_cluster else None
+        sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
+        if self.policy_source is not None:
+            sources.append(self.policy_source)
+        self.store = PolicyStore(sources, self._options)
+        self.metrics = ControllerMetrics()
+        self.report = Report()
+        self.queue: WorkQueue[TargetKey, Work] = WorkQueue(merge_work)
+        self.own_writes = OwnWrites()
+        self.pacer = EvictionPacer(config.evictions_per_minute, config.eviction_settle_seconds)
+        self._stop = threading.Event()
+        self._engines: Engines | None = None
+        self._engine_seen: Engine | None = None
+        self._fingerprints: dict[str, str] = {}
+        self._watched: set[tuple[str, str]] = set()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self.elector: LeaderElector | None = None
+        if config.leader_elect and not config.dry_run:
+            self.elector = LeaderElector(
+                cluster,
+                config.lease_namespace,
+                config.lease_name,
+                config.identity,
+                lease_duration=config.lease_duration,
+                renew_deadline=config.renew_deadline,
+                retry_period=config.retry_period,
+                on_change=self._leadership_changed,
+            )
+        self.reconciler = Reconciler(
+            cluster,
+            lambda: self._engines,
+            self.current,
+            dry_run=config.dry_run,
+            writes=TokenBucket(config.rate, config.burst),
+            evictions=self.pacer,
+            recheck_seconds=config.recheck_seconds,
+            is_leader=self.is_leader,
+            own_writes=self.own_writes,
+            stop=self._stop,
+        )
+        self.metrics.queue_depth.set_function(self.queue.depth)
+
+    # --- state -----------------------------------------------------------------------------------
+
+    def _options(self, _compilation: Compilation) -> EngineOptions:
+        from celmut import cel
+
+        return EngineOptions(services=cel.Services(resources=self.lookup), timeout_seconds=self.config.timeout_seconds)
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def current(self, key: TargetKey) -> dict[str, Any] | None:
+        """The freshest copy known: the watched cache, else a GET."""
+        cache = self.caches.cache(key.api_version, key.resource)
+        if cache is not None and not cache.absent and not cache.overflowed:
+            return cache.get(key.namespace, key.name)
+        try:
+            return self.cluster.get(key.api_version, key.resource, key.namespace, key.name)
+        except NotFound:
+            return None
+
+    def not_ready(self) -> str:
+        if self.store.engine is None:
+            return "policies not loaded"
+        if self.policy_source is not None and not self.policy_source.synced():
+            return "cluster policies not synced"
+        if not self.caches.synced():
+            return "watches not synced"
+        return ""
+
+    def enqueue(self, key: TargetKey, work: Work) -> None:
+        self.queue.add(key, work)
+
+    # --- policies --------------------------------------------------------------------------------
+
+    def reload(self, *, force: bool = False) -> list[str]:
+        """Reload policies; the names of policies that are new or changed (they are scanned)."""
+        self.store.reload(force=force)
+        engine = self.store.engine
+        if engine is None or engine is self._engine_seen:
+            return []
+        self._engine_seen = engine
+        drifting = drift_policies(engine.policies)
+        drift = Engine(drifting, engine.exceptions, engine.options) if drifting else None
+        self._engines = Engines(engine, drift)
+        fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
+        changed = [name for name, fp in fingerprints.items() if self._fingerprints.get(name) != fp]
+        self._fingerprints = fingerprints
+        for api_version, resource in sorted(trigger_resources(engine.policies) - self._watched):
+            self._watch_triggers(api_version, resource)
+        return changed
+
+    def _watch_triggers(self, api_version: str, resource: str) -> None:
+        cache = self.caches.cache(api_version, resource, wait=False)
+        if cache is None:
+            log.warning("cannot watch trigger resource", extra={"resource": f"{resource}.{api_version}"})
+            return
+        handler = TriggerHandler(
+            api_version, resource, lambda: self._engines, self._trigger, self.own_writes, cache.synced.is_set
+        )
+        cache.add_handler(handler)
+        self._watched.add((api_version, resource))
+
+    def _trigger(self, key: TargetKey, work: Work) -> None:
+        self.metrics.triggers.inc()
+        self.enqueue(key, work)
+
+    def scan(self, names: list[str] | None = None, reason: str = "periodic") -> int:
+        """Queue every target of the named policies (all when None)."""
+        engines = self._engines
+        if engines is None:
+            return 0
+        policies = [p for p in engines.all.policies if names is None or p.display_name in names]
+        self.metrics.scans.labels(reason).inc()
+        count = enqueue_scan(engines, self.enqueue, lambda: self.lookup.list("v1", "pods", "")["items"], policies)
+        log.info("scan queued", extra={"reason": reason, "targets": count})
+        return count
+
+    def _leadership_changed(self, leading: bool) -> None:
+        self.metrics.leader.set(1 if leading else 0)
+        if leading:
+            self.scan(reason="leader")
+
+    # --- workers ---------------------------------------------------------------------------------
+
+    def process_one(self, timeout: float = 0.5) -> Outcome | None:
+        item = self.queue.get(timeout)
+        if item is None:
+            return None
+        key, work = item
+        try:
+            outcome = self.reconciler.reconcile(key, work)
+        except ClusterError as ex:
+            outcome = Outcome(key, "failed", message=str(ex), retry_after=1.0)
+        finally:
+            self.queue.done(key)
+        self.metrics.observe(outcome)
+        self.report.record(outcome)
+        if outcome.action == "failed":
+            log.warning("target not mutated", extra={"target": str(key), "error": outcome.message})
+        elif outcome.action in ("patched", "evicted"):
+            log.info(
+                "target %s",
+                outcome.action,
+                extra={"target": str(key), "policies": sorted({c.policy for c in outcome.changes})},
+            )
+        if self.config.dry_run or outcome.retry_after is None:
+            self.queue.forget(key)
+        elif outcome.action == "failed":  # counted, with backoff, until max retries
+            if not self.queue.retry(key, work):
+                log.error("giving up on target", extra={"target": str(key), "error": outcome.message})
+        else:  # waiting for a replacement pod, a budget, a leader: look again later, without giving up
+            self.queue.add_after(key, work, outcome.retry_after)
+        return outcome
+
+    def _work_loop(self) -> None:
+        while not self._stop.is_set():
+            if not self.is_leader():
+                self._stop.wait(0.2)
+                continue
+            self.process_one()
+
+    def _reload_loop(self) -> None:
+        next_scan = time.monotonic() + self.config.scan_interval if self.config.scan_interval > 0 else None
+        while not self._stop.wait(self.config.reload_interval):
+            try:
+                changed = self.reload()
+                if changed and self.is_leader():
+                    self.scan(changed, reason="policy")
+                if next_scan is not None and time.monotonic() >= next_scan:
+                    next_scan = time.monotonic() + self.config.scan_interval
+                    if self.is_leader():
+                        self.scan(reason="periodic")
+                self.reconciler.evaluations, evaluations = 0, self.reconciler.evaluations
+                self.metrics.evaluations.inc(evaluations)
+            except Exception:  # keep the controller alive whatever a reload does; logged with its stack
+                log.exception("policy reload failed")
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def _start_watches(self) -> None:
+        if self.policy_source is not None:
+            self.policy_source.start()
+            self.policy_source.wait_synced(self.config.sync_timeout)
+        pods = self.caches.cache("v1", "pods", wait=False)
+        if pods is not None:
+            pods.add_handler(self.pacer.observe)
+
+    def start(self) -> Controller:
+        heap.tune()  # a controller is a long-running process holding large caches
+        self._start_watches()
+        self.reload(force=True)
+        self.caches.cache("v1", "pods")  # wait for the first list before scanning
+        outcome_errors = self.store.last_errors
+        for error in outcome_errors:
+            log.error("invalid policy: %s", error)
+        if self.elector is not None:
+            self.elector.start()
+        else:
+            self.metrics.leader.set(1)
+            self.scan(reason="start")
+        heap.settle()  # the listed objects and compiled policies are long-lived
+        targets = [self._reload_loop] + [self._work_loop] * max(1, self.config.workers)
+        for index, target in enumerate(targets):
+            thread = threading.Thread(target=target, name=f"celmut-controller-{index}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.queue.shutdown()
+        if self.elector is not None:
+            self.elector.stop()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self.policy_source is not None:
+            self.policy_source.stop()
+        self.caches.stop()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until the queue is empty and no target is being processed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.queue.idle():
+                return True
+            time.sleep(0.02)
+        return self.queue.idle()
+
+    def run_once(self, progress: Progress | None = None) -> Report:
+        """One full pass in this thread (``--dry-run``): scan, process every target, report."""
+        self._start_watches()
+        self.reload(force=True)
+        self.caches.cache("v1", "pods")
+        total = self.scan(reason="once")
+        done = 0
+        while not self.queue.idle():
+            if self.process_one(timeout=0.1) is not None:
+                done += 1
+                if progress is not None:
+                    progress.update(done, max(total, done))
+        if progress is not None:
+            progress.update(done, max(total, done), final=True)
+        return self.report

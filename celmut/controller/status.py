@@ -1,0 +1,76 @@
+"""The controller's metrics (``celmut_controller_*``) and its TLS status endpoint.
+
+``/healthz`` (alive), ``/readyz`` (policies loaded and watches synced) and ``/metrics``
+(Prometheus), served by uvicorn over TLS on a background thread like the webhook's endpoints.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import uvicorn
+from fastapi import FastAPI
+from fastapi.responses import Response
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from celmut.controller.reconcile import Outcome
+
+
+class ControllerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.queue_depth = Gauge("celmut_controller_queue_depth", "Targets waiting in the work queue", registry=r)
+        self.evaluations = Counter("celmut_controller_evaluations", "Policy evaluations on targets", registry=r)
+        self.outcomes = Counter("celmut_controller_targets", "Targets processed by action", ["action"], registry=r)
+        self.writes = Counter("celmut_controller_writes", "Patches written", registry=r)
+        self.conflicts = Counter("celmut_controller_conflicts", "Writes refused with 409 Conflict", registry=r)
+        self.evictions = Counter("celmut_controller_evictions", "Evictions by result", ["result"], registry=r)
+        self.errors = Counter("celmut_controller_errors", "Targets whose policies failed", registry=r)
+        self.triggers = Counter("celmut_controller_triggers", "Watch events treated as triggers", registry=r)
+        self.scans = Counter("celmut_controller_scans", "Scans by reason", ["reason"], registry=r)
+        self.leader = Gauge("celmut_controller_leader", "1 while this instance holds the lease", registry=r)
+
+    def observe(self, outcome: Outcome) -> None:
+        self.outcomes.labels(outcome.action).inc()
+        if outcome.action in ("patched", "evicted"):
+            self.writes.inc()
+        if outcome.action in ("evicted", "refused", "waiting"):
+            self.evictions.labels(outcome.action).inc()
+        if outcome.action == "failed":
+            self.errors.inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def status_app(metrics: ControllerMetrics, not_ready: Callable[[], str]) -> FastAPI:
+    app = FastAPI(title="celmut controller", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return Response("ok", media_type="text/plain")
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        problem = not_ready()
+        if problem:
+            return Response(f"not ready: {problem}", status_code=503, media_type="text/plain")
+        return Response("ok", media_type="text/plain")
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return app
+
+
+def serve_status(app: FastAPI, host: str, port: int, cert: str, key: str) -> uvicorn.Server:
+    """Start the status endpoint on a daemon thread; returns the server (``should_exit`` stops it)."""
+    config = uvicorn.Config(
+        app, host=host, port=port, ssl_certfile=cert, ssl_keyfile=key, log_config=None, access_log=False
+    )
+    server = uvicorn.Server(config)
+    threading.Thread(target=server.run, name="celmut-controller-status", daemon=True).start()
+    return server

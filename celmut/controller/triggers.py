@@ -1,0 +1,171 @@
+"""What puts work in the queue: scans (start, policy changes, periodically) and watch events.
+
+* **Scan** — for mutateExisting policies, every target the runtime resolves (semantics §8: a policy
+  event or periodic scan is a pass without a trigger); for admission policies whose PodMutation says
+  ``restartPolicy: immediate``, every pod (drift).
+* **Watch events** — for admission-enabled mutateExisting policies, a change to an object their
+  ``matchConstraints`` select is treated as the admission of that object: ADDED is a CREATE,
+  MODIFIED an UPDATE (with the previous version as ``oldObject``), DELETED a DELETE. Events from the
+  initial list are not triggers, and neither are the controller's own writes. Watches observe only
+  what was stored, so dry-run requests never trigger, as in Kyverno; ``request.userInfo`` is empty.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from celmut import kinds
+from celmut.compile.compiled import CompiledPolicy
+from celmut.controller.reconcile import RESTART_ANNOTATION, Engines, TargetKey, Task, Work
+from celmut.runtime import AdmissionInput
+from celmut.runtime.mutate_existing import resolve_targets
+
+_OPERATIONS = {"ADDED": "CREATE", "MODIFIED": "UPDATE", "DELETED": "DELETE"}
+
+Enqueue = Callable[[TargetKey, Work], None]
+
+
+def drift_policies(policies: Iterable[CompiledPolicy]) -> list[CompiledPolicy]:
+    """Admission policies that replace running pods which do not match them."""
+    return [p for p in policies if p.admission and p.annotations.get(RESTART_ANNOTATION) == "immediate"]
+
+
+def trigger_policies(policies: Iterable[CompiledPolicy]) -> list[CompiledPolicy]:
+    return [p for p in policies if p.mutate_existing and p.admission and not p.autogen]
+
+
+def trigger_resources(policies: Iterable[CompiledPolicy]) -> set[tuple[str, str]]:
+    """(apiVersion, resource) pairs whose changes are triggers; wildcards are not watched."""
+    found: set[tuple[str, str]] = set()
+    for policy in trigger_policies(policies):
+        for rule in policy.match.resource_rules:
+            for group in rule.api_groups:
+                for version in rule.api_versions:
+                    for resource in rule.resources:
+                        name = resource.partition("/")[0]
+                        if "*" not in (group, version, name):
+                            found.add((f"{group}/{version}" if group else version, name))
+    return found
+
+
+def policy_fingerprint(policy: CompiledPolicy) -> str:
+    """Changes when anything that decides targets or mutations changes."""
+    parts: list[Any] = [
+        policy.kind,
+        policy.namespace,
+        policy.name,
+        policy.match,
+        policy.admission,
+        policy.mutate_existing,
+    ]
+    parts += [c.source for c in policy.match_conditions] + [m.program.source for m in policy.mutations]
+    parts += [p.source for p in policy.variables.values()] + [c.source for c in policy.target_match_conditions]
+    parts += [policy.target, sorted(policy.annotations.items())]
+    return repr(parts)
+
+
+def target_key(obj: dict[str, Any]) -> TargetKey:
+    api_version = str(obj.get("apiVersion") or "")
+    return TargetKey.of(api_version, kinds.resource_for(api_version, str(obj.get("kind") or "")), obj)
+
+
+def enqueue_scan(
+    engines: Engines, enqueue: Enqueue, pods: Callable[[], list[dict[str, Any]]], policies: Iterable[CompiledPolicy]
+) -> int:
+    """Queue a pass over every target of ``policies``; the number of targets queued."""
+    chosen = list(policies)
+    count = 0
+    existing = [p for p in chosen if p.mutate_existing]
+    for target in resolve_targets(engines.all, policies=existing) if existing else []:
+        enqueue(target_key(target.obj), {target.policy.display_name: Task(target.policy, target)})
+        count += 1
+    drifting = drift_policies(chosen)
+    if drifting and engines.drift is not None:
+        work = {p.display_name: Task(p) for p in drifting}
+        for pod in pods():
+            enqueue(TargetKey.of("v1", "pods", pod), dict(work))
+            count += 1
+    return count
+
+
+class OwnWrites:
+    """resourceVersions the controller itself wrote, so their watch events are not triggers.
+
+    A watch can deliver the event of a write before the write's response arrives; a key with a write
+    in flight makes :meth:`is_own` wait (briefly) for the response and its resourceVersion.
+    """
+
+    def __init__(self, capacity: int = 50_000, wait_seconds: float = 10.0) -> None:
+        self.capacity = capacity
+        self.wait_seconds = wait_seconds
+        self._seen: OrderedDict[tuple[TargetKey, str], None] = OrderedDict()
+        self._in_flight: dict[TargetKey, int] = {}
+        self._cond = threading.Condition()
+
+    def begin(self, key: TargetKey) -> None:
+        with self._cond:
+            self._in_flight[key] = self._in_flight.get(key, 0) + 1
+
+    def end(self, key: TargetKey, version: str) -> None:
+        """The write finished (``version`` is '' when it failed)."""
+        with self._cond:
+            left = self._in_flight.get(key, 1) - 1
+            if left:
+                self._in_flight[key] = left
+            else:
+                self._in_flight.pop(key, None)
+            if version:
+                self._seen[(key, version)] = None
+                while len(self._seen) > self.capacity:
+                    self._seen.popitem(last=False)
+            self._cond.notify_all()
+
+    def is_own(self, key: TargetKey, version: str) -> bool:
+        with self._cond:
+            self._cond.wait_for(lambda: key not in self._in_flight, self.wait_seconds)
+            return (key, version) in self._seen
+
+
+class TriggerHandler:
+    """Watch handler for one resource: turns stored changes into admission-like triggers."""
+
+    def __init__(
+        self,
+        api_version: str,
+        resource: str,
+        engines: Callable[[], Engines | None],
+        enqueue: Enqueue,
+        own_writes: OwnWrites,
+        synced: Callable[[], bool],
+    ) -> None:
+        self.api_version = api_version
+        self.resource = resource
+        self.engines = engines
+        self.enqueue = enqueue
+        self.own_writes = own_writes
+        self.synced = synced
+        self.triggers = 0
+
+    def __call__(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if not self.synced():
+            return  # the initial list: these objects were not just admitted
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if self.own_writes.is_own(TargetKey.of(self.api_version, self.resource, obj), version):
+            return
+        engines = self.engines()
+        if engines is None or event not in _OPERATIONS:
+            return
+        policies = trigger_policies(engines.all.policies)
+        if not policies:
+            return
+        operation = _OPERATIONS[event]
+        if operation == "DELETE":
+            request = AdmissionInput.from_object(None, operation, old_object=obj)
+        else:
+            request = AdmissionInput.from_object(obj, operation, old_object=old if operation == "UPDATE" else None)
+        self.triggers += 1
+        for target in resolve_targets(engines.all, trigger=request, policies=policies):
+            self.enqueue(target_key(target.obj), {target.policy.display_name: Task(target.policy, target)})

@@ -1,0 +1,99 @@
+"""``celmut controller`` as users run it: a process with TLS status endpoints; reports and progress."""
+
+from __future__ import annotations
+
+import io
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from celmut.controller.reconcile import Change, Outcome, TargetKey
+from celmut.controller.report import Progress, table
+from tests.fakekube import FakeApiServer
+from tests.kube.conftest import eventually
+
+from .support import add_label, configmap, labels_of, policy, write_policies
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_controller_process_mutates_serves_tls_status_and_stops_cleanly(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    fake_apiserver.store.create(configmap("one"))
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+    port = free_port()
+    from celmut.server import certs
+
+    material = certs.self_signed(tmp_path / "tls", ["127.0.0.1"])
+    command = [
+        sys.executable,
+        "-m",
+        "celmut",
+        "controller",
+        "--kubeconfig",
+        str(fake_apiserver.kubeconfig(tmp_path / "kc")),
+    ]
+    command += ["--policies", str(policies), "--metrics-port", str(port), "--metrics-host", "127.0.0.1"]
+    command += ["--tls-cert", str(material.cert_file), "--tls-key", str(material.key_file)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    verify = ssl.create_default_context(cafile=str(material.ca_file))
+    try:
+        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true", timeout=30, what="the scan")
+
+        def ready() -> bool:
+            try:
+                return httpx.get(f"https://127.0.0.1:{port}/readyz", verify=verify).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        eventually(ready, timeout=15, what="/readyz over TLS")
+        metrics = httpx.get(f"https://127.0.0.1:{port}/metrics", verify=verify).text
+        assert 'celmut_controller_targets_total{action="patched"} 1.0' in metrics
+        assert "celmut_controller_queue_depth 0.0" in metrics
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=20)[0].decode()
+    assert process.returncode == 0, output
+    assert "Traceback" not in output
+
+
+def outcome(name: str, action: str, **extra: object) -> Outcome:
+    return Outcome(TargetKey("v1", "configmaps", "default", name), action, **extra)  # type: ignore[arg-type]
+
+
+def test_the_table_names_policy_and_mutation_for_each_change() -> None:
+    ops = [{"op": "add", "path": "/metadata/labels/team", "value": "a"}]
+    text = table(
+        [
+            outcome("a", "would-patch", patch=ops, changes=[Change("team-label", "spec.mutations[0]", ops)]),
+            outcome("b", "unchanged"),
+        ]
+    )
+    assert 'add /metadata/labels/team "a"   ← team-label spec.mutations[0]' in text
+    assert "configmaps.v1 default/b" not in text  # unchanged targets are only counted
+    assert text.endswith("2 targets: 1 unchanged, 1 would-patch")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_drawn_on_a_terminal_only() -> None:
+    terminal = Terminal()
+    progress = Progress(terminal)
+    progress.update(5, 10, final=True)
+    assert terminal.getvalue().endswith(" 5/10\n") and "█" * 15 in terminal.getvalue()
+    piped = io.StringIO()
+    Progress(piped).update(5, 10, final=True)
+    assert piped.getvalue() == ""

@@ -1,0 +1,188 @@
+"""The background controller end to end, through the real kubernetes client and the fake API server."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from celmut.cli.main import main
+from celmut.controller.reconcile import Reconciler, TargetKey, Task
+from celmut.controller.run import Controller, ControllerConfig
+from celmut.runtime.mutate_existing import Target
+from tests.fakekube import FakeApiServer
+from tests.kube.conftest import eventually
+
+from .support import add_label, configmap, connect, labels_of, policy, running, write_policies
+
+COUNTER = (
+    '[JSONPatch{op: "add", path: "/metadata/annotations", value: {"count": '
+    'string(int(object.metadata.?annotations[?"count"].orValue("0")) + 1)}}]'
+)
+
+
+def test_existing_objects_are_mutated_when_a_policy_appears(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    for name in ("one", "two"):
+        fake_apiserver.store.create(configmap(name))
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+    with running(fake_apiserver, tmp_path, policies) as controller:
+        eventually(lambda: all(labels_of(fake_apiserver, n).get("scanned") == "true" for n in ("one", "two")))
+        events = fake_apiserver.store.list("events", "default")
+        assert sorted((e["involvedObject"]["name"], e["reason"]) for e in events) == [
+            ("one", "Mutated"),
+            ("two", "Mutated"),
+        ]
+        assert "scanned" in events[0]["message"]
+
+        write_policies(policies, policy("second", add_label("second")))  # a new policy: scanned at once
+        eventually(lambda: labels_of(fake_apiserver, "one").get("second") == "true", what="the new policy's scan")
+        assert controller.metrics.scans.labels("policy")._value.get() >= 1
+
+
+def test_nothing_is_written_when_nothing_changes(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    fake_apiserver.store.create(configmap("one"))
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+    with running(fake_apiserver, tmp_path, policies) as controller:
+        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true")
+        assert controller.wait_idle(5)
+        fake_apiserver.clear_requests()
+        assert controller.scan(reason="again") == 1
+        assert controller.wait_idle(5)
+        assert not fake_apiserver.requests_matching("PATCH")
+        assert controller.report.outcomes()[0].action == "unchanged"
+
+
+def test_an_admission_trigger_mutates_the_targets_of_its_expression(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    fake_apiserver.store.create(configmap("target"))
+    triggered = policy(
+        "follow-trigger",
+        add_label("triggered-by", cel_value="request.name"),
+        admission=True,
+        conditions=['object.metadata.name.startsWith("trigger")'],
+        target_expression='resource.Get("v1", "configmaps", object.metadata.namespace, "target")',
+    )
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "policies", triggered)):
+        assert "triggered-by" not in labels_of(fake_apiserver, "target")  # no trigger yet
+        fake_apiserver.store.create(configmap("unrelated"))
+        fake_apiserver.store.create(configmap("trigger-1"))
+        eventually(lambda: labels_of(fake_apiserver, "target").get("triggered-by") == "trigger-1")
+        assert "triggered-by" not in labels_of(fake_apiserver, "trigger-1")  # targets, not the trigger itself
+
+
+def test_watches_survive_disconnects_and_expired_versions(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    fake_apiserver.store.create(configmap("target"))
+    triggered = policy(
+        "follow-trigger",
+        add_label("triggered-by", cel_value="request.name"),
+        admission=True,
+        conditions=['object.metadata.name.startsWith("trigger")'],
+        target_expression='resource.Get("v1", "configmaps", object.metadata.namespace, "target")',
+    )
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "policies", triggered)):
+        fake_apiserver.wait_for_watchers("configmaps", 1)
+        fake_apiserver.drop_watches(abrupt=True)
+        fake_apiserver.compact()  # resuming from the old resourceVersion gets 410 Gone: relist
+        fake_apiserver.store.create(configmap("trigger-after-410"))
+        eventually(lambda: labels_of(fake_apiserver, "target").get("triggered-by") == "trigger-after-410", timeout=10)
+
+
+def test_its_own_writes_do_not_trigger_it_again(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    counter = policy("count", COUNTER, admission=True, target_expression="object")  # not idempotent on purpose
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "policies", counter)) as controller:
+        fake_apiserver.wait_for_watchers("configmaps", 1)
+        fake_apiserver.store.create(configmap("counter"))
+        eventually(lambda: fake_apiserver.store.get("configmaps", "counter", "default")["metadata"].get("annotations"))
+        assert controller.wait_idle(5)
+        time.sleep(0.5)  # time for the echo of the write to arrive (and, were it a trigger, to be processed)
+        assert controller.wait_idle(5)
+        annotations = fake_apiserver.store.get("configmaps", "counter", "default")["metadata"]["annotations"]
+        assert annotations == {"count": "1"}
+        assert len(fake_apiserver.requests_matching("PATCH", r"/configmaps/counter$")) == 1
+
+
+def test_a_conflicting_write_is_re_read_and_never_overwrites(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    stale = fake_apiserver.store.create(configmap("one"))
+    fake_apiserver.store.patch(
+        "configmaps", "one", {"metadata": {"labels": {"concurrent": "yes"}}}, namespace="default"
+    )
+    cluster = connect(fake_apiserver, tmp_path)
+    controller = Controller(
+        ControllerConfig(policy_paths=[str(write_policies(tmp_path / "p", policy("scanned", add_label("scanned"))))]),
+        cluster,
+    )
+    controller.reload(force=True)
+    engines = controller._engines
+    assert engines is not None
+    (compiled,) = engines.all.policies
+    key = TargetKey("v1", "configmaps", "default", "one")
+    reconciler = Reconciler(cluster, lambda: engines, lambda _key: stale)  # evaluates on an outdated copy first
+    outcome = reconciler.reconcile(key, {compiled.display_name: Task(compiled, Target(compiled, stale))})
+    assert outcome.action == "patched" and reconciler.conflicts == 1
+    assert labels_of(fake_apiserver, "one") == {"concurrent": "yes", "scanned": "true"}  # both changes kept
+    controller.stop()
+
+
+def test_dry_run_reports_the_exact_patch_and_writes_nothing(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    fake_apiserver.store.create(configmap("one", team="a"))
+    fake_apiserver.store.create(configmap("two"))
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+    report = tmp_path / "report.json"
+    kubeconfig = fake_apiserver.kubeconfig(tmp_path / "kubeconfig")
+    fake_apiserver.clear_requests()
+    code = main(
+        [
+            "controller",
+            "--dry-run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--policies",
+            str(policies),
+            "--report",
+            str(report),
+        ]
+    )
+    assert code == 0
+    assert not [r for r in fake_apiserver.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+    document = json.loads(report.read_text())
+    assert document["summary"] == {"would-patch": 2}
+    one = next(t for t in document["targets"] if t["target"]["name"] == "one")
+    assert one["patch"] == [{"op": "add", "path": "/metadata/labels/scanned", "value": "true"}]
+    assert one["changes"] == [
+        {"policy": "scanned", "mutation": "spec.mutations[0].jsonPatch.expression", "patch": one["patch"]},
+    ]
+    two = next(t for t in document["targets"] if t["target"]["name"] == "two")
+    assert two["patch"] == [{"op": "add", "path": "/metadata/labels", "value": {"scanned": "true"}}]
+
+
+def test_only_the_leader_writes_and_a_standby_takes_over(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    fake_apiserver.store.create(configmap("one"))
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+    election = {
+        "leader_elect": True,
+        "lease_namespace": "default",
+        "lease_duration": 1.0,
+        "renew_deadline": 0.6,
+        "retry_period": 0.1,
+    }
+    with (
+        running(fake_apiserver, tmp_path, policies, identity="a", **election) as first,
+        running(fake_apiserver, tmp_path, policies, identity="b", **election) as second,
+    ):
+        eventually(lambda: first.is_leader() != second.is_leader(), what="exactly one leader")
+        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true")
+        leader, standby = (first, second) if first.is_leader() else (second, first)
+        assert leader.elector is not None and standby.elector is not None
+        leader.elector.stop(release=False)  # the leader dies: its lease must expire first
+        assert not leader.is_leader()
+        fake_apiserver.store.create(configmap("two"))
+        eventually(standby.is_leader, timeout=5, what="the standby to take over")
+        eventually(lambda: labels_of(fake_apiserver, "two").get("scanned") == "true", what="the new leader's scan")
+        assert standby.metrics.scans.labels("leader")._value.get() >= 1
+
+
+def test_engines_without_policies_leave_targets_alone(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    cluster = connect(fake_apiserver, tmp_path)
+    reconciler = Reconciler(cluster, lambda: None, lambda _key: configmap("one"))
+    assert reconciler.reconcile(TargetKey("v1", "configmaps", "default", "one"), {}).action == "idle"

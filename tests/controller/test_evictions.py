@@ -1,0 +1,108 @@
+"""Replacing drifted pods: only for restartPolicy immediate, through the Eviction API, paced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from celmut.controller.reconcile import RESTART_ANNOTATION
+from tests.fakekube import FakeApiServer
+from tests.kube.conftest import eventually
+
+from .support import RULE_PODS, policy, running, write_policies
+
+SPOT = (
+    '[JSONPatch{op: "add", path: "/metadata/labels/placed", value: "spot"}, '
+    'JSONPatch{op: "add", path: "/spec/nodeSelector", value: {"scheduling.cast.ai/spot": "true"}}]'
+)
+
+
+def drift_policy(restart: str) -> dict[str, Any]:
+    return policy(
+        "spot-placement",
+        SPOT,
+        rule=RULE_PODS,
+        admission=True,
+        mutate_existing=False,
+        conditions=["!has(object.spec.nodeSelector)"],
+        annotations={RESTART_ANNOTATION: restart},
+    )
+
+
+def replica(name: str, owner: str | None = "web-1") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": {"app": "web"}}
+    if owner:
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": "u-1", "controller": True}
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+    }
+
+
+def pod_or_none(server: FakeApiServer, name: str) -> dict[str, Any] | None:
+    found = [p for p in server.store.list("pods", "default") if p["metadata"]["name"] == name]
+    return found[0] if found else None
+
+
+def test_immediate_evicts_one_pod_per_workload_and_patches_what_it_can(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    for name in ("web-a", "web-b"):
+        fake_apiserver.store.create(replica(name))
+    fake_apiserver.store.create(replica("bare", owner=None))
+    policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
+    with running(fake_apiserver, tmp_path, policies, recheck_seconds=0.1) as controller:
+        eventually(lambda: len(fake_apiserver.requests_matching("POST", r"/eviction$")) == 1, what="one eviction")
+        evicted = [n for n in ("web-a", "web-b") if pod_or_none(fake_apiserver, n) is None]
+        assert len(evicted) == 1  # the second pod of the workload waits for the first one's replacement
+        waiting = next(o for o in controller.report.outcomes() if o.key.name != evicted[0] and o.key.name != "bare")
+        assert waiting.action == "waiting"
+        bare = pod_or_none(fake_apiserver, "bare")
+        assert bare is not None and bare["metadata"]["labels"]["placed"] == "spot"  # the live-patchable part
+        assert "nodeSelector" not in bare["spec"]  # no owner to recreate it: never evicted
+        events = [(e["involvedObject"]["name"], e["reason"]) for e in fake_apiserver.store.list("events", "default")]
+        assert {reason for name, reason in events if name == evicted[0]} == {"Mutated", "Evicted"}
+
+        replacement = replica("web-c")  # the ReplicaSet's new pod becomes Ready: the next one may go
+        replacement["spec"]["nodeSelector"] = {"scheduling.cast.ai/spot": "true"}
+        created = fake_apiserver.store.create(replacement)
+        created["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        fake_apiserver.store.update_status(created)
+        eventually(
+            lambda: len(fake_apiserver.requests_matching("POST", r"/eviction$")) == 2,
+            timeout=10,
+            what="the second eviction",
+        )
+
+
+def test_a_pod_disruption_budget_refusal_is_respected(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    fake_apiserver.store.create(replica("web-a"))
+    fake_apiserver.store.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+        }
+    )
+    policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
+    with running(fake_apiserver, tmp_path, policies) as controller:
+        eventually(lambda: any(o.action == "refused" for o in controller.report.outcomes()), what="a refused eviction")
+        assert pod_or_none(fake_apiserver, "web-a") is not None
+        refused = controller.report.outcomes()[0]
+        assert "PodDisruptionBudget" in refused.message and refused.retry_after is not None
+        assert controller.metrics.evictions.labels("refused")._value.get() >= 1
+
+
+def test_deferred_leaves_running_pods_alone(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    fake_apiserver.store.create(replica("web-a"))
+    policies = write_policies(tmp_path / "policies", drift_policy("deferred"))
+    with running(fake_apiserver, tmp_path, policies) as controller:
+        assert controller.wait_idle(5)
+        assert not fake_apiserver.requests_matching("POST", r"/eviction$")
+        assert not fake_apiserver.requests_matching("PATCH", r"/pods/")
+        assert "placed" not in pod_or_none(fake_apiserver, "web-a")["metadata"]["labels"]  # type: ignore[index]

@@ -1,0 +1,98 @@
+"""The work queue de-duplicates by key, never hands one key to two workers, and retries with backoff."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from celmut.controller.workqueue import TokenBucket, WorkQueue
+
+
+def union(a: set[str], b: set[str]) -> set[str]:
+    return a | b
+
+
+def test_ten_thousand_triggers_for_one_target_are_one_pass() -> None:
+    queue: WorkQueue[str, set[str]] = WorkQueue(union)
+    for index in range(10_000):
+        queue.add("pod/web", {f"policy-{index % 3}"})
+    assert queue.get(0) == ("pod/web", {"policy-0", "policy-1", "policy-2"})
+    queue.done("pod/web")
+    assert queue.get(0) is None and queue.idle()
+
+
+def test_work_added_while_a_key_is_processed_waits_for_that_pass() -> None:
+    queue: WorkQueue[str, set[str]] = WorkQueue(union)
+    queue.add("a", {"first"})
+    assert queue.get(0) == ("a", {"first"})
+    queue.add("a", {"second"})
+    assert queue.get(0) is None  # not handed to a second worker while "a" is being processed
+    queue.done("a")
+    assert queue.get(0) == ("a", {"second"})
+
+
+def test_keys_come_out_in_arrival_order() -> None:
+    queue: WorkQueue[str, set[str]] = WorkQueue(union)
+    for key in ("c", "a", "b", "a"):
+        queue.add(key, {key})
+    assert [queue.get(0)[0] for _ in range(3)] == ["c", "a", "b"]  # type: ignore[index]
+
+
+def test_retries_back_off_and_give_up() -> None:
+    queue: WorkQueue[str, set[str]] = WorkQueue(union, base_delay=0.05, max_retries=2)
+    queue.add("a", {"w"})
+    key, work = queue.get(0)  # type: ignore[misc]
+    queue.done(key)
+    assert queue.retry(key, work)
+    started = time.monotonic()
+    assert queue.get(1) == ("a", {"w"})
+    assert time.monotonic() - started >= 0.04  # the first retry waits base_delay
+    queue.done("a")
+    assert queue.retry("a", {"w"})
+    assert queue.get(1) is not None
+    queue.done("a")
+    assert not queue.retry("a", {"w"})  # the third failure gives up
+
+
+def test_a_blocked_get_wakes_on_add_and_on_shutdown() -> None:
+    queue: WorkQueue[str, set[str]] = WorkQueue(union)
+    got: list[object] = []
+    thread = threading.Thread(target=lambda: got.append(queue.get()))
+    thread.start()
+    queue.add("a", {"w"})
+    thread.join(2)
+    assert got == [("a", {"w"})]
+    thread = threading.Thread(target=lambda: got.append(queue.get()))
+    thread.start()
+    queue.shutdown()
+    thread.join(2)
+    assert got[-1] is None
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_token_bucket_allows_a_burst_then_the_rate() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(rate=10, burst=3, clock=clock)
+    assert [bucket._delay() for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert bucket._delay() == pytest.approx(0.1)
+    clock.now += 0.1
+    assert bucket._delay() == 0.0
+    clock.now += 10  # idle time refills only up to the burst
+    assert [bucket._delay() == 0.0 for _ in range(4)] == [True, True, True, False]
+
+
+def test_token_bucket_take_stops_when_asked() -> None:
+    bucket = TokenBucket(rate=0.01, burst=1)
+    assert bucket.take()
+    stop = threading.Event()
+    stop.set()
+    assert not bucket.take(stop)
