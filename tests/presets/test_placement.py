@@ -190,3 +190,141 @@ def test_group_split_is_exact(pods: int, expected: dict[str, int]) -> None:
         for r in offline.admit([pod(i) for i in range(pods)])
     )
     assert dict(groups) == expected
+
+
+# --- helpers for the spot, GPU slicing and pinning presets ----------------------------------------------
+
+LABELS = [{}, {"app": "web"}, {"app": "api", "tier": "db"}, {"tier": ""}, {"app.kubernetes.io/name": "x"}]
+SELECTORS = [
+    {},
+    {"matchLabels": {"app": "web"}},
+    {"matchLabels": {"tier": ""}},
+    {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "api"]}]},
+    {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]},
+    {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+    {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]},
+    {"matchLabels": {"app": "api"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["db"]}]},
+    {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In", "values": ["x"]}]},
+]
+
+
+@pytest.mark.parametrize("selector", SELECTORS, ids=[str(s) for s in SELECTORS])
+def test_label_selector_cel_agrees_with_the_runtime_matcher(selector: dict[str, Any]) -> None:
+    from celmut.cel import Activation, Environment, types
+    from celmut.policy.errors import FieldError
+    from celmut.policy.fields import Reader
+    from celmut.runtime.selectors import matches
+
+    errors: list[FieldError] = []
+    parsed = pl.parse_label_selector(Reader(selector, "labelSelector", errors))
+    assert not errors
+    program = Environment("kyverno", variables={"labels": types.DYN}).compile(
+        pl.label_selector(parsed, "variables.labels")
+    )
+    for labels in LABELS:
+        assert program.evaluate(Activation(variable_values={"labels": labels})) is matches(parsed, labels), labels
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ({"matchLabels": {"a": 1}}, "labelSelector.matchLabels.a: must be a string"),
+        (
+            {"matchLabels": {"a/b/c": "x"}},
+            "labelSelector.matchLabels.a/b/c: Invalid value: 'a/b/c': must be a label key",
+        ),
+        ({"matchLabels": {"a": "-x-"}}, "labelSelector.matchLabels.a: Invalid value: '-x-': must be a label value"),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Gt"}]},
+            "labelSelector.matchExpressions[0].operator: Unsupported",
+        ),
+        ({"matchExpressions": [{"operator": "Exists"}]}, "labelSelector.matchExpressions[0].key: Required value"),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}, "matchExpressions[0].values: Required"),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+            "matchExpressions[0].values: Forbidden",
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "In", "values": ["x y"]}]},
+            "matchExpressions[0].values[0]: Invalid",
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Exists", "value": "x"}]},
+            "matchExpressions[0].value: unknown field",
+        ),
+        ({"matchLabel": {"a": "b"}}, "labelSelector.matchLabel: unknown field"),
+    ],
+    ids=[
+        "non-string value",
+        "two slashes in a key",
+        "value not starting alphanumeric",
+        "unknown operator",
+        "missing key",
+        "In without values",
+        "Exists with values",
+        "blank in a value",
+        "unknown expression field",
+        "unknown selector field",
+    ],
+)
+def test_label_selector_validation_names_the_field(selector: dict[str, Any], message: str) -> None:
+    from celmut.policy.errors import FieldError
+    from celmut.policy.fields import Reader
+
+    errors: list[FieldError] = []
+    pl.parse_label_selector(Reader(selector, "labelSelector", errors))
+    assert len(errors) == 1 and message in str(errors[0])
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "expected"),
+    [
+        (pl.is_dns_label, "kube-system", True),
+        (pl.is_dns_label, "Kube-System", False),
+        (pl.is_dns_label, "a.b", False),
+        (pl.is_dns_label, "a" * 64, False),
+        (pl.is_dns_subdomain, "ip-10-0-1-17.ec2.internal", True),
+        (pl.is_dns_subdomain, "node_1", False),
+        (pl.is_qualified_name, "nvidia.com/gpu-shared", True),
+        (pl.is_qualified_name, "app", True),
+        (pl.is_qualified_name, "/app", False),
+        (pl.is_qualified_name, "Example.com/x", False),
+    ],
+    ids=lambda v: getattr(v, "__name__", repr(v)),
+)
+def test_name_checks(check: Any, value: str, expected: bool) -> None:
+    assert check(value) is expected
+
+
+def test_cel_strings_are_escaped() -> None:
+    from celmut.cel import Activation, Environment
+
+    text = 'a "quoted" \\ line\nwith ünïcode'
+    assert Environment("kyverno").compile(pl.cel_string(text)).evaluate(Activation()) == text
+    assert pl.cel_strings(["a", "b"]) == '["a", "b"]'
+
+
+def test_prune_variables_keeps_what_is_used_in_order() -> None:
+    variables = [
+        pl.variable("a", "1"),
+        pl.variable("b", "variables.a + 1"),
+        pl.variable("unused", "variables.b"),
+        pl.variable("c", "variables.b * 2"),
+    ]
+    assert [v["name"] for v in pl.prune_variables(variables, "variables.c > 0")] == ["a", "b", "c"]
+    assert pl.prune_variables(variables, "true") == []
+
+
+def test_readable_policies_dump_expressions_as_yaml_blocks_and_round_trip() -> None:
+    import yaml
+
+    policy = pl.mutating_policy("p", variables=SPOT_60, match_conditions=[], patches=PLACE)
+    text = yaml.safe_dump(pl.readable(policy), sort_keys=False)
+    assert "expression: |" in text and "\\n" not in text
+    reloaded = yaml.safe_load(text)
+    assert reloaded["spec"]["variables"][0] == policy["spec"]["variables"][0]
+    assert reloaded["spec"]["mutations"][0]["jsonPatch"]["expression"] == "\n".join(
+        line.rstrip() for line in PLACE.splitlines()
+    )
+    assert isinstance(pl.readable({"s": "a\nb  \nc"})["s"], pl.BlockStr)
+    assert pl.readable({"s": "a\nb  \nc"}) == {"s": "a\nb\nc"}
