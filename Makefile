@@ -12,8 +12,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,fast]'
 	touch $(STAMP)
 
+# policies/presets/ ships the three spot presets as alternatives (each places every workload pod):
+# the demo loads every other policy plus one of them (make demo SPOT_PRESET=spot-partial) and the
+# example pod pinning plan, compiled on the fly.
+SPOT_PRESET ?= spot-all-except-kube-system
+POLICY_FILES = $(shell find policies -name '*.yaml' -o -name '*.yml' -o -name '*.json')
+DEMO_POLICIES = $(sort $(filter-out policies/presets/spot-%,$(POLICY_FILES))) policies/presets/$(SPOT_PRESET).yaml \
+	examples/pinning-plan.yaml
+
 demo: $(STAMP)
-	$(BIN)/celmut apply policies/ -r examples/resources/ --cluster-resources examples/cluster.yaml --detailed-results
+	$(BIN)/celmut apply $(DEMO_POLICIES) -r examples/resources/ -r examples/preset-pods/ \
+		--cluster-resources examples/cluster.yaml --cluster-resources examples/preset-cluster.yaml --detailed-results
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

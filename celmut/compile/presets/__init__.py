@@ -66,3 +66,9 @@ def expand(documents: Iterable[Document]) -> tuple[list[Document], list[Exceptio
 from celmut.compile.presets.podmutation import COMPILER as _podmutation  # noqa: E402  (needs the types above)
 
 COMPILERS.append(_podmutation)
+
+from celmut.compile.presets import gpu as _gpu  # noqa: E402  (the preset modules need the types above)
+from celmut.compile.presets import pinning as _pinning  # noqa: E402
+from celmut.compile.presets import spot as _spot  # noqa: E402
+
+COMPILERS += [_spot.COMPILER, _gpu.COMPILER, _pinning.COMPILER]
