@@ -177,3 +177,17 @@ def test_requests_from_the_background_controller_skip_skip_background_policies(t
         from_controller = admission_request(pod(), userInfo={"username": controller, "groups": []})
         assert decoded_patch(server.review(from_controller)) == []  # skipBackgroundRequests defaults to true
         assert decoded_patch(server.review(admission_request(pod())))  # anyone else is mutated
+
+
+def test_the_listening_socket_is_tcp_so_asyncio_disables_nagle() -> None:
+    """asyncio sets TCP_NODELAY only on sockets whose proto is TCP; with Nagle on, every response
+    (headers, then body) waited ~40 ms for the client's delayed ACK."""
+    import socket
+
+    from celmut.server.run import bind
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
