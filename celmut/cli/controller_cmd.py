@@ -125,6 +125,8 @@ def _run_forever(controller: object, args: argparse.Namespace) -> int:
             status_app(controller.metrics, controller.not_ready), args.metrics_host, args.metrics_port, cert, key
         )
     log.info("controller running", extra={"identity": controller.config.identity, "dryRun": False})
+    if sys.stderr.isatty():
+        threading.Thread(target=_show_progress, args=(controller, stop), daemon=True).start()
     stop.wait()
     if status is not None:
         status.should_exit = True
@@ -132,3 +134,17 @@ def _run_forever(controller: object, args: argparse.Namespace) -> int:
     if args.report:
         controller.report.write(args.report)
     return 0
+
+
+def _show_progress(controller: object, stop: threading.Event) -> None:
+    """A progress bar for each scan while it is being worked off (interactive runs only)."""
+    from celmut.controller.report import Progress
+    from celmut.controller.run import Controller
+
+    assert isinstance(controller, Controller)
+    progress, shown = Progress(), (0, 0)
+    while not stop.wait(0.2):
+        done, total = controller.scan_progress()
+        if total and (done, total) != shown:
+            progress.update(done, total, final=done >= total)
+            shown = (done, total)

@@ -94,6 +94,8 @@ class Controller:
         self._watched: set[tuple[str, str]] = set()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self.processed = 0
+        self.last_scan = (0, 0)  # (processed count when the last scan was queued, targets it queued)
         self.elector: LeaderElector | None = None
         if config.leader_elect and not config.dry_run:
             self.elector = LeaderElector(
@@ -194,8 +196,14 @@ class Controller:
         policies = [p for p in engines.all.policies if names is None or p.display_name in names]
         self.metrics.scans.labels(reason).inc()
         count = enqueue_scan(engines, self.enqueue, lambda: self.lookup.list("v1", "pods", "")["items"], policies)
+        self.last_scan = (self.processed, count)
         log.info("scan queued", extra={"reason": reason, "targets": count})
         return count
+
+    def scan_progress(self) -> tuple[int, int]:
+        """(targets processed since the last scan was queued, targets it queued)."""
+        started_at, total = self.last_scan
+        return min(self.processed - started_at, total), total
 
     def _leadership_changed(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
@@ -215,6 +223,7 @@ class Controller:
             outcome = Outcome(key, "failed", message=str(ex), retry_after=1.0)
         finally:
             self.queue.done(key)
+        self.processed += 1
         self.metrics.observe(outcome)
         self.report.record(outcome)
         if outcome.action == "failed":

@@ -186,3 +186,25 @@ def test_engines_without_policies_leave_targets_alone(fake_apiserver: FakeApiSer
     cluster = connect(fake_apiserver, tmp_path)
     reconciler = Reconciler(cluster, lambda: None, lambda _key: configmap("one"))
     assert reconciler.reconcile(TargetKey("v1", "configmaps", "default", "one"), {}).action == "idle"
+
+
+def test_an_injected_conflict_is_retried_with_a_fresh_read(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    fake_apiserver.store.create(configmap("one"))
+    fake_apiserver.fail_next("PATCH", r"/configmaps/one$", 409, times=2, reason="Conflict", message="injected")
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+    with running(fake_apiserver, tmp_path, policies) as controller:
+        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true")
+        assert controller.reconciler.conflicts == 2
+        assert len(fake_apiserver.requests_matching("GET", r"/configmaps/one$")) == 2  # re-read after each 409
+        assert len(fake_apiserver.requests_matching("PATCH", r"/configmaps/one$")) == 3
+
+
+def test_scan_progress_counts_the_targets_of_the_last_scan(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    for name in ("one", "two", "three"):
+        fake_apiserver.store.create(configmap(name))
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+    with running(fake_apiserver, tmp_path, policies) as controller:
+        eventually(lambda: controller.scan_progress() == (3, 3), what="the start scan to finish")
+        assert controller.scan(reason="again") == 3
+        assert controller.scan_progress()[1] == 3
+        eventually(lambda: controller.scan_progress() == (3, 3), what="the second scan to finish")
