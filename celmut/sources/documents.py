@@ -96,10 +96,15 @@ def read_file(path: str | Path) -> list[Any]:
 
 
 def iter_files(path: str | Path) -> Iterator[Path]:
-    """The file itself, or every YAML/JSON file under a directory in sorted (stable) order."""
+    """The file itself, or every YAML/JSON file under a directory in sorted (stable) order.
+
+    Hidden files and directories are skipped: a mounted ConfigMap or Secret keeps timestamped copies
+    of its files in ``..2026_11_22_…/`` next to the links, which would load every document twice.
+    """
     p = Path(path)
     if p.is_dir():
-        yield from sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in DOCUMENT_SUFFIXES)
+        found = (f for f in p.rglob("*") if f.is_file() and f.suffix in DOCUMENT_SUFFIXES)
+        yield from sorted(f for f in found if not any(part.startswith(".") for part in f.relative_to(p).parts))
     elif p.exists():
         yield p
     else:

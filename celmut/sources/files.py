@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from celmut.sources.documents import DOCUMENT_SUFFIXES, Document, DocumentError, load_documents
+from celmut.sources.documents import Document, DocumentError, iter_files, load_documents
 
 
 @dataclass(frozen=True)
@@ -25,11 +25,11 @@ class FileSource:
 
     def _files(self) -> list[Path]:
         files: list[Path] = []
-        for path in map(Path, self.paths):
-            if path.is_dir():
-                files += sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in DOCUMENT_SUFFIXES)
+        for path in self.paths:
+            if Path(path).is_dir():
+                files += iter_files(path)
             else:
-                files.append(path)
+                files.append(Path(path))
         return files
 
     def fingerprint(self) -> tuple[tuple[str, int, int], ...]:
