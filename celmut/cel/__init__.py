@@ -1,4 +1,4 @@
-"""celmut's CEL layer: Kubernetes and Kyverno CEL on cel-python.
+"""celmut's CEL layer: Kubernetes and Kyverno CEL on cel-python or Google's CEL C++ runtime.
 
 Typical use::
 
@@ -9,6 +9,8 @@ Typical use::
     program.evaluate(cel.Activation(object=pod))  # -> True
 
 Errors are :class:`CelError` subclasses with a ``kind`` of ``compile``, ``evaluation`` or ``cost``.
+The engine is ``Environment(..., engine="auto" | "celpy" | "cpp")``, else ``CELMUT_CEL_ENGINE``
+(see :mod:`celmut.cel.engines.select`).
 """
 
 from celmut.cel.activation import Activation, admission_request

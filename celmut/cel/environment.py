@@ -13,7 +13,8 @@ Two profiles exist, as in the real systems:
   ``oldObject``, ``request``, ``namespaceObject``, ``variables``, ``exceptions`` (no ``params``).
 
 :class:`Environment` parses and checks once (the shared front end) and hands the checked AST to an
-engine; compiled programs are cached by profile, declarations and source text.
+engine — cel-python or the C++ runtime, chosen by :mod:`celmut.cel.engines.select` — and compiled
+programs are cached by profile, engine, declarations and source text.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from celmut.cel import types as t
 from celmut.cel.activation import Activation
 from celmut.cel.checker import Checker, CheckResult, Declarations
 from celmut.cel.declarations import Library, Overload
+from celmut.cel.engines import select
 from celmut.cel.engines.base import Engine, EngineOptions, Program
-from celmut.cel.engines.celpy_engine import CelpyEngine
 from celmut.cel.errors import CelCompileError, CelEvaluationError, Issue
 from celmut.cel.libs import core, ext, k8s, kyverno, optional, timestamps
 
@@ -193,13 +194,13 @@ class Environment:
         profile_name: str = "kyverno",
         *,
         variables: Mapping[str, t.CelType] | None = None,
-        engine: Engine | None = None,
+        engine: Engine | str | None = None,
     ) -> None:
         self.profile = profile(profile_name)
         self.variable_types: dict[str, t.CelType] = dict(variables or {})
-        self.engine: Engine = engine or CelpyEngine()
+        self.engine: Engine = select.engine(engine) if engine is None or isinstance(engine, str) else engine
         self.functions = _function_table(self.profile)
-        self.options = EngineOptions(lenient_or_value=self.profile.lenient_or_value)
+        self.options = EngineOptions(lenient_or_value=self.profile.lenient_or_value, profile=self.profile.name)
         self.declarations = Declarations(
             variables=self.profile.variables,
             functions=self.functions,

@@ -232,7 +232,7 @@ class _Converter:
         if isinstance(item, lark.Token):
             return item.line or 0, item.column or 0
         if isinstance(item, lark.Tree) and not item.meta.empty:
-            return item.meta.line, item.meta.column
+            return item.meta.line or 0, item.meta.column or 0
         return 0, 0
 
     def open_paren(self, name: lark.Token) -> tuple[int, int]:

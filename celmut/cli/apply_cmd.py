@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from celmut.cli import engine_option
 from celmut.cli.offline import OfflineCluster, ResourceRun, reference
 from celmut.compile.pipeline import compile_paths
 from celmut.runtime.mutate_existing import TargetResult
@@ -36,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--old-resource", action="append", default=[], metavar="PATH", help="old objects, for UPDATE")
     p.add_argument("-o", "--output", default="yaml", choices=("yaml", "json", "patch"), help="output format")
     p.add_argument("--detailed-results", action="store_true", help="print every policy's outcome to stderr")
+    engine_option.add(p)
     p.set_defaults(run=run)
 
 
@@ -48,7 +50,10 @@ def _contents(documents: list[Document]) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    compilation = compile_paths(*args.policies)
+    engine = engine_option.chosen(args)
+    if engine is None:
+        return EXIT_BAD_INPUT
+    compilation = compile_paths(*args.policies, engine=engine)
     if compilation.errors:
         for error in compilation.errors:
             print(f"error: {error}", file=sys.stderr)
@@ -61,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     except DocumentError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    offline = OfflineCluster.build(compilation, cluster_documents, values)
+    offline = OfflineCluster.build(compilation, cluster_documents, values, engine=engine)
     if offline.compilation.errors:
         for error in offline.compilation.errors:
             print(f"error: {error}", file=sys.stderr)

@@ -13,6 +13,7 @@ import sys
 
 import yaml
 
+from celmut.cli import engine_option
 from celmut.compile import presets
 from celmut.compile.pipeline import compile_documents
 from celmut.sources.documents import Document, DocumentError, load_documents
@@ -23,10 +24,14 @@ EXIT_OK, EXIT_BAD_INPUT = 0, 2
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compile", help="print the policies presets compile to", description=__doc__)
     p.add_argument("paths", nargs="+", metavar="FILE", help="preset files or directories")
+    engine_option.add(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    engine = engine_option.chosen(args)
+    if engine is None:
+        return EXIT_BAD_INPUT
     try:
         documents: list[Document] = [d for path in args.paths for d in load_documents(path)]
     except DocumentError as ex:
@@ -35,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     expanded, errors = presets.expand(documents)
     generated = [d.content for d in expanded if d.path.startswith("<generated")]
     if not errors:  # make sure what we print compiles
-        errors = compile_documents([d for d in expanded if d.path.startswith("<generated")]).errors
+        errors = compile_documents([d for d in expanded if d.path.startswith("<generated")], engine).errors
     if errors:
         for error in errors:
             print(f"error: {error}", file=sys.stderr)

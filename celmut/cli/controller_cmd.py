@@ -19,6 +19,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from celmut.cli import engine_option
 from celmut.server import logs
 
 log = logging.getLogger("celmut.controller")
@@ -58,11 +59,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--tls-cert", metavar="FILE", help="certificate for the status endpoint (default: self-signed)")
     p.add_argument("--tls-key", metavar="FILE", help="key for the status endpoint")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    engine_option.add(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
+    if not engine_option.use_for_process(args):
+        return 2
     if not args.policies and not args.from_cluster:
         print("error: give --policies PATH and/or --from-cluster", file=sys.stderr)
         return 2

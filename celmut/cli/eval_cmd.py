@@ -13,6 +13,7 @@ from typing import Any
 
 from celmut import cel
 from celmut.cel import types
+from celmut.cli import engine_option
 from celmut.sources.documents import DocumentError, load_single
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -29,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--var", action="append", default=[], metavar="NAME=JSON", help="bind `variables.NAME` (repeatable)")
     p.add_argument("--profile", choices=("kyverno", "kubernetes"), default="kyverno", help="CEL environment")
     p.add_argument("--compact", action="store_true", help="print JSON on one line")
+    engine_option.add(p)
     p.set_defaults(run=run)
 
 
@@ -50,6 +52,9 @@ def _load(path: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    engine = engine_option.chosen(args)
+    if engine is None:
+        return EXIT_BAD_INPUT
     try:
         variables = _parse_vars(args.var)
         obj, old = _load(args.object), _load(args.old_object)
@@ -63,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     except (DocumentError, ValueError) as ex:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    env = cel.Environment(args.profile, variables={name: types.DYN for name in variables})
+    env = cel.Environment(args.profile, variables={name: types.DYN for name in variables}, engine=engine)
     try:
         program = env.compile(args.expression)
     except cel.CelCompileError as ex:

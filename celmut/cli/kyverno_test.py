@@ -88,7 +88,7 @@ def _status(outcomes: list[PolicyOutcome]) -> tuple[str, str]:
     return "skip", "; ".join(o.reason for o in outcomes if o.reason)
 
 
-def run_test_file(path: Path) -> TestRun:
+def run_test_file(path: Path, engine: str | None = None) -> TestRun:
     base = path.parent
     try:
         spec = load_single(path)
@@ -100,7 +100,7 @@ def run_test_file(path: Path) -> TestRun:
         value = spec.get(key) or []
         return [str(base / item) for item in ([value] if isinstance(value, str) else value)]
 
-    compilation = compile_paths(*files("policies"), *files("exceptions"))
+    compilation = compile_paths(*files("policies"), *files("exceptions"), engine=engine)
     if compilation.errors:
         run.error = "; ".join(str(e) for e in compilation.errors)
         return run
@@ -112,7 +112,7 @@ def run_test_file(path: Path) -> TestRun:
     except DocumentError as ex:
         run.error = str(ex)
         return run
-    offline = OfflineCluster.build(compilation, cluster, values)
+    offline = OfflineCluster.build(compilation, cluster, values, engine=engine)
     runs = offline.admit([r for r in resources if isinstance(r, dict)])
     scanned = offline.scan()
     for expected in spec.get("results") or []:

@@ -53,6 +53,7 @@ class OfflineCluster:
         compilation: Compilation,
         cluster_documents: Iterable[Document] = (),
         values: Values | None = None,
+        engine: str | None = None,
     ) -> OfflineCluster:
         values = values or Values()
         registry = SchemaRegistry()
@@ -71,7 +72,7 @@ class OfflineCluster:
             if isinstance(document.content, dict) and document.content.get("kind") == "CustomResourceDefinition":
                 registry.register_crd(document.content)
         if extra_policies:  # PolicyExceptions (or policies) shipped as cluster resources
-            extra = compile_policy_set(load_policy_documents(extra_policies))
+            extra = compile_policy_set(load_policy_documents(extra_policies), engine)
             compilation.compiled.policies += extra.policies
             compilation.compiled.exceptions += extra.exceptions
             compilation.compiled.errors += extra.errors

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from celmut.cli import engine_option
 from celmut.server import logs
 from celmut.server.run import DEFAULT_BACKGROUND_USER, ServeConfig, serve
 
@@ -36,11 +37,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         f"(default {DEFAULT_BACKGROUND_USER})",
     )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    engine_option.add(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
+    if not engine_option.use_for_process(args):
+        return 2
     if args.tls_cert is None and not args.self_signed:
         print("error: TLS is required: give --tls-cert and --tls-key, or --self-signed")
         return 2

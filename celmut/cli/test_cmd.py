@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from celmut.cli import engine_option
 from celmut.cli.kyverno_test import find_test_files, run_test_file
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -18,17 +19,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("test", help="run kyverno-test.yaml files", description=__doc__)
     p.add_argument("paths", nargs="+", metavar="DIR", help="test files or directories to search")
     p.add_argument("--fail-only", action="store_true", help="print only failing results")
+    engine_option.add(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    engine = engine_option.chosen(args)
+    if engine is None:
+        return EXIT_BAD_INPUT
     files = find_test_files(args.paths)
     if not files:
         print(f"error: no kyverno-test.yaml found under {', '.join(args.paths)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     passed = failed = 0
     for path in files:
-        test = run_test_file(path)
+        test = run_test_file(path, engine=engine)
         print(f"Test {test.name} ({path})")
         if test.error:
             print(f"  ERROR: {test.error}")

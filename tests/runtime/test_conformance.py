@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
+from celmut.cel.engines.select import ENV_VAR
 from celmut.cli.kyverno_test import tidy
 from celmut.cli.offline import OfflineCluster
 from celmut.compile.pipeline import compile_documents
 from celmut.runtime import AdmissionInput
 from celmut.runtime.mutate_existing import mutate_existing
 from celmut.sources.documents import Document
+from tests.cel.helpers import ENGINES
 from tests.runtime.comparison import partial_match
 
 CASES_FILE = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "kyverno-mpol" / "cases.json"
@@ -95,6 +97,34 @@ def _compare(actual: Any, expected: Any, how: str) -> list[str]:
     if how == "exact-tidy":
         return [] if tidy(actual) == tidy(expected) else [f"tidy(actual) != tidy(expected):\n{actual}\n{expected}"]
     return partial_match(actual, expected)
+
+
+def _snapshot(replay: Replay) -> dict[str, Any]:
+    """Everything a replay produced: admitted objects, patches, outcomes, the cluster's objects."""
+    return {
+        "admitted": replay.admitted,
+        "patches": {i: r.patch for i, r in replay.results.items()},
+        "outcomes": {i: sorted((o.policy, o.status) for o in r.outcomes) for i, r in replay.results.items()},
+        "cluster": sorted(replay.cluster.objects, key=_key),
+    }
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_both_engines_produce_the_same_results(
+    case: dict[str, Any], cel_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Differential: the C++ engine and cel-python give identical objects, patches and outcomes."""
+    if cel_engine != ENGINES[0]:
+        pytest.skip("runs both engines itself")
+    if len(ENGINES) < 2 or case["flags"].get("expect_policy_rejected"):
+        pytest.skip("needs both engines and a case that admits objects")
+    snapshots = []
+    for engine in ENGINES:
+        monkeypatch.setenv(ENV_VAR, engine)
+        replay = Replay(case)
+        replay.run()
+        snapshots.append(_snapshot(replay))
+    assert snapshots[0] == snapshots[1]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

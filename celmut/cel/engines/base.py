@@ -23,6 +23,7 @@ class EngineOptions:
     """Profile-dependent evaluation rules an engine must honour."""
 
     lenient_or_value: bool  # Kyverno: x.orValue(y) on a non-optional x returns x
+    profile: str = "kyverno"  # the environment's profile (which libraries and extensions exist)
 
 
 class Program(Protocol):

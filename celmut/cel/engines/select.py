@@ -1,0 +1,72 @@
+"""Choosing the CEL engine: ``auto`` (the default), ``celpy`` or ``cpp``.
+
+* ``celpy`` — celmut's planner on cel-python (always available).
+* ``cpp`` — Google's CEL C++ runtime through cel-expr-python (the ``fast`` extra,
+  ``pip install 'celmut[fast]'``), with cel-python for what it cannot run the same way
+  (see :mod:`celmut.cel.engines.cpp_engine`).
+* ``auto`` — the engine that is faster for policy workloads, measured (``benchmarks/engine_bench.py``):
+  ``celpy``. A whole admission request through 20 policies takes ~360 µs on celpy and ~750 µs on
+  cpp, because typical policy expressions are a few field reads, where celmut's closures on decoded
+  JSON beat the fixed cost of crossing into cel-cpp. ``cpp`` wins only where evaluation dominates
+  (tight arithmetic loops, ~8×) and must be chosen explicitly.
+
+The choice comes from the caller (``--cel-engine`` on every CLI command) or, when none is given, from
+the ``CELMUT_CEL_ENGINE`` environment variable; :class:`~celmut.cel.environment.Environment` asks
+:func:`default_engine` when it is constructed without an engine.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+from celmut.cel.engines.base import Engine
+
+ENV_VAR = "CELMUT_CEL_ENGINE"
+CHOICES = ("auto", "celpy", "cpp")
+AUTO = "celpy"  # what auto means, from measurement (see the module docstring)
+
+
+class EngineUnavailable(ValueError):
+    """The requested engine cannot be used here (unknown name, or cel-expr-python missing)."""
+
+
+@cache
+def cpp_available() -> bool:
+    try:
+        import cel_expr_python.cel  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@cache
+def _engine(name: str) -> Engine:
+    if name == "celpy":
+        from celmut.cel.engines.celpy_engine import CelpyEngine
+
+        return CelpyEngine()
+    from celmut.cel.engines.cpp_engine import CppEngine
+
+    return CppEngine()
+
+
+def resolve(name: str | None = None) -> str:
+    """The concrete engine name (``celpy`` or ``cpp``) for a choice; None reads ``CELMUT_CEL_ENGINE``."""
+    choice = (name or os.environ.get(ENV_VAR) or "auto").strip().lower()
+    if choice not in CHOICES:
+        raise EngineUnavailable(f"unknown CEL engine {choice!r}; choose one of {', '.join(CHOICES)}")
+    if choice == "auto":
+        return AUTO
+    if choice == "cpp" and not cpp_available():
+        raise EngineUnavailable("the cpp CEL engine needs cel-expr-python: pip install 'celmut[fast]'")
+    return choice
+
+
+def engine(name: str | None = None) -> Engine:
+    """The engine for a choice (shared instances); None reads ``CELMUT_CEL_ENGINE``, default ``auto``."""
+    return _engine(resolve(name))
+
+
+def default_engine() -> Engine:
+    return engine(None)

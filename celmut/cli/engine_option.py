@@ -1,0 +1,46 @@
+"""``--cel-engine auto|celpy|cpp``: the CEL engine of the commands that compile CEL (eval, apply,
+test, compile, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decides, and then
+``auto``: the engine measured faster for policy workloads (cel-python today; see
+:mod:`celmut.cel.engines.select`). The one-shot commands pass the engine to the compiler; the
+long-running ones (serve, controller) make it their process's default, which their worker
+processes inherit."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from celmut.cel.engines import select
+
+EXIT_BAD_INPUT = 2
+
+
+def add(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cel-engine",
+        choices=select.CHOICES,
+        default=None,
+        help=f"CEL engine: auto (the faster for policies: cel-python), celpy or cpp (needs celmut[fast]) "
+        f"(default: ${select.ENV_VAR}, else auto)",
+    )
+
+
+def chosen(args: argparse.Namespace) -> str | None:
+    """The concrete engine name, or None (after printing why) when it cannot be used."""
+    try:
+        return select.resolve(getattr(args, "cel_engine", None))
+    except select.EngineUnavailable as ex:
+        print(f"error: {ex}", file=sys.stderr)
+        return None
+
+
+def use_for_process(args: argparse.Namespace) -> bool:
+    """Make the chosen engine this process's default (``CELMUT_CEL_ENGINE``); False (after printing
+    why) when it cannot be used."""
+    engine = chosen(args)
+    if engine is None:
+        return False
+    if getattr(args, "cel_engine", None) is not None:
+        os.environ[select.ENV_VAR] = engine
+    return True
