@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench crds clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check celmut tests benchmarks
+
+# The CRDs in crds/ and charts/celmut are generated from celmut/install/ (tests fail while they differ).
+crds: $(STAMP)
+	$(BIN)/python -m celmut.install.crds .
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cel_bench.py

@@ -5,13 +5,16 @@ Work is keyed by target and de-duplicated; writes are patches guarded by resourc
 rate-limited (``--rate``). ``--dry-run`` does one pass, writes nothing and reports every target with
 the exact patch that would be applied (JSON with ``--report FILE``, a table on a terminal); exit 1
 when a target's policies failed. Otherwise the controller runs until interrupted, serving
-``/healthz``, ``/readyz`` and ``/metrics`` over TLS on ``--metrics-port``.
+``/healthz``, ``/readyz`` and ``/metrics`` over TLS on ``--metrics-port``. With ``CELMUT_TLS_SECRET``
+(plus ``CELMUT_TLS_SERVICE`` and ``POD_NAMESPACE``) in its environment, as the Helm chart sets them,
+the leader also keeps the webhook's certificates and CA bundle valid.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import signal
 import sys
@@ -73,13 +76,16 @@ def run(args: argparse.Namespace) -> int:
     from celmut.controller.report import Progress, table
     from celmut.controller.run import Controller, ControllerConfig
     from celmut.kube.client import Cluster, ClusterError
+    from celmut.server.tls_manager import TlsConfig
 
-    try:
+    try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
+        tls = TlsConfig.from_environment(os.environ)
         cluster = Cluster.connect(args.kubeconfig)
-    except ClusterError as ex:
+    except (ValueError, ClusterError) as ex:
         print(f"error: {ex}", file=sys.stderr)
         return 2
     config = ControllerConfig(
+        tls=tls,
         policy_paths=args.policies,
         from_cluster=args.from_cluster,
         dry_run=args.dry_run,

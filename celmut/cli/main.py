@@ -11,9 +11,18 @@ import sys
 from collections.abc import Sequence
 
 from celmut import __version__
-from celmut.cli import apply_cmd, compile_cmd, controller_cmd, eval_cmd, serve_cmd, test_cmd, webhook_config_cmd
+from celmut.cli import (
+    apply_cmd,
+    compile_cmd,
+    controller_cmd,
+    eval_cmd,
+    manifests_cmd,
+    serve_cmd,
+    test_cmd,
+    webhook_config_cmd,
+)
 
-COMMANDS = (eval_cmd, apply_cmd, test_cmd, compile_cmd, serve_cmd, webhook_config_cmd, controller_cmd)
+COMMANDS = (eval_cmd, apply_cmd, test_cmd, compile_cmd, serve_cmd, webhook_config_cmd, controller_cmd, manifests_cmd)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -2,13 +2,15 @@
 
 Threads: the policy reload poll (a changed or new policy is scanned at once), the periodic scan,
 watch threads (from :mod:`celmut.kube`) that turn stored changes into triggers, ``workers``
-reconcile threads, leader election and the status endpoint. Only the leader writes: workers idle on
+reconcile threads, leader election, the status endpoint and, when configured, the upkeep of the
+webhook's TLS (:mod:`celmut.server.tls_manager`). Only the leader writes: workers idle on
 a standby, and a new leader starts with a full scan. ``--dry-run`` is one pass that writes nothing
 and returns the report.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -38,6 +40,7 @@ from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.runtime import Engine, EngineOptions
 from celmut.server.store import PolicySource, PolicyStore
+from celmut.server.tls_manager import TlsConfig, TlsManager
 from celmut.sources.files import FileSource
 
 log = logging.getLogger("celmut.controller")
@@ -69,6 +72,7 @@ class ControllerConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     sync_timeout: float = 60.0
+    tls: TlsConfig | None = None  # the webhook TLS the controller keeps valid (None: cert-manager or manual)
 
 
 class Controller:
@@ -121,6 +125,8 @@ class Controller:
             stop=self._stop,
         )
         self.metrics.queue_depth.set_function(self.queue.depth)
+        # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
+        self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -291,6 +297,8 @@ class Controller:
             self.scan(reason="start")
         heap.settle()  # the listed objects and compiled policies are long-lived
         targets = [self._reload_loop] + [self._work_loop] * max(1, self.config.workers)
+        if self.tls is not None:
+            targets.append(functools.partial(self.tls.run, self._stop, self.is_leader))
         for index, target in enumerate(targets):
             thread = threading.Thread(target=target, name=f"celmut-controller-{index}", daemon=True)
             thread.start()

@@ -4,19 +4,20 @@ One webhook per failurePolicy (``/mutate/fail``, ``/mutate/ignore``), so a webho
 treated as its policies ask. Rules come from every admission-enabled policy's resource rules (autogen
 variants included), de-duplicated; ``sideEffects: NoneOnDryRun`` (celmut refuses side effects on
 dry runs); ``admissionReviewVersions: [v1]``; a namespaceSelector that keeps celmut's own namespace
-out, and an objectSelector honouring an opt-out label.
+out, and an objectSelector honouring an opt-out label. :func:`webhook_entry` builds one webhook; the
+install manifests (:mod:`celmut.install.manifests`) register the same two with static rules.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
 
 DEFAULT_OPT_OUT_LABEL = "celmut.io/ignore"
-_PATHS = {"Fail": "/mutate/fail", "Ignore": "/mutate/ignore"}
+PATHS = {"Fail": "/mutate/fail", "Ignore": "/mutate/ignore"}
 
 
 def _rules(policies: Iterable[CompiledPolicy]) -> list[dict[str, Any]]:
@@ -38,6 +39,41 @@ def _rules(policies: Iterable[CompiledPolicy]) -> list[dict[str, Any]]:
                 entry["scope"] = rule.scope
             rules.append(entry)
     return rules
+
+
+def webhook_entry(
+    bucket: str,
+    client_config: dict[str, Any],
+    rules: list[dict[str, Any]],
+    *,
+    failure_policy: str | None = None,
+    reinvocation_policy: str = "Never",
+    timeout_seconds: int = 10,
+    excluded_namespaces: Sequence[str] = ("celmut",),
+    opt_out_label: str = DEFAULT_OPT_OUT_LABEL,
+) -> dict[str, Any]:
+    """The webhook serving the policies whose failurePolicy is ``bucket`` (``Fail`` or ``Ignore``).
+
+    ``failure_policy`` is what the API server does when the call fails (default: ``bucket``);
+    objects in ``excluded_namespaces`` and objects carrying ``opt_out_label`` are never sent.
+    """
+    return {
+        "name": f"{bucket.lower()}.mutate.celmut.io",
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config,
+        "failurePolicy": failure_policy or bucket,
+        "matchPolicy": "Equivalent",
+        "reinvocationPolicy": reinvocation_policy,
+        "sideEffects": "NoneOnDryRun",
+        "timeoutSeconds": timeout_seconds,
+        "rules": rules,
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}
+            ]
+        },
+        "objectSelector": {"matchExpressions": [{"key": opt_out_label, "operator": "DoesNotExist"}]},
+    }
 
 
 def webhook_configuration(
@@ -65,32 +101,23 @@ def webhook_configuration(
             client["service"] = {
                 "name": service[0],
                 "namespace": service[1],
-                "path": _PATHS[failure_policy],
+                "path": PATHS[failure_policy],
                 "port": 443,
             }
         else:
-            client["url"] = url.rstrip("/") + _PATHS[failure_policy]  # type: ignore[union-attr]
+            client["url"] = url.rstrip("/") + PATHS[failure_policy]  # type: ignore[union-attr]
         timeout = max([timeout_seconds, *[p.timeout_seconds for p in bucket if p.timeout_seconds]])
+        reinvocation = "IfNeeded" if any(p.reinvocation_policy == "IfNeeded" for p in bucket) else "Never"
         webhooks.append(
-            {
-                "name": f"{failure_policy.lower()}.mutate.celmut.io",
-                "admissionReviewVersions": ["v1"],
-                "clientConfig": client,
-                "failurePolicy": failure_policy,
-                "matchPolicy": "Equivalent",
-                "reinvocationPolicy": "IfNeeded"
-                if any(p.reinvocation_policy == "IfNeeded" for p in bucket)
-                else "Never",
-                "sideEffects": "NoneOnDryRun",
-                "timeoutSeconds": min(timeout, 30),
-                "rules": _rules(bucket),
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [own_namespace]}
-                    ]
-                },
-                "objectSelector": {"matchExpressions": [{"key": opt_out_label, "operator": "DoesNotExist"}]},
-            }
+            webhook_entry(
+                failure_policy,
+                client,
+                _rules(bucket),
+                reinvocation_policy=reinvocation,
+                timeout_seconds=min(timeout, 30),
+                excluded_namespaces=[own_namespace],
+                opt_out_label=opt_out_label,
+            )
         )
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",

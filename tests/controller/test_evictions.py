@@ -59,8 +59,13 @@ def test_immediate_evicts_one_pod_per_workload_and_patches_what_it_can(
         eventually(lambda: len(fake_apiserver.requests_matching("POST", r"/eviction$")) == 1, what="one eviction")
         evicted = [n for n in ("web-a", "web-b") if pod_or_none(fake_apiserver, n) is None]
         assert len(evicted) == 1  # the second pod of the workload waits for the first one's replacement
-        waiting = next(o for o in controller.report.outcomes() if o.key.name != evicted[0] and o.key.name != "bare")
-        assert waiting.action == "waiting"
+        other = next(n for n in ("web-a", "web-b") if n not in evicted)
+
+        def outcome_of(name: str) -> str:
+            return next((o.action for o in controller.report.outcomes() if o.key.name == name), "")
+
+        eventually(lambda: outcome_of(other) == "waiting", what="the other pod to wait for the replacement")
+        eventually(lambda: outcome_of("bare") == "patched", what="the bare pod's live patch")
         bare = pod_or_none(fake_apiserver, "bare")
         assert bare is not None and bare["metadata"]["labels"]["placed"] == "spot"  # the live-patchable part
         assert "nodeSelector" not in bare["spec"]  # no owner to recreate it: never evicted

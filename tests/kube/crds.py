@@ -1,36 +1,35 @@
-"""Minimal CustomResourceDefinitions for the kinds celmut reads, to install in the fake API server."""
+"""The CustomResourceDefinitions cluster tests install in the fake API server: the real ones in
+crds/, as `kubectl apply -f crds/` and the Helm chart install them."""
 
 from __future__ import annotations
 
+import copy
+import functools
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from celmut.kube.policy_source import POLICY_KINDS, WatchedKind
 
-_NAMESPACED = {"NamespacedMutatingPolicy", "PolicyException", "PodPinningPlan"}
+CRD_DIR = Path(__file__).resolve().parents[2] / "crds"
+
+
+@functools.cache
+def _shipped() -> dict[str, dict[str, Any]]:
+    """Kind -> the CRD in crds/."""
+    found = (yaml.safe_load(path.read_text()) for path in sorted(CRD_DIR.glob("*.yaml")))
+    return {doc["spec"]["names"]["kind"]: doc for doc in found}
 
 
 def crd(spec: WatchedKind, versions: tuple[str, ...] | None = None) -> dict[str, Any]:
-    served = versions or spec.versions[:1]
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{spec.resource}.{spec.group}"},
-        "spec": {
-            "group": spec.group,
-            "scope": "Namespaced" if spec.kind in _NAMESPACED else "Cluster",
-            "names": {"plural": spec.resource, "singular": spec.kind.lower(), "kind": spec.kind},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": index == 0,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-                for index, version in enumerate(served)
-            ],
-        },
-    }
+    """The shipped CRD of ``spec``'s kind; with ``versions``, serving only those (the first stored),
+    like an older release of the CRD."""
+    definition = copy.deepcopy(_shipped()[spec.kind])
+    if versions is not None:
+        by_name = {v["name"]: v for v in definition["spec"]["versions"]}
+        definition["spec"]["versions"] = [{**by_name[name], "storage": i == 0} for i, name in enumerate(versions)]
+    return definition
 
 
 def policy_crds() -> list[dict[str, Any]]:

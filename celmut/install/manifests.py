@@ -1,0 +1,297 @@
+"""The plain install manifests ``celmut manifests`` prints: the Helm chart's default install, for
+clusters without Helm.
+
+The objects equal what ``helm template`` renders from ``charts/celmut`` with the same settings (a test
+compares them), apart from Helm's own labels and the Namespace, which Helm creates outside the
+release (``--create-namespace``). TLS is self-managed: the controller's leader issues the webhook's
+certificate and writes the CA bundle (:mod:`celmut.server.tls_manager`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from celmut import __version__
+from celmut.install import rbac
+from celmut.install.crds import KYVERNO_GROUP, all_crds
+from celmut.server.webhook_config import DEFAULT_OPT_OUT_LABEL, PATHS, webhook_entry
+
+Obj = dict[str, Any]
+
+DEFAULT_RULES: list[Obj] = [
+    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
+    {
+        "apiGroups": ["apps"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["deployments", "statefulsets", "daemonsets", "replicasets"],
+    },
+    {
+        "apiGroups": ["batch"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["jobs", "cronjobs"],
+    },
+]
+RESOURCES = {"requests": {"cpu": "20m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
+RUN_AS = 10001  # the image's non-root user (Dockerfile)
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    """The chart values ``celmut manifests`` can change; the defaults are the chart's."""
+
+    namespace: str = "celmut"
+    name: str = "celmut"  # of every object, like the chart's fullname
+    image: str = f"celmut:{__version__}"
+    replicas: int = 2
+    controller_replicas: int = 1
+    cel_engine: str = "auto"
+    failure_policy: str = "Ignore"
+    reinvocation_policy: str = "Never"
+    timeout_seconds: int = 10
+    fail_excluded_namespaces: tuple[str, ...] = ("kube-system",)
+    kyverno_crds: bool = True
+    log_level: str = "INFO"
+    rules: list[Obj] = field(default_factory=lambda: [dict(r) for r in DEFAULT_RULES])
+
+    @property
+    def controller_account(self) -> str:
+        return f"{self.name}-controller"
+
+    @property
+    def webhook_account(self) -> str:
+        return f"{self.name}-webhook"
+
+
+def _labels(o: InstallOptions, component: str | None = None) -> dict[str, str]:
+    labels = {
+        "app.kubernetes.io/name": "celmut",
+        "app.kubernetes.io/instance": o.name,
+        "app.kubernetes.io/part-of": "celmut",
+        "app.kubernetes.io/version": __version__,
+        "app.kubernetes.io/managed-by": "celmut-manifests",
+    }
+    if component:
+        labels["app.kubernetes.io/component"] = component
+    return labels
+
+
+def _selector(o: InstallOptions, component: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "celmut",
+        "app.kubernetes.io/instance": o.name,
+        "app.kubernetes.io/component": component,
+    }
+
+
+def _meta(o: InstallOptions, name: str, component: str | None = None, *, namespaced: bool = True) -> Obj:
+    meta: Obj = {"name": name, "labels": _labels(o, component)}
+    if namespaced:
+        meta["namespace"] = o.namespace
+    return meta
+
+
+def _obj(api_version: str, kind: str, metadata: Obj, **body: Any) -> Obj:
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **body}
+
+
+def _pod_security() -> Obj:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS,
+        "runAsGroup": RUN_AS,
+        "fsGroup": RUN_AS,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _container_security() -> Obj:
+    return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+
+
+def _probes(port: str, readiness_period: int) -> Obj:
+    def probe(path: str) -> Obj:
+        return {"path": path, "port": port, "scheme": "HTTPS"}
+
+    return {
+        "readinessProbe": {"httpGet": probe("/readyz"), "periodSeconds": readiness_period},
+        "livenessProbe": {"httpGet": probe("/healthz"), "periodSeconds": 10, "failureThreshold": 6},
+    }
+
+
+def _deployment(o: InstallOptions, component: str, replicas: int, account: str, pod: Obj) -> Obj:
+    template = {"metadata": {"labels": _labels(o, component)}, "spec": {"serviceAccountName": account, **pod}}
+    spec = {"replicas": replicas, "selector": {"matchLabels": _selector(o, component)}, "template": template}
+    return _obj("apps/v1", "Deployment", _meta(o, f"{o.name}-{component}", component), spec=spec)
+
+
+def webhook_deployment(o: InstallOptions) -> Obj:
+    args = ["serve", "--from-cluster", "--host", "0.0.0.0", "--port", "8443"]
+    args += ["--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key"]
+    args += ["--background-user", f"system:serviceaccount:{o.namespace}:{o.controller_account}"]
+    args += ["--timeout", str(o.timeout_seconds), "--cel-engine", o.cel_engine, "--log-level", o.log_level]
+    container = {
+        "name": "webhook",
+        "image": o.image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": args,
+        "ports": [{"name": "https", "containerPort": 8443}],
+        **_probes("https", 5),
+        "resources": RESOURCES,
+        "securityContext": _container_security(),
+        "volumeMounts": [
+            {"name": "tls", "mountPath": "/tls", "readOnly": True},
+            {"name": "policies", "mountPath": "/etc/celmut/policies", "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+    pod = {
+        "securityContext": _pod_security(),
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": _selector(o, "webhook")},
+            }
+        ],
+        "containers": [container],
+        "volumes": [
+            {"name": "tls", "secret": {"secretName": f"{o.name}-tls"}},
+            {"name": "policies", "configMap": {"name": f"{o.name}-policies"}},
+            {"name": "tmp", "emptyDir": {}},
+        ],
+    }
+    return _deployment(o, "webhook", o.replicas, o.webhook_account, pod)
+
+
+def controller_deployment(o: InstallOptions) -> Obj:
+    args = ["controller", "--from-cluster", "--leader-elect", "--lease-namespace", o.namespace]
+    args += ["--lease-name", f"{o.name}-controller", "--rate", "50", "--scan-interval", "1h"]
+    args += ["--evictions-per-minute", "60", "--metrics-port", "8444"]
+    args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
+    env = [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "CELMUT_TLS_SECRET", "value": f"{o.name}-tls"},
+        {"name": "CELMUT_TLS_CA_SECRET", "value": f"{o.name}-ca"},
+        {"name": "CELMUT_TLS_SERVICE", "value": o.name},
+        {"name": "CELMUT_TLS_WEBHOOK_CONFIGURATION", "value": o.name},
+        {"name": "CELMUT_TLS_CERTIFICATE_DAYS", "value": "365"},
+        {"name": "CELMUT_TLS_CA_DAYS", "value": "3650"},
+    ]
+    container = {
+        "name": "controller",
+        "image": o.image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": args,
+        "env": env,
+        "ports": [{"name": "status", "containerPort": 8444}],
+        **_probes("status", 10),
+        "resources": RESOURCES,
+        "securityContext": _container_security(),
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    pod = {
+        "securityContext": _pod_security(),
+        "containers": [container],
+        "volumes": [{"name": "tmp", "emptyDir": {}}],
+    }
+    return _deployment(o, "controller", o.controller_replicas, o.controller_account, pod)
+
+
+def webhook_configuration(o: InstallOptions) -> Obj:
+    """One webhook per failurePolicy, as `celmut webhook-config` registers them (no caBundle: the
+    controller writes it)."""
+    webhooks = []
+    for bucket, failure_policy, extra in (
+        ("Fail", o.failure_policy, list(o.fail_excluded_namespaces)),
+        ("Ignore", "Ignore", []),
+    ):
+        client = {"service": {"name": o.name, "namespace": o.namespace, "path": PATHS[bucket], "port": 443}}
+        excluded = list(dict.fromkeys([o.namespace, *extra]))
+        webhooks.append(
+            webhook_entry(
+                bucket,
+                client,
+                o.rules,
+                failure_policy=failure_policy,
+                reinvocation_policy=o.reinvocation_policy,
+                timeout_seconds=o.timeout_seconds,
+                excluded_namespaces=excluded,
+                opt_out_label=DEFAULT_OPT_OUT_LABEL,
+            )
+        )
+    meta = _meta(o, o.name, "webhook", namespaced=False)
+    return _obj("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", meta, webhooks=webhooks)
+
+
+def _rbac(o: InstallOptions) -> list[Obj]:
+    group = "rbac.authorization.k8s.io"
+    objects: list[Obj] = []
+    for component, account, rules in (
+        ("webhook", o.webhook_account, rbac.shared_rules()),
+        ("controller", o.controller_account, rbac.controller_cluster_rules(o.name, self_managed_tls=True)),
+    ):
+        name = f"{o.name}-{component}"
+        subject = {"kind": "ServiceAccount", "name": account, "namespace": o.namespace}
+        objects += [
+            _obj(f"{group}/v1", "ClusterRole", _meta(o, name, component, namespaced=False), rules=rules),
+            _obj(
+                f"{group}/v1",
+                "ClusterRoleBinding",
+                _meta(o, name, component, namespaced=False),
+                roleRef={"apiGroup": group, "kind": "ClusterRole", "name": name},
+                subjects=[subject],
+            ),
+        ]
+    name = f"{o.name}-controller"
+    secrets = [f"{o.name}-ca", f"{o.name}-tls"]
+    rules = rbac.controller_namespace_rules(name, secrets, self_managed_tls=True)
+    subject = {"kind": "ServiceAccount", "name": o.controller_account, "namespace": o.namespace}
+    objects += [
+        _obj(f"{group}/v1", "Role", _meta(o, name, "controller"), rules=rules),
+        _obj(
+            f"{group}/v1",
+            "RoleBinding",
+            _meta(o, name, "controller"),
+            roleRef={"apiGroup": group, "kind": "Role", "name": name},
+            subjects=[subject],
+        ),
+    ]
+    return objects
+
+
+def manifests(o: InstallOptions) -> list[Obj]:
+    """Every object of the install, in an order ``kubectl apply`` accepts."""
+    objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": o.namespace}}]
+    objects += [crd.to_dict() for crd in all_crds() if o.kyverno_crds or crd.group != KYVERNO_GROUP]
+    objects += [
+        _obj("v1", "ServiceAccount", _meta(o, o.webhook_account, "webhook")),
+        _obj("v1", "ServiceAccount", _meta(o, o.controller_account, "controller")),
+    ]
+    objects += _rbac(o)
+    objects += [
+        _obj("v1", "ConfigMap", _meta(o, f"{o.name}-policies", "webhook")),
+        _obj(
+            "v1",
+            "Service",
+            _meta(o, o.name, "webhook"),
+            spec={
+                "selector": _selector(o, "webhook"),
+                "ports": [{"name": "https", "port": 443, "targetPort": "https"}],
+            },
+        ),
+        webhook_deployment(o),
+        _obj(
+            "policy/v1",
+            "PodDisruptionBudget",
+            _meta(o, f"{o.name}-webhook", "webhook"),
+            spec={"maxUnavailable": 1, "selector": {"matchLabels": _selector(o, "webhook")}},
+        ),
+        controller_deployment(o),
+        webhook_configuration(o),
+    ]
+    return objects

@@ -1,0 +1,75 @@
+"""The RBAC rules of the webhook and the controller: least privilege, each rule with its reason.
+
+The Helm chart (``templates/rbac.yaml``) holds the same rules; a test renders both and compares.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Rule = dict[str, Any]
+
+READ = ["get", "list", "watch"]
+
+
+def _rule(groups: str, resources: list[str], verbs: list[str], names: list[str] | None = None) -> Rule:
+    rule: Rule = {"apiGroups": [groups], "resources": resources}
+    if names:
+        rule["resourceNames"] = names
+    rule["verbs"] = verbs
+    return rule
+
+
+def shared_rules() -> list[Rule]:
+    """What both components need: the reads of policy compilation and CEL lookups, and reporting."""
+    return [
+        # The policy kinds and presets celmut compiles (watched: changes apply at once).
+        _rule("policies.kyverno.io", ["mutatingpolicies", "namespacedmutatingpolicies", "policyexceptions"], READ),
+        _rule("admissionregistration.k8s.io", ["mutatingadmissionpolicies", "mutatingadmissionpolicybindings"], READ),
+        _rule("pod-mutations.cast.ai", ["podmutations"], READ),
+        _rule("presets.celmut.io", ["gpuslicings"], READ),
+        _rule("pinning.celmut.io", ["podpinningplans"], READ),
+        # Namespace labels, pods (exact spot splits count a workload's pods), pinning-plan ConfigMaps.
+        _rule("", ["namespaces", "pods", "configmaps"], READ),
+        # A pod's workload: ReplicaSet -> Deployment, Job -> CronJob, StatefulSet and DaemonSet owners.
+        _rule("apps", ["replicasets", "deployments", "statefulsets", "daemonsets"], READ),
+        _rule("batch", ["jobs", "cronjobs"], READ),
+        # The celmut.io/Compiled condition on each policy, and a Warning Event when it does not compile.
+        _rule("policies.kyverno.io", ["mutatingpolicies/status", "namespacedmutatingpolicies/status"], ["patch"]),
+        _rule("admissionregistration.k8s.io", ["mutatingadmissionpolicies/status"], ["patch"]),
+        _rule("pod-mutations.cast.ai", ["podmutations/status"], ["patch"]),
+        _rule("presets.celmut.io", ["gpuslicings/status"], ["patch"]),
+        _rule("pinning.celmut.io", ["podpinningplans/status"], ["patch"]),
+        _rule("", ["events"], ["create"]),
+    ]
+
+
+def controller_cluster_rules(webhook_configuration: str, *, self_managed_tls: bool) -> list[Rule]:
+    rules = [
+        *shared_rules(),
+        # Running pods: the in-place changes Kubernetes allows, and replacement through the Eviction
+        # API (PodDisruptionBudgets apply).
+        _rule("", ["pods"], ["patch"]),
+        _rule("", ["pods/eviction"], ["create"]),
+    ]
+    if self_managed_tls:  # the CA bundle of celmut's own webhook configuration
+        rules.append(
+            _rule(
+                "admissionregistration.k8s.io",
+                ["mutatingwebhookconfigurations"],
+                ["get", "patch"],
+                [webhook_configuration],
+            )
+        )
+    return rules
+
+
+def controller_namespace_rules(lease: str, secrets: list[str], *, self_managed_tls: bool) -> list[Rule]:
+    """In celmut's namespace: the leader Lease and the TLS Secrets (create cannot be limited to names)."""
+    rules = [
+        _rule("coordination.k8s.io", ["leases"], ["create"]),
+        _rule("coordination.k8s.io", ["leases"], ["get", "update"], [lease]),
+    ]
+    if self_managed_tls:
+        rules += [_rule("", ["secrets"], ["create"]), _rule("", ["secrets"], ["get", "update"], secrets)]
+    return rules

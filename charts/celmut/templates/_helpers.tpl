@@ -1,0 +1,68 @@
+{{/* Name of every object: fullnameOverride, else the release name (+ "-celmut" unless it has it). */}}
+{{- define "celmut.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else if contains "celmut" .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-celmut" .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of every object; "component" is added where there is one. */}}
+{{- define "celmut.labels" -}}
+app.kubernetes.io/name: celmut
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: celmut
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of one component: (list $ "webhook"). */}}
+{{- define "celmut.selectorLabels" -}}
+{{- $ := index . 0 -}}
+app.kubernetes.io/name: celmut
+app.kubernetes.io/instance: {{ $.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{- define "celmut.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "celmut.webhookServiceAccount" -}}{{ include "celmut.fullname" . }}-webhook{{- end -}}
+{{- define "celmut.controllerServiceAccount" -}}{{ include "celmut.fullname" . }}-controller{{- end -}}
+{{- define "celmut.tlsSecret" -}}{{ include "celmut.fullname" . }}-tls{{- end -}}
+{{- define "celmut.caSecret" -}}{{ include "celmut.fullname" . }}-ca{{- end -}}
+{{- define "celmut.policiesConfigMap" -}}{{ include "celmut.fullname" . }}-policies{{- end -}}
+
+{{/* The documents of the policies ConfigMap, as a dict of file name -> YAML text. */}}
+{{- define "celmut.policyFiles" -}}
+{{- $files := dict -}}
+{{- if .Values.staticConfig -}}
+{{- $_ := set $files "spot.yaml" (toYaml (dict "celmutNamespace" .Release.Namespace "staticConfig" .Values.staticConfig)) -}}
+{{- end -}}
+{{- if .Values.gpuSlicing.enabled -}}
+{{- $spec := dict "workloadTypes" .Values.gpuSlicing.workloadTypes "sharedResource" .Values.gpuSlicing.sharedResource -}}
+{{- $doc := dict "apiVersion" "presets.celmut.io/v1alpha1" "kind" "GpuSlicing" "metadata" (dict "name" "gpu-slicing") "spec" $spec -}}
+{{- $_ := set $files "gpu-slicing.yaml" (toYaml $doc) -}}
+{{- end -}}
+{{- toYaml $files -}}
+{{- end -}}
+
+{{/* Pod and container security settings shared by both Deployments. */}}
+{{- define "celmut.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+{{- define "celmut.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+{{- end -}}

@@ -1,0 +1,392 @@
+"""The Helm chart (charts/celmut): `helm lint` and `helm template` with each values file of ci/, the
+rendered objects valid for Kubernetes, and what an operator relies on in them — a highly available
+non-root webhook, a leader-elected controller, a webhook configuration that never blocks celmut's
+own pods, TLS that is wired end to end, least-privilege RBAC that still covers every kind celmut
+reads, and the presets (spot values, GPU slicing, PodMutations) compiling to the documented policies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from celmut.cel.engines import select
+from celmut.cli.main import build_parser
+from celmut.cli.manifests_cmd import CEL_ENGINES
+from celmut.compile import presets
+from celmut.install.crds import all_crds
+from celmut.kube.policy_source import POLICY_KINDS
+from celmut.server.tls_manager import TlsConfig
+from celmut.sources.documents import Document
+
+from . import helm as helm_tool
+from .conftest import VALUES
+from .structural import validate
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBERNETES = "1.27"  # the chart's kubeVersion floor
+CRDS = {(crd.group, crd.kind): crd.to_dict() for crd in all_crds()}
+CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
+Obj = dict[str, Any]
+
+
+def objects(rendered: list[Obj], kind: str) -> list[Obj]:
+    return [o for o in rendered if o["kind"] == kind]
+
+
+def one(rendered: list[Obj], kind: str, name: str) -> Obj:
+    (found,) = [o for o in rendered if o["kind"] == kind and o["metadata"]["name"] == name]
+    return found
+
+
+def container(rendered: list[Obj], deployment: str) -> Obj:
+    return one(rendered, "Deployment", deployment)["spec"]["template"]["spec"]["containers"][0]
+
+
+def parsed_args(args: list[str]) -> argparse.Namespace:
+    """The container's command line as `celmut` itself parses it."""
+    try:
+        return build_parser().parse_args(args)
+    except SystemExit:
+        pytest.fail(f"celmut does not accept the container's arguments: {args}")
+
+
+def option(args: list[str], name: str) -> list[str]:
+    """The values given to ``name`` in a container's argument list (without parsing the rest)."""
+    return [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == name]
+
+
+def allows(rules: list[Obj], group: str, resource: str, verb: str, name: str = "") -> bool:
+    return any(
+        group in r["apiGroups"]
+        and resource in r["resources"]
+        and verb in r["verbs"]
+        and (not r.get("resourceNames") or name in r["resourceNames"])
+        for r in rules
+    )
+
+
+# --- lint and schema validity --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", VALUES, ids=[v.name for v in VALUES])
+def test_helm_lint_passes(helm: Path, values: Path) -> None:
+    helm_tool.run(helm, "lint", str(helm_tool.CHART), "--strict", "--values", str(values))
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["celEngine=fast", "webhook.failurePolicy=Sometimes", "webhook.timeoutSeconds=31", "staticConfig.preset=allSpots"],
+    ids=["unknown CEL engine", "unknown failure policy", "timeout above 30 s", "unknown spot preset"],
+)
+def test_invalid_values_are_refused_before_anything_is_rendered(helm: Path, setting: str) -> None:
+    with pytest.raises(AssertionError, match="values don't meet the specifications of the schema"):
+        helm_tool.template(helm, None, "--set", setting)
+
+
+def test_the_cel_engine_choices_are_celmuts() -> None:
+    schema = json.loads((helm_tool.CHART / "values.schema.json").read_text())
+    assert tuple(schema["properties"]["celEngine"]["enum"]) == select.CHOICES == CEL_ENGINES
+
+
+def test_every_values_file_is_rendered(rendered: dict[str, list[Obj]]) -> None:
+    assert {"default", "spot-all", "spot-all-except-kube-system", "spot-partial", "spot-custom"} <= set(rendered)
+    assert {"cert-manager", "host-network", "full"} <= set(rendered)
+
+
+def test_every_rendered_object_is_valid(rendered: dict[str, list[Obj]]) -> None:
+    """Strict Kubernetes schemas for built-in kinds, celmut's CRDs for PodMutations (each distinct
+    object once: most are the same in every values file). The CRDs themselves are tested with crds/."""
+    distinct = {json.dumps(o, sort_keys=True): o for objs in rendered.values() for o in objs}
+    for obj in distinct.values():
+        group = obj["apiVersion"].rpartition("/")[0]
+        if obj["kind"] == "CustomResourceDefinition":
+            continue
+        if (group, obj["kind"]) in CRDS:
+            assert validate(CRDS[group, obj["kind"]], obj) == [], obj["metadata"]["name"]
+        elif group == "cert-manager.io":
+            assert obj["kind"] in CERT_MANAGER_KINDS and obj["apiVersion"] == "cert-manager.io/v1"
+        else:
+            kubernetes_validate.validate(obj, KUBERNETES, strict=True)
+
+
+def test_the_chart_installs_exactly_the_crds_of_crds_dir(rendered: dict[str, list[Obj]]) -> None:
+    crds = {o["metadata"]["name"]: o for o in objects(rendered["default"], "CustomResourceDefinition")}
+    assert crds == {crd.name: crd.to_dict() for crd in all_crds()}
+
+
+def test_kyverno_crds_can_be_left_to_kyverno(rendered: dict[str, list[Obj]]) -> None:
+    groups = {o["spec"]["group"] for o in objects(rendered["full"], "CustomResourceDefinition")}  # kyvernoCrds off
+    assert groups == {"pod-mutations.cast.ai", "presets.celmut.io", "pinning.celmut.io"}
+
+
+# --- the webhook ------------------------------------------------------------------------------------
+
+
+def test_the_webhook_runs_highly_available_and_unprivileged(rendered: dict[str, list[Obj]]) -> None:
+    default = rendered["default"]
+    deployment = one(default, "Deployment", "celmut-webhook")
+    pod = deployment["spec"]["template"]["spec"]
+    assert deployment["spec"]["replicas"] == 2
+    pdb = one(default, "PodDisruptionBudget", "celmut-webhook")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    (spread,) = pod["topologySpreadConstraints"]
+    assert (
+        spread["topologyKey"] == "kubernetes.io/hostname"
+        and spread["labelSelector"]["matchLabels"].items() <= pod_labels.items()
+    )
+    assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] != 0
+    webhook = container(default, "celmut-webhook")
+    assert (
+        webhook["securityContext"]["readOnlyRootFilesystem"]
+        and not webhook["securityContext"]["allowPrivilegeEscalation"]
+    )
+    assert webhook["resources"] == {"requests": {"cpu": "20m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
+    assert (
+        rendered["full"][0] is not None
+        and one(rendered["full"], "Deployment", "celmut-webhook")["spec"]["replicas"] == 3
+    )
+
+
+def test_the_webhook_serves_the_documented_command_over_tls(rendered: dict[str, list[Obj]]) -> None:
+    webhook = container(rendered["default"], "celmut-webhook")
+    args = parsed_args(webhook["args"])
+    assert (args.command, args.from_cluster, args.host, args.port) == ("serve", True, "0.0.0.0", 8443)
+    assert (args.tls_cert, args.tls_key) == ("/tls/tls.crt", "/tls/tls.key")
+    assert args.background_user == ["system:serviceaccount:celmut:celmut-controller"]
+    assert one(rendered["default"], "ServiceAccount", "celmut-controller")  # the identity it names exists
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        get = webhook[probe]["httpGet"]
+        assert (get["path"], get["scheme"], get["port"]) == (path, "HTTPS", "https")
+    assert webhook["ports"] == [{"name": "https", "containerPort": 8443}]
+    assert {m["mountPath"] for m in webhook["volumeMounts"]} >= {"/tls", "/tmp"}
+
+
+def test_host_network_moves_the_port_and_keeps_cluster_dns(rendered: dict[str, list[Obj]]) -> None:
+    pod = one(rendered["host-network"], "Deployment", "celmut-webhook")["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    webhook = pod["containers"][0]
+    assert option(webhook["args"], "--port") == ["9443"] and webhook["ports"][0]["containerPort"] == 9443
+    default_pod = one(rendered["default"], "Deployment", "celmut-webhook")["spec"]["template"]["spec"]
+    assert "hostNetwork" not in default_pod and "dnsPolicy" not in default_pod
+
+
+def test_the_cel_engine_value_reaches_both_components(rendered: dict[str, list[Obj]]) -> None:
+    for values, engine in (("default", "auto"), ("full", "cpp")):
+        for deployment in ("celmut-webhook", "celmut-controller"):
+            assert parsed_args(container(rendered[values], deployment)["args"]).cel_engine == engine
+
+
+# --- the webhook configuration -----------------------------------------------------------------------
+
+
+def test_the_webhook_configuration_follows_celmut_conventions(rendered: dict[str, list[Obj]]) -> None:
+    default = rendered["default"]
+    configuration = one(default, "MutatingWebhookConfiguration", "celmut")
+    service = one(default, "Service", "celmut")
+    assert (
+        service["spec"]["selector"].items()
+        <= one(default, "Deployment", "celmut-webhook")["spec"]["template"]["metadata"]["labels"].items()
+    )
+    fail, ignore = configuration["webhooks"]
+    for webhook, path in ((fail, "/mutate/fail"), (ignore, "/mutate/ignore")):
+        assert webhook["clientConfig"]["service"] == {
+            "name": "celmut",
+            "namespace": "celmut",
+            "path": path,
+            "port": 443,
+        }
+        assert (webhook["sideEffects"], webhook["admissionReviewVersions"]) == ("NoneOnDryRun", ["v1"])
+        assert (webhook["failurePolicy"], webhook["reinvocationPolicy"], webhook["timeoutSeconds"]) == (
+            "Ignore",
+            "Never",
+            10,
+        )
+        assert webhook["objectSelector"] == {
+            "matchExpressions": [{"key": "celmut.io/ignore", "operator": "DoesNotExist"}]
+        }
+        assert {"pods"} <= {r for rule in webhook["rules"] for r in rule["resources"]}
+
+
+def test_celmut_never_sees_its_own_pods_and_failures_never_block_kube_system(rendered: dict[str, list[Obj]]) -> None:
+    def excluded(values: str) -> tuple[list[str], list[str]]:
+        fail, ignore = one(rendered[values], "MutatingWebhookConfiguration", "celmut")["webhooks"]
+        return tuple(w["namespaceSelector"]["matchExpressions"][0]["values"] for w in (fail, ignore))  # type: ignore[return-value]
+
+    assert excluded("default") == (["celmut", "kube-system"], ["celmut"])
+    assert excluded("full") == (["celmut", "monitoring", "kube-system"], ["celmut", "monitoring"])
+
+
+def test_strict_failure_policy_applies_to_the_fail_webhook_only(rendered: dict[str, list[Obj]]) -> None:
+    fail, ignore = one(rendered["full"], "MutatingWebhookConfiguration", "celmut")["webhooks"]
+    assert (fail["failurePolicy"], ignore["failurePolicy"]) == ("Fail", "Ignore")
+    assert {fail["reinvocationPolicy"], fail["timeoutSeconds"]} == {"IfNeeded", 5}
+    assert option(container(rendered["full"], "celmut-webhook")["args"], "--timeout") == ["5"]
+
+
+# --- TLS ---------------------------------------------------------------------------------------------
+
+
+def _env(container_spec: Obj) -> dict[str, str]:
+    env = {e["name"]: e.get("value", "") for e in container_spec.get("env", [])}
+    env["POD_NAMESPACE"] = "celmut"  # the downward API's value in the release namespace
+    return env
+
+
+def test_self_managed_tls_is_wired_from_controller_to_webhook(rendered: dict[str, list[Obj]]) -> None:
+    default = rendered["default"]
+    tls = TlsConfig.from_environment(_env(container(default, "celmut-controller")))
+    assert tls is not None
+    assert tls.webhook_configuration == one(default, "MutatingWebhookConfiguration", "celmut")["metadata"]["name"]
+    assert f"{one(default, 'Service', 'celmut')['metadata']['name']}.celmut.svc" in tls.hosts
+    volumes = one(default, "Deployment", "celmut-webhook")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "tls", "secret": {"secretName": tls.secret}} in volumes
+    role = one(default, "Role", "celmut-controller")["rules"]
+    cluster_role = one(default, "ClusterRole", "celmut-controller")["rules"]
+    for secret in (tls.secret, tls.ca_secret):
+        assert allows(role, "", "secrets", "get", secret) and allows(role, "", "secrets", "update", secret)
+    assert allows(role, "", "secrets", "create")
+    assert not allows(role, "", "secrets", "get", "someone-elses-secret")
+    assert allows(
+        cluster_role,
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+        "patch",
+        tls.webhook_configuration,
+    )
+    assert not allows(cluster_role, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch", "kyverno")
+
+
+def test_cert_manager_issues_the_certificate_and_injects_the_ca(rendered: dict[str, list[Obj]]) -> None:
+    objs = rendered["cert-manager"]
+    configuration = one(objs, "MutatingWebhookConfiguration", "celmut")
+    namespace, name = configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].split("/")
+    certificate = one(objs, "Certificate", name)
+    assert namespace == "celmut" and "celmut.celmut.svc" in certificate["spec"]["dnsNames"]
+    volumes = one(objs, "Deployment", "celmut-webhook")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "tls", "secret": {"secretName": certificate["spec"]["secretName"]}} in volumes
+    issuer = one(objs, "Issuer", certificate["spec"]["issuerRef"]["name"])
+    assert one(objs, "Certificate", issuer["spec"]["ca"]["secretName"])["spec"]["isCA"] is True
+    assert TlsConfig.from_environment(_env(container(objs, "celmut-controller"))) is None  # the controller keeps out
+    assert not allows(one(objs, "Role", "celmut-controller")["rules"], "", "secrets", "create")
+
+
+# --- the controller and RBAC -------------------------------------------------------------------------
+
+
+def test_the_controller_is_leader_elected_in_the_release_namespace(rendered: dict[str, list[Obj]]) -> None:
+    controller = container(rendered["default"], "celmut-controller")
+    args = parsed_args(controller["args"])
+    assert (args.command, args.from_cluster, args.leader_elect) == ("controller", True, True)
+    assert (args.lease_namespace, args.lease_name, args.metrics_port) == ("celmut", "celmut-controller", 8444)
+    role = one(rendered["default"], "Role", "celmut-controller")["rules"]
+    assert allows(role, "coordination.k8s.io", "leases", "update", args.lease_name)
+    assert controller["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    assert controller["securityContext"]["readOnlyRootFilesystem"]
+
+
+@pytest.mark.parametrize("component", ["webhook", "controller"])
+def test_both_components_may_read_every_kind_celmut_watches_and_report_on_it(
+    rendered: dict[str, list[Obj]], component: str
+) -> None:
+    rules = one(rendered["default"], "ClusterRole", f"celmut-{component}")["rules"]
+    for kind in POLICY_KINDS:
+        for verb in ("get", "list", "watch"):
+            assert allows(rules, kind.group, kind.resource, verb), (kind.resource, verb)
+        if kind.conditions_at:
+            assert allows(rules, kind.group, f"{kind.resource}/status", "patch"), kind.resource
+    for group, resource in (
+        ("apps", "replicasets"),
+        ("apps", "deployments"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("", "namespaces"),
+        ("", "pods"),
+    ):
+        assert allows(rules, group, resource, "watch"), resource
+    assert allows(rules, "", "events", "create")
+
+
+def test_only_the_controller_writes_workloads(rendered: dict[str, list[Obj]]) -> None:
+    webhook = one(rendered["default"], "ClusterRole", "celmut-webhook")["rules"]
+    controller = one(rendered["default"], "ClusterRole", "celmut-controller")["rules"]
+    assert allows(controller, "", "pods", "patch") and allows(controller, "", "pods/eviction", "create")
+    writes = {"create", "update", "patch", "delete", "deletecollection", "*"}
+    webhook_writes = {(tuple(r["resources"]), v) for r in webhook for v in r["verbs"] if v in writes}
+    assert all(all(res.endswith("/status") or res == "events" for res in resources) for resources, _ in webhook_writes)
+    assert not any("*" in r["verbs"] or "*" in r["resources"] for r in webhook + controller)
+
+
+def test_extra_rules_extend_each_component(rendered: dict[str, list[Obj]]) -> None:
+    webhook = one(rendered["full"], "ClusterRole", "celmut-webhook")["rules"]
+    controller = one(rendered["full"], "ClusterRole", "celmut-controller")["rules"]
+    assert allows(webhook, "", "services", "list") and not allows(controller, "", "services", "list")
+    assert allows(controller, "", "configmaps", "patch") and not allows(webhook, "", "configmaps", "patch")
+
+
+# --- presets ------------------------------------------------------------------------------------------
+
+
+def _loaded_documents(rendered: list[Obj]) -> dict[str, Obj]:
+    """The ConfigMap documents the webhook loads with --policies, by file name."""
+    paths = option(container(rendered, "celmut-webhook")["args"], "--policies")
+    data = one(rendered, "ConfigMap", "celmut-policies").get("data") or {}
+    mount = "/etc/celmut/policies/"
+    assert all(p.startswith(mount) for p in paths)
+    assert sorted(p.removeprefix(mount) for p in paths) == sorted(data)  # every file, nothing else
+    return {name: yaml.safe_load(text) for name, text in data.items()}
+
+
+def _generated(document: Obj) -> list[Obj]:
+    expanded, errors = presets.expand([Document("rendered", 0, document)])
+    assert errors == []
+    return [d.content for d in expanded if d.path.startswith("<generated")]
+
+
+SPOT = [
+    ("spot-all", "spot-all"),
+    ("spot-all-except-kube-system", "spot-all-except-kube-system"),
+    ("spot-partial", "spot-partial"),
+]
+
+
+@pytest.mark.parametrize(("values", "policy"), SPOT)
+def test_spot_presets_compile_to_the_shipped_policies(rendered: dict[str, list[Obj]], values: str, policy: str) -> None:
+    documents = _loaded_documents(rendered[values])
+    assert documents["spot.yaml"]["celmutNamespace"] == "celmut"  # celmut's own pods are left alone
+    (generated,) = _generated(documents["spot.yaml"])
+    shipped = yaml.safe_load((ROOT / "policies" / "presets" / f"{policy}.yaml").read_text())
+    assert generated["metadata"]["name"] == policy and generated["spec"] == shipped["spec"]
+
+
+def test_the_custom_spot_values_file_compiles_like_the_example(rendered: dict[str, list[Obj]]) -> None:
+    (generated,) = _generated(_loaded_documents(rendered["spot-custom"])["spot.yaml"])
+    (example,) = _generated(yaml.safe_load((ROOT / "examples" / "spot-custom-values.yaml").read_text()))
+    assert generated["metadata"]["name"] == "spot-custom" and generated["spec"] == example["spec"]
+
+
+def test_by_default_no_preset_policy_is_loaded(rendered: dict[str, list[Obj]]) -> None:
+    assert _loaded_documents(rendered["default"]) == {}
+    assert objects(rendered["default"], "PodMutation") == []
+
+
+def test_gpu_slicing_and_pod_mutations_become_policies(rendered: dict[str, list[Obj]]) -> None:
+    full = rendered["full"]
+    (gpu,) = _generated(_loaded_documents(full)["gpu-slicing.yaml"])
+    assert gpu["metadata"]["name"] == "gpu-slicing" and '"training": 8' in yaml.safe_dump(gpu)
+    mutations = objects(full, "PodMutation")
+    assert [m["metadata"]["name"] for m in mutations] == ["spot-web", "label-batch"]
+    assert mutations[0]["metadata"]["annotations"] == {"pod-mutations.cast.ai/pod-mutation-source": "cluster"}
+    expanded, errors = presets.expand(
+        [Document(f"cluster:PodMutation/{m['metadata']['name']}", 0, m) for m in mutations]
+    )
+    assert errors == []
+    assert {d.content["metadata"]["name"] for d in expanded} == {"podmutation-spot-web", "podmutation-label-batch"}

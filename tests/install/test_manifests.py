@@ -1,0 +1,112 @@
+"""`celmut manifests`: the plain install YAML is the Helm chart's install, object for object.
+
+Normalised away: Helm's own labels (``helm.sh/chart``, ``app.kubernetes.io/managed-by``) and the
+Namespace, which `celmut manifests` creates and Helm leaves to ``--create-namespace``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from celmut.cli.main import main
+from celmut.install.manifests import InstallOptions, manifests
+
+from . import helm as helm_tool
+
+Obj = dict[str, Any]
+HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
+
+
+def normalised(obj: Obj) -> Obj:
+    """The object without the labels only one of the two tools sets."""
+    if isinstance(obj, dict):
+        out = {k: normalised(v) for k, v in obj.items()}
+        labels = out.get("labels")
+        if isinstance(labels, dict):
+            out["labels"] = {k: v for k, v in labels.items() if k not in HELM_ONLY_LABELS}
+        return out
+    if isinstance(obj, list):
+        return [normalised(v) for v in obj]
+    return obj
+
+
+def key(obj: Obj) -> tuple[str, str, str]:
+    return obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace", "")
+
+
+def by_key(objects: list[Obj]) -> dict[tuple[str, str, str], Obj]:
+    return {key(o): normalised(o) for o in objects if o["kind"] != "Namespace"}
+
+
+def printed(capsys: pytest.CaptureFixture[str], *argv: str) -> list[Obj]:
+    assert main(["manifests", *argv]) == 0
+    return [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+
+
+def test_manifests_equal_the_charts_default_install(
+    rendered: dict[str, list[Obj]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    chart, plain = by_key(rendered["default"]), by_key(printed(capsys))
+    assert sorted(chart) == sorted(plain)
+    for object_key, obj in chart.items():
+        assert plain[object_key] == obj, object_key
+
+
+def test_the_options_map_to_the_chart_values(helm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    values = [
+        "--set",
+        "replicas=3",
+        "--set",
+        "webhook.failurePolicy=Fail",
+        "--set",
+        "webhook.reinvocationPolicy=IfNeeded",
+    ]
+    values += ["--set", "webhook.timeoutSeconds=5", "--set", "celEngine=celpy", "--set", "kyvernoCrds.enabled=false"]
+    values += ["--set", "image.repository=registry.example/celmut", "--set", "image.tag=1.2.3"]
+    chart = helm_tool.template(helm, None, *values, release="celmut-tools", namespace="tools")
+    argv = ["--namespace", "tools", "--name", "celmut-tools", "--replicas", "3", "--failure-policy", "Fail"]
+    argv += ["--reinvocation-policy", "IfNeeded", "--timeout", "5", "--cel-engine", "celpy", "--skip-kyverno-crds"]
+    argv += ["--image", "registry.example/celmut:1.2.3"]
+    plain = by_key(printed(capsys, *argv))
+    assert by_key(chart) == plain
+
+
+def test_the_namespace_comes_first_and_the_webhook_configuration_last(capsys: pytest.CaptureFixture[str]) -> None:
+    objects = printed(capsys, "--namespace", "tools")
+    assert (objects[0]["kind"], objects[0]["metadata"]["name"]) == ("Namespace", "tools")
+    kinds = [o["kind"] for o in objects]
+    assert (
+        kinds.index("CustomResourceDefinition")
+        < kinds.index("Deployment")
+        < kinds.index("MutatingWebhookConfiguration")
+    )
+    assert all(o["metadata"].get("namespace", "tools") == "tools" for o in objects)
+
+
+def test_every_built_in_object_is_valid_for_kubernetes() -> None:
+    for obj in manifests(InstallOptions()):
+        if obj["kind"] != "CustomResourceDefinition":
+            kubernetes_validate.validate(obj, "1.27", strict=True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--namespace", "Bad_Namespace"], "--namespace"),
+        (["--name", "x" * 51], "--name"),
+        (["--timeout", "31"], "1-30"),
+        (["--replicas", "-1"], "negative"),
+    ],
+    ids=["namespace not a DNS label", "name too long for derived names", "timeout above 30 s", "negative replicas"],
+)
+def test_bad_options_exit_2_naming_the_option(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main(["manifests", *argv]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""

@@ -1,0 +1,159 @@
+"""The shipped RBAC is enough: every request celmut makes against the fake API server — the webhook
+serving a spot preset with cluster lookups and reporting a broken policy, the controller's leader
+election and TLS upkeep — is allowed by the rules the chart and `celmut manifests` install (the two
+are equal: test_manifests), and nothing more is asked for than the tests see used."""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from celmut.controller.leader import LeaderElector
+from celmut.install import rbac
+from celmut.kube.client import Cluster
+from celmut.server.tls_manager import TlsConfig, TlsManager
+from tests.fakekube import FakeApiServer
+from tests.kube.conftest import eventually, label_policy, namespace
+from tests.kube.crds import policy_crds
+from tests.server.support import admission_request, pod, running_server
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "celmut"
+Request = tuple[str, str, str, str, str]  # verb, group, resource (with subresource), namespace, name
+
+
+def resource_request(method: str, path: str, query: dict[str, list[str]]) -> Request | None:
+    """What RBAC checks for one request; None for discovery (allowed to every authenticated user)."""
+    parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
+    if parts[0] == "api" and len(parts) >= 3:
+        group, rest = "", parts[2:]
+    elif parts[0] == "apis" and len(parts) >= 4:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    ns = ""
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        ns, rest = rest[1], rest[2:]
+    resource, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else ""
+    if method == "GET":
+        verb = "watch" if query.get("watch", [""])[0] in ("true", "1") else ("get" if name else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+    return verb, group, f"{resource}/{sub}" if sub else resource, ns, name
+
+
+def allowed(rules: list[dict[str, Any]], request: Request) -> bool:
+    verb, group, resource, _, name = request
+    return any(
+        group in r["apiGroups"]
+        and resource in r["resources"]
+        and verb in r["verbs"]
+        and (not r.get("resourceNames") or (name and name in r["resourceNames"]))
+        for r in rules
+    )
+
+
+def requests(server: FakeApiServer) -> set[Request]:
+    found = (resource_request(r.method, r.path, r.query) for r in server.requests)
+    return {r for r in found if r is not None}
+
+
+@pytest.fixture
+def cluster(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Cluster]:
+    connected = Cluster.connect(str(fake_apiserver.kubeconfig(tmp_path / "kubeconfig")), timeout=5)
+    try:
+        yield connected
+    finally:
+        connected.close()
+
+
+def test_the_webhooks_rules_cover_serving_presets_lookups_and_reports(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    for definition in policy_crds():
+        fake_apiserver.store.create(definition)
+    fake_apiserver.store.create(namespace("shop"))
+    fake_apiserver.store.create(label_policy("broken", expression="object.metadata.name +"))
+    fake_apiserver.store.create(  # a workload-name filter: the pod's owners are looked up
+        {
+            "apiVersion": "pod-mutations.cast.ai/v1",
+            "kind": "PodMutation",
+            "metadata": {"name": "web"},
+            "spec": {"filterV2": {"workload": {"names": [{"type": "exact", "value": "web"}]}}},
+        }
+    )
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d9c", "uid": "u1", "controller": True}
+    fake_apiserver.store.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "web-5d9c", "namespace": "shop", "uid": "u1"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}}},
+        }
+    )
+    kubeconfig = str(fake_apiserver.kubeconfig(tmp_path / "kubeconfig"))
+    spot = str(ROOT / "presets" / "spot-partial.yaml")
+    with running_server(tmp_path, [spot], from_cluster=True, kubeconfig=kubeconfig) as server:
+        replica = pod("web-5d9c-x1")
+        replica["metadata"]["ownerReferences"] = [owner]
+        review = server.review(admission_request(replica))
+        assert review["response"]["allowed"]
+
+        def reported() -> bool:
+            server.store.reload()
+            return bool(fake_apiserver.store.list("events", "default"))
+
+        eventually(reported, what="the broken policy's Event")
+    made = requests(fake_apiserver)
+    verbs = {(verb, resource) for verb, _, resource, _, _ in made}
+    assert {
+        ("watch", "replicasets"),
+        ("watch", "pods"),
+        ("patch", "mutatingpolicies/status"),
+        ("create", "events"),
+    } <= verbs
+    denied = [r for r in made if not allowed(rbac.shared_rules(), r)]
+    assert denied == []
+
+
+def test_the_controllers_rules_cover_leader_election_and_tls_upkeep(
+    fake_apiserver: FakeApiServer, cluster: Cluster
+) -> None:
+    fake_apiserver.store.create(namespace(NAMESPACE))
+    fake_apiserver.store.create(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "celmut"},
+            "webhooks": [
+                {
+                    "name": "ignore.mutate.celmut.io",
+                    "clientConfig": {},
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                }
+            ],
+        }
+    )
+    elector = LeaderElector(cluster, NAMESPACE, "celmut-controller", "me")
+    assert elector.try_acquire_or_renew() and elector.try_acquire_or_renew()  # create, then renew
+    tls = TlsConfig(NAMESPACE, "celmut", "celmut-tls", "celmut-ca", "celmut")
+    manager = TlsManager(cluster, tls)
+    manager.reconcile()
+    manager.reconcile()  # updates read what they wrote
+    made = requests(fake_apiserver)
+    cluster_rules = rbac.controller_cluster_rules("celmut", self_managed_tls=True)
+    namespace_rules = rbac.controller_namespace_rules(
+        "celmut-controller", ["celmut-ca", "celmut-tls"], self_managed_tls=True
+    )
+    denied = [
+        r for r in made if not allowed(cluster_rules, r) and not (r[3] == NAMESPACE and allowed(namespace_rules, r))
+    ]
+    assert denied == []
+    assert {("update", "leases"), ("create", "secrets"), ("patch", "mutatingwebhookconfigurations")} <= {
+        (verb, resource) for verb, _, resource, _, _ in made
+    }
