@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from celmut.jsonutil import json_copy
 from celmut.runtime.patch import diff
 
 _METADATA_FIELDS = ("labels", "annotations", "finalizers")
@@ -22,22 +21,25 @@ def _images(containers: Any) -> dict[str, Any]:
 
 
 def live_form(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """``old`` with every change from ``new`` that a running pod accepts."""
-    live = json_copy(old)
-    live_meta = live.setdefault("metadata", {})
-    new_meta = new.get("metadata") or {}
-    for key in _METADATA_FIELDS:
-        if key in new_meta:
-            live_meta[key] = new_meta[key]
-        else:
-            live_meta.pop(key, None)
+    """``old`` with every change from ``new`` that a running pod accepts.
+
+    Unchanged subtrees are shared with ``old`` (not copied), so diffs against it stay cheap.
+    """
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    live_meta = {k: v for k, v in old_meta.items() if k not in _METADATA_FIELDS}
+    live_meta.update({k: new_meta[k] for k in _METADATA_FIELDS if k in new_meta})
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-    live_spec = live.setdefault("spec", {})
+    live_spec = dict(old_spec)
     for field in ("containers", "initContainers"):
         images = _images(new_spec.get(field))
-        for container in live_spec.get(field) or []:
-            if container.get("name") in images and images[container.get("name")]:
-                container["image"] = images[container["name"]]
+        current = old_spec.get(field)
+        if isinstance(current, list) and any(
+            c.get("image") != images.get(c.get("name"), c.get("image")) for c in current
+        ):
+            live_spec[field] = [
+                {**c, "image": images[c.get("name")]} if images.get(c.get("name")) not in (None, c.get("image")) else c
+                for c in current
+            ]
     old_tolerations = old_spec.get("tolerations") or []
     new_tolerations = new_spec.get("tolerations") or []
     if new_tolerations[: len(old_tolerations)] == old_tolerations and len(new_tolerations) > len(old_tolerations):
@@ -51,6 +53,10 @@ def live_form(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             live_spec["schedulingGates"] = new_gates
         else:
             live_spec.pop("schedulingGates", None)
+    live = dict(old)
+    live["metadata"] = live_meta
+    if "spec" in old or live_spec:
+        live["spec"] = live_spec
     return live
 
 

@@ -15,6 +15,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import orjson
+
 from . import errors
 from .patches import APPLY_PATCH, PATCH_TYPES, STRATEGIC_MERGE_PATCH, apply_patch, parse_patch_body
 from .routes import Target, decode_body, dry_run, parse_target, query_flag, query_int, query_value
@@ -71,7 +73,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         self.flush_headers()
 
     def _send_json(self, code: int, obj: Any) -> None:
-        self._send(code, json.dumps(obj, separators=(",", ":")).encode())
+        self._send(code, orjson.dumps(obj))
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

@@ -21,6 +21,7 @@ import json
 from typing import Any
 
 import jsonpatch
+import orjson
 import yaml
 
 from .errors import ApiError, bad_request
@@ -156,7 +157,8 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
         if not isinstance(patch, list):
             raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
         try:
-            result = jsonpatch.JsonPatch(patch).apply(target)
+            # jsonpatch's own copy is copy.deepcopy; a JSON round trip is ~10x faster for the same result
+            result = jsonpatch.JsonPatch(patch).apply(orjson.loads(orjson.dumps(target)), in_place=True)
         except jsonpatch.JsonPatchTestFailed as exc:
             raise ApiError(422, f"the server rejected our request due to an error in our request: {exc}") from exc
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError, TypeError) as exc:

@@ -18,10 +18,11 @@ In-process use (test setup): ``store.create(obj)``, ``store.get("pods", "x", "de
 
 from __future__ import annotations
 
-import json
 import random
 import uuid
 from typing import Any
+
+import orjson
 
 from . import errors
 from .defaults import crd_status, now, qos_class
@@ -132,7 +133,7 @@ class Store(History):
         is dropped (pods get ``phase: Pending``) and a set ``metadata.resourceVersion`` is a 400."""
         check_decodable(obj)
         rtype = self._type_of(obj, resource)
-        obj = self._canonical(rtype, json.loads(json.dumps(obj)))
+        obj = self._canonical(rtype, orjson.loads(orjson.dumps(obj)))
         meta = obj.setdefault("metadata", {})
         ns = self._namespace(rtype, obj, namespace)
         if rtype.namespaced:
@@ -187,7 +188,7 @@ class Store(History):
     # -- update / patch ----------------------------------------------------------------------------
     def _update_locked(self, rtype: ResourceType, old: Entry, new: Obj, subresource: str, dry_run: bool) -> Entry:
         check_decodable(new)
-        new = self._canonical(rtype, json.loads(json.dumps(new)))
+        new = self._canonical(rtype, orjson.loads(orjson.dumps(new)))
         meta = new.setdefault("metadata", {})
         old_meta = old.obj["metadata"]
         if meta.get("uid") not in (None, "", old_meta["uid"]):
@@ -211,7 +212,7 @@ class Store(History):
                 new["status"] = status
         elif "status" in rtype.subresources:
             if "status" in old.obj:
-                new["status"] = json.loads(json.dumps(old.obj["status"]))
+                new["status"] = orjson.loads(orjson.dumps(old.obj["status"]))
             else:
                 new.pop("status", None)
         for field in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):

@@ -10,11 +10,12 @@ sent as DELETED (ADDED).
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from .resources import ResourceType
 from .selectors import Predicate
@@ -30,7 +31,7 @@ ERROR = "ERROR"
 
 def encode(obj: Any) -> bytes:
     """Compact JSON bytes."""
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return orjson.dumps(obj)
 
 
 @dataclass(slots=True)
@@ -48,7 +49,7 @@ class Entry:
 
     def copy(self) -> Obj:
         """A private deep copy of the object."""
-        copied: Obj = json.loads(self.raw)
+        copied: Obj = orjson.loads(self.raw)
         return copied
 
     def list_item(self, rtype: ResourceType) -> bytes:
