@@ -26,7 +26,6 @@ import json
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,14 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import per_call_us, table
-from workloads import MATCH_EXPRESSION, PATCH_EXPRESSION_MAPS, PATCH_EXPRESSION_TYPED, pod_size_bytes, realistic_pod
+from workloads import (
+    MATCH_EXPRESSION,
+    PATCH_EXPRESSION_MAPS,
+    PATCH_EXPRESSION_TYPED,
+    admission_review,
+    pod_size_bytes,
+    realistic_pod,
+)
 
 from celmut import cel
 from celmut.cel.engines.select import cpp_available
@@ -87,30 +93,6 @@ STOCK_POLICIES: list[tuple[list[str], list[str]]] = [
     (["size(object.spec.containers) > 10"], []),
     (['request.operation == "UPDATE"'], []),
 ]
-
-
-def admission_review(pod: dict[str, Any]) -> bytes:
-    """A realistic AdmissionReview (CREATE of ``pod`` by the ReplicaSet controller)."""
-    request = {
-        "uid": str(uuid.uuid4()),
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-        "name": pod["metadata"]["name"],
-        "namespace": pod["metadata"]["namespace"],
-        "operation": "CREATE",
-        "userInfo": {
-            "username": "system:serviceaccount:kube-system:replicaset-controller",
-            "uid": "2d7b1a5e-1c9f-4d8e-9d6b-7f1f3a0b2c11",
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
-        },
-        "object": pod,
-        "oldObject": None,
-        "dryRun": False,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", "fieldManager": "kube-controller-manager"},
-    }
-    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
 
 
 # Heavier expressions: where the evaluator, not the conversion, dominates.

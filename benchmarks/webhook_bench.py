@@ -21,10 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import orjson
@@ -35,7 +33,7 @@ from fastapi.responses import Response
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import table
-from workloads import realistic_pod
+from workloads import admission_review, realistic_pod
 
 from celmut.server import certs
 from policies import benchmark_policies
@@ -64,28 +62,6 @@ def serve_floor(port: int, cert: str, key: str) -> None:
 
 
 # --- the client -----------------------------------------------------------------------------------
-
-
-def review_body(pod: dict[str, Any]) -> bytes:
-    request = {
-        "uid": str(uuid.uuid4()),
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-        "name": pod["metadata"]["name"],
-        "namespace": pod["metadata"]["namespace"],
-        "operation": "CREATE",
-        "userInfo": {
-            "username": "system:serviceaccount:kube-system:replicaset-controller",
-            "groups": ["system:serviceaccounts"],
-        },
-        "object": pod,
-        "oldObject": None,
-        "dryRun": False,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-    }
-    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
 
 
 @dataclass
@@ -255,7 +231,7 @@ def main() -> None:
     material = certs.self_signed(work / "tls", ["127.0.0.1", "localhost"])
     verify = ssl.create_default_context(cafile=str(material.ca_file))
     pod = realistic_pod()
-    bodies = [review_body(pod) for _ in range(64)]
+    bodies = [admission_review(pod) for _ in range(64)]
 
     ports = {"floor": free_port(), "celmut": free_port()}
     tls = [str(material.cert_file), str(material.key_file)]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
+
+import orjson
 
 
 def realistic_pod(name: str = "checkout-7d4b9c6f5-x2x9q") -> dict[str, Any]:
@@ -89,3 +92,27 @@ PATCH_EXPRESSION_TYPED = (
 
 def pod_size_bytes() -> int:
     return len(json.dumps(realistic_pod()))
+
+
+def admission_review(pod: dict[str, Any]) -> bytes:
+    """A realistic AdmissionReview (CREATE of ``pod`` by the ReplicaSet controller)."""
+    request = {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "name": pod["metadata"]["name"],
+        "namespace": pod["metadata"]["namespace"],
+        "operation": "CREATE",
+        "userInfo": {
+            "username": "system:serviceaccount:kube-system:replicaset-controller",
+            "uid": "2d7b1a5e-1c9f-4d8e-9d6b-7f1f3a0b2c11",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+        },
+        "object": pod,
+        "oldObject": None,
+        "dryRun": False,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", "fieldManager": "kube-controller-manager"},
+    }
+    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})

@@ -11,10 +11,11 @@ PodMutation compiler needs the whole set to choose the most specific one per pod
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from celmut.policy.errors import PolicyError
 from celmut.sources.documents import Document
 
 
@@ -39,6 +40,38 @@ class PresetCompiler(Protocol):
 
 
 COMPILERS: list[PresetCompiler] = []
+
+T = TypeVar("T")
+
+
+def compile_each(
+    documents: Sequence[Document],
+    parse: Callable[[Document], T],
+    identify: Callable[[Document, T], tuple[str, str]],
+    build: Callable[[Document, T], dict[str, Any]],
+    duplicate: Callable[[Document, T, str], PolicyError],
+) -> PresetOutput:
+    """Compile documents that each make one policy, refusing a second document for the same policy.
+
+    ``identify`` gives (the generated policy's name, how to name this document in an error);
+    ``duplicate`` builds the error for a document whose policy an earlier one (so named) generates.
+    """
+    output = PresetOutput()
+    seen: dict[str, str] = {}
+    for document in documents:
+        try:
+            parsed = parse(document)
+        except PolicyError as ex:
+            output.errors.append(ex)
+            continue
+        name, origin = identify(document, parsed)
+        if name in seen:
+            output.errors.append(duplicate(document, parsed, seen[name]))
+            continue
+        seen[name] = origin
+        output.policies.append(build(document, parsed))
+    return output
+
 
 GENERATED_BY = "celmut.io/generated-from"  # annotation on every generated policy: the source document
 

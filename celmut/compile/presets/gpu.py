@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from celmut.compile.presets import GENERATED_BY, PresetOutput
+from celmut.compile.presets import GENERATED_BY, PresetOutput, compile_each
 from celmut.compile.presets import placement as pl
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
@@ -180,21 +180,18 @@ class GpuSlicingCompiler:
         return claims(document)
 
     def compile(self, documents: Sequence[Document]) -> PresetOutput:
-        output = PresetOutput()
-        seen: dict[str, str] = {}
-        for document in documents:
-            try:
-                name, types, shared = parse(document)
-            except PolicyError as ex:
-                output.errors.append(ex)
-                continue
-            if name in seen:
-                problem = FieldError("metadata.name", f"Duplicate value: {name!r} is already defined in {seen[name]}")
-                output.errors.append(PolicyError(document.path, KIND, name, [problem]))
-                continue
-            seen[name] = document.path
-            output.policies.append(build_policy(name, types, shared))
-        return output
+        def duplicate(document: Document, parsed: tuple[str, dict[str, int], str], first: str) -> PolicyError:
+            name = parsed[0]
+            problem = FieldError("metadata.name", f"Duplicate value: {name!r} is already defined in {first}")
+            return PolicyError(document.path, KIND, name, [problem])
+
+        return compile_each(
+            documents,
+            parse,
+            lambda document, parsed: (parsed[0], document.path),
+            lambda _document, parsed: build_policy(*parsed),
+            duplicate,
+        )
 
 
 COMPILER = GpuSlicingCompiler()

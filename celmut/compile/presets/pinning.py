@@ -55,7 +55,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from celmut.compile.presets import GENERATED_BY, PresetOutput
+from celmut.compile.presets import GENERATED_BY, PresetOutput, compile_each
 from celmut.compile.presets import placement as pl
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
@@ -276,25 +276,19 @@ class PinningCompiler:
         return claims(document)
 
     def compile(self, documents: Sequence[Document]) -> PresetOutput:
-        output = PresetOutput()
-        seen: dict[str, str] = {}
-        for document in documents:
-            try:
-                plan = parse(document)
-            except PolicyError as ex:
-                output.errors.append(ex)
-                continue
-            where = f"{plan.kind} {plan.namespace}/{plan.name} in {document.path}"
-            if plan.policy_name in seen:
-                problem = FieldError(
-                    "metadata.name",
-                    f"Duplicate value: policy {plan.policy_name} is already generated from {seen[plan.policy_name]}",
-                )
-                output.errors.append(PolicyError(document.path, plan.kind, f"{plan.namespace}/{plan.name}", [problem]))
-                continue
-            seen[plan.policy_name] = where
-            output.policies.append(build_policy(plan))
-        return output
+        def duplicate(document: Document, plan: Plan, first: str) -> PolicyError:
+            message = f"Duplicate value: policy {plan.policy_name} is already generated from {first}"
+            return PolicyError(
+                document.path, plan.kind, f"{plan.namespace}/{plan.name}", [FieldError("metadata.name", message)]
+            )
+
+        return compile_each(
+            documents,
+            parse,
+            lambda document, plan: (plan.policy_name, f"{plan.kind} {plan.namespace}/{plan.name} in {document.path}"),
+            lambda _document, plan: build_policy(plan),
+            duplicate,
+        )
 
 
 COMPILER = PinningCompiler()

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from celmut.compile.presets import GENERATED_BY, PresetOutput
+from celmut.compile.presets import GENERATED_BY, PresetOutput, compile_each
 from celmut.compile.presets import placement as pl
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
@@ -325,24 +325,17 @@ class SpotCompiler:
         return claims(document)
 
     def compile(self, documents: Sequence[Document]) -> PresetOutput:
-        output = PresetOutput()
-        seen: dict[str, str] = {}
-        for document in documents:
-            try:
-                config = parse(document)
-            except PolicyError as ex:
-                output.errors.append(ex)
-                continue
-            name = config.policy_name
-            if name in seen:
-                problem = FieldError(
-                    "staticConfig", f"Duplicate value: policy {name} is already generated from {seen[name]}"
-                )
-                output.errors.append(PolicyError(document.path, KIND, f"#{document.index}", [problem]))
-                continue
-            seen[name] = document.path
-            output.policies.append(build_policy(config, Path(document.path).name))
-        return output
+        def duplicate(document: Document, config: SpotConfig, first: str) -> PolicyError:
+            message = f"Duplicate value: policy {config.policy_name} is already generated from {first}"
+            return PolicyError(document.path, KIND, f"#{document.index}", [FieldError("staticConfig", message)])
+
+        return compile_each(
+            documents,
+            parse,
+            lambda document, config: (config.policy_name, document.path),
+            lambda document, config: build_policy(config, Path(document.path).name),
+            duplicate,
+        )
 
 
 COMPILER = SpotCompiler()

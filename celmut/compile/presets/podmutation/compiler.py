@@ -181,7 +181,7 @@ def build_policy(mutation: PodMutation, outranking: Sequence[PodMutation]) -> di
         SPECIFICITY_ANNOTATION: specificity(mutation).describe(),
         **mutation.annotations,
     }
-    applied = f"object.metadata.?annotations[?{cel_string(NAME_ANNOTATION)}].orValue(\"\")"
+    applied = f'object.metadata.?annotations[?{cel_string(NAME_ANNOTATION)}].orValue("")'
     conditions = [
         # A pod this PodMutation already mutated (a reinvocation, or a running pod the controller
         # re-checks) is left alone: user patches such as an add to "/-" are not idempotent.
