@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,6 +25,7 @@ from celmut.compile.compiled import CompiledPolicy
 from celmut.controller import pods
 from celmut.controller.workqueue import TokenBucket
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests
+from celmut.kube.events import post_event
 from celmut.runtime import AdmissionInput, Engine
 from celmut.runtime.mutate_existing import Target, mutate_target
 from celmut.runtime.patch import diff
@@ -33,6 +33,7 @@ from celmut.runtime.patch import diff
 log = logging.getLogger("celmut.controller")
 
 RESTART_ANNOTATION = "celmut.io/restart-policy"
+COMPONENT = "celmut-controller"
 
 
 @dataclass(frozen=True, order=True)
@@ -356,36 +357,12 @@ class Reconciler:
     ) -> None:
         if not self.events:
             return
-        policies = sorted({c.policy for c in changes})
-        meta = obj.get("metadata") or {}
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{meta.get('name')}.{uuid.uuid4().hex[:16]}",
-                "namespace": meta.get("namespace") or "default",
-            },
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion"),
-                "kind": obj.get("kind"),
-                "name": meta.get("name"),
-                "namespace": meta.get("namespace") or "",
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "type": "Normal",
-            "reason": reason,
-            "message": f"{verb} celmut policy {', '.join(policies)}"[:1024],
-            "source": {"component": "celmut-controller"},
-            "reportingComponent": "celmut-controller",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        policies = ", ".join(sorted({c.policy for c in changes}))
         calling = time.perf_counter()
         try:
-            self.cluster.create("v1", "events", event["metadata"]["namespace"], event)
+            post_event(
+                self.cluster, obj, reason=reason, message=f"{verb} celmut policy {policies}", component=COMPONENT
+            )
         except ClusterError as ex:  # an Event is best effort
             log.warning("could not record an event", extra={"error": str(ex)})
         finally:

@@ -19,13 +19,13 @@ import contextlib
 import datetime
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.events import MAX_MESSAGE, post_event
 from celmut.policy.errors import PolicyError
 from celmut.sources.documents import Document
 
@@ -34,7 +34,6 @@ log = logging.getLogger("celmut.kube")
 SOURCE_PREFIX = "cluster:"
 CONDITION_TYPE = "celmut.io/Compiled"
 REDISCOVERY_SECONDS = 30.0
-MAX_EVENT_MESSAGE = 1024
 
 
 @dataclass(frozen=True)
@@ -233,7 +232,7 @@ class ClusterPolicySource:
     def _report_object(self, spec: WatchedKind, obj: dict[str, Any], error: str) -> None:
         try:
             if error:
-                self._post_event(obj, error)
+                post_event(self.cluster, obj, reason="PolicyInvalid", message=error, component="celmut", warning=True)
             if spec.conditions_at:
                 self._set_condition(spec, obj, error)
         except ClusterError as ex:  # reporting is best effort: the policy is skipped either way
@@ -241,40 +240,13 @@ class ClusterPolicySource:
                 "could not report policy status", extra={"policy": document_path(spec.kind, obj), "error": str(ex)}
             )
 
-    def _post_event(self, obj: dict[str, Any], message: str) -> None:
-        meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace") or "default"
-        now = _now()
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta.get('name', 'policy')}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion"),
-                "kind": obj.get("kind"),
-                "name": meta.get("name"),
-                "namespace": meta.get("namespace") or "",
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "type": "Warning",
-            "reason": "PolicyInvalid",
-            "message": message[:MAX_EVENT_MESSAGE],
-            "source": {"component": "celmut"},
-            "reportingComponent": "celmut",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        self.cluster.create("v1", "events", namespace, event)
-
     def _set_condition(self, spec: WatchedKind, obj: dict[str, Any], error: str) -> None:
         meta = obj.get("metadata") or {}
         condition = {
             "type": CONDITION_TYPE,
             "status": "False" if error else "True",
             "reason": "Invalid" if error else "Compiled",
-            "message": error[:MAX_EVENT_MESSAGE] if error else "the policy compiled and is in service",
+            "message": error[:MAX_MESSAGE] if error else "the policy compiled and is in service",
             "observedGeneration": meta.get("generation", 0),
             "lastTransitionTime": _now(),
         }
