@@ -93,7 +93,6 @@ class Controller:
         self.pacer = EvictionPacer(config.evictions_per_minute, config.eviction_settle_seconds)
         self._stop = threading.Event()
         self._engines: Engines | None = None
-        self._engine_seen: Engine | None = None
         self._fingerprints: dict[str, str] = {}
         self._watched: set[tuple[str, str]] = set()
         self._threads: list[threading.Thread] = []
@@ -166,9 +165,8 @@ class Controller:
         """Reload policies; the names of policies that are new or changed (they are scanned)."""
         self.store.reload(force=force)
         engine = self.store.engine
-        if engine is None or engine is self._engine_seen:
+        if engine is None or (self._engines is not None and self._engines.all is engine):
             return []
-        self._engine_seen = engine
         drifting = drift_policies(engine.policies)
         drift = Engine(drifting, engine.exceptions, engine.options) if drifting else None
         self._engines = Engines(engine, drift)
@@ -229,7 +227,8 @@ class Controller:
             outcome = Outcome(key, "failed", message=str(ex), retry_after=1.0)
         finally:
             self.queue.done(key)
-        self.processed += 1
+        with self._lock:  # workers run in parallel threads
+            self.processed += 1
         self.metrics.observe(outcome)
         self.report.record(outcome)
         if outcome.action == "failed":

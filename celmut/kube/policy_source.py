@@ -169,7 +169,6 @@ class ClusterPolicySource:
         self.report_to_cluster = report
         self._watches = [_KindWatch(cluster, spec, WatchedCache.start, rediscover_seconds) for spec in kinds]
         self._reported: dict[str, tuple[str, str]] = {}  # path -> (revision, error message or "")
-        self.on_compile_error: Callable[[str], None] | None = None
 
     def start(self) -> ClusterPolicySource:
         for watch in self._watches:
@@ -223,8 +222,6 @@ class ClusterPolicySource:
                 continue
             if state[1]:
                 log.error("policy skipped: it does not compile", extra={"policy": path, "error": state[1]})
-                if self.on_compile_error is not None:
-                    self.on_compile_error(path)
             if self.report_to_cluster and (state[1] or path in self._reported):
                 self._report_object(spec, obj, state[1])
         self._reported = current
