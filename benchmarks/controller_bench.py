@@ -89,7 +89,7 @@ def main() -> None:
 
     from celmut.cel.engines import select
     from celmut.controller.run import Controller, ControllerConfig
-    from celmut.kube import Cluster
+    from celmut.kube.client import Cluster
 
     policy_dir = Path(tempfile.mkdtemp(prefix="celmut-scan-bench-"))
     for document in scan_policies():

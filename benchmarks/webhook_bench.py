@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import table
 from workloads import admission_review, realistic_pod
 
-from celmut.server import certs
+from celmut.kube import certs
 from policies import benchmark_policies
 
 # --- the floor server (run in its own process) --------------------------------------------------

@@ -1,5 +1,5 @@
 import sys
 
-from celmut.cli.main import main
+from celmut.main import main
 
 sys.exit(main())

@@ -25,6 +25,19 @@ class LookupFailed(CelEvaluationError):
     """A provider was asked and answered with an error (not found, forbidden, timeout, …)."""
 
 
+class ResourceNotFound(LookupFailed):
+    """The API server's NotFound. Any provider may raise it (or any error whose ``reason`` is
+    ``"NotFound"``); ``resource.Get`` then yields ``null``."""
+
+    reason = "NotFound"
+
+
+class ResourceConflict(LookupFailed):
+    """The API server's AlreadyExists / BadRequest for ``resource.Post``."""
+
+    reason = "AlreadyExists"
+
+
 class ResourceLookup(Protocol):
     """Kubernetes objects for ``resource.Get/List/Post`` and namespace lookups."""
 

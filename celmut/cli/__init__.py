@@ -1,1 +1,1 @@
-"""The ``celmut`` command line: one module per subcommand, wired together in :mod:`celmut.cli.main`."""
+"""The ``celmut`` command line: one module per subcommand, wired together in :mod:`celmut.main`."""

@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from celmut.cli import engine_option
-from celmut.cli.offline import OfflineCluster, ResourceRun, reference
 from celmut.compile.pipeline import compile_paths
 from celmut.runtime.mutate_existing import TargetResult
+from celmut.service import flags
+from celmut.service.offline import OfflineCluster, ResourceRun, reference
 from celmut.sources.documents import Document, DocumentError, load_documents, load_single
 from celmut.sources.kyverno_values import parse_values
 
@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--old-resource", action="append", default=[], metavar="PATH", help="old objects, for UPDATE")
     p.add_argument("-o", "--output", default="yaml", choices=("yaml", "json", "patch"), help="output format")
     p.add_argument("--detailed-results", action="store_true", help="print every policy's outcome to stderr")
-    engine_option.add(p)
+    flags.add(p)
     p.set_defaults(run=run)
 
 
@@ -50,7 +50,7 @@ def _contents(documents: list[Document]) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = engine_option.chosen(args)
+    engine = flags.chosen(args)
     if engine is None:
         return EXIT_BAD_INPUT
     compilation = compile_paths(*args.policies, engine=engine)

@@ -13,9 +13,9 @@ import sys
 
 import yaml
 
-from celmut.cli import engine_option
 from celmut.compile import presets
 from celmut.compile.pipeline import compile_documents
+from celmut.service import flags
 from celmut.sources.documents import Document, DocumentError, load_documents
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -24,12 +24,12 @@ EXIT_OK, EXIT_BAD_INPUT = 0, 2
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compile", help="print the policies presets compile to", description=__doc__)
     p.add_argument("paths", nargs="+", metavar="FILE", help="preset files or directories")
-    engine_option.add(p)
+    flags.add(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = engine_option.chosen(args)
+    engine = flags.chosen(args)
     if engine is None:
         return EXIT_BAD_INPUT
     try:

@@ -13,7 +13,7 @@ from typing import Any
 
 from celmut import cel
 from celmut.cel import types
-from celmut.cli import engine_option
+from celmut.service import flags
 from celmut.sources.documents import DocumentError, load_single
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--var", action="append", default=[], metavar="NAME=JSON", help="bind `variables.NAME` (repeatable)")
     p.add_argument("--profile", choices=("kyverno", "kubernetes"), default="kyverno", help="CEL environment")
     p.add_argument("--compact", action="store_true", help="print JSON on one line")
-    engine_option.add(p)
+    flags.add(p)
     p.set_defaults(run=run)
 
 
@@ -52,7 +52,7 @@ def _load(path: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = engine_option.chosen(args)
+    engine = flags.chosen(args)
     if engine is None:
         return EXIT_BAD_INPUT
     try:

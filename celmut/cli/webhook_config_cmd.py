@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from celmut.compile.pipeline import compile_paths
-from celmut.server.webhook_config import DEFAULT_OPT_OUT_LABEL, webhook_configuration
+from celmut.install.webhook_config import DEFAULT_OPT_OUT_LABEL, webhook_configuration
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 

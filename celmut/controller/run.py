@@ -3,7 +3,7 @@
 Threads: the policy reload poll (a changed or new policy is scanned at once), the periodic scan,
 watch threads (from :mod:`celmut.kube`) that turn stored changes into triggers, ``workers``
 reconcile threads, leader election, the status endpoint and, when configured, the upkeep of the
-webhook's TLS (:mod:`celmut.server.tls_manager`). Only the leader writes: workers idle on
+webhook's TLS (:mod:`celmut.kube.tls_manager`). Only the leader writes: workers idle on
 a standby, and a new leader starts with a full scan. ``--dry-run`` is one pass that writes nothing
 and returns the report.
 """
@@ -38,9 +38,9 @@ from celmut.controller.workqueue import TokenBucket, WorkQueue
 from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.policy_source import ClusterPolicySource
+from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.runtime import Engine, EngineOptions
-from celmut.server.store import PolicySource, PolicyStore
-from celmut.server.tls_manager import TlsConfig, TlsManager
+from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
 
 log = logging.getLogger("celmut.controller")

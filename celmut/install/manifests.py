@@ -4,7 +4,7 @@ clusters without Helm.
 The objects equal what ``helm template`` renders from ``charts/celmut`` with the same settings (a test
 compares them), apart from Helm's own labels and the Namespace, which Helm creates outside the
 release (``--create-namespace``). TLS is self-managed: the controller's leader issues the webhook's
-certificate and writes the CA bundle (:mod:`celmut.server.tls_manager`).
+certificate and writes the CA bundle (:mod:`celmut.kube.tls_manager`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from celmut import __version__
 from celmut.install import rbac
 from celmut.install.crds import KYVERNO_GROUP, all_crds
-from celmut.server.webhook_config import DEFAULT_OPT_OUT_LABEL, PATHS, webhook_entry
+from celmut.install.webhook_config import DEFAULT_OPT_OUT_LABEL, PATHS, webhook_entry
 
 Obj = dict[str, Any]
 

@@ -1,27 +1,11 @@
-"""The cluster at celmut's edge: a JSON client, watched caches, lookups and policy sources.
+"""The cluster at celmut's edge: a JSON client, watched caches, lookups, policy sources and the
+webhook's TLS material.
 
 Built on the official ``kubernetes`` client (configuration, authentication, TLS); used by the
-webhook (``--from-cluster``) and the background controller. The runtime never imports this package:
-it sees the cluster only through :class:`celmut.cel.lookups.ResourceLookup`.
+webhook (``--from-cluster``) and the background controller. This is the only package that imports
+``kubernetes`` (an import contract checks it). The runtime never imports it: it sees the cluster only
+through :class:`celmut.cel.lookups.ResourceLookup`.
+
+Import the modules (``celmut.kube.client``, ``celmut.kube.cache``, …): this package re-exports
+nothing, so a surface that only needs :mod:`celmut.kube.certs` does not load the Kubernetes client.
 """
-
-from celmut.kube.cache import WatchedCache
-from celmut.kube.client import Cluster, ClusterError, Conflict, Gone, NotFound, TooManyRequests, Unreachable
-from celmut.kube.lookup import CacheSet, ClusterLookup
-from celmut.kube.policy_source import ClusterPolicySource
-from celmut.kube.serving import ClusterConnection
-
-__all__ = [
-    "CacheSet",
-    "Cluster",
-    "ClusterConnection",
-    "ClusterError",
-    "ClusterLookup",
-    "ClusterPolicySource",
-    "Conflict",
-    "Gone",
-    "NotFound",
-    "TooManyRequests",
-    "Unreachable",
-    "WatchedCache",
-]

@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.cel.libs.kyverno.static_resources import ResourceConflict, ResourceNotFound
-from celmut.cel.lookups import LookupFailed
+from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
 

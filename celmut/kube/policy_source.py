@@ -1,6 +1,6 @@
 """Policies from the cluster: the policy kinds and presets as custom resources, watched.
 
-:class:`ClusterPolicySource` is a :class:`celmut.server.store.PolicySource`: it lists and watches
+:class:`ClusterPolicySource` is a :class:`celmut.service.store.PolicySource`: it lists and watches
 every kind celmut reads (Kyverno MutatingPolicy, NamespacedMutatingPolicy and PolicyException;
 Kubernetes MutatingAdmissionPolicy and its bindings; the PodMutation, GPU slicing and pod pinning
 presets, including plan ConfigMaps labelled ``celmut.io/pinning-plan=true``) and hands them to the

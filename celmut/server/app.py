@@ -28,7 +28,7 @@ from celmut import cel
 from celmut.runtime import AdmissionResult
 from celmut.server import review as reviews
 from celmut.server.metrics import Metrics
-from celmut.server.store import PolicyStore
+from celmut.service.store import PolicyStore
 
 log = logging.getLogger("celmut.server")
 

@@ -28,17 +28,17 @@ from fastapi import FastAPI
 
 from celmut import cel, heap
 from celmut.compile.pipeline import Compilation
+from celmut.kube import certs
 from celmut.runtime import EngineOptions
 from celmut.runtime.schemas import DEFAULT_REGISTRY
-from celmut.server import certs
 from celmut.server.app import ServerSettings, create_app
+from celmut.server.command import DEFAULT_BACKGROUND_USER
 from celmut.server.metrics import Metrics
-from celmut.server.store import PolicySource, PolicyStore, ReloadOutcome
+from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
 
 log = logging.getLogger("celmut.server")
 
-DEFAULT_BACKGROUND_USER = "system:serviceaccount:celmut:celmut-controller"  # the Helm chart's controller
 
 
 @dataclass
@@ -78,7 +78,7 @@ def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
     if not config.from_cluster:
         return None
     from celmut.kube.client import ClusterError  # the kubernetes client loads slowly: only when needed
-    from celmut.kube.serving import ClusterConnection as KubeConnection
+    from celmut.server.cluster import ClusterConnection as KubeConnection
 
     try:
         return KubeConnection.open(config.kubeconfig)

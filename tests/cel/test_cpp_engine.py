@@ -10,7 +10,7 @@ import pytest
 from celmut import cel
 from celmut.cel import types
 from celmut.cel.engines import select
-from celmut.cel.libs.kyverno.static_resources import StaticResources
+from celmut.service.static_resources import StaticResources
 from tests.cel.helpers import ENGINES, outcome
 
 pytestmark = pytest.mark.skipif("cpp" not in ENGINES, reason="the C++ engine (cel-expr-python) is not installed")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from celmut.cel.engines import select
-from celmut.cli.main import main
+from celmut.main import main
 from tests.cel.helpers import ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]

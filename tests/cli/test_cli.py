@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from celmut.cli.main import main
+from celmut.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from celmut.controller.run import Controller, ControllerConfig
-from celmut.kube import Cluster
+from celmut.kube.client import Cluster
 from tests.fakekube import FakeApiServer
 
 RULE_CONFIGMAPS = {

@@ -32,7 +32,7 @@ def test_the_controller_process_mutates_serves_tls_status_and_stops_cleanly(
     fake_apiserver.store.create(configmap("one"))
     policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
     port = free_port()
-    from celmut.server import certs
+    from celmut.kube import certs
 
     material = certs.self_signed(tmp_path / "tls", ["127.0.0.1"])
     command = [

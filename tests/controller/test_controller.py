@@ -6,9 +6,9 @@ import json
 import time
 from pathlib import Path
 
-from celmut.cli.main import main
 from celmut.controller.reconcile import Reconciler, TargetKey, Task
 from celmut.controller.run import Controller, ControllerConfig
+from celmut.main import main
 from celmut.runtime.mutate_existing import Target
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually

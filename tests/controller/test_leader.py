@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from celmut.controller.leader import LeaderElector
-from celmut.kube import Cluster
+from celmut.kube.client import Cluster
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
 

@@ -17,12 +17,12 @@ import pytest
 import yaml
 
 from celmut.cel.engines import select
-from celmut.cli.main import build_parser
 from celmut.cli.manifests_cmd import CEL_ENGINES
 from celmut.compile import presets
 from celmut.install.crds import all_crds
 from celmut.kube.policy_source import POLICY_KINDS
-from celmut.server.tls_manager import TlsConfig
+from celmut.kube.tls_manager import TlsConfig
+from celmut.main import build_parser
 from celmut.sources.documents import Document
 
 from . import helm as helm_tool

@@ -13,8 +13,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from celmut.cli.main import main
 from celmut.install.manifests import InstallOptions, manifests
+from celmut.main import main
 
 from . import helm as helm_tool
 

@@ -15,7 +15,7 @@ import pytest
 from celmut.controller.leader import LeaderElector
 from celmut.install import rbac
 from celmut.kube.client import Cluster
-from celmut.server.tls_manager import TlsConfig, TlsManager
+from celmut.kube.tls_manager import TlsConfig, TlsManager
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually, label_policy, namespace
 from tests.kube.crds import policy_crds

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from celmut.kube import Cluster, ClusterPolicySource
+from celmut.kube.client import Cluster
+from celmut.kube.policy_source import ClusterPolicySource
 from tests.fakekube import FakeApiServer
 
 from .crds import policy_crds

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from celmut.kube import Cluster, WatchedCache
+from celmut.kube.cache import WatchedCache
+from celmut.kube.client import Cluster
 from tests.fakekube import FakeApiServer
 
 from .conftest import eventually, pod

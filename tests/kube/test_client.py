@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from celmut.kube import Cluster, ClusterError, Conflict, NotFound, TooManyRequests, Unreachable
-from celmut.kube.client import resource_path
+from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests, Unreachable, resource_path
 from tests.fakekube import FakeApiServer
 
 from .conftest import pod

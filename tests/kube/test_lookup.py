@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from celmut.cel.libs.kyverno.static_resources import ResourceNotFound
-from celmut.kube import CacheSet, Cluster, ClusterLookup
+from celmut.cel.lookups import ResourceNotFound
+from celmut.kube.client import Cluster
+from celmut.kube.lookup import CacheSet, ClusterLookup
 from tests.fakekube import FakeApiServer
 
 from .conftest import eventually, namespace, pod

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from celmut.kube import ClusterPolicySource
-from celmut.kube.policy_source import CONDITION_TYPE
+from celmut.kube.policy_source import CONDITION_TYPE, ClusterPolicySource
 from celmut.runtime import EngineOptions
-from celmut.server.store import PolicyStore
+from celmut.service.store import PolicyStore
 from celmut.sources.files import FileSource
 from tests.fakekube import FakeApiServer
 

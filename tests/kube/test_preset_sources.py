@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from celmut.kube import ClusterPolicySource
+from celmut.kube.policy_source import ClusterPolicySource
 from tests.fakekube import FakeApiServer
 
 from .conftest import eventually

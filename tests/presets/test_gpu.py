@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from celmut.cli.main import main
 from celmut.compile.pipeline import compile_documents, compile_paths
+from celmut.main import main
 from celmut.runtime import AdmissionInput, AdmissionResult, Engine
 from celmut.sources.documents import Document
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from celmut.cli.offline import OfflineCluster
 from celmut.compile.pipeline import compile_documents
 from celmut.compile.presets import placement as pl
 from celmut.runtime import AdmissionInput, Engine
+from celmut.service.offline import OfflineCluster
 from celmut.sources.documents import Document
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from celmut import cel
-from celmut.cli.offline import OfflineCluster
 from celmut.compile.pipeline import Compilation, compile_documents
 from celmut.compile.presets.podmutation.patches import cel_literal, cel_string
 from celmut.runtime import AdmissionResult
+from celmut.service.offline import OfflineCluster
 from celmut.sources.documents import Document
 from tests.cel.helpers import evaluate
 

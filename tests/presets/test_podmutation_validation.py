@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from celmut.cli.main import main
 from celmut.compile.pipeline import compile_documents
 from celmut.compile.presets.podmutation import COMPILER
+from celmut.main import main
 from celmut.policy.errors import PolicyError
 from celmut.sources.documents import Document
 from tests.presets.test_podmutation_support import pod, podmutation

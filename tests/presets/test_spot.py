@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from celmut.cli.main import main
-from celmut.cli.offline import OfflineCluster
 from celmut.compile.pipeline import Compilation, compile_documents, compile_paths
+from celmut.main import main
 from celmut.runtime import AdmissionInput, AdmissionResult
+from celmut.service.offline import OfflineCluster
 from celmut.sources.documents import Document
 
 ROOT = Path(__file__).resolve().parents[2]

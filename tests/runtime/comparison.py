@@ -1,5 +1,5 @@
 """Chainsaw's partial assertion trees (semantics §12); the CLI's tidy-then-equal comparison is
-:func:`celmut.cli.kyverno_test.tidy`."""
+:func:`celmut.cli.kyverno_suites.tidy`."""
 
 from __future__ import annotations
 

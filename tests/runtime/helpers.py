@@ -7,12 +7,12 @@ from typing import Any
 import yaml
 
 from celmut import cel
-from celmut.cel.libs.kyverno.static_resources import StaticResources
 from celmut.compile import compile_policy_set
 from celmut.compile.policies import CompiledPolicySet
 from celmut.policy import PolicySet, load_policy_documents
 from celmut.runtime import AdmissionInput, AdmissionResult, Engine, EngineOptions
 from celmut.runtime.schemas import SchemaRegistry
+from celmut.service.static_resources import StaticResources
 from celmut.sources.documents import Document
 
 

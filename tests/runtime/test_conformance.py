@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from celmut.cel.engines.select import ENV_VAR
-from celmut.cli.kyverno_test import tidy
-from celmut.cli.offline import OfflineCluster
+from celmut.cli.kyverno_suites import tidy
 from celmut.compile.pipeline import compile_documents
 from celmut.runtime import AdmissionInput
 from celmut.runtime.mutate_existing import mutate_existing
+from celmut.service.offline import OfflineCluster
 from celmut.sources.documents import Document
 from tests.cel.helpers import ENGINES
 from tests.runtime.comparison import partial_match

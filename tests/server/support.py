@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
-from celmut.server import certs
+from celmut.kube import certs
 from celmut.server.metrics import Metrics
 from celmut.server.run import ServeConfig, bind, build_store, connect_cluster, make_server
-from celmut.server.store import PolicyStore
+from celmut.service.store import PolicyStore
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from celmut.server import certs
+from celmut.kube import certs
 from tests.server.support import admission_request, decoded_patch, pod, running_server
 
 LABEL_POLICY = """

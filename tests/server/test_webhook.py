@@ -151,7 +151,7 @@ def test_the_response_patch_is_valid_rfc6902_json(echo_server) -> None:  # type:
 def test_each_admission_is_logged_as_one_json_line_without_object_contents(echo_server, caplog) -> None:  # type: ignore[no-untyped-def]
     import logging
 
-    from celmut.server.logs import JsonFormatter
+    from celmut.logs import JsonFormatter
 
     request = admission_request(pod(), dryRun=True)
     with caplog.at_level(logging.INFO, logger="celmut.server"):

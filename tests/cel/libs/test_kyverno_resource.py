@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from celmut.cel import Activation, Environment, to_plain
-from celmut.cel.libs.kyverno.static_resources import ResourceNotFound, StaticResources, kind_to_resource
-from celmut.cel.lookups import LookupFailed, Services
+from celmut.cel.lookups import LookupFailed, ResourceNotFound, Services
+from celmut.service.static_resources import StaticResources, kind_to_resource
 from tests.cel.helpers import Err, cases, check_case
 
 OBJECTS: list[dict[str, Any]] = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from celmut.cli import engine_option
-from celmut.cli.kyverno_test import find_test_files, run_test_file
+from celmut.cli.kyverno_suites import find_test_files, run_test_file
+from celmut.service import flags
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -19,12 +19,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("test", help="run kyverno-test.yaml files", description=__doc__)
     p.add_argument("paths", nargs="+", metavar="DIR", help="test files or directories to search")
     p.add_argument("--fail-only", action="store_true", help="print only failing results")
-    engine_option.add(p)
+    flags.add(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = engine_option.chosen(args)
+    engine = flags.chosen(args)
     if engine is None:
         return EXIT_BAD_INPUT
     files = find_test_files(args.paths)

@@ -22,8 +22,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from celmut.cli import engine_option
-from celmut.server import logs
+from celmut import logs
+from celmut.service import flags
 
 log = logging.getLogger("celmut.controller")
 
@@ -62,13 +62,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--tls-cert", metavar="FILE", help="certificate for the status endpoint (default: self-signed)")
     p.add_argument("--tls-key", metavar="FILE", help="key for the status endpoint")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    engine_option.add(p)
+    flags.add(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
-    if not engine_option.use_for_process(args):
+    if not flags.use_for_process(args):
         return 2
     if not args.policies and not args.from_cluster:
         print("error: give --policies PATH and/or --from-cluster", file=sys.stderr)
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from celmut.controller.report import Progress, table
     from celmut.controller.run import Controller, ControllerConfig
     from celmut.kube.client import Cluster, ClusterError
-    from celmut.server.tls_manager import TlsConfig
+    from celmut.kube.tls_manager import TlsConfig
 
     try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
         tls = TlsConfig.from_environment(os.environ)
@@ -127,7 +127,7 @@ def _run_forever(controller: object, args: argparse.Namespace) -> int:
     if args.metrics_port:
         cert, key = args.tls_cert, args.tls_key
         if not cert or not key:
-            from celmut.server import certs
+            from celmut.kube import certs
 
             material = certs.self_signed(Path(tempfile.mkdtemp(prefix="celmut-controller-tls-")), ["localhost"])
             cert, key = str(material.cert_file), str(material.key_file)

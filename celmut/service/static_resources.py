@@ -13,21 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.cel.lookups import LookupFailed
+from celmut.cel.lookups import ResourceConflict, ResourceNotFound
 from celmut.jsonutil import json_copy
-
-
-class ResourceNotFound(LookupFailed):
-    """The API server's NotFound. Any provider may raise it (or any error whose ``reason`` is
-    ``"NotFound"``); ``resource.Get`` then yields ``null``."""
-
-    reason = "NotFound"
-
-
-class ResourceConflict(LookupFailed):
-    """The API server's AlreadyExists / BadRequest for ``resource.Post``."""
-
-    reason = "AlreadyExists"
 
 
 def kind_to_resource(kind: str) -> str:

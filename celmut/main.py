@@ -1,4 +1,9 @@
-"""``celmut`` entry point: parses the command line and dispatches to a subcommand module.
+"""``celmut`` entry point: one parser, the subcommands of every surface.
+
+The offline commands live in :mod:`celmut.cli`, ``serve`` in :mod:`celmut.server.command` and
+``controller`` in :mod:`celmut.controller.command`; the surfaces never import each other, only this
+module sees them all. Command modules import their heavy dependencies (FastAPI, uvicorn, the
+Kubernetes client) inside ``run``, so ``celmut --version`` and the offline commands start fast.
 
 Exit codes are shared by every subcommand: 0 success, 1 a policy or expression failed at run time
 (or a test failed), 2 bad input (unreadable file, invalid policy, CEL compile error, bad flags).
@@ -11,18 +16,11 @@ import sys
 from collections.abc import Sequence
 
 from celmut import __version__
-from celmut.cli import (
-    apply_cmd,
-    compile_cmd,
-    controller_cmd,
-    eval_cmd,
-    manifests_cmd,
-    serve_cmd,
-    test_cmd,
-    webhook_config_cmd,
-)
+from celmut.cli import apply_cmd, compile_cmd, eval_cmd, manifests_cmd, suite_cmd, webhook_config_cmd
+from celmut.controller import command as controller_cmd
+from celmut.server import command as serve_cmd
 
-COMMANDS = (eval_cmd, apply_cmd, test_cmd, compile_cmd, serve_cmd, webhook_config_cmd, controller_cmd, manifests_cmd)
+COMMANDS = (eval_cmd, apply_cmd, suite_cmd, compile_cmd, serve_cmd, webhook_config_cmd, controller_cmd, manifests_cmd)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 

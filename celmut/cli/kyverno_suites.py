@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from celmut.cli.offline import OfflineCluster, ResourceRun
 from celmut.compile.pipeline import compile_paths
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.runtime.results import PolicyOutcome
+from celmut.service.offline import OfflineCluster, ResourceRun
 from celmut.sources.documents import DocumentError, load_documents, load_single, read_file
 from celmut.sources.kyverno_values import parse_values
 

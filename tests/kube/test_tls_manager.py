@@ -18,9 +18,9 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from celmut.controller.run import Controller, ControllerConfig
+from celmut.kube import certs
 from celmut.kube.client import Cluster
-from celmut.server import certs
-from celmut.server.tls_manager import TlsConfig, TlsManager
+from celmut.kube.tls_manager import TlsConfig, TlsManager
 from tests.fakekube import FakeApiServer
 
 CONFIG = TlsConfig(
@@ -261,7 +261,7 @@ def test_the_controller_command_reads_tls_settings_from_its_environment(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("POD_NAMESPACE")
-    from celmut.cli.main import main
+    from celmut.main import main
 
     assert main(["controller", "--policies", "policies/"]) == 2  # refused before connecting anywhere
     assert "POD_NAMESPACE" in capsys.readouterr().err

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import cel, kinds
-from celmut.cel.libs.kyverno.static_resources import StaticResources
 from celmut.compile import compile_policy_set
 from celmut.compile.pipeline import Compilation
 from celmut.policy import classify, load_policy_documents
 from celmut.runtime import AdmissionInput, AdmissionResult, Engine, EngineOptions
 from celmut.runtime.mutate_existing import TargetResult, mutate_existing
 from celmut.runtime.schemas import SchemaRegistry
+from celmut.service.static_resources import StaticResources
 from celmut.sources.documents import Document
 from celmut.sources.kyverno_values import Values
 

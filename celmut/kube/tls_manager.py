@@ -36,8 +36,8 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
+from celmut.kube import certs
 from celmut.kube.client import Cluster, ClusterError, NotFound
-from celmut.server import certs
 
 log = logging.getLogger("celmut.tls")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from celmut.cli.main import main
+from celmut.main import main
 
 POLICIES = """
 apiVersion: policies.kyverno.io/v1

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from celmut.cli import engine_option
-from celmut.server import logs
-from celmut.server.run import DEFAULT_BACKGROUND_USER, ServeConfig, serve
+from celmut import logs
+from celmut.service import flags
+
+DEFAULT_BACKGROUND_USER = "system:serviceaccount:celmut:celmut-controller"  # the Helm chart's controller
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,13 +38,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         f"(default {DEFAULT_BACKGROUND_USER})",
     )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    engine_option.add(p)
+    flags.add(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from celmut.server.run import ServeConfig, serve  # FastAPI and uvicorn load only for this command
+
     logs.configure(args.log_level)
-    if not engine_option.use_for_process(args):
+    if not flags.use_for_process(args):
         return 2
     if args.tls_cert is None and not args.self_signed:
         print("error: TLS is required: give --tls-cert and --tls-key, or --self-signed")
