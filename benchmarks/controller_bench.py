@@ -87,7 +87,7 @@ def main() -> None:
     if args.cel_engine:
         os.environ["CELMUT_CEL_ENGINE"] = args.cel_engine
 
-    from celmut.cel.engines import select
+    from celmut.cel.backends import select
     from celmut.controller.run import Controller, ControllerConfig
     from celmut.kube.client import Cluster
 

@@ -44,11 +44,11 @@ from workloads import (
 )
 
 from celmut import cel
-from celmut.cel.engines.select import cpp_available
+from celmut.cel.backends.select import cpp_available
 from celmut.compile.pipeline import compile_documents
-from celmut.runtime import AdmissionInput, Engine
-from celmut.runtime.schemas import DEFAULT_REGISTRY
+from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.server.review import build_response, parse_review
+from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.sources.documents import Document
 from policies import benchmark_policies
 
@@ -137,7 +137,7 @@ def cel_rows(pod: dict[str, Any]) -> dict[str, list[float]]:
     for name, program in heavy_stock.items():
         rows[name] = [per_call_us(lambda p=program: p.evaluate(stock_activation))]
     for engine in ENGINES:
-        env = cel.Environment("kyverno", engine=engine)
+        env = cel.Environment("kyverno", backend=engine)
         match, patch = env.compile(MATCH_EXPRESSION), env.compile(PATCH_EXPRESSION_TYPED)
         budget = cel.Budget(limit=10**15, per_call_limit=10**9)
         warm = cel.Activation(object=pod, budget=budget, input_size=size)
@@ -186,7 +186,6 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     args = parser.parse_args()
     pod = realistic_pod()
-    DEFAULT_REGISTRY.preload()
     print(f"Pod {pod_size_bytes():,} bytes (JSON); engines: stock cel-python, celmut on {', '.join(ENGINES)}")
 
     rows = cel_rows(pod)
@@ -197,17 +196,17 @@ def main() -> None:
     admit_us, end_to_end = [median_us(stock_admission(pod), max(args.requests // 20, 50))], ["n/a"]
     for engine in ENGINES:
         compilation = compile_documents(
-            (Document("bench.yaml", i, d) for i, d in enumerate(benchmark_policies())), engine=engine
+            (Document("bench.yaml", i, d) for i, d in enumerate(benchmark_policies())), backend=engine
         )
         assert not compilation.errors, compilation.errors
-        runtime = Engine(compilation.compiled)
+        runtime = assemble_engine(compilation, EngineSettings())
 
-        def admit(r: Engine = runtime) -> Any:
+        def admit(r: AdmissionEngine = runtime) -> Any:
             request = AdmissionInput.from_object(pod)
             request.input_size = len(body)
             return r.admit(request)
 
-        def serve(r: Engine = runtime) -> bytes:
+        def serve(r: AdmissionEngine = runtime) -> bytes:
             review = parse_review(body)
             return build_response(review, r.admit(review.request))
 

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workloads import pod_size_bytes, realistic_pod
 
 from celmut.compile.pipeline import compile_documents
-from celmut.runtime import AdmissionInput, Engine
-from celmut.runtime.schemas import DEFAULT_REGISTRY
+from celmut.runtime import AdmissionInput
+from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.sources.documents import Document
 from policies import benchmark_policies
 
@@ -29,8 +29,7 @@ def main() -> None:
 
     compilation = compile_documents(Document("bench.yaml", i, d) for i, d in enumerate(benchmark_policies()))
     assert not compilation.errors, compilation.errors
-    DEFAULT_REGISTRY.preload()
-    engine = Engine(compilation.compiled)
+    engine = assemble_engine(compilation, EngineSettings())
     pod = realistic_pod()
     size = pod_size_bytes()
 

@@ -10,7 +10,7 @@ Typical use::
 
 Errors are :class:`CelError` subclasses with a ``kind`` of ``compile``, ``evaluation`` or ``cost``.
 The engine is ``Environment(..., engine="auto" | "celpy" | "cpp")``, else ``CELMUT_CEL_ENGINE``
-(see :mod:`celmut.cel.engines.select`).
+(see :mod:`celmut.cel.backends.select`).
 """
 
 from celmut.cel.activation import Activation, admission_request

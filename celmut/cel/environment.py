@@ -13,8 +13,8 @@ Two profiles exist, as in the real systems:
   ``oldObject``, ``request``, ``namespaceObject``, ``variables``, ``exceptions`` (no ``params``).
 
 :class:`Environment` parses and checks once (the shared front end) and hands the checked AST to an
-engine — cel-python or the C++ runtime, chosen by :mod:`celmut.cel.engines.select` — and compiled
-programs are cached by profile, engine, declarations and source text.
+backend — cel-python or the C++ runtime, chosen by :mod:`celmut.cel.backends.select` — and compiled
+programs are cached by profile, backend, declarations and source text.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import Any
 from celmut.cel import ast, parser
 from celmut.cel import types as t
 from celmut.cel.activation import Activation
+from celmut.cel.backends import select
+from celmut.cel.backends.base import Backend, BackendOptions, Program
 from celmut.cel.checker import Checker, CheckResult, Declarations
 from celmut.cel.declarations import Library, Overload
-from celmut.cel.engines import select
-from celmut.cel.engines.base import Engine, EngineOptions, Program
 from celmut.cel.errors import CelCompileError, CelEvaluationError, Issue
 from celmut.cel.libs import core, ext, k8s, kyverno, optional, timestamps
 
@@ -187,20 +187,20 @@ def _unavailable_hints(prof: Profile) -> dict[str, str]:
 
 
 class Environment:
-    """A CEL environment: a profile plus the policy's variable declarations and an engine."""
+    """A CEL environment: a profile plus the policy's variable declarations and a backend."""
 
     def __init__(
         self,
         profile_name: str = "kyverno",
         *,
         variables: Mapping[str, t.CelType] | None = None,
-        engine: Engine | str | None = None,
+        backend: Backend | str | None = None,
     ) -> None:
         self.profile = profile(profile_name)
         self.variable_types: dict[str, t.CelType] = dict(variables or {})
-        self.engine: Engine = select.engine(engine) if engine is None or isinstance(engine, str) else engine
+        self.backend: Backend = select.backend(backend) if backend is None or isinstance(backend, str) else backend
         self.functions = _function_table(self.profile)
-        self.options = EngineOptions(lenient_or_value=self.profile.lenient_or_value, profile=self.profile.name)
+        self.options = BackendOptions(lenient_or_value=self.profile.lenient_or_value, profile=self.profile.name)
         self.declarations = Declarations(
             variables=self.profile.variables,
             functions=self.functions,
@@ -214,13 +214,13 @@ class Environment:
         )
         self._key = (
             self.profile.name,
-            self.engine.name,
+            self.backend.name,
             tuple(sorted((k, str(v)) for k, v in self.variable_types.items())),
         )
 
     def with_variables(self, variables: Mapping[str, t.CelType]) -> Environment:
         """The same environment with ``variables.<name>`` declared for the given names."""
-        return Environment(self.profile.name, variables=variables, engine=self.engine)
+        return Environment(self.profile.name, variables=variables, backend=self.backend)
 
     def check(self, source: str) -> CheckResult:
         """Parse, expand macros and type-check; raises :class:`CelCompileError`."""
@@ -236,7 +236,7 @@ class Environment:
                 _cache.move_to_end(key)
                 return program
         checked = self.check(source)
-        program = self.engine.program(checked, source, self.functions, self.options)
+        program = self.backend.program(checked, source, self.functions, self.options)
         if self.profile.name == "kubernetes":
             self._refuse_constant_errors(checked, program, source)
         with _cache_lock:

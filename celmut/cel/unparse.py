@@ -1,6 +1,6 @@
 """Checked AST → CEL source text.
 
-The text is what a second CEL engine compiles (:mod:`celmut.cel.engines.cpp_engine`), so it must
+The text is what a second CEL engine compiles (:mod:`celmut.cel.backends.cpp_backend`), so it must
 mean exactly what the tree means: every operator application is parenthesised, literals are written
 in a form every CEL parser reads back to the same value, and macros are written in the spelling
 cel-go and cel-cpp both accept (``exists_one`` with one variable, ``existsOne`` with two).

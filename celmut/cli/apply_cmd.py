@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from celmut.compile.pipeline import compile_paths
+from celmut.compile.pipeline import read_paths
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.service import flags
 from celmut.service.offline import OfflineCluster, ResourceRun, reference
@@ -50,14 +50,10 @@ def _contents(documents: list[Document]) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = flags.chosen(args)
-    if engine is None:
+    backend = flags.chosen(args)
+    if backend is None:
         return EXIT_BAD_INPUT
-    compilation = compile_paths(*args.policies, engine=engine)
-    if compilation.errors:
-        for error in compilation.errors:
-            print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    policies, read_errors = read_paths(*args.policies)
     try:
         resources = _contents(_documents(args.resource))
         old_objects = _contents(_documents(args.old_resource))
@@ -66,12 +62,12 @@ def run(args: argparse.Namespace) -> int:
     except DocumentError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    offline = OfflineCluster.build(compilation, cluster_documents, values, engine=engine)
+    offline = OfflineCluster.build(policies, cluster_documents, values, backend, read_errors)
     if offline.compilation.errors:
         for error in offline.compilation.errors:
             print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for warning in compilation.compiled.warnings:
+    for warning in offline.compilation.compiled.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     runs = offline.admit(resources, args.operation, old_objects)
     scanned = offline.scan()

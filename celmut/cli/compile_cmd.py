@@ -29,8 +29,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = flags.chosen(args)
-    if engine is None:
+    backend = flags.chosen(args)
+    if backend is None:
         return EXIT_BAD_INPUT
     try:
         documents: list[Document] = [d for path in args.paths for d in load_documents(path)]
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     expanded, errors = presets.expand(documents)
     generated = [d.content for d in expanded if d.path.startswith("<generated")]
     if not errors:  # make sure what we print compiles
-        errors = compile_documents([d for d in expanded if d.path.startswith("<generated")], engine).errors
+        errors = compile_documents([d for d in expanded if d.path.startswith("<generated")], backend).errors
     if errors:
         for error in errors:
             print(f"error: {error}", file=sys.stderr)

@@ -52,8 +52,8 @@ def _load(path: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = flags.chosen(args)
-    if engine is None:
+    backend = flags.chosen(args)
+    if backend is None:
         return EXIT_BAD_INPUT
     try:
         variables = _parse_vars(args.var)
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     except (DocumentError, ValueError) as ex:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    env = cel.Environment(args.profile, variables={name: types.DYN for name in variables}, engine=engine)
+    env = cel.Environment(args.profile, variables={name: types.DYN for name in variables}, backend=backend)
     try:
         program = env.compile(args.expression)
     except cel.CelCompileError as ex:

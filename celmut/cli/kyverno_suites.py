@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from celmut.compile.pipeline import compile_paths
+from celmut.compile.pipeline import read_paths
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.runtime.results import PolicyOutcome
 from celmut.service.offline import OfflineCluster, ResourceRun
@@ -88,7 +88,7 @@ def _status(outcomes: list[PolicyOutcome]) -> tuple[str, str]:
     return "skip", "; ".join(o.reason for o in outcomes if o.reason)
 
 
-def run_test_file(path: Path, engine: str | None = None) -> TestRun:
+def run_test_file(path: Path, backend: str | None = None) -> TestRun:
     base = path.parent
     try:
         spec = load_single(path)
@@ -100,10 +100,7 @@ def run_test_file(path: Path, engine: str | None = None) -> TestRun:
         value = spec.get(key) or []
         return [str(base / item) for item in ([value] if isinstance(value, str) else value)]
 
-    compilation = compile_paths(*files("policies"), *files("exceptions"), engine=engine)
-    if compilation.errors:
-        run.error = "; ".join(str(e) for e in compilation.errors)
-        return run
+    policies, read_errors = read_paths(*files("policies"), *files("exceptions"))
     try:
         resources = [d.content for p in files("resources") for d in load_documents(p)]
         cluster = [d for p in files("clusterResources") + files("targetResources") for d in load_documents(p)]
@@ -112,7 +109,10 @@ def run_test_file(path: Path, engine: str | None = None) -> TestRun:
     except DocumentError as ex:
         run.error = str(ex)
         return run
-    offline = OfflineCluster.build(compilation, cluster, values, engine=engine)
+    offline = OfflineCluster.build(policies, cluster, values, backend, read_errors)
+    if offline.compilation.errors:
+        run.error = "; ".join(str(e) for e in offline.compilation.errors)
+        return run
     runs = offline.admit([r for r in resources if isinstance(r, dict)])
     scanned = offline.scan()
     for expected in spec.get("results") or []:

@@ -24,8 +24,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = flags.chosen(args)
-    if engine is None:
+    backend = flags.chosen(args)
+    if backend is None:
         return EXIT_BAD_INPUT
     files = find_test_files(args.paths)
     if not files:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     passed = failed = 0
     for path in files:
-        test = run_test_file(path, engine=engine)
+        test = run_test_file(path, backend=backend)
         print(f"Test {test.name} ({path})")
         if test.error:
             print(f"  ERROR: {test.error}")

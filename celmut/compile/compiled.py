@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from celmut.cel.engines.base import Program
+from celmut.cel.backends.base import Program
 from celmut.policy.match import MatchResources
 
 Semantics = Literal["kyverno", "kubernetes"]

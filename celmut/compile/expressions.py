@@ -7,8 +7,8 @@ from collections.abc import Callable
 from celmut import cel
 from celmut.cel import ast
 from celmut.cel import types as t
+from celmut.cel.backends.base import Program
 from celmut.cel.checker import CheckResult
-from celmut.cel.engines.base import Program
 from celmut.policy.errors import FieldError
 
 ResultCheck = Callable[[CheckResult], str | None]

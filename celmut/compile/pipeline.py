@@ -29,17 +29,17 @@ class Compilation:
         return self.compiled.errors
 
 
-def compile_documents(documents: Iterable[Document], engine: object | None = None) -> Compilation:
+def compile_documents(documents: Iterable[Document], backend: str | None = None) -> Compilation:
     """Expand presets into policies, then parse and compile every policy."""
     expanded, preset_errors = presets.expand(documents)
     policies = load_policy_documents(expanded)
     policies.errors[:0] = preset_errors
-    compiled = compile_policy_set(policies, engine)
+    compiled = compile_policy_set(policies, backend)
     return Compilation(policies, compiled, policies.other)
 
 
-def compile_paths(*paths: str, engine: object | None = None) -> Compilation:
-    """Load every file under ``paths``; unreadable files are reported as errors, not raised."""
+def read_paths(*paths: str) -> tuple[list[Document], list[Exception]]:
+    """Every document under ``paths``; unreadable files are returned as errors, not raised."""
     documents: list[Document] = []
     errors: list[Exception] = []
     for path in paths:
@@ -47,6 +47,12 @@ def compile_paths(*paths: str, engine: object | None = None) -> Compilation:
             documents += load_documents(path)
         except DocumentError as ex:
             errors.append(ex)
-    compilation = compile_documents(documents, engine)
+    return documents, errors
+
+
+def compile_paths(*paths: str, backend: str | None = None) -> Compilation:
+    """Load every file under ``paths`` and compile it; unreadable files are reported as errors."""
+    documents, errors = read_paths(*paths)
+    compilation = compile_documents(documents, backend)
     compilation.compiled.errors[:0] = errors
     return compilation

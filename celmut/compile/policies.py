@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from celmut import cel
 from celmut.cel import ast
 from celmut.cel import types as t
-from celmut.cel.engines.base import Program
+from celmut.cel.backends.base import Program
 from celmut.compile import autogen, expressions
 from celmut.compile.compiled import (
     CompiledBinding,
@@ -54,8 +54,8 @@ class CompiledPolicySet:
 class _Compiler:
     """Compiles the expressions of one policy in one environment, collecting field errors."""
 
-    def __init__(self, profile: str, engine: object | None = None) -> None:
-        self.base = cel.Environment(profile, engine=engine)  # type: ignore[arg-type]
+    def __init__(self, profile: str, backend: str | None = None) -> None:
+        self.base = cel.Environment(profile, backend=backend)
         self.env = self.base
         self.errors: list[FieldError] = []
         self.variable_types: dict[str, t.CelType] = {}
@@ -125,16 +125,16 @@ def _forbid_http(compiler: _Compiler, policy: MutatingPolicy) -> None:
                 )
 
 
-def compile_mutating_policy(policy: MutatingPolicy, engine: object | None = None) -> list[CompiledPolicy]:
+def compile_mutating_policy(policy: MutatingPolicy, backend: str | None = None) -> list[CompiledPolicy]:
     """The policy and its autogen variants; raises :class:`PolicyError` listing every problem."""
-    compiled = [_compile_mpol(policy, "", engine)]
+    compiled = [_compile_mpol(policy, "", backend)]
     for variant, variant_policy in autogen.autogen_variants(policy).items():
-        compiled.append(_compile_mpol(variant_policy, variant, engine))
+        compiled.append(_compile_mpol(variant_policy, variant, backend))
     return compiled
 
 
-def _compile_mpol(policy: MutatingPolicy, variant: str, engine: object | None) -> CompiledPolicy:
-    compiler = _Compiler("kyverno", engine)
+def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> CompiledPolicy:
+    compiler = _Compiler("kyverno", backend)
     variables = compiler.variables(policy.variables)
     match_conditions = compiler.named(policy.match_conditions, expressions.expect_bool)
     mutations = compiler.mutations(policy.mutations, kubernetes=False, check_type_names=not variant)
@@ -188,9 +188,9 @@ def _compile_mpol(policy: MutatingPolicy, variant: str, engine: object | None) -
 
 
 def compile_admission_policy(
-    policy: MutatingAdmissionPolicy, bindings: Iterable[MutatingAdmissionPolicyBinding], engine: object | None = None
+    policy: MutatingAdmissionPolicy, bindings: Iterable[MutatingAdmissionPolicyBinding], backend: str | None = None
 ) -> CompiledPolicy:
-    compiler = _Compiler("kubernetes", engine)
+    compiler = _Compiler("kubernetes", backend)
     match_conditions = compiler.named(policy.match_conditions, expressions.expect_bool, env=compiler.base)
     variables = compiler.variables(policy.variables)
     mutations = compiler.mutations(policy.mutations, kubernetes=True, check_type_names=True)
@@ -225,8 +225,8 @@ def compile_admission_policy(
     )
 
 
-def compile_exception(exception: PolicyException, engine: object | None = None) -> CompiledException:
-    compiler = _Compiler("kyverno", engine)
+def compile_exception(exception: PolicyException, backend: str | None = None) -> CompiledException:
+    compiler = _Compiler("kyverno", backend)
     conditions = compiler.named(exception.match_conditions, expressions.expect_bool)
     if compiler.errors:
         raise PolicyError(exception.source, "PolicyException", exception.name, compiler.errors)
@@ -241,12 +241,12 @@ def compile_exception(exception: PolicyException, engine: object | None = None) 
     )
 
 
-def compile_policy_set(policies: PolicySet, engine: object | None = None) -> CompiledPolicySet:
+def compile_policy_set(policies: PolicySet, backend: str | None = None) -> CompiledPolicySet:
     """Compile everything in ``policies``; rejected policies are reported in ``errors``."""
     result = CompiledPolicySet(errors=list(policies.errors))
     for mpol in policies.mutating_policies:
         try:
-            result.policies.extend(compile_mutating_policy(mpol, engine))
+            result.policies.extend(compile_mutating_policy(mpol, backend))
         except PolicyError as ex:
             result.errors.append(ex)
     bindings_by_policy: dict[str, list[MutatingAdmissionPolicyBinding]] = {}
@@ -266,12 +266,12 @@ def compile_policy_set(policies: PolicySet, engine: object | None = None) -> Com
                 f"{map_policy.source}: MutatingAdmissionPolicy {map_policy.name} has no binding and will not apply"
             )
         try:
-            result.policies.append(compile_admission_policy(map_policy, bindings, engine))
+            result.policies.append(compile_admission_policy(map_policy, bindings, backend))
         except PolicyError as ex:
             result.errors.append(ex)
     for exception in policies.exceptions:
         try:
-            result.exceptions.append(compile_exception(exception, engine))
+            result.exceptions.append(compile_exception(exception, backend))
         except PolicyError as ex:
             result.errors.append(ex)
     result.sort()

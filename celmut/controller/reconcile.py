@@ -26,7 +26,7 @@ from celmut.controller import pods
 from celmut.controller.workqueue import TokenBucket
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests
 from celmut.kube.events import post_event
-from celmut.runtime import AdmissionInput, Engine
+from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.runtime.mutate_existing import Target, mutate_target
 from celmut.runtime.patch import diff
 
@@ -124,8 +124,8 @@ class Outcome:
 class Engines:
     """The policies in service: all of them, and the admission policies that correct drift."""
 
-    all: Engine
-    drift: Engine | None
+    all: AdmissionEngine
+    drift: AdmissionEngine | None
 
 
 class EvictionPacer:

@@ -20,8 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from celmut import heap
-from celmut.compile.pipeline import Compilation
+from celmut import cel, heap
 from celmut.controller.leader import LeaderElector
 from celmut.controller.reconcile import Engines, EvictionPacer, Outcome, Reconciler, TargetKey, Work, merge_work
 from celmut.controller.report import Progress, Report
@@ -39,7 +38,8 @@ from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.tls_manager import TlsConfig, TlsManager
-from celmut.runtime import Engine, EngineOptions
+from celmut.runtime import AdmissionEngine
+from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
 
@@ -85,7 +85,10 @@ class Controller:
         sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
         if self.policy_source is not None:
             sources.append(self.policy_source)
-        self.store = PolicyStore(sources, self._options)
+        self.store = PolicyStore(
+            sources,
+            EngineSettings(services=cel.Services(resources=self.lookup), timeout_seconds=config.timeout_seconds),
+        )
         self.metrics = ControllerMetrics()
         self.report = Report()
         self.queue: WorkQueue[TargetKey, Work] = WorkQueue(merge_work)
@@ -129,11 +132,6 @@ class Controller:
 
     # --- state -----------------------------------------------------------------------------------
 
-    def _options(self, _compilation: Compilation) -> EngineOptions:
-        from celmut import cel
-
-        return EngineOptions(services=cel.Services(resources=self.lookup), timeout_seconds=self.config.timeout_seconds)
-
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
 
@@ -168,7 +166,7 @@ class Controller:
         if engine is None or (self._engines is not None and self._engines.all is engine):
             return []
         drifting = drift_policies(engine.policies)
-        drift = Engine(drifting, engine.exceptions, engine.options) if drifting else None
+        drift = AdmissionEngine(drifting, engine.exceptions, engine.options) if drifting else None
         self._engines = Engines(engine, drift)
         fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
         changed = [name for name, fp in fingerprints.items() if self._fingerprints.get(name) != fp]

@@ -35,13 +35,15 @@ from celmut.runtime.params import ParamError, resolve_params
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import AdmissionResult, PolicyOutcome
-from celmut.runtime.schemas import DEFAULT_REGISTRY, SchemaRegistry
+from celmut.runtime.schemas import SchemaRegistry
 
 
 @dataclass
-class EngineOptions:
+class AdmissionOptions:
+    """What an :class:`AdmissionEngine` evaluates with; assembled by :mod:`celmut.service.assembly`."""
+
     services: cel.Services = field(default_factory=cel.Services)
-    schemas: SchemaRegistry = DEFAULT_REGISTRY
+    schemas: SchemaRegistry = field(default_factory=SchemaRegistry)  # also the kind ↔ resource table
     background_usernames: frozenset[str] = frozenset()  # skipBackgroundRequests: celmut's own identity
     timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS
     max_input_bytes: int = 3 * 1024 * 1024
@@ -78,21 +80,21 @@ def _expression_error(expression: CompiledExpression | Any, error: cel.CelError)
     return PolicyFailure(expression.path, error.message)
 
 
-class Engine:
+class AdmissionEngine:
     """Evaluates admission requests against a fixed set of compiled policies."""
 
     def __init__(
         self,
         policies: CompiledPolicySet | Sequence[CompiledPolicy],
         exceptions: Iterable[CompiledException] = (),
-        options: EngineOptions | None = None,
+        options: AdmissionOptions | None = None,
     ) -> None:
         if isinstance(policies, CompiledPolicySet):
             exceptions = list(exceptions) + policies.exceptions
             policies = policies.policies
         self.policies = sorted(policies, key=lambda p: p.order_key)
         self.exceptions = list(exceptions)
-        self.options = options or EngineOptions()
+        self.options = options or AdmissionOptions()
 
     # --- public ------------------------------------------------------------------------------------
 
@@ -220,7 +222,9 @@ class Engine:
                     )
                     continue
             try:
-                param_sets = resolve_params(policy, binding, context.request, context.services)
+                param_sets = resolve_params(
+                    policy, binding, context.request, context.services, self.options.schemas.kinds
+                )
             except ParamError as ex:
                 if ex.allow:
                     yield self._outcome(policy, "skipped", str(ex), binding=binding.name), current
@@ -370,7 +374,7 @@ class RequestContext:
     """Per-request state shared by all policies: CEL request, namespace labels, budget."""
 
     def __init__(
-        self, engine: Engine, request: AdmissionInput, budget: cel.Budget, services: cel.Services | None = None
+        self, engine: AdmissionEngine, request: AdmissionInput, budget: cel.Budget, services: cel.Services | None = None
     ) -> None:
         self.engine = engine
         self.request = request

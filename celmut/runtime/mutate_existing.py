@@ -23,11 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from celmut import cel, kinds
+from celmut import cel
 from celmut.compile.compiled import CompiledPolicy
 from celmut.policy.match import MatchResources
 from celmut.runtime import matching, selectors
-from celmut.runtime.engine import Engine, PolicyFailure, RequestContext
+from celmut.runtime.engine import AdmissionEngine, PolicyFailure, RequestContext
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import PolicyOutcome
@@ -82,14 +82,14 @@ class Target:
 
 
 def mutate_existing(
-    engine: Engine, *, trigger: AdmissionInput | None = None, policies: Iterable[CompiledPolicy] | None = None
+    engine: AdmissionEngine, *, trigger: AdmissionInput | None = None, policies: Iterable[CompiledPolicy] | None = None
 ) -> list[TargetResult]:
     """Targets and their mutated forms for every mutateExisting policy in ``engine``."""
     return [mutate_target(engine, target) for target in resolve_targets(engine, trigger=trigger, policies=policies)]
 
 
 def resolve_targets(
-    engine: Engine, *, trigger: AdmissionInput | None = None, policies: Iterable[CompiledPolicy] | None = None
+    engine: AdmissionEngine, *, trigger: AdmissionInput | None = None, policies: Iterable[CompiledPolicy] | None = None
 ) -> list[Target]:
     """The targets of every mutateExisting policy for one trigger (or, with none, a scan)."""
     targets: list[Target] = []
@@ -103,7 +103,9 @@ def resolve_targets(
                 targets += _targets(engine, policy, trigger)
         elif policy.target is not None and policy.target.expression is not None:
             for existing in _list_matching(engine, policy, policy.match):
-                synthetic = AdmissionInput.from_object(existing, "UPDATE", old_object=existing)
+                synthetic = AdmissionInput.from_object(
+                    existing, "UPDATE", old_object=existing, kind_table=engine.options.schemas.kinds
+                )
                 if _trigger_matches(engine, policy, synthetic, check_operation=False):
                     targets += _targets(engine, policy, synthetic)
         else:
@@ -112,7 +114,7 @@ def resolve_targets(
 
 
 def mutate_target(
-    engine: Engine, target: Target, obj: dict[str, Any] | None = None, *, input_size: int | None = None
+    engine: AdmissionEngine, target: Target, obj: dict[str, Any] | None = None, *, input_size: int | None = None
 ) -> TargetResult:
     """Run the policy's mutations on the target (or on ``obj``, a fresher copy of it).
 
@@ -121,7 +123,9 @@ def mutate_target(
     current = target.obj if obj is None else obj
     request = target.trigger
     if request is None:
-        request = AdmissionInput.from_object(current, "UPDATE", old_object=current)
+        request = AdmissionInput.from_object(
+            current, "UPDATE", old_object=current, kind_table=engine.options.schemas.kinds
+        )
         request.input_size = input_size
     outcome, mutated, steps = _mutate_target(engine, target.policy, request, current)
     patch = diff(current, mutated) if mutated is not None and mutated is not current else []
@@ -129,7 +133,9 @@ def mutate_target(
     return TargetResult(name, current, mutated, patch, outcome, target.sub_resource, target.trigger_label, steps)
 
 
-def _trigger_matches(engine: Engine, policy: CompiledPolicy, request: AdmissionInput, *, check_operation: bool) -> bool:
+def _trigger_matches(
+    engine: AdmissionEngine, policy: CompiledPolicy, request: AdmissionInput, *, check_operation: bool
+) -> bool:
     context = _context(engine, request)
     if policy.kind == "NamespacedMutatingPolicy" and request.namespace != policy.namespace:
         return False
@@ -142,16 +148,16 @@ def _trigger_matches(engine: Engine, policy: CompiledPolicy, request: AdmissionI
         return False
 
 
-def _context(engine: Engine, request: AdmissionInput) -> RequestContext:
+def _context(engine: AdmissionEngine, request: AdmissionInput) -> RequestContext:
     return RequestContext(engine, request, cel.Budget.with_timeout(engine.options.timeout_seconds))
 
 
-def _targets(engine: Engine, policy: CompiledPolicy, trigger: AdmissionInput | None) -> list[Target]:
+def _targets(engine: AdmissionEngine, policy: CompiledPolicy, trigger: AdmissionInput | None) -> list[Target]:
     return [Target(policy, obj, sub, trigger) for obj, sub in _target_objects(engine, policy, trigger)]
 
 
 def _target_objects(
-    engine: Engine, policy: CompiledPolicy, trigger: AdmissionInput | None
+    engine: AdmissionEngine, policy: CompiledPolicy, trigger: AdmissionInput | None
 ) -> list[tuple[dict[str, Any], str]]:
     target = policy.target
     if target is not None and target.expression is not None:
@@ -170,12 +176,12 @@ def _target_objects(
     return [(obj, sub) for obj, sub in _list_matching_with_sub(engine, policy, match)]
 
 
-def _list_matching(engine: Engine, policy: CompiledPolicy, match: MatchResources) -> list[dict[str, Any]]:
+def _list_matching(engine: AdmissionEngine, policy: CompiledPolicy, match: MatchResources) -> list[dict[str, Any]]:
     return [obj for obj, _ in _list_matching_with_sub(engine, policy, match)]
 
 
 def _list_matching_with_sub(
-    engine: Engine, policy: CompiledPolicy, match: MatchResources
+    engine: AdmissionEngine, policy: CompiledPolicy, match: MatchResources
 ) -> list[tuple[dict[str, Any], str]]:
     resources = engine.options.services.resources
     if resources is None:
@@ -202,9 +208,11 @@ def _list_matching_with_sub(
                             continue
                         if rule.resource_names and meta.get("name") not in rule.resource_names:
                             continue
-                        kind = item.get("kind") or kinds.kind_for(api_version, resource)
+                        kind = item.get("kind") or engine.options.schemas.kinds.kind_for(api_version, resource)
                         item = {"apiVersion": api_version, "kind": kind, **item}
-                        request = AdmissionInput.from_object(item, "UPDATE", old_object=item)
+                        request = AdmissionInput.from_object(
+                            item, "UPDATE", old_object=item, kind_table=engine.options.schemas.kinds
+                        )
                         labels = matching.namespace_labels(request, _namespace(resources, request.namespace))
                         if not matching.namespace_selector_matches(match, request, labels):
                             continue
@@ -225,7 +233,7 @@ def _namespace(resources: Any, name: str) -> Any:
 
 
 def _mutate_target(
-    engine: Engine, policy: CompiledPolicy, request: AdmissionInput, target: dict[str, Any]
+    engine: AdmissionEngine, policy: CompiledPolicy, request: AdmissionInput, target: dict[str, Any]
 ) -> tuple[PolicyOutcome, dict[str, Any] | None, list[MutationStep]]:
     context = _context(engine, request)
     name = policy.display_name

@@ -21,7 +21,11 @@ class ParamError(Exception):
 
 
 def resolve_params(
-    policy: CompiledPolicy, binding: CompiledBinding, request: AdmissionInput, services: Services
+    policy: CompiledPolicy,
+    binding: CompiledBinding,
+    request: AdmissionInput,
+    services: Services,
+    kind_table: kinds.KindTable = kinds.BUILTIN,
 ) -> list[Any]:
     """The parameter objects to evaluate the policy with (``[None]`` when it takes none)."""
     if policy.param_kind is None:
@@ -33,9 +37,9 @@ def resolve_params(
     if services.resources is None:
         raise ParamError(f"binding {binding.name}: no cluster lookup is configured to read params", allow=False)
     api_version, kind = policy.param_kind
-    resource = kinds.resource_for(api_version, kind)
+    resource = kind_table.resource_for(api_version, kind)
     namespace = binding.param_namespace
-    if not namespace and kinds.is_namespaced(api_version, kind):
+    if not namespace and kind_table.is_namespaced(api_version, kind):
         namespace = request.namespace
     found: list[Any] = []
     try:

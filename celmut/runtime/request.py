@@ -39,8 +39,10 @@ class AdmissionInput:
         namespace_object: dict[str, Any] | None = None,
         sub_resource: str = "",
         dry_run: bool = False,
+        kind_table: kinds.KindTable = kinds.BUILTIN,
     ) -> AdmissionInput:
-        """A request for ``obj`` as the CLI and background scans build it."""
+        """A request for ``obj`` as the CLI and background scans build it (``kind_table`` names the
+        resource of a custom kind)."""
         subject = obj if obj is not None else old_object or {}
         metadata = subject.get("metadata") or {}
         return cls(
@@ -48,7 +50,7 @@ class AdmissionInput:
             object=obj,
             old_object=old_object,
             kind=kinds.gvk_of(subject),
-            resource=kinds.gvr_of(subject),
+            resource=kind_table.gvr_of(subject),
             sub_resource=sub_resource,
             name=str(metadata.get("name", "")),
             namespace=str(metadata.get("namespace", "")),

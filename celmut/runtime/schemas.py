@@ -9,7 +9,8 @@ a documented rule (see :mod:`celmut.runtime.merge`).
 
 from __future__ import annotations
 
-import threading
+import functools
+from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -102,52 +103,49 @@ class Schema:
 
 
 class SchemaRegistry:
-    """Schemas by apiVersion and kind: built-in kinds, then registered CRDs."""
+    """Schemas by apiVersion and kind: the CRDs it was built with, then built-in kinds.
 
-    def __init__(self, kubernetes_version: str | None = None) -> None:
-        self._version = kubernetes_version
-        self._lock = threading.Lock()
-        self._defs: dict[str, Any] | None = None
-        self._by_gvk: dict[tuple[str, str, str], str] = {}
+    Built once per policy set (by :func:`celmut.service.assembly.assemble_engine`) and never
+    changed: a reload builds a new one, so nothing accumulates across reloads or leaks between
+    stores. :attr:`kinds` is the matching kind ↔ resource naming table.
+    """
+
+    def __init__(self, crds: Iterable[Mapping[str, Any]] = (), kubernetes_version: str | None = None) -> None:
+        crds = list(crds)
+        self.kinds = kinds.KindTable(crds)
+        self._defs = kinds.bundled_definitions(kubernetes_version)
+        self._by_gvk = _builtin_index(kubernetes_version)
         self._crds: dict[tuple[str, str, str], Schema] = {}
+        for crd in crds:
+            self._add_crd(crd)
 
-    def _load(self) -> dict[str, Any]:
-        with self._lock:
-            if self._defs is None:
-                defs = kinds.bundled_definitions(self._version)
-                for name, node in defs.items():
-                    for gvk in node.get("x-kubernetes-group-version-kind", ()):
-                        self._by_gvk[(gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))] = name
-                self._defs = defs
-            return self._defs
-
-    def register_crd(self, crd: dict[str, Any]) -> None:
+    def _add_crd(self, crd: Mapping[str, Any]) -> None:
         """Use a CustomResourceDefinition's schemas for its kind (every served version)."""
-        kinds.register_crd(crd)
         spec = crd.get("spec") or {}
         group = spec.get("group", "")
         kind = (spec.get("names") or {}).get("kind", "")
-        defs = self._load()
         for version in spec.get("versions") or []:
             node = ((version.get("schema") or {}).get("openAPIV3Schema")) or {}
             properties = dict(node.get("properties") or {})
             properties.setdefault("apiVersion", {"type": "string"})
             properties.setdefault("kind", {"type": "string"})
             properties["metadata"] = {"$ref": f"#/$defs/{_OBJECT_META}"}
-            self._crds[(group, version.get("name", ""), kind)] = Schema({**node, "properties": properties}, defs)
+            self._crds[(group, version.get("name", ""), kind)] = Schema({**node, "properties": properties}, self._defs)
 
     def for_kind(self, api_version: str, kind: str) -> Schema | None:
         group, version = kinds.split_api_version(api_version)
         crd = self._crds.get((group, version, kind))
         if crd is not None:
             return crd
-        defs = self._load()
         name = self._by_gvk.get((group, version, kind))
-        return Schema(defs[name], defs) if name else None
-
-    def preload(self) -> None:
-        """Read the built-in schemas now (a server does this at start, not on its first request)."""
-        self._load()
+        return Schema(self._defs[name], self._defs) if name else None
 
 
-DEFAULT_REGISTRY = SchemaRegistry()
+@functools.cache
+def _builtin_index(kubernetes_version: str | None) -> dict[tuple[str, str, str], str]:
+    """(group, version, kind) → definition name of every built-in kind (immutable upstream data)."""
+    index: dict[tuple[str, str, str], str] = {}
+    for name, node in kinds.bundled_definitions(kubernetes_version).items():
+        for gvk in node.get("x-kubernetes-group-version-kind", ()):
+            index[(gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))] = name
+    return index

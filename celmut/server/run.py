@@ -18,24 +18,25 @@ import socket
 import ssl
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 import uvicorn
 from fastapi import FastAPI
 
 from celmut import cel, heap
-from celmut.compile.pipeline import Compilation
 from celmut.kube import certs
-from celmut.runtime import EngineOptions
-from celmut.runtime.schemas import DEFAULT_REGISTRY
 from celmut.server.app import ServerSettings, create_app
 from celmut.server.command import DEFAULT_BACKGROUND_USER
 from celmut.server.metrics import Metrics
+from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
+
+if TYPE_CHECKING:  # the cluster connection loads the Kubernetes client: only with --from-cluster
+    from celmut.server.cluster import ClusterConnection
 
 log = logging.getLogger("celmut.server")
 
@@ -60,28 +61,15 @@ class ServeConfig:
     services: cel.Services = field(default_factory=cel.Services)
 
 
-class ClusterConnection(Protocol):
-    """What the server needs from the cluster (see :class:`celmut.kube.ClusterConnection`)."""
-
-    policy_source: PolicySource
-    resources: cel.ResourceLookup
-
-    def not_ready(self) -> str: ...
-
-    def admitted(self, obj: dict[str, Any]) -> None: ...
-
-    def stop(self) -> None: ...
-
-
 def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
     """Open the cluster connection of this process when ``--from-cluster`` asks for one."""
     if not config.from_cluster:
         return None
     from celmut.kube.client import ClusterError  # the kubernetes client loads slowly: only when needed
-    from celmut.server.cluster import ClusterConnection as KubeConnection
+    from celmut.server.cluster import ClusterConnection
 
     try:
-        return KubeConnection.open(config.kubeconfig)
+        return ClusterConnection.open(config.kubeconfig)
     except ClusterError as ex:
         raise ValueError(f"cannot connect to the cluster: {ex}") from None
 
@@ -113,20 +101,13 @@ class CertificateWatcher:
         return True
 
 
-def _engine_options(config: ServeConfig, cluster: ClusterConnection | None) -> Callable[[Compilation], EngineOptions]:
+def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> EngineSettings:
     services = replace(config.services, resources=cluster.resources) if cluster is not None else config.services
-
-    def options(compilation: Compilation) -> EngineOptions:
-        for document in compilation.other:
-            if isinstance(document.content, dict) and document.content.get("kind") == "CustomResourceDefinition":
-                DEFAULT_REGISTRY.register_crd(document.content)
-        return EngineOptions(
-            services=services,
-            timeout_seconds=config.timeout_seconds,
-            background_usernames=frozenset(config.background_users),
-        )
-
-    return options
+    return EngineSettings(
+        services=services,
+        timeout_seconds=config.timeout_seconds,
+        background_usernames=frozenset(config.background_users),
+    )
 
 
 def build_store(config: ServeConfig, metrics: Metrics, cluster: ClusterConnection | None = None) -> PolicyStore:
@@ -139,7 +120,7 @@ def build_store(config: ServeConfig, metrics: Metrics, cluster: ClusterConnectio
         metrics.policies_loaded.set(outcome.policies)
         metrics.policies_invalid.set(len(outcome.errors))
 
-    return PolicyStore(sources, _engine_options(config, cluster), all_or_nothing=True, on_reload=reloaded)
+    return PolicyStore(sources, engine_settings(config, cluster), all_or_nothing=True, on_reload=reloaded)
 
 
 def tls_material(config: ServeConfig) -> tuple[str, str]:

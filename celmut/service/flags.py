@@ -1,7 +1,7 @@
 """``--cel-engine auto|celpy|cpp``: the CEL engine of the commands that compile CEL (eval, apply,
 test, compile, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decides, and then
 ``auto``: the engine measured faster for policy workloads (cel-python today; see
-:mod:`celmut.cel.engines.select`). The one-shot commands pass the engine to the compiler; the
+:mod:`celmut.cel.backends.select`). The one-shot commands pass the engine to the compiler; the
 long-running ones (serve, controller) make it their process's default, which their worker
 processes inherit."""
 
@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from celmut.cel.engines import select
+from celmut.cel.backends import select
 
 EXIT_BAD_INPUT = 2
 
@@ -30,7 +30,7 @@ def chosen(args: argparse.Namespace) -> str | None:
     """The concrete engine name, or None (after printing why) when it cannot be used."""
     try:
         return select.resolve(getattr(args, "cel_engine", None))
-    except select.EngineUnavailable as ex:
+    except select.BackendUnavailable as ex:
         print(f"error: {ex}", file=sys.stderr)
         return None
 

@@ -8,12 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import cel, kinds
-from celmut.compile import compile_policy_set
-from celmut.compile.pipeline import Compilation
-from celmut.policy import classify, load_policy_documents
-from celmut.runtime import AdmissionInput, AdmissionResult, Engine, EngineOptions
+from celmut.compile.pipeline import Compilation, compile_documents
+from celmut.policy import classify
+from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionResult
 from celmut.runtime.mutate_existing import TargetResult, mutate_existing
-from celmut.runtime.schemas import SchemaRegistry
+from celmut.service.assembly import EngineSettings, assemble_engine, crds_in, is_crd
 from celmut.service.static_resources import StaticResources
 from celmut.sources.documents import Document
 from celmut.sources.kyverno_values import Values
@@ -44,43 +43,36 @@ class OfflineCluster:
 
     compilation: Compilation
     cluster: StaticResources
-    engine: Engine
+    engine: AdmissionEngine
     values: Values
 
     @classmethod
     def build(
         cls,
-        compilation: Compilation,
+        policy_documents: Sequence[Document],
         cluster_documents: Iterable[Document] = (),
         values: Values | None = None,
-        engine: str | None = None,
+        backend: str | None = None,
+        read_errors: Sequence[Exception] = (),
     ) -> OfflineCluster:
+        """Compile the policies once, with the policy kinds (PolicyExceptions, …) found among the
+        cluster resources, over a cluster made of those resources; ``read_errors`` (files that could
+        not be read) lead the compilation's errors."""
         values = values or Values()
-        registry = SchemaRegistry()
         objects: list[dict[str, Any]] = list(values.namespace_objects())
-        extra_policies: list[Document] = []
+        policies = list(policy_documents)
         for document in cluster_documents:
             if not isinstance(document.content, dict):
                 continue
             if classify(document.content) is not None:
-                extra_policies.append(document)
-                continue
-            if document.content.get("kind") == "CustomResourceDefinition":
-                registry.register_crd(document.content)
-            objects.append(document.content)
-        for document in compilation.other:
-            if isinstance(document.content, dict) and document.content.get("kind") == "CustomResourceDefinition":
-                registry.register_crd(document.content)
-        if extra_policies:  # PolicyExceptions (or policies) shipped as cluster resources
-            extra = compile_policy_set(load_policy_documents(extra_policies), engine)
-            compilation.compiled.policies += extra.policies
-            compilation.compiled.exceptions += extra.exceptions
-            compilation.compiled.errors += extra.errors
-            compilation.compiled.sort()
-        cluster = StaticResources(objects)
-        engine = Engine(
-            compilation.compiled, options=EngineOptions(services=cel.Services(resources=cluster), schemas=registry)
-        )
+                policies.append(document)
+            else:
+                objects.append(document.content)
+        compilation = compile_documents(policies, backend)
+        compilation.compiled.errors[:0] = read_errors
+        crds = [o for o in objects if is_crd(o)] + crds_in(compilation.other)
+        cluster = StaticResources(objects, kind_table=kinds.KindTable(crds))
+        engine = assemble_engine(compilation, EngineSettings(services=cel.Services(resources=cluster)), crds)
         return cls(compilation, cluster, engine, values)
 
     def request_for(self, resource: dict[str, Any], operation: str, old: dict[str, Any] | None) -> AdmissionInput:
@@ -90,6 +82,7 @@ class OfflineCluster:
             resource if operation != "DELETE" else None,
             operation,
             old_object=old if operation != "DELETE" else resource,
+            kind_table=self.engine.options.schemas.kinds,
         )
         sub = self.values.subresource_for(str(resource.get("kind", "")))
         if sub is not None:

@@ -29,10 +29,17 @@ class StaticResources:
     reads return copies, so callers cannot change what is stored.
     """
 
-    def __init__(self, objects: Iterable[Mapping[str, Any]] = (), plurals: Mapping[str, str] | None = None) -> None:
-        """``plurals`` overrides the derived plural of a kind (``{"Gateway.gateway.networking.k8s.io":
-        "gateways"}`` or just ``{"Gateway": "gateways"}``) for custom resources."""
+    def __init__(
+        self,
+        objects: Iterable[Mapping[str, Any]] = (),
+        plurals: Mapping[str, str] | None = None,
+        kind_table: kinds.KindTable = kinds.BUILTIN,
+    ) -> None:
+        """``kind_table`` names custom kinds (built from their CRDs); ``plurals`` overrides the plural
+        of a kind (``{"Gateway.gateway.networking.k8s.io": "gateways"}`` or just ``{"Gateway":
+        "gateways"}``)."""
         self._plurals = dict(plurals or {})
+        self._kind_table = kind_table
         self._index: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
         self._kinds: dict[tuple[str, str], str] = {}
         for obj in objects:
@@ -73,7 +80,7 @@ class StaticResources:
         for key in (f"{kind}.{group}" if group else kind, kind):
             if key in self._plurals:
                 return self._plurals[key]
-        return kinds.resource_for(api_version, kind)
+        return self._kind_table.resource_for(api_version, kind)
 
     def _kind_for(self, api_version: str, resource: str) -> str | None:
         return self._kinds.get((api_version, resource))
@@ -85,7 +92,7 @@ class StaticResources:
         if stored == wanted:
             return True
         kind = self._kinds.get((api_version, resource), "")
-        return not stored and wanted == "default" and kinds.is_namespaced(api_version, kind)
+        return not stored and wanted == "default" and self._kind_table.is_namespaced(api_version, kind)
 
     def get(self, api_version: str, resource: str, namespace: str, name: str) -> dict[str, Any]:
         objects = self._index.get((api_version, resource), {})

@@ -1,6 +1,6 @@
 """The policies a server is running, swapped atomically on reload.
 
-Each reload compiles everything from the sources into a new :class:`Engine`; requests keep using the
+Each reload compiles everything from the sources into a new :class:`AdmissionEngine`; requests keep using the
 engine they started with. From files, a reload with any broken document is rejected whole — the
 error is reported and the last good set stays in service. From the cluster, a policy that fails to
 compile is skipped and reported, and the others load.
@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from celmut.compile.pipeline import Compilation, compile_documents
-from celmut.runtime import Engine, EngineOptions
+from celmut.compile.pipeline import compile_documents
+from celmut.runtime import AdmissionEngine
+from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.sources.documents import Document
 
 log = logging.getLogger("celmut.server")
@@ -56,23 +57,23 @@ class PolicyStore:
     def __init__(
         self,
         sources: list[PolicySource],
-        options: Callable[[Compilation], EngineOptions],
+        settings: EngineSettings,
         *,
         all_or_nothing: bool = True,
         on_reload: Callable[[ReloadOutcome], None] | None = None,
     ) -> None:
         self.sources = sources
-        self.options = options
+        self.settings = settings
         self.all_or_nothing = all_or_nothing
         self.on_reload = on_reload
-        self._engine: Engine | None = None
+        self._engine: AdmissionEngine | None = None
         self._fingerprint: object = None
         self._lock = threading.Lock()
         self.last_errors: list[str] = []
         self.loaded_at = 0.0
 
     @property
-    def engine(self) -> Engine | None:
+    def engine(self) -> AdmissionEngine | None:
         return self._engine
 
     @property
@@ -105,7 +106,7 @@ class PolicyStore:
                 outcome = ReloadOutcome(False, len(self._engine.policies), messages)
                 log.error("policy reload rejected; keeping the last good set", extra={"errors": messages})
             else:
-                self._engine = Engine(compilation.compiled, options=self.options(compilation))
+                self._engine = assemble_engine(compilation, self.settings)
                 self.loaded_at = time.time()
                 outcome = ReloadOutcome(not blocking or not self.all_or_nothing, len(self._engine.policies), messages)
                 if errors:

@@ -17,7 +17,7 @@ import pytest
 
 from celmut import cel
 from celmut.cel import types
-from celmut.cel.engines.select import cpp_available
+from celmut.cel.backends.select import cpp_available
 
 ENGINES: tuple[str, ...] = ("celpy", "cpp") if cpp_available() else ("celpy",)
 
@@ -62,7 +62,7 @@ DIVERGENCES: dict[str, Divergence] = {
 
 def evaluate(expression: str, profile: str = "kyverno", engine: str = "celpy", **bindings: Any) -> Any:
     variables = bindings.pop("variables", {})
-    env = cel.Environment(profile, variables={name: types.DYN for name in variables}, engine=engine)
+    env = cel.Environment(profile, variables={name: types.DYN for name in variables}, backend=engine)
     program = env.compile(expression)
     activation = cel.Activation(variable_values=variables, **bindings)
     return program.evaluate(activation)

@@ -1,7 +1,7 @@
 """Bounds on evaluation: per-expression cost limit, per-request budget, wall-clock deadline,
 input size limit, and error messages that never dump input data — on every engine.
 
-The C++ engine bounds work differently (documented in celmut/cel/engines/cpp_engine.py): the static
+The C++ engine bounds work differently (documented in celmut/cel/backends/cpp_backend.py): the static
 cost of an expression is charged per evaluation, comprehensions stop at cel-cpp's fixed limit of
 10,000 iterations, and the deadline is checked when an evaluation starts and in Python functions."""
 
@@ -22,13 +22,13 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 def test_a_quadratic_comprehension_hits_the_per_expression_cost_limit(engine: str) -> None:
     items = list(range(2000))
-    program = cel.Environment("kyverno", engine=engine).compile("object.items.all(i, object.items.all(j, i + j >= 0))")
+    program = cel.Environment("kyverno", backend=engine).compile("object.items.all(i, object.items.all(j, i + j >= 0))")
     with pytest.raises(cel.CelCostError, match="cost limit"):
         program.evaluate(cel.Activation(object={"items": items}))
 
 
 def test_the_request_budget_is_shared_by_expressions_of_one_request(engine: str) -> None:
-    program = cel.Environment("kyverno", engine=engine).compile("object.items.map(i, i * 2).size()")
+    program = cel.Environment("kyverno", backend=engine).compile("object.items.map(i, i * 2).size()")
     if engine == "cpp":
         # The C++ engine charges the expression's static cost per evaluation (its iterations are
         # bounded by the fixed 10,000-iteration limit instead): the budget is still shared.
@@ -48,7 +48,7 @@ def test_the_request_budget_is_shared_by_expressions_of_one_request(engine: str)
 
 
 def test_the_deadline_stops_a_long_evaluation(engine: str) -> None:
-    program = cel.Environment("kyverno", engine=engine).compile("object.items.all(i, object.items.all(j, i + j >= 0))")
+    program = cel.Environment("kyverno", backend=engine).compile("object.items.all(i, object.items.all(j, i + j >= 0))")
     budget = cel.Budget(per_call_limit=10**12, limit=10**12, deadline=time.monotonic() + 0.05)
     started = time.monotonic()
     # On the C++ engine the fixed iteration limit stops it first (a cost error as well).
@@ -58,7 +58,7 @@ def test_the_deadline_stops_a_long_evaluation(engine: str) -> None:
 
 
 def test_a_passed_deadline_stops_the_next_evaluation(engine: str) -> None:
-    program = cel.Environment("kyverno", engine=engine).compile("object.items.size() > 0")
+    program = cel.Environment("kyverno", backend=engine).compile("object.items.size() > 0")
     budget = cel.Budget(deadline=time.monotonic() - 1)
     with pytest.raises(cel.CelCostError, match="deadline"):
         program.evaluate(cel.Activation(object={"items": [1]}, budget=budget))
@@ -72,16 +72,16 @@ def test_inputs_over_the_size_limit_are_refused() -> None:
 
 def test_error_messages_do_not_contain_object_contents(engine: str) -> None:
     secret = "s3cr3t-value-that-must-not-leak"
-    program = cel.Environment("kyverno", engine=engine).compile("object.missing.field")
+    program = cel.Environment("kyverno", backend=engine).compile("object.missing.field")
     with pytest.raises(cel.CelEvaluationError) as info:
         program.evaluate(cel.Activation(object={"data": {"password": secret}}))
     assert secret not in str(info.value)
     for expression in ("object.data[object.data.password]", "object.data.password.x", "object.data.password + 1"):
-        program = cel.Environment("kyverno", engine=engine).compile(expression)
+        program = cel.Environment("kyverno", backend=engine).compile(expression)
         with pytest.raises(cel.CelEvaluationError) as info:
             program.evaluate(cel.Activation(object={"data": {"password": secret * 10}}))
         assert secret * 2 not in str(info.value), expression
-    program = cel.Environment("kyverno", engine=engine).compile("int(object.data.password)")
+    program = cel.Environment("kyverno", backend=engine).compile("int(object.data.password)")
     with pytest.raises(cel.CelEvaluationError) as info:
         program.evaluate(cel.Activation(object={"data": {"password": secret * 10}}))
     assert secret * 2 not in str(info.value)

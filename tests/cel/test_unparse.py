@@ -56,7 +56,7 @@ def _rows() -> list[str]:
 
 
 def _run(source: str, bindings: dict[str, Any]) -> Any:
-    env = cel.Environment("kyverno", engine="celpy")
+    env = cel.Environment("kyverno", backend="celpy")
     try:
         return cel.to_plain(env.compile(source).evaluate(cel.Activation(**bindings)))
     except cel.CelError as ex:
@@ -65,7 +65,7 @@ def _run(source: str, bindings: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize("source", _rows())
 def test_unparsed_text_means_the_same(source: str) -> None:
-    env = cel.Environment("kyverno", engine="celpy")
+    env = cel.Environment("kyverno", backend="celpy")
     try:
         checked = env.check(source)
     except cel.CelCompileError:

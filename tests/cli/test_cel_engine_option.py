@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from celmut.cel.engines import select
+from celmut.cel.backends import select
 from celmut.main import main
 from tests.cel.helpers import ENGINES
 

@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from celmut.cel.engines import select
+from celmut.cel.backends import select
 from celmut.cli.manifests_cmd import CEL_ENGINES
 from celmut.compile import presets
 from celmut.install.crds import all_crds

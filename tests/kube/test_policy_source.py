@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from celmut.kube.policy_source import CONDITION_TYPE, ClusterPolicySource
-from celmut.runtime import EngineOptions
+from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicyStore
 from celmut.sources.files import FileSource
 from tests.fakekube import FakeApiServer
@@ -17,7 +17,7 @@ from .crds import crd, policy_crds, spec_of
 
 
 def store_of(source: ClusterPolicySource) -> PolicyStore:
-    return PolicyStore([source], lambda _compilation: EngineOptions())
+    return PolicyStore([source], EngineSettings())
 
 
 def policy_names(store: PolicyStore) -> set[str]:
@@ -99,7 +99,7 @@ def test_a_broken_cluster_policy_does_not_block_files(
 ) -> None:
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(yaml.safe_dump(label_policy("from-file")))
-    store = PolicyStore([FileSource([str(policy_file)]), source], lambda _c: EngineOptions())
+    store = PolicyStore([FileSource([str(policy_file)]), source], EngineSettings())
     assert store.reload() is not None
     with_crds.store.create(label_policy("broken", expression="1 +"))
     eventually(lambda: len(source.documents()[0]) == 1)

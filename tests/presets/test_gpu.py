@@ -13,7 +13,7 @@ import yaml
 
 from celmut.compile.pipeline import compile_documents, compile_paths
 from celmut.main import main
-from celmut.runtime import AdmissionInput, AdmissionResult, Engine
+from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionResult
 from celmut.sources.documents import Document
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,10 +30,10 @@ def slicing(**spec: Any) -> dict[str, Any]:
     }
 
 
-def engine(document: dict[str, Any] | None = None) -> Engine:
+def engine(document: dict[str, Any] | None = None) -> AdmissionEngine:
     compilation = compile_documents([Document("gpu.yaml", 0, document or slicing())])
     assert not compilation.errors, compilation.errors
-    return Engine(compilation.compiled)
+    return AdmissionEngine(compilation.compiled)
 
 
 def gpu_pod(annotations: dict[str, str] | None, **spec: Any) -> dict[str, Any]:
@@ -190,7 +190,7 @@ def test_shipped_policy_equals_what_celmut_compile_prints(capsys: pytest.Capture
 def test_shipped_policy_is_idempotent_on_reinvocation(annotations: dict[str, str]) -> None:
     compilation = compile_paths(str(ROOT / "policies/presets/gpu-slicing.yaml"))
     assert not compilation.errors
-    shipped = Engine(compilation.compiled)
+    shipped = AdmissionEngine(compilation.compiled)
     obj = gpu_pod(annotations, initContainers=[{"name": "i", "image": "i", "resources": {"requests": {GPU: 1}}}])
     first = shipped.admit(AdmissionInput.from_object(obj))
     assert first.patch and first.object is not None

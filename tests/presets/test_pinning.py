@@ -15,8 +15,8 @@ import yaml
 from celmut.compile.pipeline import Compilation, compile_documents
 from celmut.main import main
 from celmut.runtime import AdmissionInput, AdmissionResult
-from celmut.service.offline import OfflineCluster
 from celmut.sources.documents import Document
+from tests.offline import offline_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTNAME = "kubernetes.io/hostname"
@@ -102,7 +102,7 @@ def pinned_node(result: AdmissionResult) -> str | None:
 
 
 def admit(documents: list[dict[str, Any]], *pods: dict[str, Any]) -> list[AdmissionResult]:
-    offline = OfflineCluster.build(compile_plans(*documents))
+    offline = offline_cluster(documents)
     return [run.result for run in offline.admit(list(pods))]
 
 
@@ -267,7 +267,7 @@ def test_the_requirement_joins_the_existing_affinity(affinity: dict[str, Any], t
     ids=["new term", "existing terms"],
 )
 def test_reinvocation_is_idempotent(affinity: dict[str, Any]) -> None:
-    offline = OfflineCluster.build(compile_plans(plan(DB0, WEB)))
+    offline = offline_cluster([plan(DB0, WEB)])
     for obj in (db(0, affinity=affinity) if affinity else db(0), web("r1")):
         (run,) = offline.admit([obj])
         assert run.result.patch and run.result.object is not None

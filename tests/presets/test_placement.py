@@ -8,19 +8,17 @@ from typing import Any
 
 import pytest
 
-from celmut.compile.pipeline import compile_documents
 from celmut.compile.presets import placement as pl
-from celmut.runtime import AdmissionInput, Engine
+from celmut.runtime import AdmissionInput
+from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.service.offline import OfflineCluster
-from celmut.sources.documents import Document
+from tests.offline import offline_cluster
 
 
-def policy(variables: list[dict[str, str]], patches: str) -> Any:
-    compilation = compile_documents(
-        [Document("p.yaml", 0, pl.mutating_policy("p", variables=variables, match_conditions=[], patches=patches))]
-    )
-    assert not compilation.errors, compilation.errors
-    return compilation
+def policy(variables: list[dict[str, str]], patches: str, cluster: list[dict[str, Any]] | None = None) -> OfflineCluster:
+    """An offline cluster with one MutatingPolicy built from the placement helpers."""
+    document = pl.mutating_policy("p", variables=variables, match_conditions=[], patches=patches)
+    return offline_cluster([document], cluster or [])
 
 
 def pod(
@@ -91,8 +89,7 @@ IDENTITY = pl.annotate("workload", 'variables.workloadKind + "/" + variables.wor
     ],
 )
 def test_workload_identity(owner: Any, labels: Any, cluster: list[dict[str, Any]], expected: str) -> None:
-    compilation = policy(pl.workload_variables(), IDENTITY)
-    offline = OfflineCluster.build(compilation, [Document("c.yaml", i, o) for i, o in enumerate(cluster)])
+    offline = policy(pl.workload_variables(), IDENTITY, cluster)
     result = offline.admit([pod(0, owner, labels)])[0].result
     assert result.object["metadata"]["annotations"]["workload"] == expected
 
@@ -104,7 +101,7 @@ PLACE = f"""{pl.annotate(pl.PLACEMENT_ANNOTATION, "variables.placement")} +
 
 @pytest.mark.parametrize(("pods", "spot"), [(1, 0), (10, 6), (100, 60)])
 def test_spot_split_is_exact_at_every_size(pods: int, spot: int) -> None:
-    offline = OfflineCluster.build(policy(SPOT_60, PLACE), [])
+    offline = policy(SPOT_60, PLACE)
     placements = [
         r.result.object["metadata"]["annotations"][pl.PLACEMENT_ANNOTATION]
         for r in offline.admit([pod(i) for i in range(pods)])
@@ -115,7 +112,7 @@ def test_spot_split_is_exact_at_every_size(pods: int, spot: int) -> None:
 
 
 def test_placements_become_concrete_pod_changes_and_are_idempotent() -> None:
-    offline = OfflineCluster.build(policy(SPOT_60, PLACE), [])
+    offline = policy(SPOT_60, PLACE)
     on_demand, spot = (r.result.object for r in offline.admit([pod(0), pod(1)]))
     assert spot["spec"]["tolerations"] == [
         {"key": "scheduling.cast.ai/spot", "operator": "Exists", "effect": "NoSchedule"}
@@ -130,7 +127,7 @@ def test_placements_become_concrete_pod_changes_and_are_idempotent() -> None:
 
 
 def test_on_demand_is_added_to_every_existing_required_term() -> None:
-    compilation = policy([], pl.on_demand_patches())
+    engine = policy([], pl.on_demand_patches()).engine
     obj = pod(0)
     obj["spec"]["affinity"] = {
         "nodeAffinity": {
@@ -142,7 +139,7 @@ def test_on_demand_is_added_to_every_existing_required_term() -> None:
             }
         }
     }
-    result = Engine(compilation.compiled).admit(AdmissionInput.from_object(obj))
+    result = engine.admit(AdmissionInput.from_object(obj))
     terms = result.object["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
     ]
@@ -150,18 +147,18 @@ def test_on_demand_is_added_to_every_existing_required_term() -> None:
 
 
 def test_preferred_spot_appends_to_existing_preferences() -> None:
-    compilation = policy([], pl.spot_patches("preferred-spot"))
+    engine = policy([], pl.spot_patches("preferred-spot")).engine
     obj = pod(0)
     obj["spec"]["affinity"] = {
         "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}]}
     }
-    result = Engine(compilation.compiled).admit(AdmissionInput.from_object(obj))
+    result = engine.admit(AdmissionInput.from_object(obj))
     preferred = result.object["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
     assert len(preferred) == 2 and preferred[1]["preference"]["matchExpressions"][0]["key"] == "scheduling.cast.ai/spot"
 
 
 def test_without_a_lookup_a_hash_of_the_name_decides_deterministically() -> None:
-    engine = Engine(policy(SPOT_60, PLACE).compiled)
+    engine = assemble_engine(policy(SPOT_60, PLACE).compilation, EngineSettings())  # no resource lookup
     first = [
         engine.admit(AdmissionInput.from_object(pod(i))).object["metadata"]["annotations"][pl.PLACEMENT_ANNOTATION]
         for i in range(200)
@@ -184,7 +181,7 @@ def test_group_split_is_exact(pods: int, expected: dict[str, int]) -> None:
         pl.siblings_variable(),
         pl.variable("group", pl.group_split([("a", 30), ("b", 30), ("c", 20)], "base")),
     ]
-    offline = OfflineCluster.build(policy(variables, pl.annotate(pl.GROUP_ANNOTATION, "variables.group")), [])
+    offline = policy(variables, pl.annotate(pl.GROUP_ANNOTATION, "variables.group"))
     groups = Counter(
         r.result.object["metadata"]["annotations"][pl.GROUP_ANNOTATION]
         for r in offline.admit([pod(i) for i in range(pods)])

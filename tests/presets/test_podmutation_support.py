@@ -15,6 +15,7 @@ from celmut.runtime import AdmissionResult
 from celmut.service.offline import OfflineCluster
 from celmut.sources.documents import Document
 from tests.cel.helpers import evaluate
+from tests.offline import offline_cluster
 
 NAME_ANNOTATION = "pod-mutations.cast.ai/pod-mutation-name"
 
@@ -33,9 +34,7 @@ def compile_mutations(*documents: dict[str, Any]) -> Compilation:
 
 
 def cluster(*documents: dict[str, Any], objects: tuple[dict[str, Any], ...] = ()) -> OfflineCluster:
-    return OfflineCluster.build(
-        compile_mutations(*documents), [Document("c.yaml", i, o) for i, o in enumerate(objects)]
-    )
+    return offline_cluster(documents, objects)
 
 
 _OWNERS = {

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from celmut.compile.pipeline import Compilation, compile_documents, compile_paths
+from celmut.compile.pipeline import Compilation, compile_documents
 from celmut.main import main
 from celmut.runtime import AdmissionInput, AdmissionResult
-from celmut.service.offline import OfflineCluster
-from celmut.sources.documents import Document
+from celmut.sources.documents import Document, load_documents
+from tests.offline import offline_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 SPOT = "scheduling.cast.ai/spot"
@@ -104,8 +104,8 @@ def placement(result: AdmissionResult) -> str:
 
 
 def admit(values: dict[str, Any] | list[dict[str, Any]], *pods: dict[str, Any]) -> list[AdmissionResult]:
-    compilation = compile_values(*(values if isinstance(values, list) else [values]))
-    return [run.result for run in OfflineCluster.build(compilation).admit(list(pods))]
+    offline = offline_cluster(values if isinstance(values, list) else [values])
+    return [run.result for run in offline.admit(list(pods))]
 
 
 # --- one pod, one decision ----------------------------------------------------------------------------
@@ -452,9 +452,7 @@ def test_shipped_policy_equals_what_celmut_compile_prints(name: str, capsys: pyt
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_policy_is_idempotent_on_reinvocation(name: str) -> None:
-    compilation = compile_paths(str(ROOT / "policies/presets" / f"{name}.yaml"))
-    assert not compilation.errors
-    offline = OfflineCluster.build(compilation)
+    offline = offline_cluster(load_documents(str(ROOT / "policies/presets" / f"{name}.yaml")))
     pods = [
         *replicas(5),
         pod("coredns-1", namespace="kube-system"),

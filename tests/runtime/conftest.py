@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from celmut.cel.engines.select import ENV_VAR
+from celmut.cel.backends.select import ENV_VAR
 from tests.cel.helpers import ENGINES
 
 

@@ -10,7 +10,7 @@ from celmut import cel
 from celmut.compile import compile_policy_set
 from celmut.compile.policies import CompiledPolicySet
 from celmut.policy import PolicySet, load_policy_documents
-from celmut.runtime import AdmissionInput, AdmissionResult, Engine, EngineOptions
+from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionOptions, AdmissionResult
 from celmut.runtime.schemas import SchemaRegistry
 from celmut.service.static_resources import StaticResources
 from celmut.sources.documents import Document
@@ -27,17 +27,14 @@ def compile_text(text: str) -> CompiledPolicySet:
     return compiled
 
 
-def engine(text: str, cluster: list[dict[str, Any]] = (), **options: Any) -> Engine:  # type: ignore[assignment]
-    registry = SchemaRegistry()
-    for obj in cluster:
-        if obj.get("kind") == "CustomResourceDefinition":
-            registry.register_crd(obj)
+def engine(text: str, cluster: list[dict[str, Any]] = (), **options: Any) -> AdmissionEngine:  # type: ignore[assignment]
+    registry = SchemaRegistry([obj for obj in cluster if obj.get("kind") == "CustomResourceDefinition"])
     services = cel.Services(resources=StaticResources(cluster))
-    return Engine(compile_text(text), options=EngineOptions(services=services, schemas=registry, **options))
+    return AdmissionEngine(compile_text(text), options=AdmissionOptions(services=services, schemas=registry, **options))
 
 
 def admit(
-    text_or_engine: str | Engine, obj: dict[str, Any] | None, operation: str = "CREATE", **kwargs: Any
+    text_or_engine: str | AdmissionEngine, obj: dict[str, Any] | None, operation: str = "CREATE", **kwargs: Any
 ) -> AdmissionResult:
     eng = engine(text_or_engine) if isinstance(text_or_engine, str) else text_or_engine
     return eng.admit(AdmissionInput.from_object(obj, operation, **kwargs))

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from celmut.cel.engines.select import ENV_VAR
+from celmut.cel.backends.select import ENV_VAR
 from celmut.cli.kyverno_suites import tidy
-from celmut.compile.pipeline import compile_documents
 from celmut.runtime import AdmissionInput
 from celmut.runtime.mutate_existing import mutate_existing
 from celmut.service.offline import OfflineCluster
@@ -48,10 +47,10 @@ class Replay:
     def __init__(self, case: dict[str, Any]) -> None:
         self.case = case
         documents = [Document("case.yaml", i, doc) for i, doc in enumerate(case["policies"])]
-        self.compilation = compile_documents(documents)
-        self.policies = self.compilation.policies
         extra = [Document("extra.yaml", i, doc) for i, doc in enumerate(case["extra"])]
-        self.offline = OfflineCluster.build(self.compilation, extra)
+        self.offline = OfflineCluster.build(documents, extra)
+        self.compilation = self.offline.compilation
+        self.policies = self.compilation.policies
         self.compiled = self.compilation.compiled
         self.cluster = self.offline.cluster
         self.engine = self.offline.engine

@@ -19,7 +19,7 @@ from celmut.cel.declarations import Overload
 
 
 @dataclass(frozen=True)
-class EngineOptions:
+class BackendOptions:
     """Profile-dependent evaluation rules an engine must honour."""
 
     lenient_or_value: bool  # Kyverno: x.orValue(y) on a non-optional x returns x
@@ -34,7 +34,7 @@ class Program(Protocol):
     def evaluate(self, activation: Activation) -> Any: ...
 
 
-class Engine(Protocol):
+class Backend(Protocol):
     name: str
 
     def program(
@@ -42,5 +42,5 @@ class Engine(Protocol):
         checked: CheckResult,
         source: str,
         functions: Mapping[str, list[Overload]],
-        options: EngineOptions,
+        options: BackendOptions,
     ) -> Program: ...

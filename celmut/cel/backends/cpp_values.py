@@ -21,7 +21,7 @@ from cel_expr_python import cel
 
 from celmut.cel import types as t
 from celmut.cel import values as v
-from celmut.cel.engines.cpp_bridge import ERROR_TOKEN, BridgeState, Unrepresentable, from_cpp
+from celmut.cel.backends.cpp_bridge import ERROR_TOKEN, BridgeState, Unrepresentable, from_cpp
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe
 
 ITERATION_LIMIT = 10_000

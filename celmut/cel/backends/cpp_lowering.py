@@ -5,7 +5,7 @@ The checked tree (celmut's front end) is written back as CEL text (:mod:`celmut.
 * typed constructions as map literals: ``Object.spec{replicas: 1, ?x: o}`` → ``{"replicas": 1, ?"x": o}``
   (the merge uses the resource schema, never CEL type names);
 * calls to functions cel-cpp does not implement natively renamed to the private functions
-  :mod:`celmut.cel.engines.cpp_bridge` registers (``k.indexOf(x)`` on a list →
+  :mod:`celmut.cel.backends.cpp_bridge` registers (``k.indexOf(x)`` on a list →
   ``celmut.method.indexOf(k, x)``), and ``variables.x`` → ``celmut.variable("x")`` (lazy);
 * a top-level optional result turned into a list of zero or one element (cel-expr-python cannot
   hand an optional to Python);
@@ -15,14 +15,14 @@ The checked tree (celmut's front end) is written back as CEL text (:mod:`celmut.
   reaches the variable), and ``has(object.metadata.labels)`` a boolean variable. cel-cpp converts a
   variable's whole value on first use, so passing only the subtrees an expression reads keeps the
   conversion small; the runtime caches the converted activation per request (see
-  :func:`celmut.cel.engines.cpp_engine.hoisted_activation`).
+  :func:`celmut.cel.backends.cpp_backend.hoisted_activation`).
 
 Whether a call is native is decided per call site from the overloads the checker's types leave:
 when all of them belong to a library cel-cpp implements (and none is listed in :data:`.cpp_native.NOT_NATIVE`),
 cel-cpp runs it; otherwise the Python implementations run, dispatched at run time.
 
 :class:`Fallback` is raised for what cel-cpp cannot run the same way; the reasons are listed in the
-module docstring of :mod:`celmut.cel.engines.cpp_engine`.
+module docstring of :mod:`celmut.cel.backends.cpp_backend`.
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from typing import Any
 
 from celmut.cel import ast
 from celmut.cel import types as t
+from celmut.cel.backends import cpp_bridge as bridge
+from celmut.cel.backends import cpp_projection as projection
+from celmut.cel.backends.base import BackendOptions
+from celmut.cel.backends.cpp_native import native_overloads
 from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
-from celmut.cel.engines import cpp_bridge as bridge
-from celmut.cel.engines import cpp_projection as projection
-from celmut.cel.engines.base import EngineOptions
-from celmut.cel.engines.cpp_native import native_overloads
 from celmut.cel.unparse import Unparser, Unrepresentable, string_literal
 
 # Typed records of the front end (fields checked statically); at run time they are plain maps.
@@ -109,7 +109,7 @@ class Lowered:
     builds_lists: bool  # map/filter/transformList: quadratic in cel-expr-python 0.1.3
 
 
-def lower(checked: CheckResult, functions: Mapping[str, list[Overload]], options: EngineOptions) -> Lowered:
+def lower(checked: CheckResult, functions: Mapping[str, list[Overload]], options: BackendOptions) -> Lowered:
     """The cel-cpp text of ``checked``; raises :class:`Fallback`."""
     lowering = _Lowering(checked, functions, options)
     result = checked.type
@@ -154,7 +154,7 @@ def root_path(node: ast.Node, is_local: Callable[[str], bool]) -> tuple[str, tup
 
 
 class _Lowering(Unparser):
-    def __init__(self, checked: CheckResult, functions: Mapping[str, list[Overload]], options: EngineOptions) -> None:
+    def __init__(self, checked: CheckResult, functions: Mapping[str, list[Overload]], options: BackendOptions) -> None:
         self.types = checked.types
         self.functions = functions
         self.native = native_overloads(options.profile)

@@ -16,9 +16,9 @@ import celpy
 
 from celmut.cel import types as t
 from celmut.cel.activation import Activation
+from celmut.cel.backends.base import BackendOptions
 from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
-from celmut.cel.engines.base import EngineOptions
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
 from celmut.cel.planner import Planner
@@ -31,7 +31,7 @@ class CelpyEnvironment(celpy.Environment):
     celmut never uses (the extended grammar is built once by the parser module).
     """
 
-    def __init__(self, functions: Mapping[str, list[Overload]], options: EngineOptions) -> None:
+    def __init__(self, functions: Mapping[str, list[Overload]], options: BackendOptions) -> None:
         self.package = None
         self.annotations = {}
         self.runner_class = PlannedRunner
@@ -83,7 +83,7 @@ class PlannedRunner(celpy.Runner):
             budget.spent += ctx.cost
 
 
-class CelpyEngine:
+class CelpyBackend:
     name = "celpy"
 
     def program(
@@ -91,6 +91,6 @@ class CelpyEngine:
         checked: CheckResult,
         source: str,
         functions: Mapping[str, list[Overload]],
-        options: EngineOptions,
+        options: BackendOptions,
     ) -> PlannedRunner:
         return PlannedRunner(CelpyEnvironment(functions, options), checked, functions, source)

@@ -2,7 +2,7 @@
 
 A call runs natively when every overload the checker's types leave belongs to
 :data:`NATIVE_LIBRARIES` and none is listed in :data:`NOT_NATIVE`; otherwise cel-cpp calls the
-Python implementation through the bridge (:mod:`celmut.cel.engines.cpp_bridge`). Each entry of
+Python implementation through the bridge (:mod:`celmut.cel.backends.cpp_bridge`). Each entry of
 :data:`NOT_NATIVE` was found by the differential tests (``tests/cel``) or by measurement.
 """
 

@@ -84,14 +84,14 @@ from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_option
 
 from celmut.cel import types as t
 from celmut.cel.activation import Activation
+from celmut.cel.backends import cpp_bridge as bridge
+from celmut.cel.backends import cpp_values as values
+from celmut.cel.backends.base import BackendOptions, Program
+from celmut.cel.backends.celpy_backend import CelpyBackend
+from celmut.cel.backends.cpp_lowering import Fallback, Hoisted, Lowered, lower
+from celmut.cel.backends.cpp_projection import project
 from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
-from celmut.cel.engines import cpp_bridge as bridge
-from celmut.cel.engines import cpp_values as values
-from celmut.cel.engines.base import EngineOptions, Program
-from celmut.cel.engines.celpy_engine import CelpyEngine
-from celmut.cel.engines.cpp_lowering import Fallback, Hoisted, Lowered, lower
-from celmut.cel.engines.cpp_projection import project
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
 from celmut.cel.selection import index_optional, index_value, select_field, select_optional, test_field
@@ -259,7 +259,7 @@ class CppProgram:
         checked: CheckResult,
         source: str,
         functions: Mapping[str, list[Overload]],
-        options: EngineOptions,
+        options: BackendOptions,
     ) -> None:
         self._expression = expression
         self._env = env
@@ -282,7 +282,7 @@ class CppProgram:
 
     def _on_celpy(self) -> Program:
         if self._celpy is None:
-            self._celpy = CelpyEngine().program(self._checked, self.source, self._functions, self._options)
+            self._celpy = CelpyBackend().program(self._checked, self.source, self._functions, self._options)
         return self._celpy
 
     def evaluate(self, activation: Activation) -> Any:
@@ -346,20 +346,20 @@ class CppProgram:
         return self._convert(plain, result)
 
 
-class CppEngine:
+class CppBackend:
     """Compiles checked expressions for cel-cpp; what it cannot run the same way goes to cel-python."""
 
     name = "cpp"
 
     def __init__(self) -> None:
-        self._celpy = CelpyEngine()
+        self._celpy = CelpyBackend()
 
     def program(
         self,
         checked: CheckResult,
         source: str,
         functions: Mapping[str, list[Overload]],
-        options: EngineOptions,
+        options: BackendOptions,
     ) -> Program:
         try:
             lowered = lower(checked, functions, options)
@@ -378,7 +378,7 @@ class CppEngine:
         checked: CheckResult,
         source: str,
         functions: Mapping[str, list[Overload]],
-        options: EngineOptions,
+        options: BackendOptions,
         reason: str,
     ) -> Program:
         program = self._celpy.program(checked, source, functions, options)

@@ -3,7 +3,7 @@
 * ``celpy`` — celmut's planner on cel-python (always available).
 * ``cpp`` — Google's CEL C++ runtime through cel-expr-python (the ``fast`` extra,
   ``pip install 'celmut[fast]'``), with cel-python for what it cannot run the same way
-  (see :mod:`celmut.cel.engines.cpp_engine`).
+  (see :mod:`celmut.cel.backends.cpp_backend`).
 * ``auto`` — the engine that is faster for policy workloads, measured (``benchmarks/engine_bench.py``):
   ``celpy``. A whole admission request through 20 policies takes ~360 µs on celpy and ~750 µs on
   cpp, because typical policy expressions are a few field reads, where celmut's closures on decoded
@@ -20,14 +20,14 @@ from __future__ import annotations
 import os
 from functools import cache
 
-from celmut.cel.engines.base import Engine
+from celmut.cel.backends.base import Backend
 
 ENV_VAR = "CELMUT_CEL_ENGINE"
 CHOICES = ("auto", "celpy", "cpp")
 AUTO = "celpy"  # what auto means, from measurement (see the module docstring)
 
 
-class EngineUnavailable(ValueError):
+class BackendUnavailable(ValueError):
     """The requested engine cannot be used here (unknown name, or cel-expr-python missing)."""
 
 
@@ -41,32 +41,32 @@ def cpp_available() -> bool:
 
 
 @cache
-def _engine(name: str) -> Engine:
+def _backend(name: str) -> Backend:
     if name == "celpy":
-        from celmut.cel.engines.celpy_engine import CelpyEngine
+        from celmut.cel.backends.celpy_backend import CelpyBackend
 
-        return CelpyEngine()
-    from celmut.cel.engines.cpp_engine import CppEngine
+        return CelpyBackend()
+    from celmut.cel.backends.cpp_backend import CppBackend
 
-    return CppEngine()
+    return CppBackend()
 
 
 def resolve(name: str | None = None) -> str:
     """The concrete engine name (``celpy`` or ``cpp``) for a choice; None reads ``CELMUT_CEL_ENGINE``."""
     choice = (name or os.environ.get(ENV_VAR) or "auto").strip().lower()
     if choice not in CHOICES:
-        raise EngineUnavailable(f"unknown CEL engine {choice!r}; choose one of {', '.join(CHOICES)}")
+        raise BackendUnavailable(f"unknown CEL engine {choice!r}; choose one of {', '.join(CHOICES)}")
     if choice == "auto":
         return AUTO
     if choice == "cpp" and not cpp_available():
-        raise EngineUnavailable("the cpp CEL engine needs cel-expr-python: pip install 'celmut[fast]'")
+        raise BackendUnavailable("the cpp CEL engine needs cel-expr-python: pip install 'celmut[fast]'")
     return choice
 
 
-def engine(name: str | None = None) -> Engine:
+def backend(name: str | None = None) -> Backend:
     """The engine for a choice (shared instances); None reads ``CELMUT_CEL_ENGINE``, default ``auto``."""
-    return _engine(resolve(name))
+    return _backend(resolve(name))
 
 
-def default_engine() -> Engine:
-    return engine(None)
+def default_backend() -> Backend:
+    return backend(None)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from celmut import cel
-from celmut.cel.engines.cpp_values import ITERATION_LIMIT
+from celmut.cel.backends.cpp_values import ITERATION_LIMIT
 from tests.cel.helpers import DIVERGENCES, ENGINES, check_outcome, outcome
 
 pytestmark = pytest.mark.skipif(len(ENGINES) < 2, reason="the C++ engine (cel-expr-python) is not installed")

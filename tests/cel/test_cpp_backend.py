@@ -9,7 +9,7 @@ import pytest
 
 from celmut import cel
 from celmut.cel import types
-from celmut.cel.engines import select
+from celmut.cel.backends import select
 from celmut.service.static_resources import StaticResources
 from tests.cel.helpers import ENGINES, outcome
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif("cpp" not in ENGINES, reason="the C++ engine (ce
 
 
 def compile_cpp(expression: str, profile: str = "kyverno", **variables: Any) -> Any:
-    env = cel.Environment(profile, variables={name: types.DYN for name in variables}, engine="cpp")
+    env = cel.Environment(profile, variables={name: types.DYN for name in variables}, backend="cpp")
     return env.compile(expression)
 
 
@@ -109,10 +109,10 @@ class _Counting:
 
 @pytest.mark.parametrize("variable_engine", ["celpy", "cpp"])
 def test_variables_are_lazy_and_memoised_whichever_engine_runs_them(variable_engine: str) -> None:
-    env = cel.Environment("kyverno", engine=variable_engine)
+    env = cel.Environment("kyverno", backend=variable_engine)
     team = _Counting(env.compile("object.metadata.labels.team"))
     broken = _Counting(env.compile("object.metadata.labels.missing"))
-    user = cel.Environment("kyverno", variables={"team": types.DYN, "broken": types.DYN}, engine="cpp")
+    user = cel.Environment("kyverno", variables={"team": types.DYN, "broken": types.DYN}, backend="cpp")
     activation = cel.Activation(
         object={"metadata": {"labels": {"team": "a"}}}, variables={"team": team, "broken": broken}
     )
@@ -183,7 +183,7 @@ def test_results_keep_celmut_types() -> None:
     }
     for expression in cases:
         assert repr(compile_cpp(expression).evaluate(cel.Activation(object={"metadata": {"name": "n"}}))) == repr(
-            cel.Environment("kyverno", engine="celpy")
+            cel.Environment("kyverno", backend="celpy")
             .compile(expression)
             .evaluate(cel.Activation(object={"metadata": {"name": "n"}}))
         ), expression
@@ -199,7 +199,7 @@ def test_only_what_an_expression_reads_is_converted() -> None:
     assert program.evaluate(cel.Activation(object=pod, budget=budget)) is False
     ((sources, _, _, _),) = budget._cpp_activations.values()  # type: ignore[attr-defined]
     variable = next(v for v in program._hoisted if v.name in sources)
-    from celmut.cel.engines.cpp_projection import project
+    from celmut.cel.backends.cpp_projection import project
 
     assert project(sources[variable.name], variable.shape) == [{"image": "nginx"}]
 
@@ -223,19 +223,19 @@ def test_expressions_of_one_request_share_converted_subtrees() -> None:
 def test_engine_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(select.ENV_VAR, raising=False)
     assert select.resolve() == "celpy"  # auto: the engine measured faster for policy workloads
-    assert cel.Environment("kyverno").engine.name == "celpy"
+    assert cel.Environment("kyverno").backend.name == "celpy"
     monkeypatch.setenv(select.ENV_VAR, "cpp")
-    assert cel.Environment("kyverno").engine.name == "cpp"
+    assert cel.Environment("kyverno").backend.name == "cpp"
     monkeypatch.setenv(select.ENV_VAR, "celpy")
-    assert cel.Environment("kyverno").engine.name == "celpy"
-    assert cel.Environment("kyverno", engine="cpp").engine.name == "cpp"
+    assert cel.Environment("kyverno").backend.name == "celpy"
+    assert cel.Environment("kyverno", backend="cpp").backend.name == "cpp"
     monkeypatch.setenv(select.ENV_VAR, "nope")
-    with pytest.raises(select.EngineUnavailable, match="unknown CEL engine"):
+    with pytest.raises(select.BackendUnavailable, match="unknown CEL engine"):
         select.resolve()
 
 
 def test_auto_does_not_need_cel_expr_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(select, "cpp_available", lambda: False)
     assert select.resolve("auto") == "celpy"
-    with pytest.raises(select.EngineUnavailable, match="celmut\\[fast\\]"):
+    with pytest.raises(select.BackendUnavailable, match="celmut\\[fast\\]"):
         select.resolve("cpp")

@@ -1,1 +1,0 @@
-"""CEL engines behind one seam: a checked expression in, a :class:`~celmut.cel.engines.base.Program` out."""
