@@ -13,8 +13,9 @@ from typing import Any
 
 from celmut.cel import ast
 from celmut.cel import values as v
-from celmut.cel.errors import CelCostError, CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelCostError, CelEvaluationError, describe
 from celmut.cel.evalcontext import EvalContext
+from celmut.cel.values import no_such_overload
 
 Fn = Callable[[EvalContext], Any]
 

@@ -1,18 +1,12 @@
-"""The CEL environments celmut evaluates policies in. This module owns every CEL extension.
+"""The CEL environments celmut evaluates policies in: one of the two profiles of
+:mod:`celmut.cel.profiles` (which own every CEL extension) plus a policy's variable declarations.
 
-Two profiles exist, as in the real systems:
+In the **kubernetes** profile ``cel.bind``, ``math.*``, ``base64.*``, cel-go regex and every Kyverno
+function are compile errors, as the API server refuses such policies; variables are ``object``,
+``oldObject``, ``request``, ``params``, ``namespaceObject`` and ``variables``. The **kyverno** profile
+has ``exceptions`` instead of ``params``.
 
-* **kubernetes** — what kube-apiserver offers MutatingAdmissionPolicy: the standard definitions,
-  optionals, cel-go strings (v2), sets and lists (v3), two-variable comprehensions, and the
-  Kubernetes libraries (lists, regex, url, ip/cidr, quantity, semver, format, jsonpatch).
-  ``cel.bind``, ``math.*``, ``base64.*``, cel-go regex and every Kyverno function are compile errors
-  here, as the API server refuses such policies. Variables: ``object``, ``oldObject``, ``request``, ``params``,
-  ``namespaceObject``, ``variables``.
-* **kyverno** — what Kyverno offers MutatingPolicy: all of the above plus ``cel.bind``, cel-go
-  encoders, math and regex, and Kyverno's libraries. Variables: ``object``,
-  ``oldObject``, ``request``, ``namespaceObject``, ``variables``, ``exceptions`` (no ``params``).
-
-:class:`Environment` parses and checks once (the shared front end) and hands the checked AST to an
+:class:`Environment` parses and checks once (the shared front end) and hands the checked AST to a
 backend — cel-python or the C++ runtime, chosen by :mod:`celmut.cel.backends.select` — and compiled
 programs are cached by profile, backend, declarations and source text.
 """
@@ -22,7 +16,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from celmut.cel import ast, parser
@@ -31,133 +24,18 @@ from celmut.cel.activation import Activation
 from celmut.cel.backends import select
 from celmut.cel.backends.base import Backend, BackendOptions, Program
 from celmut.cel.checker import Checker, CheckResult, Declarations
-from celmut.cel.declarations import Library, Overload
+from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCompileError, CelEvaluationError, Issue
-from celmut.cel.libs import core, ext, k8s, kyverno, optional, timestamps
-
-KUBERNETES_MACROS = frozenset(
-    {
-        "has",
-        "all",
-        "exists",
-        "exists_one",
-        "existsOne",
-        "map",
-        "filter",
-        "transformList",
-        "transformMap",
-        "transformMapEntry",
-        "optMap",
-        "optFlatMap",
-        "sortBy",
-    }
+from celmut.cel.profiles import (
+    ADMISSION_REQUEST_FIELDS,
+    EXCEPTIONS_FIELDS,
+    EXCEPTIONS_TYPE,
+    PROFILES,
+    REQUEST_TYPE,
+    VARIABLES_TYPE,
+    Profile,
+    profile,
 )
-KYVERNO_MACROS = KUBERNETES_MACROS | {"cel.bind"}
-
-# Libraries in both profiles, then Kyverno's additions. Each library lives in its own module under
-# celmut/cel/libs/; adding one to CEL means adding it here.
-KUBERNETES_LIBRARIES: tuple[Library, ...] = (
-    core.LIBRARY,
-    timestamps.LIBRARY,
-    optional.LIBRARY,
-    *ext.KUBERNETES_LIBRARIES,
-    *k8s.LIBRARIES,
-)
-KYVERNO_LIBRARIES: tuple[Library, ...] = (
-    *KUBERNETES_LIBRARIES,
-    optional.KYVERNO_COMPAT,
-    *ext.KYVERNO_ONLY_LIBRARIES,
-    *kyverno.LIBRARIES,
-)
-
-ADMISSION_REQUEST_FIELDS: dict[str, t.CelType] = {
-    "uid": t.STRING,
-    "kind": t.map_of(t.STRING, t.STRING),
-    "resource": t.map_of(t.STRING, t.STRING),
-    "subResource": t.STRING,
-    "requestKind": t.map_of(t.STRING, t.STRING),
-    "requestResource": t.map_of(t.STRING, t.STRING),
-    "requestSubResource": t.STRING,
-    "name": t.STRING,
-    "namespace": t.STRING,
-    "operation": t.STRING,
-    "userInfo": t.DYN,
-    "object": t.DYN,
-    "oldObject": t.DYN,
-    "dryRun": t.BOOL,
-    "options": t.DYN,
-}
-EXCEPTIONS_FIELDS: dict[str, t.CelType] = {
-    "allowedImages": t.list_of(t.STRING),
-    "allowedValues": t.list_of(t.STRING),
-}
-REQUEST_TYPE = t.opaque("kubernetes.AdmissionRequest")
-VARIABLES_TYPE = t.opaque("variables")
-EXCEPTIONS_TYPE = t.opaque("kyverno.Exceptions")
-
-
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    libraries: tuple[Library, ...]
-    macros: frozenset[str]
-    variables: Mapping[str, t.CelType]
-    lenient_or_value: bool
-    description: str
-
-    def functions(self) -> dict[str, list[Overload]]:
-        table: dict[str, list[Overload]] = {}
-        for library in self.libraries:
-            for overload in library.overloads:
-                table.setdefault(overload.function, []).append(overload)
-        return table
-
-    def constants(self) -> dict[str, Any]:
-        merged: dict[str, Any] = {}
-        for library in self.libraries:
-            merged.update(library.constants)
-        return merged
-
-
-KUBERNETES = Profile(
-    name="kubernetes",
-    libraries=KUBERNETES_LIBRARIES,
-    macros=KUBERNETES_MACROS,
-    variables={
-        "object": t.DYN,
-        "oldObject": t.DYN,
-        "request": REQUEST_TYPE,
-        "params": t.DYN,
-        "namespaceObject": t.DYN,
-        "variables": VARIABLES_TYPE,
-    },
-    lenient_or_value=False,
-    description="Kubernetes (MutatingAdmissionPolicy)",
-)
-KYVERNO = Profile(
-    name="kyverno",
-    libraries=KYVERNO_LIBRARIES,
-    macros=KYVERNO_MACROS,
-    variables={
-        "object": t.DYN,
-        "oldObject": t.DYN,
-        "request": REQUEST_TYPE,
-        "namespaceObject": t.DYN,
-        "variables": VARIABLES_TYPE,
-        "exceptions": EXCEPTIONS_TYPE,
-    },
-    lenient_or_value=True,
-    description="Kyverno (MutatingPolicy)",
-)
-PROFILES = {p.name: p for p in (KUBERNETES, KYVERNO)}
-
-
-def profile(name: str) -> Profile:
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise ValueError(f"unknown CEL profile {name!r}; choose one of {', '.join(PROFILES)}") from None
-
 
 _CACHE_SIZE = 8192
 _cache: OrderedDict[tuple[Any, str], Program] = OrderedDict()

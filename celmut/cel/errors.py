@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from celmut.errors import CelmutError
+
 ErrorKind = Literal["compile", "evaluation", "cost"]
 
 _MAX_SNIPPET = 40
@@ -35,7 +37,7 @@ def describe(value: Any) -> str:
     return text if len(text) <= _MAX_SNIPPET else text[:_MAX_SNIPPET] + "…"
 
 
-class CelError(Exception):
+class CelError(CelmutError):
     """Base class of every error raised by the CEL layer."""
 
     kind: ErrorKind = "evaluation"
@@ -97,16 +99,3 @@ class CelCostError(CelEvaluationError):
 
 class CelInputError(CelEvaluationError):
     """An input value is larger than the configured limit and was refused before evaluation."""
-
-
-def no_such_overload(function: str, *args: Any) -> CelEvaluationError:
-    """The cel-go message for a call whose argument types match no overload."""
-    types = ", ".join(type_name_of(a) for a in args)
-    return CelEvaluationError(f"no such overload: {function}({types})")
-
-
-def type_name_of(value: Any) -> str:
-    """The CEL type name of a runtime value, for messages (imported lazily to avoid a cycle)."""
-    from celmut.cel import values
-
-    return values.type_name(value)

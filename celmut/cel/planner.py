@@ -19,9 +19,10 @@ from celmut.cel import ast
 from celmut.cel import types as t
 from celmut.cel import values as v
 from celmut.cel.declarations import Overload
-from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe
 from celmut.cel.evalcontext import EvalContext
 from celmut.cel.selection import index_optional, index_value, select_field, select_optional, test_field
+from celmut.cel.values import no_such_overload
 
 Fn = Callable[[EvalContext], Any]
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from celmut.cel import values as v
-from celmut.cel.errors import CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelEvaluationError, describe
+from celmut.cel.values import no_such_overload
 
 
 def select_field(value: Any, field: str) -> Any:

@@ -188,6 +188,11 @@ def type_name(value: Any) -> str:
     return cls.__name__
 
 
+def no_such_overload(function: str, *args: Any) -> CelEvaluationError:
+    """The cel-go message for a call whose argument types match no overload."""
+    return CelEvaluationError(f"no such overload: {function}({', '.join(type_name(a) for a in args)})")
+
+
 def type_value(value: Any) -> TypeValue:
     name = type_name(value)
     return TYPES.get(name) or TypeValue(name)

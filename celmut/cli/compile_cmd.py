@@ -13,8 +13,8 @@ import sys
 
 import yaml
 
-from celmut.compile import presets
 from celmut.compile.pipeline import compile_documents
+from celmut.compile.presets import registry as presets
 from celmut.service import flags
 from celmut.sources.documents import Document, DocumentError, load_documents
 

@@ -81,14 +81,8 @@ class CompiledPolicy:
     bindings: tuple[CompiledBinding, ...] = ()
     param_kind: tuple[str, str] | None = None  # (apiVersion, kind) for MutatingAdmissionPolicy params
     timeout_seconds: int | None = None
+    restart_policy: str = "deferred"  # "immediate": the controller may replace pods (PodMutation presets)
     definition: Any = field(default=None, compare=False, repr=False)  # the source model
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        """``metadata.annotations`` of the source document (presets record their options there)."""
-        raw = getattr(self.definition, "raw", None)
-        found = (raw.get("metadata") or {}).get("annotations") if isinstance(raw, dict) else None
-        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
     @property
     def display_name(self) -> str:

@@ -183,6 +183,7 @@ def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> 
         audit_annotations=audit,
         autogen=variant,
         timeout_seconds=policy.timeout_seconds,
+        restart_policy=policy.restart_policy,
         definition=policy,
     )
 

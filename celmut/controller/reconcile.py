@@ -32,7 +32,6 @@ from celmut.runtime.patch import diff
 
 log = logging.getLogger("celmut.controller")
 
-RESTART_ANNOTATION = "celmut.io/restart-policy"
 COMPONENT = "celmut-controller"
 
 
@@ -121,8 +120,9 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Engines:
-    """The policies in service: all of them, and the admission policies that correct drift."""
+class LoadedPolicies:
+    """The policies in service, as admission engines: all of them, and the admission policies that
+    correct drift (PodMutations with restartPolicy immediate)."""
 
     all: AdmissionEngine
     drift: AdmissionEngine | None
@@ -171,7 +171,7 @@ class Reconciler:
     def __init__(
         self,
         cluster: Cluster,
-        engines: Callable[[], Engines | None],
+        loaded: Callable[[], LoadedPolicies | None],
         current: Callable[[TargetKey], dict[str, Any] | None],
         *,
         dry_run: bool = False,
@@ -185,7 +185,7 @@ class Reconciler:
         events: bool = True,
     ) -> None:
         self.cluster = cluster
-        self.engines = engines
+        self.loaded = loaded
         self.current = current
         self.dry_run = dry_run
         self.writes = writes
@@ -202,28 +202,28 @@ class Reconciler:
         self._timing_lock = threading.Lock()
         self._spent = threading.local()
 
-    # --- evaluation (pure, given the engines) ---------------------------------------------------
+    # --- evaluation (pure, given the loaded policies) ------------------------------------------------
 
     def evaluate(
-        self, engines: Engines, obj: dict[str, Any], work: Work
+        self, loaded: LoadedPolicies, obj: dict[str, Any], work: Work
     ) -> tuple[dict[str, Any], list[Change], list[str]]:
         """(the mutated object, what each mutation changed, errors) for one target."""
         current, changes, errors = obj, [], []
         tasks = sorted(work.values(), key=lambda t: t.policy.order_key)
-        size = approximate_size([obj, obj], engines.all.options.max_input_bytes)  # once, not once per policy
+        size = approximate_size([obj, obj], loaded.all.options.max_input_bytes)  # once, not once per policy
         for task in (t for t in tasks if t.target is not None):
             assert task.target is not None
             self.evaluations += 1
-            result = mutate_target(engines.all, task.target, current, input_size=size)
+            result = mutate_target(loaded.all, task.target, current, input_size=size)
             if result.outcome.status == "error":
                 errors.append(f"policy {result.policy}: {result.outcome.path}: {result.outcome.reason}")
             elif result.mutated is not None and result.patch:
                 changes += [Change(result.policy, step.path, step.patch) for step in result.steps]
                 current = result.mutated
         drift = {t.policy.display_name for t in tasks if t.target is None}
-        if drift and engines.drift is not None:
+        if drift and loaded.drift is not None:
             self.evaluations += 1
-            admitted = engines.drift.admit(AdmissionInput.from_object(current, "CREATE"))
+            admitted = loaded.drift.admit(AdmissionInput.from_object(current, "CREATE"))
             for outcome in admitted.outcomes:
                 if outcome.policy not in drift:
                     continue
@@ -256,18 +256,18 @@ class Reconciler:
             spent[bucket] += time.perf_counter() - started
 
     def _reconcile(self, key: TargetKey, work: Work) -> Outcome:
-        engines = self.engines()
-        if engines is None:
+        loaded = self.loaded()
+        if loaded is None:
             return Outcome(key, "idle", message="no policies loaded", retry_after=5.0)
         obj = self.current(key)
         if obj is None:
             return Outcome(key, "gone", message="the target no longer exists")
         restart = any(
-            t.target is None and t.policy.annotations.get(RESTART_ANNOTATION) == "immediate" for t in work.values()
+            t.target is None and t.policy.restart_policy == "immediate" for t in work.values()
         )
         for _attempt in range(self.max_conflicts):
             evaluating = time.perf_counter()
-            final, changes, errors = self.evaluate(engines, obj, work)
+            final, changes, errors = self.evaluate(loaded, obj, work)
             self._timed("CEL", evaluating)
             patch = diff(obj, final) if final is not obj else []
             if errors and not patch:

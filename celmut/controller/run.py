@@ -22,7 +22,7 @@ from typing import Any
 
 from celmut import cel, heap
 from celmut.controller.leader import LeaderElector
-from celmut.controller.reconcile import Engines, EvictionPacer, Outcome, Reconciler, TargetKey, Work, merge_work
+from celmut.controller.reconcile import EvictionPacer, LoadedPolicies, Outcome, Reconciler, TargetKey, Work, merge_work
 from celmut.controller.report import Progress, Report
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.triggers import (
@@ -95,7 +95,7 @@ class Controller:
         self.own_writes = OwnWrites()
         self.pacer = EvictionPacer(config.evictions_per_minute, config.eviction_settle_seconds)
         self._stop = threading.Event()
-        self._engines: Engines | None = None
+        self._loaded: LoadedPolicies | None = None
         self._fingerprints: dict[str, str] = {}
         self._watched: set[tuple[str, str]] = set()
         self._threads: list[threading.Thread] = []
@@ -116,7 +116,7 @@ class Controller:
             )
         self.reconciler = Reconciler(
             cluster,
-            lambda: self._engines,
+            lambda: self._loaded,
             self.current,
             dry_run=config.dry_run,
             writes=TokenBucket(config.rate, config.burst),
@@ -163,11 +163,11 @@ class Controller:
         """Reload policies; the names of policies that are new or changed (they are scanned)."""
         self.store.reload(force=force)
         engine = self.store.engine
-        if engine is None or (self._engines is not None and self._engines.all is engine):
+        if engine is None or (self._loaded is not None and self._loaded.all is engine):
             return []
         drifting = drift_policies(engine.policies)
         drift = AdmissionEngine(drifting, engine.exceptions, engine.options) if drifting else None
-        self._engines = Engines(engine, drift)
+        self._loaded = LoadedPolicies(engine, drift)
         fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
         changed = [name for name, fp in fingerprints.items() if self._fingerprints.get(name) != fp]
         self._fingerprints = fingerprints
@@ -181,7 +181,7 @@ class Controller:
             log.warning("cannot watch trigger resource", extra={"resource": f"{resource}.{api_version}"})
             return
         handler = TriggerHandler(
-            api_version, resource, lambda: self._engines, self._trigger, self.own_writes, cache.synced.is_set
+            api_version, resource, lambda: self._loaded, self._trigger, self.own_writes, cache.synced.is_set
         )
         cache.add_handler(handler)
         self._watched.add((api_version, resource))
@@ -192,12 +192,12 @@ class Controller:
 
     def scan(self, names: list[str] | None = None, reason: str = "periodic") -> int:
         """Queue every target of the named policies (all when None)."""
-        engines = self._engines
-        if engines is None:
+        loaded = self._loaded
+        if loaded is None:
             return 0
-        policies = [p for p in engines.all.policies if names is None or p.display_name in names]
+        policies = [p for p in loaded.all.policies if names is None or p.display_name in names]
         self.metrics.scans.labels(reason).inc()
-        count = enqueue_scan(engines, self.enqueue, lambda: self.lookup.list("v1", "pods", "")["items"], policies)
+        count = enqueue_scan(loaded, self.enqueue, lambda: self.lookup.list("v1", "pods", "")["items"], policies)
         self.last_scan = (self.processed, count)
         log.info("scan queued", extra={"reason": reason, "targets": count})
         return count

@@ -19,7 +19,7 @@ from typing import Any
 
 from celmut import kinds
 from celmut.compile.compiled import CompiledPolicy
-from celmut.controller.reconcile import RESTART_ANNOTATION, Engines, TargetKey, Task, Work
+from celmut.controller.reconcile import LoadedPolicies, TargetKey, Task, Work
 from celmut.runtime import AdmissionInput
 from celmut.runtime.mutate_existing import resolve_targets
 
@@ -30,7 +30,7 @@ Enqueue = Callable[[TargetKey, Work], None]
 
 def drift_policies(policies: Iterable[CompiledPolicy]) -> list[CompiledPolicy]:
     """Admission policies that replace running pods which do not match them."""
-    return [p for p in policies if p.admission and p.annotations.get(RESTART_ANNOTATION) == "immediate"]
+    return [p for p in policies if p.admission and p.restart_policy == "immediate"]
 
 
 def trigger_policies(policies: Iterable[CompiledPolicy]) -> list[CompiledPolicy]:
@@ -63,7 +63,7 @@ def policy_fingerprint(policy: CompiledPolicy) -> str:
     ]
     parts += [c.source for c in policy.match_conditions] + [m.program.source for m in policy.mutations]
     parts += [p.source for p in policy.variables.values()] + [c.source for c in policy.target_match_conditions]
-    parts += [policy.target, sorted(policy.annotations.items())]
+    parts += [policy.target, policy.restart_policy]
     return repr(parts)
 
 
@@ -73,17 +73,20 @@ def target_key(obj: dict[str, Any]) -> TargetKey:
 
 
 def enqueue_scan(
-    engines: Engines, enqueue: Enqueue, pods: Callable[[], list[dict[str, Any]]], policies: Iterable[CompiledPolicy]
+    loaded: LoadedPolicies,
+    enqueue: Enqueue,
+    pods: Callable[[], list[dict[str, Any]]],
+    policies: Iterable[CompiledPolicy],
 ) -> int:
     """Queue a pass over every target of ``policies``; the number of targets queued."""
     chosen = list(policies)
     count = 0
     existing = [p for p in chosen if p.mutate_existing]
-    for target in resolve_targets(engines.all, policies=existing) if existing else []:
+    for target in resolve_targets(loaded.all, policies=existing) if existing else []:
         enqueue(target_key(target.obj), {target.policy.display_name: Task(target.policy, target)})
         count += 1
     drifting = drift_policies(chosen)
-    if drifting and engines.drift is not None:
+    if drifting and loaded.drift is not None:
         work = {p.display_name: Task(p) for p in drifting}
         for pod in pods():
             enqueue(TargetKey.of("v1", "pods", pod), dict(work))
@@ -136,14 +139,14 @@ class TriggerHandler:
         self,
         api_version: str,
         resource: str,
-        engines: Callable[[], Engines | None],
+        loaded: Callable[[], LoadedPolicies | None],
         enqueue: Enqueue,
         own_writes: OwnWrites,
         synced: Callable[[], bool],
     ) -> None:
         self.api_version = api_version
         self.resource = resource
-        self.engines = engines
+        self.loaded = loaded
         self.enqueue = enqueue
         self.own_writes = own_writes
         self.synced = synced
@@ -155,10 +158,10 @@ class TriggerHandler:
         version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         if self.own_writes.is_own(TargetKey.of(self.api_version, self.resource, obj), version):
             return
-        engines = self.engines()
-        if engines is None or event not in _OPERATIONS:
+        loaded = self.loaded()
+        if loaded is None or event not in _OPERATIONS:
             return
-        policies = trigger_policies(engines.all.policies)
+        policies = trigger_policies(loaded.all.policies)
         if not policies:
             return
         operation = _OPERATIONS[event]
@@ -167,5 +170,5 @@ class TriggerHandler:
         else:
             request = AdmissionInput.from_object(obj, operation, old_object=old if operation == "UPDATE" else None)
         self.triggers += 1
-        for target in resolve_targets(engines.all, trigger=request, policies=policies):
+        for target in resolve_targets(loaded.all, trigger=request, policies=policies):
             self.enqueue(target_key(target.obj), {target.policy.display_name: Task(target.policy, target)})

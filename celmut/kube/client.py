@@ -28,6 +28,7 @@ import urllib3
 from kubernetes.watch.watch import iter_resp_lines
 
 from celmut import __version__, kinds
+from celmut.errors import CelmutError
 
 JSON = "application/json"
 USER_AGENT = f"celmut/{__version__}"
@@ -35,7 +36,7 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
-class ClusterError(Exception):
+class ClusterError(CelmutError):
     def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(f"{status} {reason}: {message}" if status else message)
         self.status = status

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from celmut.errors import CelmutError
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -24,7 +26,7 @@ class FieldError:
         return f"{self.path}: {self.message}{where}" if self.path else self.message
 
 
-class PolicyError(Exception):
+class PolicyError(CelmutError):
     """A document was rejected; carries every field error found in it."""
 
     def __init__(self, source: str, kind: str, name: str, errors: list[FieldError]) -> None:

@@ -36,6 +36,11 @@ _SPEC_FIELDS = (
     "reinvocationPolicy",
     "auditAnnotations",
 )
+# celmut's extension, written by the PodMutation preset (``spec.restartPolicy``): with ``immediate``
+# the background controller replaces running pods whose changes a running pod cannot take.
+RESTART_POLICY_ANNOTATION = "celmut.io/restart-policy"
+RESTART_POLICIES = ("deferred", "immediate")
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9](/([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -100,6 +105,7 @@ class MutatingPolicy:
     autogen_admission_policy: bool = False
     timeout_seconds: int | None = None
     audit_annotations: tuple[AuditAnnotation, ...] = ()
+    restart_policy: str = "deferred"  # RESTART_POLICY_ANNOTATION: may the controller replace pods?
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -181,6 +187,8 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
     meta = Reader(doc.get("metadata"), "metadata", errors)
     name = meta.string("name", required=True)
     namespace = meta.string("namespace") if kind == "NamespacedMutatingPolicy" else ""
+    annotations = meta.child("annotations")
+    restart_policy = annotations.string(RESTART_POLICY_ANNOTATION, default="deferred", enum=RESTART_POLICIES)
     spec = Reader(doc.get("spec"), "spec", errors)
     spec.unknown_fields(_SPEC_FIELDS)
 
@@ -232,5 +240,6 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
         autogen_admission_policy=generate_map,
         timeout_seconds=spec.child("webhookConfiguration").integer("timeoutSeconds", minimum=1, maximum=30),
         audit_annotations=audit,
+        restart_policy=restart_policy or "deferred",
         raw=doc,
     )

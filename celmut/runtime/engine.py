@@ -31,7 +31,8 @@ from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy
 from celmut.compile.policies import CompiledPolicySet
 from celmut.runtime import decode, matching, mutations
-from celmut.runtime.params import ParamError, resolve_params
+from celmut.runtime.failures import DecodeFailure, ParamError, PolicyFailure
+from celmut.runtime.params import resolve_params
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import AdmissionResult, PolicyOutcome
@@ -60,20 +61,6 @@ class ExceptionMatch:
     def variable(self) -> dict[str, list[str]]:
         """The CEL ``exceptions`` variable."""
         return {"allowedImages": list(self.allowed_images), "allowedValues": list(self.allowed_values)}
-
-
-class PolicyFailure(Exception):
-    """An expression or mutation failed; carries the field path and a safe message."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
-
-
-class DecodeFailure(PolicyFailure):
-    """The API server cannot decode a MAP's patched object: the request is rejected whatever the
-    failurePolicy."""
 
 
 def _expression_error(expression: CompiledExpression | Any, error: cel.CelError) -> PolicyFailure:

@@ -20,14 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from celmut.runtime.failures import MergeError
 from celmut.runtime.schemas import Schema
 
 # Key fields the API server defaults before merging (so an item without them still matches).
 _KEY_DEFAULTS = {"protocol": "TCP"}
-
-
-class MergeError(Exception):
-    """The ApplyConfiguration cannot be merged; the message names the field path."""
 
 
 def apply_configuration(live: Any, applied: Any, schema: Schema | None, *, replace_atomic: bool = False) -> Any:

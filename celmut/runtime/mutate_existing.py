@@ -27,7 +27,8 @@ from celmut import cel
 from celmut.compile.compiled import CompiledPolicy
 from celmut.policy.match import MatchResources
 from celmut.runtime import matching, selectors
-from celmut.runtime.engine import AdmissionEngine, PolicyFailure, RequestContext
+from celmut.runtime.engine import AdmissionEngine, RequestContext
+from celmut.runtime.failures import PolicyFailure
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import PolicyOutcome

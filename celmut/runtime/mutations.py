@@ -15,14 +15,11 @@ import jsonpointer
 
 from celmut.cel import values
 from celmut.jsonutil import json_copy
-from celmut.runtime.merge import MergeError, apply_configuration
+from celmut.runtime.failures import MergeError, MutationError
+from celmut.runtime.merge import apply_configuration
 from celmut.runtime.schemas import Schema
 
 _OPS = ("add", "remove", "replace", "move", "copy", "test")
-
-
-class MutationError(Exception):
-    """A mutation result cannot be applied; the message is safe to show and log."""
 
 
 class TestFailed(Exception):

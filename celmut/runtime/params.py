@@ -11,13 +11,8 @@ from celmut import kinds
 from celmut.cel import CelError, Services
 from celmut.compile.compiled import CompiledBinding, CompiledPolicy
 from celmut.runtime import selectors
+from celmut.runtime.failures import ParamError
 from celmut.runtime.request import AdmissionInput
-
-
-class ParamError(Exception):
-    def __init__(self, message: str, *, allow: bool) -> None:
-        super().__init__(message)
-        self.allow = allow
 
 
 def resolve_params(

@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 
 from celmut import logs
+from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.service import flags
-
-DEFAULT_BACKGROUND_USER = "system:serviceaccount:celmut:celmut-controller"  # the Helm chart's controller
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

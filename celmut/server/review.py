@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from celmut.errors import CelmutError
 from celmut.runtime import AdmissionInput, AdmissionResult
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
@@ -22,7 +23,7 @@ MAX_WARNINGS = 20  # the API server caps the warnings it forwards; keep response
 MAX_WARNING_LENGTH = 256
 
 
-class ReviewError(ValueError):
+class ReviewError(CelmutError, ValueError):
     """The body is not a usable AdmissionReview; the message says what is wrong (HTTP 400)."""
 
 

@@ -28,8 +28,8 @@ from fastapi import FastAPI
 
 from celmut import cel, heap
 from celmut.kube import certs
+from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.server.app import ServerSettings, create_app
-from celmut.server.command import DEFAULT_BACKGROUND_USER
 from celmut.server.metrics import Metrics
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome

@@ -16,12 +16,14 @@ from typing import Any
 
 import yaml
 
+from celmut.errors import CelmutError
+
 YAML_SUFFIXES = (".yaml", ".yml")
 DOCUMENT_SUFFIXES = (*YAML_SUFFIXES, ".json")
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
-class DocumentError(Exception):
+class DocumentError(CelmutError):
     """A file could not be read or parsed; the message names the file (and line for YAML)."""
 
     def __init__(self, path: str, message: str) -> None:

@@ -113,11 +113,11 @@ def test_a_conflicting_write_is_re_read_and_never_overwrites(fake_apiserver: Fak
         cluster,
     )
     controller.reload(force=True)
-    engines = controller._engines
-    assert engines is not None
-    (compiled,) = engines.all.policies
+    loaded = controller._loaded
+    assert loaded is not None
+    (compiled,) = loaded.all.policies
     key = TargetKey("v1", "configmaps", "default", "one")
-    reconciler = Reconciler(cluster, lambda: engines, lambda _key: stale)  # evaluates on an outdated copy first
+    reconciler = Reconciler(cluster, lambda: loaded, lambda _key: stale)  # evaluates on an outdated copy first
     outcome = reconciler.reconcile(key, {compiled.display_name: Task(compiled, Target(compiled, stale))})
     assert outcome.action == "patched" and reconciler.conflicts == 1
     assert labels_of(fake_apiserver, "one") == {"concurrent": "yes", "scanned": "true"}  # both changes kept

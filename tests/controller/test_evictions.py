@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from celmut.controller.reconcile import RESTART_ANNOTATION
+from celmut.policy.mutating_policy import RESTART_POLICY_ANNOTATION
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
 
@@ -25,7 +25,7 @@ def drift_policy(restart: str) -> dict[str, Any]:
         admission=True,
         mutate_existing=False,
         conditions=["!has(object.spec.nodeSelector)"],
-        annotations={RESTART_ANNOTATION: restart},
+        annotations={RESTART_POLICY_ANNOTATION: restart},
     )
 
 

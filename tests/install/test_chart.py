@@ -18,7 +18,7 @@ import yaml
 
 from celmut.cel.backends import select
 from celmut.cli.manifests_cmd import CEL_ENGINES
-from celmut.compile import presets
+from celmut.compile.presets import registry as presets
 from celmut.install.crds import all_crds
 from celmut.kube.policy_source import POLICY_KINDS
 from celmut.kube.tls_manager import TlsConfig

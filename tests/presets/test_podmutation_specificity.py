@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from celmut.compile.presets.podmutation import COMPILER
+from celmut.compile.presets.podmutation.compiler import COMPILER
 from celmut.compile.presets.podmutation.model import parse
 from celmut.compile.presets.podmutation.specificity import rank, specificity
 from celmut.runtime import AdmissionInput

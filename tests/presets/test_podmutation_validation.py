@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from celmut.compile.pipeline import compile_documents
-from celmut.compile.presets.podmutation import COMPILER
+from celmut.compile.presets.podmutation.compiler import COMPILER
 from celmut.main import main
 from celmut.policy.errors import PolicyError
 from celmut.sources.documents import Document

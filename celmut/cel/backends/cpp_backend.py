@@ -109,7 +109,7 @@ _KYVERNO_CONFIG = _KUBERNETES_CONFIG + '  - name: "regex"\n'
 @cache
 def cpp_environment(profile_name: str) -> cel.Env:
     """The cel-cpp environment of a profile: built-in extensions plus the bridged Python functions."""
-    from celmut.cel.environment import profile
+    from celmut.cel.profiles import profile
 
     kyverno = profile_name == "kyverno"
     extensions: list[Any] = [ext_optional.ExtOptional(), ext_strings.ExtStrings()]

@@ -43,9 +43,10 @@ from celmut.cel import types as t
 from celmut.cel import values as v
 from celmut.cel.activation import Activation
 from celmut.cel.declarations import Overload
-from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
 from celmut.cel.planner import _IMPL_ERRORS, _impl_error
+from celmut.cel.values import no_such_overload
 
 ANY = cel.Type("any")
 ERROR_TOKEN = "celmut-error#"

@@ -395,7 +395,7 @@ def _all_params(ct: t.CelType) -> list[t.CelType]:
 @cache
 def _registered_groups(profile_name: str) -> frozenset[tuple[str, bool, int]]:
     """The (name, member, arity) of every function group the bridge registers."""
-    from celmut.cel.environment import profile
+    from celmut.cel.profiles import profile
 
     return frozenset(
         key

@@ -50,7 +50,7 @@ NOT_NATIVE: dict[str, str] = {
 
 @cache
 def native_overloads(profile_name: str) -> frozenset[str]:
-    from celmut.cel.environment import profile
+    from celmut.cel.profiles import profile
 
     return frozenset(
         o.id

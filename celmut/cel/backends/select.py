@@ -21,13 +21,14 @@ import os
 from functools import cache
 
 from celmut.cel.backends.base import Backend
+from celmut.errors import ConfigurationError
 
 ENV_VAR = "CELMUT_CEL_ENGINE"
 CHOICES = ("auto", "celpy", "cpp")
 AUTO = "celpy"  # what auto means, from measurement (see the module docstring)
 
 
-class BackendUnavailable(ValueError):
+class BackendUnavailable(ConfigurationError):
     """The requested engine cannot be used here (unknown name, or cel-expr-python missing)."""
 
 

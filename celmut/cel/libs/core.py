@@ -17,7 +17,8 @@ from typing import Any
 from celmut.cel import regex
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelEvaluationError, describe
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.std")
 fn, method = LIBRARY.function, LIBRARY.method

@@ -13,7 +13,8 @@ from typing import Any
 
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.optional")
 fn, method = LIBRARY.function, LIBRARY.method

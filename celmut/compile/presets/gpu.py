@@ -35,8 +35,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from celmut.compile.presets import GENERATED_BY, PresetOutput, compile_each
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets.base import GENERATED_BY, PresetOutput, compile_each
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
 from celmut.sources.documents import Document

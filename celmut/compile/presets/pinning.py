@@ -55,8 +55,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from celmut.compile.presets import GENERATED_BY, PresetOutput, compile_each
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets.base import GENERATED_BY, PresetOutput, compile_each
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
 from celmut.policy.match import LabelSelector

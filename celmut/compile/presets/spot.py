@@ -62,8 +62,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from celmut.compile.presets import GENERATED_BY, PresetOutput, compile_each
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets.base import GENERATED_BY, PresetOutput, compile_each
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
 from celmut.policy.match import LabelSelector

@@ -14,7 +14,8 @@ import re
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.ext.encoders")
 fn = LIBRARY.function

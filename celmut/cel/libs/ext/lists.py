@@ -26,7 +26,8 @@ from typing import Any
 
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.ext.lists")
 fn, method = LIBRARY.function, LIBRARY.method

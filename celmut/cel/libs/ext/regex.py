@@ -21,8 +21,9 @@ import re2
 from celmut.cel import regex
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs.ext.strings import go_quote
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.ext.regex")
 fn = LIBRARY.function

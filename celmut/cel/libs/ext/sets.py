@@ -15,7 +15,7 @@ from typing import Any
 
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
-from celmut.cel.errors import no_such_overload
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.ext.sets")
 fn = LIBRARY.function

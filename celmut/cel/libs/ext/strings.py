@@ -26,8 +26,9 @@ from typing import Any
 
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.core import to_string
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.ext.strings")
 fn, method = LIBRARY.function, LIBRARY.method

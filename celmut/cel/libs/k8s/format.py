@@ -24,9 +24,10 @@ from typing import Any
 from celmut.cel import regex
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs.k8s import neturl
 from celmut.cel.libs.k8s.support import regex_cost, typed
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("format")
 fn, method = LIBRARY.function, LIBRARY.method

@@ -25,8 +25,9 @@ from typing import Any
 
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs import core
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kubernetes.lists")
 fn, method = LIBRARY.function, LIBRARY.method

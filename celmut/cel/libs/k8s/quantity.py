@@ -30,9 +30,10 @@ from __future__ import annotations
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs.k8s import resource
 from celmut.cel.libs.k8s.support import string_cost, typed
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kubernetes.quantity")
 fn, method = LIBRARY.function, LIBRARY.method

@@ -22,8 +22,9 @@ import re2
 
 from celmut.cel import regex
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs.k8s.support import regex_cost
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kubernetes.regex")
 fn, method = LIBRARY.function, LIBRARY.method

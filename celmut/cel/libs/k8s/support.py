@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from celmut.cel.errors import no_such_overload
+from celmut.cel.values import no_such_overload
 
 STRING_TRAVERSAL_FACTOR = 0.1  # cel-go common.StringTraversalCostFactor
 REGEX_LENGTH_FACTOR = 0.25  # cel-go common.RegexStringLengthCostFactor

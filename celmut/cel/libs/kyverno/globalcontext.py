@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import to_cel_value
 from celmut.cel.lookups import LookupFailed, LookupUnavailable
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.globalcontext")
 fn = LIBRARY.function

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import no_such_overload
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.hash")
 fn = LIBRARY.function

@@ -41,9 +41,10 @@ import re
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import to_cel_value
 from celmut.cel.lookups import LookupFailed, LookupUnavailable
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.image")
 fn, method = LIBRARY.function, LIBRARY.method

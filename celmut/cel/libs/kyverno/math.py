@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import no_such_overload
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.math")
 fn = LIBRARY.function

@@ -23,7 +23,8 @@ import random as _random
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.random")
 fn = LIBRARY.function

@@ -40,9 +40,10 @@ from __future__ import annotations
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import to_cel_value
 from celmut.cel.lookups import LookupFailed, LookupUnavailable, ResourceLookup
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.resource")
 fn = LIBRARY.function

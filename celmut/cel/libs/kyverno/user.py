@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import no_such_overload
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.user")
 fn = LIBRARY.function

@@ -35,7 +35,8 @@ from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, no_such_overload
+from celmut.cel.errors import CelEvaluationError
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.x509")
 fn = LIBRARY.function

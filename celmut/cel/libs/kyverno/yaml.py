@@ -21,8 +21,9 @@ from typing import Any
 import yaml as pyyaml
 
 from celmut.cel.declarations import Library
-from celmut.cel.errors import CelEvaluationError, describe, no_such_overload
+from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import go_float
+from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.yaml")
 fn = LIBRARY.function

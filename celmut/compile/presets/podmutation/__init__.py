@@ -5,9 +5,3 @@ conditions (:mod:`.filters`), the most specific matching PodMutation wins (:mod:
 patches become CEL ``JSONPatch`` literals (:mod:`.patches`), and spot/distribution settings use the
 shared placement building blocks. The model and its CRD-like validation are in :mod:`.model`.
 """
-
-from __future__ import annotations
-
-from celmut.compile.presets.podmutation.compiler import COMPILER, PodMutationCompiler
-
-__all__ = ["COMPILER", "PodMutationCompiler"]

@@ -39,19 +39,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from celmut.compile.presets import GENERATED_BY, PresetOutput
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets.base import GENERATED_BY, PresetOutput
 from celmut.compile.presets.podmutation import model
 from celmut.compile.presets.podmutation.filters import LABELS_EXPRESSION, matches_cel
 from celmut.compile.presets.podmutation.model import PodMutation
 from celmut.compile.presets.podmutation.patches import PatchState, cel_operations, cel_string, within, writes
 from celmut.compile.presets.podmutation.specificity import rank, specificity
 from celmut.policy.errors import FieldError, PolicyError
+from celmut.policy.mutating_policy import RESTART_POLICY_ANNOTATION
 from celmut.sources.documents import Document
 
 NAME_ANNOTATION = f"{model.API_GROUP}/pod-mutation-name"
 IGNORE_LABEL = "pod-mutator.cast.ai/ignore"
-RESTART_ANNOTATION = "celmut.io/restart-policy"
 SPECIFICITY_ANNOTATION = "celmut.io/specificity"
 PRESET_LABEL = "celmut.io/preset"
 ANNOTATIONS_PATH = "/metadata/annotations"
@@ -177,7 +177,7 @@ def build_policy(mutation: PodMutation, outranking: Sequence[PodMutation]) -> di
         variables += placement_variables(mutation)
     annotations = {
         GENERATED_BY: f"{model.API_VERSION} {model.KIND} {mutation.name} ({mutation.source})",
-        RESTART_ANNOTATION: mutation.restart_policy,
+        RESTART_POLICY_ANNOTATION: mutation.restart_policy,
         SPECIFICITY_ANNOTATION: specificity(mutation).describe(),
         **mutation.annotations,
     }
