@@ -151,7 +151,9 @@ class Checker:
                 resolved = self._resolve_name(qualified, node)
                 if resolved is not None:
                     return resolved
-                return node, self.error(node, self._undeclared(root))
+                # cel-go reports the identifier that does not resolve, at its own position
+                # (checker/checker.go checkSelect falls back to checking the operand).
+                return node, self.error(_root_operand(node), self._undeclared(root))
         node.operand = self.visit(node.operand)
         operand_type = self.type_of(node.operand)
         if node.test_only:
@@ -501,3 +503,10 @@ def _literal_type(value: Any) -> t.CelType:
         return t.type_of(t.DYN)
     name = v.type_name(value)
     return t.opaque(name)
+
+
+def _root_operand(node: ast.Node) -> ast.Node:
+    """The identifier a chain of selections starts from (``a`` in ``a.b.c``)."""
+    while isinstance(node, ast.Select):
+        node = node.operand
+    return node

@@ -1,6 +1,10 @@
-"""Compile stage: policy models (and, later, presets) into CEL programs, checked up front."""
+"""Compile stage: presets into policies, policy models into CEL programs, checked up front.
 
-from celmut.compile.compiled import CompiledException, CompiledPolicy
-from celmut.compile.policies import CompiledPolicySet, compile_policy_set
+- :mod:`.pipeline` — sources to a :class:`~.pipeline.Compilation` in one call (the path every surface takes);
+- :mod:`.policies` — policy models to :mod:`.compiled` policies, every expression compiled once;
+- :mod:`.compiled` — what the runtime evaluates (the only module of this floor the runtime imports);
+- :mod:`.presets` — CAST AI-style presets compiled into MutatingPolicies;
+- :mod:`.autogen` — pod-controller variants of MutatingPolicies.
 
-__all__ = ["CompiledException", "CompiledPolicy", "CompiledPolicySet", "compile_policy_set"]
+This package module imports nothing, so importing :mod:`.compiled` does not load the compiler.
+"""

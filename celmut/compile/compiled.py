@@ -113,3 +113,16 @@ class CompiledException:
     @property
     def is_partial(self) -> bool:
         return bool(self.images or self.allowed_values)
+
+
+@dataclass
+class CompiledPolicySet:
+    """Compiled policies in their documented evaluation order, exceptions, and rejections."""
+
+    policies: list[CompiledPolicy] = field(default_factory=list)
+    exceptions: list[CompiledException] = field(default_factory=list)
+    errors: list[Exception] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def sort(self) -> None:
+        self.policies.sort(key=lambda p: p.order_key)

@@ -21,18 +21,20 @@ def compile_expression(
     errors: list[FieldError],
     expect: ResultCheck | None = None,
 ) -> Program | None:
-    """The program for ``source``, or None with a :class:`FieldError` (path, message, line, column)."""
+    """The program for ``source``, or None with a :class:`FieldError` per issue (path, message, line,
+    column). Parsed and checked once: ``expect`` inspects the program's checked AST, as cel-go builds
+    the program from the AST it checked and reports every issue of one check."""
     try:
-        if expect is not None:
-            problem = expect(env.check(source))
-            if problem is not None:
-                errors.append(FieldError(path, problem))
-                return None
-        return env.compile(source)
+        program = env.compile(source)
     except cel.CelCompileError as ex:
-        first = ex.issues[0]
-        errors.append(FieldError(path, f"compilation failed: {first.message}", first.line, first.column))
+        errors += [FieldError(path, f"compilation failed: {i.message}", i.line, i.column) for i in ex.issues]
         return None
+    if expect is not None:
+        problem = expect(program.checked)
+        if problem is not None:
+            errors.append(FieldError(path, problem))
+            return None
+    return program
 
 
 def expect_bool(checked: CheckResult) -> str | None:

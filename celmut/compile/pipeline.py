@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from celmut.compile.policies import CompiledPolicySet, compile_policy_set
+from celmut.compile.compiled import CompiledPolicySet
+from celmut.compile.policies import compile_policy_set
 from celmut.compile.presets import registry as presets
 from celmut.policy.loader import PolicySet, load_policy_documents
 from celmut.sources.documents import Document, DocumentError, load_documents

@@ -15,7 +15,6 @@ the set still compiles.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from celmut import cel
 from celmut.cel import ast
@@ -28,6 +27,7 @@ from celmut.compile.compiled import (
     CompiledExpression,
     CompiledMutation,
     CompiledPolicy,
+    CompiledPolicySet,
     CompiledTarget,
 )
 from celmut.compile.typenames import type_name_errors
@@ -38,19 +38,6 @@ from celmut.policy.loader import PolicySet
 from celmut.policy.mutating_policy import MutatingPolicy, Mutation, NamedExpression
 
 
-@dataclass
-class CompiledPolicySet:
-    """Compiled policies in their documented evaluation order, exceptions, and rejections."""
-
-    policies: list[CompiledPolicy] = field(default_factory=list)
-    exceptions: list[CompiledException] = field(default_factory=list)
-    errors: list[Exception] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def sort(self) -> None:
-        self.policies.sort(key=lambda p: p.order_key)
-
-
 class _Compiler:
     """Compiles the expressions of one policy in one environment, collecting field errors."""
 
@@ -59,11 +46,15 @@ class _Compiler:
         self.env = self.base
         self.errors: list[FieldError] = []
         self.variable_types: dict[str, t.CelType] = {}
+        self.programs: list[tuple[Program, str]] = []  # every program compiled, with its field path
 
     def expression(
         self, source: str, path: str, expect: expressions.ResultCheck | None = None, env: cel.Environment | None = None
     ) -> Program | None:
-        return expressions.compile_expression(env or self.env, source, path, self.errors, expect)
+        program = expressions.compile_expression(env or self.env, source, path, self.errors, expect)
+        if program is not None:
+            self.programs.append((program, path))
+        return program
 
     def variables(self, variables: Iterable[NamedExpression]) -> dict[str, Program]:
         programs: dict[str, Program] = {}
@@ -102,23 +93,16 @@ class _Compiler:
             if program is None:
                 continue
             if mutation.patch_type == "ApplyConfiguration" and check_type_names:
-                for node, message in type_name_errors(self.env.check(mutation.expression).expr):
+                for node, message in type_name_errors(program.checked.expr):
                     self.errors.append(FieldError(mutation.path, message, node.line, node.column))
             out.append(CompiledMutation(mutation.patch_type, program, mutation.path))
         return tuple(out)
 
 
-def _forbid_http(compiler: _Compiler, policy: MutatingPolicy) -> None:
+def _forbid_http(compiler: _Compiler) -> None:
     """Kyverno forbids ``http.*`` in namespaced policies (no --allowHTTPInNamespacedPolicies)."""
-    sources = [(v.expression, v.path) for v in policy.variables]
-    sources += [(m.expression, m.path) for m in policy.mutations]
-    sources += [(c.expression, c.path) for c in policy.match_conditions]
-    for source, path in sources:
-        try:
-            expr = compiler.env.check(source).expr
-        except cel.CelCompileError:
-            continue
-        for node in expr.walk():
+    for program, path in compiler.programs:
+        for node in program.checked.expr.walk():
             if isinstance(node, ast.Call) and node.function.startswith("http."):
                 compiler.errors.append(
                     FieldError(path, "http.* is not allowed in a NamespacedMutatingPolicy", node.line, node.column)
@@ -154,7 +138,7 @@ def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> 
         if (program := compiler.expression(a.value_expression, a.path, expressions.expect_string)) is not None
     )
     if policy.is_namespaced:
-        _forbid_http(compiler, policy)
+        _forbid_http(compiler)
     if compiler.errors:
         errors = compiler.errors
         if variant:

@@ -29,6 +29,8 @@ def shared_rules() -> list[Rule]:
         _rule("pod-mutations.cast.ai", ["podmutations"], READ),
         _rule("presets.celmut.io", ["gpuslicings"], READ),
         _rule("pinning.celmut.io", ["podpinningplans"], READ),
+        # CRDs: the schemas of custom resources, which ApplyConfiguration merges follow.
+        _rule("apiextensions.k8s.io", ["customresourcedefinitions"], READ),
         # Namespace labels, pods (exact spot splits count a workload's pods), pinning-plan ConfigMaps.
         _rule("", ["namespaces", "pods", "configmaps"], READ),
         # A pod's workload: ReplicaSet -> Deployment, Job -> CronJob, StatefulSet and DaemonSet owners.

@@ -3,7 +3,8 @@
 :class:`ClusterPolicySource` is a :class:`celmut.service.store.PolicySource`: it lists and watches
 every kind celmut reads (Kyverno MutatingPolicy, NamespacedMutatingPolicy and PolicyException;
 Kubernetes MutatingAdmissionPolicy and its bindings; the PodMutation, GPU slicing and pod pinning
-presets, including plan ConfigMaps labelled ``celmut.io/pinning-plan=true``) and hands them to the
+presets, including plan ConfigMaps labelled ``celmut.io/pinning-plan=true``; and the CRDs, whose
+schemas custom resources are merged by) and hands them to the
 same compile pipeline files go through. Each object becomes a document named
 ``cluster:<Kind>/<namespace>/<name>``, so errors say which object is wrong.
 
@@ -75,6 +76,12 @@ POLICY_KINDS: tuple[WatchedKind, ...] = (
     WatchedKind("presets.celmut.io", "gpuslicings", "GpuSlicing", ("v1alpha1",)),
     WatchedKind("pinning.celmut.io", "podpinningplans", "PodPinningPlan", ("v1alpha1",)),
     WatchedKind("", "configmaps", "ConfigMap", ("v1",), "celmut.io/pinning-plan=true", conditions_at=()),
+    # Not a policy: the schemas of custom resources (ApplyConfiguration merges follow their list and
+    # map types), as the CLI takes them from --cluster-resources. They reach the engine through
+    # Compilation.other, like CRDs shipped with policy files.
+    WatchedKind(
+        "apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", ("v1",), conditions_at=()
+    ),
 )
 
 

@@ -28,8 +28,7 @@ from typing import Any
 from celmut import cel
 from celmut.cel.activation import approximate_size
 from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
-from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy
-from celmut.compile.policies import CompiledPolicySet
+from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import decode, matching, mutations
 from celmut.runtime.failures import DecodeFailure, ParamError, PolicyFailure
 from celmut.runtime.params import resolve_params

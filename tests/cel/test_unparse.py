@@ -52,7 +52,16 @@ def _rows() -> list[str]:
         for row in value
         if isinstance(row[0], str)
     ]
-    return [*rows, *TRICKY]
+    env = cel.Environment("kyverno", backend="celpy")
+    return [source for source in [*rows, *TRICKY] if _compiles(env, source)]  # the tables hold refusals too
+
+
+def _compiles(env: cel.Environment, source: str) -> bool:
+    try:
+        env.check(source)
+    except cel.CelCompileError:
+        return False
+    return True
 
 
 def _run(source: str, bindings: dict[str, Any]) -> Any:
@@ -66,10 +75,7 @@ def _run(source: str, bindings: dict[str, Any]) -> Any:
 @pytest.mark.parametrize("source", _rows())
 def test_unparsed_text_means_the_same(source: str) -> None:
     env = cel.Environment("kyverno", backend="celpy")
-    try:
-        checked = env.check(source)
-    except cel.CelCompileError:
-        pytest.skip("does not compile")
+    checked = env.check(source)
     text = unparse.unparse(checked.expr)
     again = env.check(text)  # it parses and type-checks
     assert again.type == checked.type or again.type.is_dyn or checked.type.is_dyn, text

@@ -11,6 +11,7 @@ import pytest
 
 from celmut.kube.client import Cluster
 from celmut.kube.policy_source import ClusterPolicySource
+from celmut.sources.documents import Document
 from tests.fakekube import FakeApiServer
 
 from .crds import policy_crds
@@ -79,3 +80,9 @@ def source(cluster: Cluster) -> Iterator[ClusterPolicySource]:
         yield started
     finally:
         started.stop()
+
+
+def policy_documents(source: ClusterPolicySource) -> list[Document]:
+    """The source's documents without the CRDs it also hands over (schemas, not policies)."""
+    documents, _ = source.documents()
+    return [d for d in documents if not d.path.startswith("cluster:CustomResourceDefinition/")]

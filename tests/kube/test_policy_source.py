@@ -12,7 +12,7 @@ from celmut.service.store import PolicyStore
 from celmut.sources.files import FileSource
 from tests.fakekube import FakeApiServer
 
-from .conftest import eventually, label_policy
+from .conftest import eventually, label_policy, policy_documents
 from .crds import crd, policy_crds, spec_of
 
 
@@ -28,9 +28,9 @@ def policy_names(store: PolicyStore) -> set[str]:
 
 def test_documents_name_the_cluster_object(with_crds: FakeApiServer, source: ClusterPolicySource) -> None:
     with_crds.store.create(label_policy("team"))
-    eventually(lambda: source.documents()[0])
-    documents, errors = source.documents()
-    assert [d.path for d in documents] == ["cluster:MutatingPolicy/team"] and errors == []
+    eventually(lambda: policy_documents(source))
+    assert [d.path for d in policy_documents(source)] == ["cluster:MutatingPolicy/team"]
+    assert source.documents()[1] == []
 
 
 def test_created_changed_and_deleted_policies_follow_the_cluster(
@@ -67,7 +67,7 @@ def test_a_broken_policy_is_skipped_and_reported_on_the_object(
     store = store_of(source)
     with_crds.store.create(label_policy("good"))
     with_crds.store.create(label_policy("broken", expression="object.metadata.name +"))
-    eventually(lambda: len(source.documents()[0]) == 2)
+    eventually(lambda: len(policy_documents(source)) == 2)
     outcome = store.reload()
     assert outcome is not None and outcome.accepted  # the cluster skips, it does not reject the reload
     assert {p.name for p in store.engine.policies} == {"good"}  # type: ignore[union-attr]
@@ -102,7 +102,7 @@ def test_a_broken_cluster_policy_does_not_block_files(
     store = PolicyStore([FileSource([str(policy_file)]), source], EngineSettings())
     assert store.reload() is not None
     with_crds.store.create(label_policy("broken", expression="1 +"))
-    eventually(lambda: len(source.documents()[0]) == 1)
+    eventually(lambda: len(policy_documents(source)) == 1)
     outcome = store.reload()
     assert outcome is not None and outcome.accepted
     assert {p.name for p in store.engine.policies} == {"from-file"}  # type: ignore[union-attr]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celmut.kube.policy_source import ClusterPolicySource
 from tests.fakekube import FakeApiServer
 
-from .conftest import eventually
+from .conftest import eventually, policy_documents
 from .test_policy_source import store_of
 
 
@@ -23,8 +23,8 @@ def test_presets_and_pinning_plan_configmaps_come_from_the_cluster(
     with_crds.store.create(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "unrelated", "namespace": "default"}}
     )
-    eventually(lambda: source.documents()[0])
-    documents, _ = source.documents()
+    eventually(lambda: policy_documents(source))
+    documents = policy_documents(source)
     assert [d.path for d in documents] == ["cluster:PodMutation/spot-everything"]  # unlabelled ConfigMaps are not read
     store = store_of(source)
     assert store.reload() is not None and store.engine is not None and store.engine.policies

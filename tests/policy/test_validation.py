@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from celmut.compile import compile_policy_set
+from celmut.compile.policies import compile_policy_set
 from tests.runtime.helpers import applyconfig, jsonpatch, mpol, parse
 
 MAP = """

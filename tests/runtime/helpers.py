@@ -7,8 +7,8 @@ from typing import Any
 import yaml
 
 from celmut import cel
-from celmut.compile import compile_policy_set
-from celmut.compile.policies import CompiledPolicySet
+from celmut.compile.compiled import CompiledPolicySet
+from celmut.compile.policies import compile_policy_set
 from celmut.policy import PolicySet, load_policy_documents
 from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionOptions, AdmissionResult
 from celmut.runtime.schemas import SchemaRegistry

@@ -28,6 +28,7 @@ class BackendOptions:
 
 class Program(Protocol):
     source: str
+    checked: CheckResult  # the checked AST the program was built from (compile once, inspect freely)
     result_type: t.CelType
     references: frozenset[str]
 

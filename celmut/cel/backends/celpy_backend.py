@@ -58,6 +58,7 @@ class PlannedRunner(celpy.Runner):
         self._slots = planner.slot_count
         self._static_cost = planner.static_cost
         self.source = source
+        self.checked = ast
         self.result_type: t.CelType = ast.type
         self.references = ast.references
 

@@ -277,6 +277,7 @@ class CppProgram:
         self._options = options
         self._celpy: Program | None = None
         self.source = source
+        self.checked = checked
         self.result_type: t.CelType = checked.type
         self.references = checked.references
 

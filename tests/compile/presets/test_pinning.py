@@ -18,7 +18,7 @@ from celmut.runtime import AdmissionInput, AdmissionResult
 from celmut.sources.documents import Document
 from tests.offline import offline_cluster
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HOSTNAME = "kubernetes.io/hostname"
 
 

@@ -10,7 +10,7 @@ import pytest
 from celmut.compile.presets.podmutation.filters import matches_cel
 from celmut.compile.presets.podmutation.model import Filter, LabelGroup, LabelMatcher, Matcher
 from celmut.runtime import AdmissionInput
-from tests.presets.test_podmutation_support import LABEL_PATCH, admit, cluster, mutated_by, pod, podmutation
+from tests.compile.presets.test_podmutation_support import LABEL_PATCH, admit, cluster, mutated_by, pod, podmutation
 
 
 def exact(*values: str) -> list[dict[str, str]]:
@@ -56,7 +56,7 @@ LEGACY = {
 }
 LEGACY_LABELS = {"environment": "production", "tier": "frontend"}
 
-# (filter spec, [(pod, mutated?)]) — pods are built by tests.presets.test_podmutation_support.pod
+# (filter spec, [(pod, mutated?)]) — pods are built by tests.compile.presets.test_podmutation_support.pod
 CASES: dict[str, tuple[dict[str, Any], list[tuple[dict[str, Any], bool]]]] = {
     "exact namespaces": (
         {"filterV2": {"workload": {"namespaces": exact("production", "staging")}}},

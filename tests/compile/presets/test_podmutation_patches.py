@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from celmut.runtime import AdmissionInput
-from tests.presets.test_podmutation_support import NAME_ANNOTATION, cluster, mutated_by, pod, podmutation
+from tests.compile.presets.test_podmutation_support import NAME_ANNOTATION, cluster, mutated_by, pod, podmutation
 
 SPOT_TOLERATION = {"key": "scheduling.cast.ai/spot", "operator": "Exists", "effect": "NoSchedule"}
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from celmut.runtime import AdmissionInput
-from tests.presets.test_podmutation_support import (
+from tests.compile.presets.test_podmutation_support import (
     NAME_ANNOTATION,
     admit,
     annotation,

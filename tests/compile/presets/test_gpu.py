@@ -16,7 +16,7 @@ from celmut.main import main
 from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionResult
 from celmut.sources.documents import Document
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GPU, SHARED = "nvidia.com/gpu", "nvidia.com/gpu-shared"
 OPTIMIZE, RATIO, TYPE = "castops.io/optimize", "castops.io/slice-ratio", "castops.io/workload-type"
 

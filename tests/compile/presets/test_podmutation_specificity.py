@@ -14,7 +14,7 @@ from celmut.compile.presets.podmutation.model import parse
 from celmut.compile.presets.podmutation.specificity import rank, specificity
 from celmut.runtime import AdmissionInput
 from celmut.sources.documents import Document
-from tests.presets.test_podmutation_support import cluster, mutated_by, pod, podmutation
+from tests.compile.presets.test_podmutation_support import cluster, mutated_by, pod, podmutation
 
 
 def exact(*values: str) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ from celmut.compile.presets.podmutation.compiler import COMPILER
 from celmut.main import main
 from celmut.policy.errors import PolicyError
 from celmut.sources.documents import Document
-from tests.presets.test_podmutation_support import pod, podmutation
+from tests.compile.presets.test_podmutation_support import pod, podmutation
 
 
 def errors_of(spec: dict[str, Any], **document: Any) -> list[str]:

@@ -18,7 +18,7 @@ from celmut.runtime import AdmissionInput, AdmissionResult
 from celmut.sources.documents import Document, load_documents
 from tests.offline import offline_cluster
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SPOT = "scheduling.cast.ai/spot"
 TOLERATION = {"key": SPOT, "operator": "Exists", "effect": "NoSchedule"}
 NOT_SPOT = {"key": SPOT, "operator": "DoesNotExist"}
