@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar, overload
+
+_T = TypeVar("_T")
 
 
+# A copy has the type of the original; the implementation is typed loosely to stay a tight loop.
+@overload
+def json_copy(value: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def json_copy(value: _T) -> _T: ...
 def json_copy(value: Any) -> Any:
     """A deep copy of JSON-shaped data, ~4× faster than copy.deepcopy."""
     kind = type(value)

@@ -9,12 +9,12 @@ Typical use::
     program.evaluate(cel.Activation(object=pod))  # -> True
 
 Errors are :class:`CelError` subclasses with a ``kind`` of ``compile``, ``evaluation`` or ``cost``.
-The engine is ``Environment(..., engine="auto" | "celpy" | "cpp")``, else ``CELMUT_CEL_ENGINE``
+The engine is ``Environment(..., backend="auto" | "celpy" | "cpp")``, else ``CELMUT_CEL_ENGINE``
 (see :mod:`celmut.cel.backends.select`).
 """
 
 from celmut.cel.activation import Activation, admission_request
-from celmut.cel.environment import Environment, profile
+from celmut.cel.environment import Environment
 from celmut.cel.errors import (
     CelCompileError,
     CelCostError,
@@ -24,6 +24,7 @@ from celmut.cel.errors import (
 )
 from celmut.cel.evalcontext import Budget
 from celmut.cel.lookups import HttpPolicy, Services
+from celmut.cel.profiles import profile
 from celmut.cel.values import to_plain
 
 __all__ = [

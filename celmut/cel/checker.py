@@ -97,6 +97,7 @@ class Checker:
     def visit(self, node: ast.Node) -> ast.Node:
         """Check ``node`` and return it, or its resolved replacement; records its type."""
         method = getattr(self, f"_{type(node).__name__}")
+        replacement: ast.Node
         replacement, node_type = method(node)
         self.types[id(replacement)] = node_type
         return replacement

@@ -46,8 +46,8 @@ def plan_comprehension(
 
     def bind(ctx: EvalContext, item: Any) -> None:
         ctx.charge(cost)
-        if two_vars:
-            ctx.slots[first], ctx.slots[second] = item  # type: ignore[index]
+        if second is not None:
+            ctx.slots[first], ctx.slots[second] = item
         else:
             ctx.slots[first] = item
 
@@ -63,7 +63,7 @@ def plan_comprehension(
             for item in items(ctx):
                 bind(ctx, item)
                 try:
-                    result = body(ctx)
+                    result: object = body(ctx)
                 except CelCostError:
                     raise
                 except CelEvaluationError as ex:

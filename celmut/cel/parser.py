@@ -17,6 +17,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import cast
 
 import celpy.celparser
 import celpy.celtypes
@@ -53,6 +54,24 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UINT64_MAX = 2**64 - 1
 MAX_NESTING = 250  # cel-go's default parser recursion limit
 
+ParseTree = lark.Tree[lark.Token]
+"""A node of Lark's parse tree (its leaves are tokens)."""
+
+
+def _rule(child: ParseTree | lark.Token) -> ParseTree:
+    """A child that the grammar makes a rule, never a terminal (a fact of the grammar Lark's types cannot see)."""
+    return cast(ParseTree, child)
+
+
+def _rules(tree: ParseTree) -> list[ParseTree]:
+    """The children of a rule whose children are all rules."""
+    return cast(list[ParseTree], tree.children)
+
+
+def _terminal(child: ParseTree | lark.Token) -> lark.Token:
+    """A child that the grammar makes a terminal (a token)."""
+    return cast(lark.Token, child)
+
 
 class ExtendedCELParser(celpy.celparser.CELParser):
     """celpy's parser facade over the extended grammar; one shared Lark instance per process."""
@@ -75,7 +94,7 @@ class ExtendedCELParser(celpy.celparser.CELParser):
                     priority="invert",
                 )
 
-    def parse(self, text: str) -> lark.Tree:
+    def parse(self, text: str) -> ParseTree:
         assert ExtendedCELParser.EXTENDED_PARSER is not None
         self.text = text
         try:
@@ -91,7 +110,8 @@ class ExtendedCELParser(celpy.celparser.CELParser):
             message = f"Syntax error: unexpected {shown}"
             raise CelCompileError([Issue(message, ex.line or 1, ex.column or 1)], text) from ex
         except UnexpectedCharacters as ex:
-            char = text[ex.pos_in_stream] if ex.pos_in_stream < len(text) else ""
+            pos = ex.pos_in_stream
+            char = text[pos] if pos is not None and pos < len(text) else ""
             issue = Issue(f"Syntax error: token recognition error at: {char!r}", ex.line, ex.column)
             raise CelCompileError([issue], text) from ex
         except (UnexpectedInput, LarkError) as ex:  # pragma: no cover - Lark's other parse errors
@@ -102,7 +122,7 @@ class ExtendedCELParser(celpy.celparser.CELParser):
 # Macros
 
 
-MacroExpander = Callable[["_Converter", ast.Node | None, list[ast.Node], lark.Tree | lark.Token], ast.Node]
+MacroExpander = Callable[["_Converter", ast.Node | None, list[ast.Node], ParseTree | lark.Token], ast.Node]
 
 # (name, is_member, arg_count) → expander. Filled below; the environment chooses a subset by name.
 _MACROS: dict[tuple[str, bool, int], MacroExpander] = {}
@@ -249,7 +269,7 @@ class _Converter:
         line, column = self.position(item) if not isinstance(item, ast.Node) else (item.line, item.column)
         return CelCompileError([Issue(message, line, column)], self.source)
 
-    def convert(self, tree: lark.Tree) -> ast.Node:
+    def convert(self, tree: ParseTree) -> ast.Node:
         self.depth += 1
         if self.depth > MAX_NESTING:
             raise self.error(f"expression nesting exceeds the limit of {MAX_NESTING}", tree)
@@ -262,85 +282,85 @@ class _Converter:
 
     # --- precedence levels; single-child levels pass through -------------------------------------
 
-    def _expr(self, tree: lark.Tree) -> ast.Node:
+    def _expr(self, tree: ParseTree) -> ast.Node:
         if len(tree.children) == 1:
-            return self.convert(tree.children[0])
-        cond, then, otherwise = (self.convert(c) for c in tree.children)
+            return self.convert(_rule(tree.children[0]))
+        cond, then, otherwise = (self.convert(c) for c in _rules(tree))
         line, column = self.position(tree)
         return ast.Call("_?_:_", [cond, then, otherwise], line=line, column=column)
 
-    def _logical_chain(self, tree: lark.Tree, function: str) -> ast.Node:
+    def _logical_chain(self, tree: ParseTree, function: str) -> ast.Node:
         # Left-recursive chains (a || b || c) are flattened iteratively to keep Python's stack shallow.
-        operands: list[lark.Tree] = []
+        operands: list[ParseTree] = []
         node = tree
         while len(node.children) == 2:
-            operands.append(node.children[1])
-            node = node.children[0]
-        operands.append(node.children[0])
+            operands.append(_rule(node.children[1]))
+            node = _rule(node.children[0])
+        operands.append(_rule(node.children[0]))
         if len(operands) == 1:
             return self.convert(operands[0])
         line, column = self.position(tree)
         return ast.Call(function, [self.convert(o) for o in reversed(operands)], line=line, column=column)
 
-    def _conditionalor(self, tree: lark.Tree) -> ast.Node:
+    def _conditionalor(self, tree: ParseTree) -> ast.Node:
         return self._logical_chain(tree, "_||_")
 
-    def _conditionaland(self, tree: lark.Tree) -> ast.Node:
+    def _conditionaland(self, tree: ParseTree) -> ast.Node:
         return self._logical_chain(tree, "_&&_")
 
-    def _binary(self, tree: lark.Tree) -> ast.Node:
+    def _binary(self, tree: ParseTree) -> ast.Node:
         if len(tree.children) == 1:
-            return self.convert(tree.children[0])
-        op_tree, right = tree.children
-        left = self.convert(op_tree.children[0])
+            return self.convert(_rule(tree.children[0]))
+        op_tree, right = _rules(tree)
+        left = self.convert(_rule(op_tree.children[0]))
         line, column = self.position(op_tree)
         return ast.Call(_BINARY_OPERATORS[op_tree.data], [left, self.convert(right)], line=line, column=column)
 
     _relation = _addition = _multiplication = _binary
 
-    def _unary(self, tree: lark.Tree) -> ast.Node:
+    def _unary(self, tree: ParseTree) -> ast.Node:
         if len(tree.children) == 1:
-            return self.convert(tree.children[0])
-        op, operand_tree = tree.children
+            return self.convert(_rule(tree.children[0]))
+        op, operand_tree = _rules(tree)
         operand = self.convert(operand_tree)
         line, column = self.position(op) if not op.meta.empty else self.position(tree)
         if op.data == "unary_neg":
             return ast.Call("-_", [operand], line=line, column=column)
         return ast.Call("!_", [operand], line=line, column=column)
 
-    def _member(self, tree: lark.Tree) -> ast.Node:
-        return self.convert(tree.children[0])
+    def _member(self, tree: ParseTree) -> ast.Node:
+        return self.convert(_rule(tree.children[0]))
 
-    def _primary(self, tree: lark.Tree) -> ast.Node:
-        return self.convert(tree.children[0])
+    def _primary(self, tree: ParseTree) -> ast.Node:
+        return self.convert(_rule(tree.children[0]))
 
     # --- members ----------------------------------------------------------------------------------
 
-    def _field_name(self, tree: lark.Tree) -> str:
-        token = tree.children[0]
+    def _field_name(self, tree: ParseTree) -> str:
+        token = _terminal(tree.children[0])
         return token[1:-1] if token.type == "QUOTED_IDENT" else str(token)
 
-    def _member_dot(self, tree: lark.Tree, optional: bool = False) -> ast.Node:
-        operand = self.convert(tree.children[0])
-        name_tree = tree.children[1]
+    def _member_dot(self, tree: ParseTree, optional: bool = False) -> ast.Node:
+        operand = self.convert(_rule(tree.children[0]))
+        name_tree = _rule(tree.children[1])
         line, column = self.position(name_tree)
         return ast.Select(operand, self._field_name(name_tree), optional=optional, line=line, column=column)
 
-    def _member_dot_opt(self, tree: lark.Tree) -> ast.Node:
+    def _member_dot_opt(self, tree: ParseTree) -> ast.Node:
         return self._member_dot(tree, optional=True)
 
-    def _member_index(self, tree: lark.Tree, optional: bool = False) -> ast.Node:
-        operand, index = (self.convert(c) for c in tree.children)
+    def _member_index(self, tree: ParseTree, optional: bool = False) -> ast.Node:
+        operand, index = (self.convert(c) for c in _rules(tree))
         line, column = self.position(tree.children[1])
         return ast.Index(operand, index, optional=optional, line=line, column=max(column - 1, 1))
 
-    def _member_index_opt(self, tree: lark.Tree) -> ast.Node:
+    def _member_index_opt(self, tree: ParseTree) -> ast.Node:
         return self._member_index(tree, optional=True)
 
-    def _member_dot_arg(self, tree: lark.Tree) -> ast.Node:
-        target = self.convert(tree.children[0])
-        name = tree.children[1]
-        args = self._args(tree.children[2] if len(tree.children) > 2 else None)
+    def _member_dot_arg(self, tree: ParseTree) -> ast.Node:
+        target = self.convert(_rule(tree.children[0]))
+        name = _terminal(tree.children[1])
+        args = self._args(_rule(tree.children[2]) if len(tree.children) > 2 else None)
         qualified = ast.qualified_name(target)
         if qualified is not None and f"{qualified}.{name}" in self.macros:
             return self._expand(f"{qualified}.{name}", None, args, name)
@@ -349,18 +369,18 @@ class _Converter:
         line, column = self.open_paren(name)
         return ast.Call(str(name), args, target=target, line=line, column=column)
 
-    def _member_object(self, tree: lark.Tree) -> ast.Node:
-        type_node = self.convert(tree.children[0])
+    def _member_object(self, tree: ParseTree) -> ast.Node:
+        type_node = self.convert(_rule(tree.children[0]))
         type_name = ast.qualified_name(type_node)
         if type_name is None:
             raise self.error("a message construction needs a type name such as Object.spec", tree)
         fields: list[ast.FieldInit] = []
         if len(tree.children) > 1:
-            for init in tree.children[1].children:
-                name_tree, value_tree = init.children
+            for init in _rules(_rule(tree.children[1])):
+                name_tree, value_tree = _rules(init)
                 optional = name_tree.data == "opt_field"
                 if optional:
-                    name_tree = name_tree.children[0]
+                    name_tree = _rule(name_tree.children[0])
                 line, column = self.position(name_tree)
                 fields.append(
                     ast.FieldInit(
@@ -377,19 +397,19 @@ class _Converter:
 
     # --- primaries --------------------------------------------------------------------------------
 
-    def _args(self, exprlist: lark.Tree | None) -> list[ast.Node]:
-        return [] if exprlist is None else [self.convert(c) for c in exprlist.children]
+    def _args(self, exprlist: ParseTree | None) -> list[ast.Node]:
+        return [] if exprlist is None else [self.convert(c) for c in _rules(exprlist)]
 
-    def _ident(self, tree: lark.Tree) -> ast.Node:
-        token = tree.children[0]
+    def _ident(self, tree: ParseTree) -> ast.Node:
+        token = _terminal(tree.children[0])
         line, column = self.position(token)
         return ast.Ident(str(token), line=line, column=column)
 
     _dot_ident = _ident
 
-    def _ident_arg(self, tree: lark.Tree) -> ast.Node:
-        name = tree.children[0]
-        args = self._args(tree.children[1] if len(tree.children) > 1 else None)
+    def _ident_arg(self, tree: ParseTree) -> ast.Node:
+        name = _terminal(tree.children[0])
+        args = self._args(_rule(tree.children[1]) if len(tree.children) > 1 else None)
         if str(name) in self.macros:
             return self._expand(str(name), None, args, name)
         line, column = self.open_paren(name)
@@ -397,35 +417,35 @@ class _Converter:
 
     _dot_ident_arg = _ident_arg
 
-    def _paren_expr(self, tree: lark.Tree) -> ast.Node:
-        return self.convert(tree.children[0])
+    def _paren_expr(self, tree: ParseTree) -> ast.Node:
+        return self.convert(_rule(tree.children[0]))
 
-    def _list_lit(self, tree: lark.Tree) -> ast.Node:
+    def _list_lit(self, tree: ParseTree) -> ast.Node:
         elements: list[ast.ListElement] = []
         if tree.children:
-            for element in tree.children[0].children:
-                inner = element.children[0]
+            for element in _rules(_rule(tree.children[0])):
+                inner = _rule(element.children[0])
                 if inner.data == "opt_expr":
-                    elements.append(ast.ListElement(self.convert(inner.children[0]), optional=True))
+                    elements.append(ast.ListElement(self.convert(_rule(inner.children[0])), optional=True))
                 else:
                     elements.append(ast.ListElement(self.convert(inner)))
         line, column = self.position(tree)
         return ast.CreateList(elements, line=line, column=column)
 
-    def _map_lit(self, tree: lark.Tree) -> ast.Node:
+    def _map_lit(self, tree: ParseTree) -> ast.Node:
         entries: list[ast.MapEntry] = []
         if tree.children:
-            for init in tree.children[0].children:
-                key_tree, value_tree = init.children
+            for init in _rules(_rule(tree.children[0])):
+                key_tree, value_tree = _rules(init)
                 optional = key_tree.data == "opt_key"
                 if optional:
-                    key_tree = key_tree.children[0]
+                    key_tree = _rule(key_tree.children[0])
                 entries.append(ast.MapEntry(self.convert(key_tree), self.convert(value_tree), optional))
         line, column = self.position(tree)
         return ast.CreateMap(entries, line=line, column=column)
 
-    def _literal(self, tree: lark.Tree) -> ast.Node:
-        token = tree.children[0]
+    def _literal(self, tree: ParseTree) -> ast.Node:
+        token = _terminal(tree.children[0])
         line, column = self.position(token)
         return ast.Literal(self._literal_value(token), line=line, column=column)
 

@@ -13,7 +13,7 @@ macros absorb them exactly as cel-go does (``false && error`` is ``false``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from celmut.cel import ast
 from celmut.cel import types as t
@@ -254,7 +254,7 @@ class Planner:
             for e in container_node.elements
         ):
             self.costs[-1] += 1
-            strings = frozenset(e.value.value for e in container_node.elements)  # type: ignore[attr-defined]
+            strings = frozenset(cast(ast.Literal, e.value).value for e in container_node.elements)
 
             def in_strings(ctx: EvalContext) -> bool:
                 value = element(ctx)
@@ -464,7 +464,7 @@ def _logical(operands: list[Fn], stop: bool, name: str) -> Fn:
         error: CelEvaluationError | None = None
         for operand in operands:
             try:
-                value = operand(ctx)
+                value: object = operand(ctx)
             except CelCostError:
                 raise
             except CelEvaluationError as ex:

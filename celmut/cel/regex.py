@@ -33,7 +33,7 @@ def matches(text: str, pattern: str) -> bool:
     """RE2 partial match (``"abc".matches("b")`` is true), like Go's ``regexp.MatchString``."""
     regexp = compile_pattern(pattern)._regexp
     encoded = text.encode("utf-8")
-    spans = regexp.Match(_UNANCHORED, encoded, 0, len(encoded))
+    spans: list[tuple[int, int]] = regexp.Match(_UNANCHORED, encoded, 0, len(encoded))
     return spans[0][0] != -1
 
 

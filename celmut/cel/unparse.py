@@ -165,7 +165,8 @@ class Unparser:
 
     def unparse(self, node: ast.Node) -> str:
         method = getattr(self, f"_{type(node).__name__}")
-        return method(node)
+        text: str = method(node)
+        return text
 
     # --- hooks ---------------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import base64
 import datetime
 import decimal
 import math
-from typing import Any
+from typing import Any, cast
 
 from celpy.celtypes import DurationType, TimestampType, UintType
 
@@ -170,7 +170,7 @@ def type_name(value: Any) -> str:
     if name is not None:
         return name
     if cls is StructValue:
-        return value.type_name.split(".", 1)[0]
+        return cast(StructValue, value).type_name.split(".", 1)[0]
     name = _OPAQUE_NAMES.get(cls)
     if name is not None:
         return name

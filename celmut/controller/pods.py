@@ -16,7 +16,8 @@ from celmut.runtime.patch import diff
 _METADATA_FIELDS = ("labels", "annotations", "finalizers")
 
 
-def _images(containers: Any) -> dict[str, Any]:
+def _images(containers: Any) -> dict[object, Any]:
+    """Image by container name, keyed by whatever ``name`` holds (None when missing)."""
     return {c.get("name"): c.get("image") for c in containers or [] if isinstance(c, dict)}
 
 

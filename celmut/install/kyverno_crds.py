@@ -11,6 +11,8 @@ v1beta1 and the deprecated v1alpha1, all with the same schema.
 
 from __future__ import annotations
 
+from typing import Any
+
 from celmut.install import schema as s
 from celmut.install.crd import CRD, Version
 
@@ -123,12 +125,15 @@ def _mutating_policy_spec() -> s.Schema:
     )
 
 
+_PRESERVE_UNKNOWN_FIELDS: dict[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}
+
+
 def _policy_status() -> s.Schema:
     return s.obj(
         {
             "autogen": s.obj(
                 description="The generated variants (written by Kyverno).",
-                **{"x-kubernetes-preserve-unknown-fields": True},
+                **_PRESERVE_UNKNOWN_FIELDS,
             ),
             "conditionStatus": s.obj(
                 {

@@ -104,8 +104,8 @@ def webhook_configuration(
                 "path": PATHS[failure_policy],
                 "port": 443,
             }
-        else:
-            client["url"] = url.rstrip("/") + PATHS[failure_policy]  # type: ignore[union-attr]
+        elif url is not None:  # exactly one of service and url is set (checked above)
+            client["url"] = url.rstrip("/") + PATHS[failure_policy]
         timeout = max([timeout_seconds, *[p.timeout_seconds for p in bucket if p.timeout_seconds]])
         reinvocation = "IfNeeded" if any(p.reinvocation_policy == "IfNeeded" for p in bucket) else "Never"
         webhooks.append(

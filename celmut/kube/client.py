@@ -126,11 +126,12 @@ class Cluster:
         """From ``kubeconfig``, else the in-cluster service account, else ``~/.kube/config``."""
         configuration = kubernetes.client.Configuration()
         configuration.connection_pool_maxsize = 64  # every watch holds a connection
+        # The ignores: kubernetes' config loaders are unannotated.
         try:
             if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-                kubernetes.config.load_incluster_config(client_configuration=configuration)
+                kubernetes.config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             else:
-                kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+                kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
         except (kubernetes.config.ConfigException, OSError) as ex:
             where = kubeconfig or (
                 "the in-cluster service account" if os.environ.get("KUBERNETES_SERVICE_HOST") else "~/.kube/config"
@@ -142,7 +143,7 @@ class Cluster:
         return cls(kubernetes.client.ApiClient(configuration), timeout=timeout)
 
     def close(self) -> None:
-        self.api_client.close()
+        self.api_client.close()  # type: ignore[no-untyped-call]  # unannotated in kubernetes
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = {"Accept": JSON, "User-Agent": USER_AGENT}
@@ -259,7 +260,7 @@ class Cluster:
         path = resource_path(api_version, resource, namespace)
         raw = self._send("GET", path, query, timeout=(10.0, timeout_seconds + 30.0), stream=True)
         try:
-            for line in iter_resp_lines(raw):
+            for line in iter_resp_lines(raw):  # type: ignore[no-untyped-call]  # unannotated in kubernetes
                 if not line:
                     continue
                 event = orjson.loads(line)

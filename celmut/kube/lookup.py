@@ -162,7 +162,8 @@ class ClusterLookup:
 
     def post(self, api_version: str, resource: str, namespace: str, data: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self.caches.cluster.create(api_version, resource, namespace, data)  # type: ignore[no-any-return]
+            created: dict[str, Any] = self.caches.cluster.create(api_version, resource, namespace, data)
+            return created
         except Conflict as ex:
             raise ResourceConflict(ex.message) from None
         except ClusterError as ex:

@@ -42,7 +42,7 @@ class Reader:
     def string(
         self, field: str, *, required: bool = False, default: str = "", enum: Sequence[str] | None = None
     ) -> str:
-        value = self.data.get(field, _MISSING)
+        value: object = self.data.get(field, _MISSING)
         if value is _MISSING or value is None:
             if required:
                 self.fail("Required value", field)

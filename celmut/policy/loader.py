@@ -86,14 +86,14 @@ def parse_document(document: Document, policies: PolicySet) -> None:
     if errors:
         policies.errors.append(PolicyError(source, kind, name, errors))
         return
-    target = {
+    targets: dict[str, list[Any]] = {
         "MutatingPolicy": policies.mutating_policies,
         "NamespacedMutatingPolicy": policies.mutating_policies,
         "PolicyException": policies.exceptions,
         "MutatingAdmissionPolicy": policies.admission_policies,
         "MutatingAdmissionPolicyBinding": policies.bindings,
-    }[kind]
-    target.append(parsed)
+    }
+    targets[kind].append(parsed)
 
 
 def load_policy_documents(documents: Iterable[Document]) -> PolicySet:

@@ -30,11 +30,11 @@ from celmut.cel.activation import approximate_size
 from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import decode, matching, mutations
-from celmut.runtime.failures import DecodeFailure, ParamError, PolicyFailure
+from celmut.runtime.failures import DecodeFailure, MutationError, ParamError, PolicyFailure
 from celmut.runtime.params import resolve_params
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
-from celmut.runtime.results import AdmissionResult, PolicyOutcome
+from celmut.runtime.results import AdmissionResult, PolicyOutcome, Status
 from celmut.runtime.schemas import SchemaRegistry
 
 
@@ -147,14 +147,14 @@ class AdmissionEngine:
         else:
             yield self._run_mutating_policy(policy, context, current)
 
-    def _outcome(self, policy: CompiledPolicy, status: str, reason: str = "", **extra: Any) -> PolicyOutcome:
+    def _outcome(self, policy: CompiledPolicy, status: Status, reason: str = "", **extra: Any) -> PolicyOutcome:
         return PolicyOutcome(
             policy.display_name,
             policy.kind,
             status,
             reason,
             failure_policy=policy.failure_policy,
-            **extra,  # type: ignore[arg-type]
+            **extra,
         )
 
     def _run_mutating_policy(
@@ -340,7 +340,7 @@ class AdmissionEngine:
             if notes is not None:
                 notes.append(f"{mutation.path}: {skipped}")
             return obj
-        except mutations.MutationError as ex:
+        except MutationError as ex:
             raise PolicyFailure(mutation.path, str(ex)) from None
 
     @staticmethod

@@ -27,9 +27,11 @@ from celmut.runtime.schemas import Schema
 _KEY_DEFAULTS = {"protocol": "TCP"}
 
 
-def apply_configuration(live: Any, applied: Any, schema: Schema | None, *, replace_atomic: bool = False) -> Any:
+def apply_configuration(
+    live: dict[str, Any], applied: dict[str, Any], schema: Schema | None, *, replace_atomic: bool = False
+) -> dict[str, Any]:
     """The merged object; ``live`` is not modified (changed parts are copied)."""
-    return _merge(live, applied, schema, "", replace_atomic)
+    return _merge_map(live, applied, schema, "", replace_atomic)
 
 
 def _atomic(path: str) -> MergeError:
@@ -44,7 +46,9 @@ def _merge(live: Any, applied: Any, schema: Schema | None, path: str, replace_at
     return applied
 
 
-def _merge_map(live: Any, applied: dict[str, Any], schema: Schema | None, path: str, replace_atomic: bool) -> Any:
+def _merge_map(
+    live: Any, applied: dict[str, Any], schema: Schema | None, path: str, replace_atomic: bool
+) -> dict[str, Any]:
     if schema is not None and not schema.preserve_unknown_fields:
         if schema.is_array and not schema.is_object:
             raise MergeError(f"{path or '.'}: expected a list, got a map")
@@ -53,7 +57,7 @@ def _merge_map(live: Any, applied: dict[str, Any], schema: Schema | None, path: 
         if schema.map_type == "atomic":
             if not replace_atomic:
                 raise _atomic(path)
-            return _strip_nulls(applied)
+            return _strip_map_nulls(applied)
     result = dict(live) if isinstance(live, dict) else {}
     for key, value in applied.items():
         if value is None:
@@ -124,7 +128,11 @@ def _merge_associative(
 
 def _strip_nulls(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _strip_nulls(v) for k, v in value.items() if v is not None}
+        return _strip_map_nulls(value)
     if isinstance(value, list):
         return [_strip_nulls(v) for v in value]
     return value
+
+
+def _strip_map_nulls(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: _strip_nulls(v) for k, v in value.items() if v is not None}

@@ -171,7 +171,9 @@ def _target_objects(
         except cel.CelError:
             return []
         value = cel.to_plain(value)
-        items = value.get("items") if isinstance(value, dict) and isinstance(value.get("items"), list) else [value]
+        items = value.get("items") if isinstance(value, dict) else None
+        if not isinstance(items, list):
+            items = [value]
         return [(item, "") for item in items if isinstance(item, dict) and item]
     match = target.match if target is not None and target.match is not None else policy.match
     return [(obj, sub) for obj, sub in _list_matching_with_sub(engine, policy, match)]

@@ -133,6 +133,10 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
         raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
     except jsonpatch.JsonPatchException as ex:
         raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
+    if not isinstance(document, dict):
+        # An operation on the root (path "") can replace the whole document; the API server then fails
+        # to decode the result into an object, and so does this.
+        raise MutationError(f"the patched object must be an object, got {values.type_name(document)}")
     return document
 
 

@@ -38,12 +38,14 @@ class CelpyEnvironment(celpy.Environment):
         self.functions = functions
         self.options = options
 
-    def program(self, expr: Any, functions: Any = None) -> PlannedRunner:  # type: ignore[override]
+    def program(self, expr: Any, functions: Any = None) -> PlannedRunner:
         return PlannedRunner(self, expr, self.functions)
 
 
 class PlannedRunner(celpy.Runner):
     """A compiled CEL program: closures planned once, evaluated many times."""
+
+    fallback_reason: str | None = None  # set when the C++ backend handed this expression to cel-python
 
     def __init__(
         self,
@@ -52,6 +54,7 @@ class PlannedRunner(celpy.Runner):
         functions: Mapping[str, list[Overload]],
         source: str = "",
     ) -> None:
+        # celpy's Runner expects its own Lark tree; this runner is built from celmut's checked AST instead.
         super().__init__(environment, ast, None)  # type: ignore[arg-type]
         planner = Planner(functions, ast.types, lenient_or_value=environment.options.lenient_or_value)
         self._fn = planner.plan(ast.expr)
@@ -62,6 +65,7 @@ class PlannedRunner(celpy.Runner):
         self.result_type: t.CelType = ast.type
         self.references = ast.references
 
+    # celpy's Runner.evaluate takes a celpy Context; celmut's programs take an Activation.
     def evaluate(self, activation: Activation) -> Any:  # type: ignore[override]
         budget = activation.budget
         ctx = EvalContext(

@@ -383,5 +383,5 @@ class CppBackend:
         reason: str,
     ) -> Program:
         program = self._celpy.program(checked, source, functions, options)
-        program.fallback_reason = reason  # type: ignore[attr-defined]
+        program.fallback_reason = reason
         return program

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from celmut.cel import ast
 
@@ -180,9 +180,9 @@ def project(value: Any, need: Need) -> Any:
             return value
         return {key: project(value[key], sub) for key, sub in need.items if key in value}
     if cls is list:
-        elem = need.elem  # type: ignore[union-attr]
+        elem = cast(Iter, need).elem  # WHOLE and EMPTY were handled above
         return value if elem == WHOLE else [project(item, elem) for item in value]
     if cls is dict:
-        sub = need.value  # type: ignore[union-attr]
+        sub = cast(Iter, need).value
         return value if sub == WHOLE else {key: project(item, sub) for key, item in value.items()}
     return value

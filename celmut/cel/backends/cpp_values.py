@@ -101,6 +101,9 @@ def converter(result_type: t.CelType, optional: bool = False) -> Converter:
 # --- errors -------------------------------------------------------------------------------------------
 
 _STATUS = re.compile(r"^[A-Z_]+: ")
+# A Python function's error as the bridge hands it to cel-cpp: the whole message (after the status) is the
+# token and an index into BridgeState.errors. Matched whole: the token may also occur inside user data.
+_BRIDGE_ERROR = re.compile(re.escape(ERROR_TOKEN) + r"(\d+)")
 _KEY = re.compile(r"Key not found in map : (.*)\Z", re.S)
 _OVERLOAD = re.compile(
     r"No matching overloads found : (?:\((?P<recv>[^)]*)\)\.)?(?P<name>[^\s(]+)(?:\((?P<args>.*)\))?\Z"
@@ -138,14 +141,15 @@ def _key_text(raw: str) -> str:
 
 def error_from_cpp(message: str, state: BridgeState | None, missing: Mapping[str, CelError] | None = None) -> CelError:
     """The celmut error for a cel-cpp error value (``missing``: errors of hoisted paths that failed)."""
-    if state is not None and ERROR_TOKEN in message:
-        index = int(re.search(re.escape(ERROR_TOKEN) + r"(\d+)", message).group(1))  # type: ignore[union-attr]
-        return state.errors[index]
+    text = _STATUS.sub("", message, count=1).split(" -> ", 1)[0]
+    if state is not None and ERROR_TOKEN in text:
+        bridged = _BRIDGE_ERROR.fullmatch(text)
+        if bridged is not None and int(bridged.group(1)) < len(state.errors):
+            return state.errors[int(bridged.group(1))]
     if missing:
         match = _MISSING.search(message)
         if match and match.group(1) in missing:
             return missing[match.group(1)]
-    text = _STATUS.sub("", message, count=1).split(" -> ", 1)[0]
     match = _KEY.match(text)
     if match:
         return CelEvaluationError(f"no such key: {_key_text(match.group(1))}")

@@ -12,7 +12,7 @@ runtime types itself, so the planner calls it without per-overload guards.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from celmut.cel import regex
 from celmut.cel import values as v
@@ -254,7 +254,7 @@ def _conversion_error(value: Any, target: str) -> CelEvaluationError:
 def to_int(value: Any) -> int:
     kind = type(value)
     if kind is int:
-        return value
+        return cast(int, value)
     if kind is UintType:
         return v.check_int(int(value))
     if kind is float:
@@ -282,7 +282,7 @@ def _go_integer_text(text: str) -> str:
 def to_uint(value: Any) -> UintType:
     kind = type(value)
     if kind is UintType:
-        return value
+        return cast(UintType, value)
     if kind is int:
         if value < 0:
             raise CelEvaluationError("uint overflow: value out of range")
@@ -307,7 +307,7 @@ _FLOAT_WORDS = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity"
 def to_double(value: Any) -> float:
     kind = type(value)
     if kind is float:
-        return value
+        return cast(float, value)
     if kind is int or kind is UintType:
         return float(value)
     if kind is str:
@@ -326,7 +326,7 @@ def to_double(value: Any) -> float:
 def to_string(value: Any) -> str:
     kind = type(value)
     if kind is str:
-        return value
+        return cast(str, value)
     if kind is bool:
         return "true" if value else "false"
     if kind is int or kind is UintType:
@@ -335,7 +335,7 @@ def to_string(value: Any) -> str:
         return v.format_double(value)
     if kind is bytes:
         try:
-            return value.decode("utf-8")
+            return cast(bytes, value).decode("utf-8")
         except UnicodeDecodeError:
             raise CelEvaluationError("invalid UTF-8 in bytes, cannot convert to string") from None
     if isinstance(value, v.TimestampType):

@@ -13,6 +13,7 @@ import datetime
 import functools
 import re
 import zoneinfo
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -139,7 +140,7 @@ def _in_zone(stamp: datetime.datetime, zone: str | None) -> datetime.datetime:
     return stamp.astimezone(_zone(zone) if zone else datetime.UTC)
 
 
-_TIMESTAMP_ACCESSORS = {
+_TIMESTAMP_ACCESSORS: dict[str, Callable[[datetime.datetime], int]] = {
     "getFullYear": lambda d: d.year,
     "getMonth": lambda d: d.month - 1,
     "getDate": lambda d: d.day,

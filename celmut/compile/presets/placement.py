@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import yaml
 
@@ -412,7 +412,7 @@ class BlockStr(str):
     string; only the YAML representation differs."""
 
 
-def _represent_block(dumper: yaml.SafeDumper, data: BlockStr) -> yaml.ScalarNode:
+def _represent_block(dumper: yaml.representer.BaseRepresenter, data: BlockStr) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", str(data), style="|")
 
 
@@ -420,6 +420,14 @@ yaml.SafeDumper.add_representer(BlockStr, _represent_block)
 yaml.Dumper.add_representer(BlockStr, _represent_block)
 
 
+_T = TypeVar("_T")
+
+
+# The copy has the shape (and type) of ``value``; only its multi-line strings change class.
+@overload
+def readable(value: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def readable(value: _T) -> _T: ...
 def readable(value: Any) -> Any:
     """A copy of ``value`` (a generated policy) whose multi-line strings dump as YAML literal blocks:
     lines lose their trailing blanks (which would force the quoted style) and become a BlockStr."""

@@ -22,6 +22,7 @@ lists and maps printed as CEL literals. Errors use cel-go's wording ("index out 
 from __future__ import annotations
 
 import math
+import types
 from typing import Any
 
 from celmut.cel import values as v
@@ -46,7 +47,7 @@ def _scan(text: Any, *_: Any) -> int:
     return len(text) // 10 if isinstance(text, str) else 0
 
 
-def _check(name: str, args: tuple[Any, ...], kinds: tuple[type, ...]) -> None:
+def _check(name: str, args: tuple[Any, ...], kinds: tuple[type | types.UnionType, ...]) -> None:
     for arg, kind in zip(args, kinds, strict=True):
         if not isinstance(arg, kind) or (kind is int and type(arg) is not int):
             raise no_such_overload(name, *args)
@@ -182,7 +183,7 @@ def _join_cost(items: Any, sep: Any = "") -> int:
 @method("join", "list(string)", (), "string", cost=_join_cost)
 @method("join", "list(string)", ("string",), "string", cost=_join_cost)
 def join(items: list[Any], *rest: str) -> str:
-    _check("join", (items, *rest), (list | tuple, str)[: 1 + len(rest)])  # type: ignore[arg-type]
+    _check("join", (items, *rest), (list | tuple, str)[: 1 + len(rest)])
     sep = rest[0] if rest else ""
     for item in items:
         if not isinstance(item, str):
@@ -431,7 +432,7 @@ def _format_cost(spec: Any, args: Any) -> int:
 
 @method("format", "string", ("list(dyn)",), "string", cost=_format_cost)
 def format_(spec: str, args: list[Any]) -> str:
-    _check("format", (spec, args), (str, list | tuple))  # type: ignore[arg-type]
+    _check("format", (spec, args), (str, list | tuple))
     out: list[str] = []
     i, arg_index, literal_start = 0, 0, 0
     while True:

@@ -17,6 +17,7 @@ into a huge integer when it meets the inf.Dec form; celmut refuses such operands
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from celmut.cel.libs.k8s.golang import INT64_MAX, INT64_MIN, int_to_float, pow10
 
@@ -75,7 +76,7 @@ def _expand(unscaled: int, shift: int) -> int:
     """unscaled * 10**shift, refusing expansions Go would spend minutes on."""
     if unscaled and shift + ndigits(unscaled) > MAX_DIGITS:
         raise _too_large()
-    return unscaled * 10**shift
+    return unscaled * cast(int, 10**shift)  # shift >= 0: typeshed types int ** int as Any
 
 
 def _round_up(unscaled: int, scale: int, target: int) -> tuple[int, bool]:
@@ -211,7 +212,7 @@ def compare_dec(a: tuple[int, int], b: tuple[int, int]) -> int:
     if high_a != high_b:
         return sign_a if high_a > high_b else -sign_a
     scale = max(a[1], b[1])
-    x, y = a[0] * 10 ** (scale - a[1]), b[0] * 10 ** (scale - b[1])
+    x, y = a[0] * cast(int, 10 ** (scale - a[1])), b[0] * cast(int, 10 ** (scale - b[1]))  # exponents >= 0
     return (x > y) - (x < y)
 
 

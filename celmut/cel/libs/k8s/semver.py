@@ -83,12 +83,14 @@ class Semver:
                 return 1 if a > b else -1
         if not self.pre or not other.pre:
             return (not self.pre) - (not other.pre)
-        for a, b in zip(self.pre, other.pre, strict=False):
-            if a == b:
+        for x, y in zip(self.pre, other.pre, strict=False):
+            if x == y:
                 continue
-            if isinstance(a, int) != isinstance(b, int):  # numeric identifiers sort first
-                return -1 if isinstance(a, int) else 1
-            return 1 if a > b else -1  # type: ignore[operator]
+            if isinstance(x, int) and isinstance(y, int):
+                return 1 if x > y else -1
+            if isinstance(x, str) and isinstance(y, str):
+                return 1 if x > y else -1
+            return -1 if isinstance(x, int) else 1  # numeric identifiers sort first
         return (len(self.pre) > len(other.pre)) - (len(self.pre) < len(other.pre))
 
     def __eq__(self, other: object) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from celmut.cel.declarations import Library
 from celmut.cel.values import no_such_overload
@@ -22,12 +22,16 @@ LIBRARY = Library("kyverno.hash")
 fn = LIBRARY.function
 
 
+class _Hash(Protocol):
+    def hexdigest(self) -> str: ...
+
+
 def _cost(text: Any) -> int:
     return len(text) // 64 if isinstance(text, str) else 0
 
 
 def _declare(algorithm: str) -> None:
-    digest: Callable[[bytes], Any] = getattr(hashlib, algorithm)
+    digest: Callable[[bytes], _Hash] = getattr(hashlib, algorithm)
 
     @fn(algorithm, ("string",), "string", cost=_cost)
     @fn(f"hash.{algorithm}", ("string",), "string", cost=_cost)

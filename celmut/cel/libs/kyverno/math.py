@@ -28,7 +28,7 @@ def go_round(value: float) -> float:
     """Go's ``math.Round``: the nearest integer, halves away from zero; NaN and ±Inf unchanged."""
     if math.isnan(value) or math.isinf(value):
         return value
-    whole = math.trunc(value)
+    whole: float = math.trunc(value)
     if abs(value - whole) >= 0.5:
         whole += math.copysign(1.0, value)
     return math.copysign(float(whole), value)

@@ -86,7 +86,7 @@ def _call(function: str, *args: Any) -> str:
 
 
 def _provider(ctx: Any, function: str) -> ResourceLookup:
-    resources = ctx.services.resources
+    resources: ResourceLookup | None = ctx.services.resources
     if resources is None:
         raise LookupUnavailable(f"{function}: no cluster resource lookup is configured (resource.* needs a cluster)")
     return resources
@@ -108,7 +108,7 @@ def _failure(call: str, verb: str, ex: Exception) -> LookupFailed:
 
 
 def _policy_namespace(ctx: Any, function: str) -> str:
-    namespace = ctx.services.namespaced_policy_namespace
+    namespace: str | None = ctx.services.namespaced_policy_namespace
     if not namespace:
         raise CelEvaluationError(
             f"{function} without a namespace argument is only available in a NamespacedMutatingPolicy "

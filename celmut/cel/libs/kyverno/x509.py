@@ -204,7 +204,7 @@ def _key_usage(raw: list[dict[str, Any]]) -> int:
     return 0
 
 
-def _general_names(names: Any, kind: type) -> list[Any]:
+def _general_names(names: Any, kind: type[x509.GeneralName]) -> list[Any]:
     return [n.value for n in names if isinstance(n, kind)]
 
 
@@ -268,9 +268,9 @@ def _certificate(cert: x509.Certificate, der: bytes, key: rsa.RSAPublicKey) -> d
         for access in ext.value:
             if isinstance(access.access_location, x509.UniformResourceIdentifier):
                 field = {"1.3.6.1.5.5.7.48.1": "OCSPServer", "1.3.6.1.5.5.7.48.2": "IssuingCertificateURL"}
-                key = field.get(access.access_method.dotted_string)
-                if key:
-                    out[key] = [*(out[key] or []), access.access_location.value]
+                name = field.get(access.access_method.dotted_string)
+                if name:
+                    out[name] = [*(out[name] or []), access.access_location.value]
     if (ext := _ext(exts, ExtensionOID.SUBJECT_ALTERNATIVE_NAME)) is not None:
         out.update(_alt_names(ext.value))
     if (ext := _ext(exts, ExtensionOID.NAME_CONSTRAINTS)) is not None:
@@ -407,7 +407,8 @@ def _request(csr: x509.CertificateSigningRequest, der: bytes, key: rsa.RSAPublic
 
 def _as_go_json(value: dict[str, Any]) -> dict[str, Any]:
     """Kyverno encodes its structure to JSON and decodes it into ``map[string]any``: numbers become doubles."""
-    return json.loads(json.dumps(value), parse_int=float)
+    decoded: dict[str, Any] = json.loads(json.dumps(value), parse_int=float)
+    return decoded
 
 
 @fn("x509.decode", ("string",), "dyn")

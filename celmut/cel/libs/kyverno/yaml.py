@@ -16,6 +16,7 @@ import base64
 import datetime
 import math
 import re
+from collections.abc import Hashable
 from typing import Any
 
 import yaml as pyyaml
@@ -35,12 +36,12 @@ class _Loader(pyyaml.SafeLoader):
     """SafeLoader with go-yaml v2's plain-scalar rules: y/n booleans, Go number syntax, no timestamps;
     map keys become strings as they are read (``1`` and ``true`` stay distinct keys)."""
 
-    def construct_mapping(self, node: pyyaml.MappingNode, deep: bool = False) -> dict[str, Any]:  # type: ignore[override]
+    def construct_mapping(self, node: pyyaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         self.flatten_mapping(node)
-        mapping: dict[str, Any] = {}
+        mapping: dict[Hashable, Any] = {}  # string keys, typed as SafeLoader declares the method
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
-            mapping[_key(key)] = self.construct_object(value_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
+            mapping[_key(key)] = self.construct_object(value_node, deep=deep)
         return mapping
 
 
@@ -80,8 +81,12 @@ def _construct_number(loader: pyyaml.SafeLoader, node: pyyaml.ScalarNode) -> Any
     return text if number is None else number
 
 
+def _construct_bool(loader: pyyaml.SafeLoader, node: pyyaml.ScalarNode) -> bool:
+    return loader.construct_scalar(node) in _TRUE
+
+
 _Loader.add_constructor(_NUMBER_TAG, _construct_number)
-_Loader.add_constructor("tag:yaml.org,2002:bool", lambda loader, node: loader.construct_scalar(node) in _TRUE)
+_Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
 
 
 def _key(key: Any) -> str:
