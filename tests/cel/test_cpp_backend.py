@@ -11,7 +11,7 @@ from celmut import cel
 from celmut.cel import types
 from celmut.cel.backends import select
 from celmut.service.static_resources import StaticResources
-from tests.cel.helpers import ENGINES, outcome
+from tests.cel.helpers import ENGINES, evaluate, outcome
 
 pytestmark = pytest.mark.skipif("cpp" not in ENGINES, reason="the C++ engine (cel-expr-python) is not installed")
 
@@ -239,3 +239,13 @@ def test_auto_does_not_need_cel_expr_python(monkeypatch: pytest.MonkeyPatch) -> 
     assert select.resolve("auto") == "celpy"
     with pytest.raises(select.BackendUnavailable, match="celmut\\[fast\\]"):
         select.resolve("cpp")
+
+
+@pytest.mark.skipif("cpp" not in ENGINES, reason="the cpp backend (cel-expr-python) is not installed")
+@pytest.mark.parametrize("key", ["celmut-error#0", "celmut-error#7", "x celmut-error#0 y"])
+def test_user_data_that_looks_like_a_bridged_error_is_only_data(key: str) -> None:
+    """The bridge marks Python errors with a token; a missing map key with that text is still a
+    missing key (it gave an internal IndexError before, when a bridged function ran too)."""
+    for engine in ENGINES:
+        with pytest.raises(cel.CelEvaluationError, match="no such key"):
+            evaluate(f'[1, 2].sum() > 0 && object.data["{key}"] == "x"', engine=engine, object={"data": {}})

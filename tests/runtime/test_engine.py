@@ -218,6 +218,13 @@ def test_json_patch_failures_name_op_and_path_without_object_data() -> None:
     assert "nginx" not in result.message
 
 
+def test_a_json_patch_that_replaces_the_whole_object_with_a_scalar_is_an_error() -> None:
+    """The API server cannot decode a number as the object (found by mypy: the engine returned it)."""
+    text = mpol("p", jsonpatch('[JSONPatch{op: "replace", path: "", value: 1}]'))
+    result = admit(text, pod())
+    assert not result.allowed and "the patched object must be an object, got int" in result.message
+
+
 def test_json_patch_negative_index_replaces_from_the_end() -> None:
     text = mpol("p", jsonpatch('[JSONPatch{op: "replace", path: "/spec/containers/-1/image", value: "x"}]'))
     assert admit(text, pod()).object["spec"]["containers"][0]["image"] == "x"
