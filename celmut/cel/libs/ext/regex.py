@@ -22,7 +22,7 @@ from celmut.cel import regex
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
-from celmut.cel.libs.ext.strings import go_quote
+from celmut.cel.libs import golang
 from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.ext.regex")
@@ -129,7 +129,7 @@ def _single_group(name: str, target: Any, pattern: Any) -> Any:
         raise no_such_overload(name, target, pattern)
     compiled = regex.compile_pattern(pattern)
     if compiled.groups > 1:
-        raise CelEvaluationError(f"regular expression has more than one capturing group: {go_quote(pattern)}")
+        raise CelEvaluationError(f"regular expression has more than one capturing group: {golang.quote(pattern)}")
     return compiled
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
+from celmut.cel.libs import golang
 from celmut.cel.libs.core import to_string
 from celmut.cel.values import no_such_overload
 
@@ -206,28 +207,6 @@ def quote(text: str) -> str:
 # --- format ------------------------------------------------------------------------------------------
 
 
-def go_quote(text: str) -> str:
-    """Go's ``%q`` (strconv.Quote): printable runes as-is, others as \\n, \\x1b, \\u00a0 or \\U0001f600."""
-    out = ['"']
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch in _QUOTE_ESCAPES:
-            out.append(_QUOTE_ESCAPES[ch])
-        else:
-            code = ord(ch)
-            if code < 0x20 or code == 0x7F:
-                out.append(f"\\x{code:02x}")
-            elif code < 0x10000:
-                out.append(f"\\u{code:04x}")
-            else:
-                out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
 class _FormatError(CelEvaluationError):
     pass
 
@@ -286,13 +265,13 @@ def _literal(value: Any) -> str:
             return '"' + ("NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf") + '"'
         return f"{value:.6f}"
     if isinstance(value, str):
-        return go_quote(value)
+        return golang.quote(value)
     if isinstance(value, bytes):
-        return "b" + go_quote(_plain_string(value))
+        return "b" + golang.quote(_plain_string(value))
     if isinstance(value, v.TimestampType):
-        return f"timestamp({go_quote(v.format_timestamp(value))})"
+        return f"timestamp({golang.quote(v.format_timestamp(value))})"
     if isinstance(value, v.DurationType):
-        return f"duration({go_quote(v.format_duration(value))})"
+        return f"duration({golang.quote(v.format_duration(value))})"
     if value is None or isinstance(value, bool | v.TypeValue | list | tuple) or type(value) is dict:
         return format_string(value)
     raise _FormatError(f"no formatting function for {v.type_name(value)}")
@@ -302,7 +281,7 @@ def _format_map(value: dict[Any, Any]) -> str:
     entries = []
     for key, item in value.items():
         if isinstance(key, str):
-            key_text = go_quote(key)
+            key_text = golang.quote(key)
         elif isinstance(key, bool):
             key_text = "true" if key else "false"
         elif _is_integer(key):

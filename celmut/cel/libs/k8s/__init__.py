@@ -3,7 +3,7 @@
 Available in both profiles: lists, regex, urls, ip/cidr, quantity, semver, format, jsonpatch.
 Go behaviour they depend on is ported in helper modules: :mod:`.netip` and :mod:`.neturl` (Go's
 ``net/netip`` and ``net/url``), :mod:`.resource` (apimachinery's ``resource.Quantity``) and
-:mod:`.golang` (``strconv.Quote``, ``math.Pow10``); :mod:`.support` has the shared argument checks
+:mod:`celmut.cel.libs.golang` (``strconv.Quote``, ``math.Pow10``); :mod:`.support` has the shared argument checks
 and cost formulas.
 """
 

@@ -37,8 +37,8 @@ from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs import core
+from celmut.cel.libs.golang import quote
 from celmut.cel.libs.k8s import netip
-from celmut.cel.libs.k8s.golang import quote
 from celmut.cel.libs.k8s.ip import IP, parse_ip
 from celmut.cel.libs.k8s.support import string_cost, typed
 from celmut.cel.values import no_such_overload

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from celmut.cel.libs.k8s.golang import INT64_MAX, quote
+from celmut.cel.libs.golang import INT64_MAX, quote
 
 
 class AddrError(ValueError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from celmut.cel.libs.k8s.golang import quote
+from celmut.cel.libs.golang import quote
 
 PATH, PATH_SEGMENT, HOST, ZONE, USER_PASSWORD, QUERY_COMPONENT, FRAGMENT = range(1, 8)
 _HEXDIGITS = b"0123456789abcdefABCDEF"

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from celmut.cel.libs.k8s.golang import INT64_MAX, INT64_MIN, int_to_float, pow10
+from celmut.cel.libs.golang import INT64_MAX, INT64_MIN, int_to_float, pow10
 
 DECIMAL_EXPONENT, BINARY_SI, DECIMAL_SI = "DecimalExponent", "BinarySI", "DecimalSI"
 MAX_DIGITS = 4_000  # most decimal digits celmut materialises for an inf.Dec value

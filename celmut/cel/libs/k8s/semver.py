@@ -24,7 +24,7 @@ from typing import Any
 
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
-from celmut.cel.libs.k8s.golang import UINT64_MAX, quote, wrap_int64
+from celmut.cel.libs.golang import UINT64_MAX, quote, wrap_int64
 from celmut.cel.libs.k8s.support import typed
 
 LIBRARY = Library("kubernetes.Semver")

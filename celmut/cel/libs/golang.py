@@ -1,7 +1,8 @@
-"""Small ports of Go standard library behaviour that Kubernetes' CEL libraries expose in their results
-and error messages: ``strconv.Quote`` (the ``%q`` verb), ``math.Pow10`` and 64-bit integer limits.
+"""Small ports of Go standard library behaviour that CEL libraries expose in their results and error
+messages: ``strconv.Quote`` (the ``%q`` verb of ``format``, and quoting in Kubernetes' error
+messages), ``math.Pow10`` and 64-bit integer limits. One port each, shared by every library.
 
-These are plain helpers for the library modules of this package; they hold no CEL declarations.
+Plain helpers; they hold no CEL declarations.
 """
 
 from __future__ import annotations
