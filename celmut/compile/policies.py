@@ -2,14 +2,14 @@
 
 * MutatingPolicy / NamespacedMutatingPolicy → the Kyverno CEL environment. Each variable sees only
   the variables declared before it; match conditions, mutations, targets and audit annotations see
-  them all. ApplyConfiguration type names must follow field paths. Autogen variants are compiled
-  too and follow their policy.
+  them all. Autogen variants are compiled too and follow their policy.
 * MutatingAdmissionPolicy (+ bindings) → the Kubernetes CEL environment, where match conditions do
   not see variables and a bare ``[]`` is not a list of JSONPatch.
 * PolicyException → the Kyverno environment.
 
 A policy with any error is rejected whole (a :class:`PolicyError` listing every field); the rest of
-the set still compiles.
+the set still compiles. Type names of typed constructions are checked at admission, as the API
+server and Kyverno do (:mod:`celmut.compile.typenames`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from celmut.compile.compiled import (
     CompiledPolicySet,
     CompiledTarget,
 )
-from celmut.compile.typenames import type_name_errors
+from celmut.compile.typenames import needs_runtime_names
 from celmut.policy.admission_policy import MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.exception import PolicyException
@@ -80,9 +80,7 @@ class _Compiler:
                 out.append(CompiledExpression(item.name, program, item.path))
         return tuple(out)
 
-    def mutations(
-        self, mutations: Iterable[Mutation], *, kubernetes: bool, check_type_names: bool
-    ) -> tuple[CompiledMutation, ...]:
+    def mutations(self, mutations: Iterable[Mutation], *, kubernetes: bool) -> tuple[CompiledMutation, ...]:
         out = []
         for mutation in mutations:
             if mutation.patch_type == "JSONPatch":
@@ -92,9 +90,13 @@ class _Compiler:
             program = self.expression(mutation.expression, mutation.path, expect)
             if program is None:
                 continue
-            if mutation.patch_type == "ApplyConfiguration" and check_type_names:
-                for node, message in type_name_errors(program.checked.expr):
-                    self.errors.append(FieldError(mutation.path, message, node.line, node.column))
+            if self.env.backend.name != "celpy" and needs_runtime_names(program.checked.expr):
+                # Type names are checked on the result at admission (compile/typenames.py); only
+                # cel-python keeps the names of nested constructions.
+                celpy = cel.Environment(self.env.profile.name, variables=self.variable_types, backend="celpy")
+                program = self.expression(mutation.expression, mutation.path, expect, env=celpy)
+                if program is None:
+                    continue
             out.append(CompiledMutation(mutation.patch_type, program, mutation.path))
         return tuple(out)
 
@@ -121,7 +123,7 @@ def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> 
     compiler = _Compiler("kyverno", backend)
     variables = compiler.variables(policy.variables)
     match_conditions = compiler.named(policy.match_conditions, expressions.expect_bool)
-    mutations = compiler.mutations(policy.mutations, kubernetes=False, check_type_names=not variant)
+    mutations = compiler.mutations(policy.mutations, kubernetes=False)
     target = None
     if policy.target_match_constraints is not None:
         tmc = policy.target_match_constraints
@@ -178,7 +180,7 @@ def compile_admission_policy(
     compiler = _Compiler("kubernetes", backend)
     match_conditions = compiler.named(policy.match_conditions, expressions.expect_bool, env=compiler.base)
     variables = compiler.variables(policy.variables)
-    mutations = compiler.mutations(policy.mutations, kubernetes=True, check_type_names=True)
+    mutations = compiler.mutations(policy.mutations, kubernetes=True)
     if compiler.errors:
         raise PolicyError(policy.source, "MutatingAdmissionPolicy", policy.name, compiler.errors)
     compiled_bindings = tuple(

@@ -36,6 +36,7 @@ from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import AdmissionResult, PolicyOutcome, Status
 from celmut.runtime.schemas import SchemaRegistry
+from celmut.runtime.typenames import check_type_names, json_patch_values
 
 
 @dataclass
@@ -241,7 +242,7 @@ class AdmissionEngine:
         ignored: list[str] = []
         for mutation in policy.mutations:
             try:
-                result = self.apply_mutation(policy, mutation, activation, result, ignored)
+                result = self.apply_mutation(policy, mutation, activation, result, ignored, context.encoded)
             except PolicyFailure as failure:
                 if policy.failure_policy == "Fail" or isinstance(failure, DecodeFailure):
                     outcome = self._outcome(policy, "error", failure.message, path=failure.path, binding=binding)
@@ -316,26 +317,39 @@ class AdmissionEngine:
         activation: cel.Activation,
         obj: dict[str, Any],
         notes: list[str] | None = None,
+        encoded: decode.EncodedObjects | None = None,
     ) -> dict[str, Any]:
         """Evaluate one mutation against ``obj`` and apply it; a failed JSONPatch ``test`` leaves
-        ``obj`` unchanged and adds a note."""
+        ``obj`` unchanged and adds a note. ``encoded`` remembers, for the request, which objects are
+        already in the API server's encoding."""
         activation.with_object(obj)
         try:
             result = mutation.program.evaluate(activation)
         except cel.CelError as ex:
             raise _expression_error(mutation, ex) from None
-        schema = self.options.schemas.for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        schemas = self.options.schemas
+        schema = schemas.for_kind(api_version, kind)
+        # A MutatingAdmissionPolicy's mutation works on the Go object of a built-in kind: encoded
+        # before, decoded (strictly) and re-encoded after (runtime/decode.py). Kyverno patches the
+        # JSON it received, and custom resources stay unstructured: both are left as they are.
+        typed = schemas.typed_schema(api_version, kind) if policy.semantics == "kubernetes" else None
         try:
+            encoded = encoded or decode.EncodedObjects()
+            source = encoded.encode(obj, typed)
             if mutation.patch_type == "JSONPatch":
-                kubernetes = policy.semantics == "kubernetes"
-                source = decode.as_encoded(obj) if kubernetes else obj
+                check_type_names(json_patch_values(result))
                 patched = mutations.apply_json_patch(source, mutations.patch_operations(result))
-                if kubernetes:
-                    problems = decode.decode_problems(patched, schema)
-                    if problems:
-                        raise DecodeFailure(mutation.path, f"the patched object does not decode: {problems[0]}")
+                problem = decode.decode_error(patched, typed, previous=source)
+                if problem is not None:
+                    raise DecodeFailure(mutation.path, f"Internal error occurred: {problem}")
+            else:
+                check_type_names([result])
+                patched = mutations.apply_object(source, result, schema, replace_atomic=policy.use_server_side_apply)
+            if typed is None:
                 return patched
-            return mutations.apply_object(obj, result, schema, replace_atomic=policy.use_server_side_apply)
+            reencoded: dict[str, Any] = encoded.remember(decode.as_encoded(patched, typed, previous=source))
+            return reencoded
         except mutations.TestFailed as skipped:
             if notes is not None:
                 notes.append(f"{mutation.path}: {skipped}")
@@ -373,6 +387,7 @@ class RequestContext:
         self.input_size = request.input_size
         self._namespace_labels: dict[str, str] | None = None
         self._namespace_object: Any = request.namespace_object
+        self.encoded = decode.EncodedObjects()
 
     def namespace_object(self) -> Any:
         request = self.request

@@ -34,6 +34,11 @@ def apply_configuration(
     return _merge_map(live, applied, schema, "", replace_atomic)
 
 
+def _untyped(path: str, problem: str) -> MergeError:
+    """The applied object does not fit the schema (SMD's ``ObjectToTyped`` step, before merging)."""
+    return MergeError(f"failed to convert patch object to typed object: {path or '.'}: {problem}")
+
+
 def _atomic(path: str) -> MergeError:
     return MergeError(f"invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {path or '.'}")
 
@@ -51,9 +56,9 @@ def _merge_map(
 ) -> dict[str, Any]:
     if schema is not None and not schema.preserve_unknown_fields:
         if schema.is_array and not schema.is_object:
-            raise MergeError(f"{path or '.'}: expected a list, got a map")
+            raise _untyped(path, "expected a list, got a map")
         if schema.is_scalar:
-            raise MergeError(f"{path or '.'}: expected a {schema.scalar_type}, got a map")
+            raise _untyped(path, f"expected a {schema.scalar_type}, got a map")
         if schema.map_type == "atomic":
             if not replace_atomic:
                 raise _atomic(path)
@@ -67,7 +72,7 @@ def _merge_map(
         if schema is not None and not schema.preserve_unknown_fields:
             child_schema = schema.field(key)
             if child_schema is None and schema.declares_fields:
-                raise MergeError(f"{child_path}: field not declared in schema")
+                raise _untyped(child_path, "field not declared in schema")
         result[key] = _merge(result.get(key), value, child_schema, child_path, replace_atomic)
     return result
 
@@ -76,9 +81,9 @@ def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: str,
     if schema is None or schema.preserve_unknown_fields:
         return [_strip_nulls(item) for item in applied]
     if schema.is_object and not schema.is_array:
-        raise MergeError(f"{path or '.'}: expected a map, got a list")
+        raise _untyped(path, "expected a map, got a list")
     if schema.is_scalar:
-        raise MergeError(f"{path or '.'}: expected a {schema.scalar_type}, got a list")
+        raise _untyped(path, f"expected a {schema.scalar_type}, got a list")
     list_type = schema.list_type
     existing = list(live) if isinstance(live, list) else []
     if list_type == "set":

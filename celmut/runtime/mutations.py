@@ -152,11 +152,36 @@ def _safe_reason(ex: Exception) -> str:
 
 
 def apply_object(obj: dict[str, Any], applied: Any, schema: Schema | None, *, replace_atomic: bool) -> dict[str, Any]:
-    """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj``."""
+    """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj``.
+
+    Errors carry the API server's ``error applying patch:`` prefix (``patch/smd.go``).
+    """
     if not isinstance(applied, dict):
         raise MutationError(f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}")
     try:
+        _refuse_bytes(applied, schema, "")
         merged = apply_configuration(obj, values.to_plain(applied), schema, replace_atomic=replace_atomic)
     except MergeError as ex:
-        raise MutationError(str(ex)) from None
+        raise MutationError(f"error applying patch: {ex}") from None
     return merged
+
+
+def _refuse_bytes(value: Any, schema: Schema | None, path: str) -> None:
+    """CEL bytes reach structured-merge-diff as a Go ``[]byte``, which no schema type accepts
+    (``typed/validate.go`` ``validateScalar``): the merge fails where a JSONPatch would have
+    base64-encoded them."""
+    if isinstance(value, bytes):
+        kind = schema.scalar_type if schema is not None and schema.is_scalar else "string"
+        expected = {"boolean": "boolean", "integer": "numeric (int or float)", "number": "numeric (int or float)"}
+        raise MergeError(
+            f"failed to convert patch object to typed object: {path or '.'}: "
+            f"expected {expected.get(kind, 'string')}, got []uint8"
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = schema.field(str(key)) if schema is not None else None
+            _refuse_bytes(item, child, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        items = schema.items if schema is not None else None
+        for index, item in enumerate(value):
+            _refuse_bytes(item, items, f"{path}[{index}]")

@@ -1,10 +1,14 @@
-"""OpenAPI schemas that tell an ApplyConfiguration merge how to treat each field.
+"""OpenAPI schemas that tell an ApplyConfiguration merge how to treat each field, and the Go
+round trip (:mod:`celmut.runtime.decode`) what each field of a built-in kind is in Go.
 
 Built-in kinds use the real Kubernetes schemas shipped by ``kubernetes-validate`` (with
-``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys`` and ``x-kubernetes-map-type``); custom
-resources use their CRD's ``openAPIV3Schema`` (with the standard ``apiVersion``/``kind``/``metadata``
-fields added, as the API server does). A kind with no schema gets ``None`` and the merge falls back to
-a documented rule (see :mod:`celmut.runtime.merge`).
+``x-kubernetes-list-type``, ``x-kubernetes-list-map-keys``, ``x-kubernetes-map-type`` and each
+struct's ``required`` list); custom resources use their CRD's ``openAPIV3Schema`` (with the standard
+``apiVersion``/``kind``/``metadata`` fields added, as the API server does). A kind with no schema gets
+``None`` and the merge falls back to a documented rule (see :mod:`celmut.runtime.merge`).
+
+Only built-in kinds are Go structs in kube-apiserver: :meth:`SchemaRegistry.typed_schema` returns
+their schema and ``None`` for custom resources, which the API server keeps unstructured.
 """
 
 from __future__ import annotations
@@ -22,17 +26,22 @@ _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 class Schema:
     """One node of an OpenAPI v3 schema; ``$ref`` links are followed lazily."""
 
-    __slots__ = ("__dict__", "_defs", "_node")
+    __slots__ = ("__dict__", "_children", "_defs", "_node", "definition")
 
     def __init__(self, node: dict[str, Any], defs: dict[str, Any]) -> None:
+        definition = ""  # the last $ref followed: the Go type's definition name for built-ins
         while "$ref" in node:
-            node = defs[node["$ref"].rsplit("/", 1)[-1]]
+            definition = node["$ref"].rsplit("/", 1)[-1]
+            node = defs[definition]
         if "allOf" in node and len(node["allOf"]) == 1 and "properties" not in node:
             node = {**node["allOf"][0], **{k: v for k, v in node.items() if k != "allOf"}}
             while "$ref" in node:
-                node = defs[node["$ref"].rsplit("/", 1)[-1]]
+                definition = node["$ref"].rsplit("/", 1)[-1]
+                node = defs[definition]
         self._node = node
         self._defs = defs
+        self._children: dict[str, Schema | None] = {}
+        self.definition = definition
 
     def _types(self) -> set[str]:
         declared = self._node.get("type")
@@ -41,6 +50,11 @@ class Schema:
         if isinstance(declared, list):
             return set(declared)
         return set()
+
+    @cached_property
+    def scalar_types(self) -> frozenset[str]:
+        """The declared JSON types without ``null``."""
+        return frozenset(self._types() - {"null"})
 
     @cached_property
     def is_array(self) -> bool:
@@ -55,14 +69,14 @@ class Schema:
             or self.preserve_unknown_fields
         )
 
-    @property
+    @cached_property
     def is_scalar(self) -> bool:
-        types = self._types() - {"null"}
+        types = self.scalar_types
         return bool(types) and not (types & {"object", "array"}) and not self.is_object and not self.is_array
 
-    @property
+    @cached_property
     def scalar_type(self) -> str:
-        return "/".join(sorted(self._types() - {"null"}))
+        return "/".join(sorted(self.scalar_types))
 
     @property
     def list_type(self) -> str:
@@ -88,14 +102,77 @@ class Schema:
         return Schema(node, self._defs) if isinstance(node, dict) else None
 
     def field(self, name: str) -> Schema | None:
-        """The schema of a struct field or map value; None when the field is unknown here."""
+        """The schema of a struct field or map value; None when the field is unknown here (memoised:
+        a schema tree is immutable and built once per policy set)."""
+        try:
+            return self._children[name]
+        except KeyError:
+            pass
+        child: Schema | None = None
         properties = self._node.get("properties") or {}
         if name in properties:
-            return Schema(properties[name], self._defs)
+            child = Schema(properties[name], self._defs)
+        elif self.values is not None:
+            child = self.values
+        self._children[name] = child
+        return child
+
+    @cached_property
+    def values(self) -> Schema | None:
+        """The schema of a map's values (``additionalProperties``); None for structs."""
         additional = self._node.get("additionalProperties")
-        if isinstance(additional, dict):
-            return Schema(additional, self._defs)
-        return None
+        return Schema(additional, self._defs) if isinstance(additional, dict) else None
+
+    @cached_property
+    def required(self) -> frozenset[str]:
+        """Fields listed in ``required``. For built-in kinds kube-openapi lists exactly the Go fields
+        with neither ``omitempty`` nor ``+optional`` (kubernetes/kube-openapi
+        pkg/generators/openapi.go, ``hasOptionalTag``)."""
+        return frozenset(self._node.get("required") or ())
+
+    @cached_property
+    def go_kind(self) -> str:
+        """What the field is in a built-in kind's Go type, as ``encoding/json`` sees it:
+
+        * ``struct`` — declared properties; encoded even when empty (``omitempty`` never drops a
+          struct), ``{}`` for an empty one;
+        * ``map`` / ``slice`` — ``additionalProperties`` / ``items``; ``omitempty`` drops them empty;
+        * ``time`` — ``metav1.Time``/``MicroTime``, whose ``MarshalJSON`` writes a zero time as null;
+        * ``custom`` — ``Quantity``, ``IntOrString``, ``Duration``: their own JSON (un)marshalers;
+        * ``scalar`` — string, integer, number, boolean;
+        * ``opaque`` — any JSON kept as written (``RawExtension``, ``FieldsV1``, apiextensions
+          ``JSON``, ``x-kubernetes-preserve-unknown-fields``).
+        """
+        name = self.definition.rsplit(".", 1)[-1]
+        if self.preserve_unknown_fields:
+            return "opaque"
+        if self.definition and name in ("Time", "MicroTime") and "apimachinery" in self.definition:
+            return "time"
+        if self.alternatives or (self.definition and name in ("Quantity", "IntOrString", "Duration")):
+            return "custom"
+        if self.is_array:
+            return "slice"
+        if self.values is not None:
+            return "map"
+        if self._node.get("properties"):
+            return "struct"
+        if self.is_scalar:
+            return "scalar"
+        return "opaque"
+
+    @property
+    def format(self) -> str:
+        return str(self._node.get("format", ""))
+
+    @cached_property
+    def alternatives(self) -> tuple[str, ...]:
+        """Scalar types of a ``oneOf`` (Quantity: string or number, IntOrString: string or integer)."""
+        found: list[str] = []
+        for option in self._node.get("oneOf") or ():
+            declared = option.get("type") if isinstance(option, dict) else None
+            names = [declared] if isinstance(declared, str) else list(declared or ())
+            found += [name for name in names if name != "null" and name not in found]
+        return tuple(found)
 
     @property
     def declares_fields(self) -> bool:
@@ -116,6 +193,7 @@ class SchemaRegistry:
         self._defs = kinds.bundled_definitions(kubernetes_version)
         self._by_gvk = _builtin_index(kubernetes_version)
         self._crds: dict[tuple[str, str, str], Schema] = {}
+        self._builtins: dict[str, Schema] = {}  # definition name → root schema, memoised with its children
         for crd in crds:
             self._add_crd(crd)
 
@@ -137,8 +215,24 @@ class SchemaRegistry:
         crd = self._crds.get((group, version, kind))
         if crd is not None:
             return crd
+        return self._builtin(group, version, kind)
+
+    def typed_schema(self, api_version: str, kind: str) -> Schema | None:
+        """The schema of a kind kube-apiserver decodes into a Go struct: built-in kinds only. A custom
+        resource (or an unknown kind) is ``unstructured.Unstructured`` there and gets ``None``."""
+        group, version = kinds.split_api_version(api_version)
+        if (group, version, kind) in self._crds:
+            return None
+        return self._builtin(group, version, kind)
+
+    def _builtin(self, group: str, version: str, kind: str) -> Schema | None:
         name = self._by_gvk.get((group, version, kind))
-        return Schema(self._defs[name], self._defs) if name else None
+        if name is None:
+            return None
+        schema = self._builtins.get(name)
+        if schema is None:
+            schema = self._builtins[name] = Schema({"$ref": f"#/$defs/{name}"}, self._defs)
+        return schema
 
 
 @functools.cache

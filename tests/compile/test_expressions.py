@@ -42,13 +42,11 @@ def test_every_issue_of_one_expression_is_reported_with_its_position() -> None:
 
 
 def test_checks_after_compilation_reuse_the_checked_program() -> None:
-    """The type-name rule and the namespaced-policy http ban read the same checked AST."""
+    """The namespaced-policy http ban reads the checked AST; a misnamed construction is not a load
+    error (Kyverno's mpol/compiler/applyconfig.go checks type names when the mutation runs)."""
     path = "spec.mutations[0].applyConfiguration.expression"
     found = errors_of('Object{spec: Object.wrong{x: http.Get("https://example.com").x}}')
-    assert [(p, m) for p, m, *_ in found] == [
-        (path, "type name 'Object.wrong' does not match its field path 'Object.spec'"),
-        (path, "http.* is not allowed in a NamespacedMutatingPolicy"),
-    ]
+    assert [(p, m) for p, m, *_ in found] == [(path, "http.* is not allowed in a NamespacedMutatingPolicy")]
 
 
 def test_an_expression_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:

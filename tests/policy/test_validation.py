@@ -46,11 +46,6 @@ REJECTIONS = [
         "spec.evaluation: Invalid value: admission and mutateExisting cannot both be disabled",
     ),
     (
-        "type names must follow field paths",
-        mpol("p", applyconfig("Object{spec: Object.metadata{labels: {}}}")),
-        "type name 'Object.metadata' does not match its field path 'Object.spec'",
-    ),
-    (
         "mixed-type literals need dyn()",
         mpol("p", jsonpatch('[JSONPatch{op: "add", path: "/a", value: {"a": 1, "b": "x"}}]')),
         "wrap mixed values in dyn()",
