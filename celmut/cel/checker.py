@@ -86,9 +86,8 @@ class Checker:
         expr = self.visit(expr)
         if self.issues:
             raise CelCompileError(self.issues, self.source)
-        return CheckResult(
-            expr, self.types[id(expr)], self.types, frozenset(self.references), frozenset(self.overloads_used)
-        )
+        types = {key: t.resolve_free(value) for key, value in self.types.items()}
+        return CheckResult(expr, types[id(expr)], types, frozenset(self.references), frozenset(self.overloads_used))
 
     def error(self, node: ast.Node, message: str) -> t.CelType:
         self.issues.append(Issue(message, node.line, node.column))
@@ -157,10 +156,12 @@ class Checker:
                 return node, self.error(_root_operand(node), self._undeclared(root))
         node.operand = self.visit(node.operand)
         operand_type = self.type_of(node.operand)
-        if node.test_only:
-            self._field_type(node, operand_type, node.field)
-            return node, t.BOOL
         optional_operand = operand_type.kind == "optional_type"
+        if node.test_only:
+            # has(x.?y.z): the field is looked up on the optional's value (cel-go checker.go
+            # checkSelectField unwraps the operand with maybeUnwrapOptional); the result is bool.
+            self._field_type(node, operand_type.element if optional_operand else operand_type, node.field)
+            return node, t.BOOL
         base = operand_type.element if optional_operand else operand_type
         field_type = self._field_type(node, base, node.field)
         if node.optional or optional_operand:
@@ -262,7 +263,7 @@ class Checker:
             shown = ", ".join(str(a) for a in arg_types)
             return self.error(node, f"found no matching overload for '{node.function}' applied to '({shown})'")
         self.overloads_used.update(o.id for o, _ in matches)
-        results = [t.substitute(o.result, b) for o, b in matches]
+        results = [t.substitute(o.result, b, t.FREE) for o, b in matches]
         result = results[0]
         for other in results[1:]:
             joined = t.join(result, other)
@@ -280,7 +281,7 @@ class Checker:
 
     def _conditional(self, node: ast.Call) -> t.CelType:
         cond, then, otherwise = (self.type_of(a) for a in node.args)
-        if cond.kind not in ("bool", "dyn", "error"):
+        if cond.kind not in ("bool", "dyn", "error", "param"):
             return self.error(node.args[0], f"conditional requires a bool condition, got '{cond}'")
         joined = t.join(then, otherwise)
         if joined is None:
@@ -289,6 +290,8 @@ class Checker:
 
     def _equality(self, node: ast.Call) -> t.CelType:
         left, right = (self.type_of(a) for a in node.args)
+        if left.kind == "type" and right.kind == "type":
+            return t.BOOL  # type values compare whatever their parameters (cel-go checker/types.go: TypeKind)
         if t.join(left, right) is None and not _numeric_pair(left, right):
             return self.error(node, f"found no matching overload for '{node.function}' applied to '({left}, {right})'")
         return t.BOOL
@@ -333,12 +336,12 @@ class Checker:
             if element.optional:
                 element_t = self._optional_inner(element.value, element_t)
             element_type = self._join_elements(element.value, element_type, element_t, "list literal")
-        return node, t.list_of(element_type or t.DYN)
+        return node, t.list_of(element_type or t.FREE)
 
     def _optional_inner(self, node: ast.Node, node_type: t.CelType) -> t.CelType:
         if node_type.kind == "optional_type":
             return node_type.element
-        if node_type.kind in ("dyn", "error"):
+        if node_type.kind in ("dyn", "error", "param"):
             return t.DYN
         return self.error(node, f"optional entry requires an optional value, got '{node_type}'")
 
@@ -356,7 +359,7 @@ class Checker:
                 value_t = self._optional_inner(entry.value, value_t)
             key_type = self._join_elements(entry.key, key_type, k, "map literal keys")
             value_type = self._join_elements(entry.value, value_type, value_t, "map literal values")
-        return node, t.map_of(key_type or t.DYN, value_type or t.DYN)
+        return node, t.map_of(key_type or t.FREE, value_type or t.FREE)
 
     def _CreateStruct(self, node: ast.CreateStruct) -> tuple[ast.Node, t.CelType]:
         root = node.type_name.split(".", 1)[0]
@@ -420,7 +423,7 @@ class Checker:
         if kind == "transformMap":
             return node, t.map_of(first, body)
         if kind == "transformMapEntry":
-            if body.kind not in ("map", "dyn", "error"):
+            if body.kind not in ("map", "dyn", "error", "param"):
                 return node, self.error(node.body, f"transformMapEntry() expression must be a map, got '{body}'")
             return node, body if body.kind == "map" else t.map_of(t.DYN, t.DYN)
         if kind == "sortBy":
@@ -444,7 +447,7 @@ class Checker:
     def _OptMap(self, node: ast.OptMap) -> tuple[ast.Node, t.CelType]:
         node.target = self.visit(node.target)
         target_type = self.type_of(node.target)
-        if target_type.kind not in ("optional_type", "dyn", "error"):
+        if target_type.kind not in ("optional_type", "dyn", "error", "param"):
             return node, self.error(node.target, f"optMap() requires an optional value, got '{target_type}'")
         self.scopes.append({node.var: target_type.element})
         try:

@@ -9,7 +9,6 @@ errors. Overload ids follow cel-go's ``receiver_function_argtypes`` convention.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,11 +184,11 @@ def _is_null(x: Any) -> bool:
 
 
 def _is_timestamp(x: Any) -> bool:
-    return isinstance(x, datetime.datetime)
+    return type(x) is v.Timestamp
 
 
 def _is_duration(x: Any) -> bool:
-    return isinstance(x, datetime.timedelta)
+    return type(x) is v.Duration
 
 
 def _is_optional(x: Any) -> bool:

@@ -13,6 +13,7 @@ programs are cached by profile, backend, declarations and source text.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -38,6 +39,9 @@ from celmut.cel.profiles import (
 )
 
 _CACHE_SIZE = 8192
+# Python frames an expression nested to cel-go's limit (250 levels, parser.MAX_NESTING) needs to be
+# parsed, checked, planned or lowered and evaluated: about six per level at most, measured.
+_RECURSION_HEADROOM = 5000
 _cache: OrderedDict[tuple[Any, str], Program] = OrderedDict()
 _cache_lock = threading.Lock()
 _function_tables: dict[str, dict[str, list[Overload]]] = {}
@@ -74,6 +78,7 @@ class Environment:
         variables: Mapping[str, t.CelType] | None = None,
         backend: Backend | str | None = None,
     ) -> None:
+        _ensure_recursion_headroom()
         self.profile = profile(profile_name)
         self.variable_types: dict[str, t.CelType] = dict(variables or {})
         self.backend: Backend = select.backend(backend) if backend is None or isinstance(backend, str) else backend
@@ -102,8 +107,11 @@ class Environment:
 
     def check(self, source: str) -> CheckResult:
         """Parse, expand macros and type-check; raises :class:`CelCompileError`."""
-        expr = parser.parse(source, self.profile.macros)
-        return Checker(self.declarations, source).check(expr)
+        try:
+            expr = parser.parse(source, self.profile.macros)
+            return Checker(self.declarations, source).check(expr)
+        except RecursionError:  # pragma: no cover - the parser's nesting limit comes first
+            raise CelCompileError([Issue("expression is nested too deeply", 1, 1)], source) from None
 
     def compile(self, source: str) -> Program:
         """A ready-to-evaluate program for ``source`` (cached)."""
@@ -131,6 +139,13 @@ class Environment:
             program.evaluate(Activation())
         except CelEvaluationError as ex:
             raise CelCompileError([Issue(f"expression always fails: {ex.message}", 1, 1)], source) from ex
+
+
+def _ensure_recursion_headroom() -> None:
+    """Raise (never lower) Python's recursion limit to what cel-go's nesting limit needs; since
+    Python 3.11 pure-Python calls do not grow the C stack, so this is safe in every thread."""
+    if sys.getrecursionlimit() < _RECURSION_HEADROOM:
+        sys.setrecursionlimit(_RECURSION_HEADROOM)
 
 
 def _all_pure(overload_ids: Iterable[str], functions: Mapping[str, list[Overload]]) -> bool:

@@ -52,7 +52,12 @@ QUOTED_IDENT : /`[^`]+`/
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UINT64_MAX = 2**64 - 1
-MAX_NESTING = 250  # cel-go's default parser recursion limit
+MAX_NESTING = 250  # cel-go's default parser recursion limit (parser/parser.go maxRecursionDepth)
+# Precedence levels that, with one child, only pass their operand through: they add no nesting, as
+# cel-go's parser unnests them before counting (parser/parser.go ``unnest``).
+_PASS_THROUGH = frozenset(
+    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member", "primary"}
+)
 
 ParseTree = lark.Tree[lark.Token]
 """A node of Lark's parse tree (its leaves are tokens)."""
@@ -270,9 +275,15 @@ class _Converter:
         return CelCompileError([Issue(message, line, column)], self.source)
 
     def convert(self, tree: ParseTree) -> ast.Node:
+        """Convert one node. Nesting is counted as cel-go counts it: one level per parenthesis, call,
+        literal, selection, index or operator around an operand, never per precedence level, so 250
+        nested ``(…)``, ``f(…)`` or ``[…]`` are the limit (parser/parser.go: the per-rule recursion
+        listener and ``checkAndIncrementRecursionDepth``)."""
+        while tree.data in _PASS_THROUGH and len(tree.children) == 1:
+            tree = _rule(tree.children[0])
         self.depth += 1
         if self.depth > MAX_NESTING:
-            raise self.error(f"expression nesting exceeds the limit of {MAX_NESTING}", tree)
+            raise self.error(f"expression recursion limit exceeded: {MAX_NESTING}", tree)
         try:
             method = getattr(self, f"_{tree.data}")
             node: ast.Node = method(tree)
@@ -491,7 +502,7 @@ class _Converter:
 
 
 _ESCAPE = re.compile(
-    r"\\(?:([abfnrtv\\'\"`?])|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([0-3][0-7]{2})|(.))",
+    r"\\(?:([abfnrtv\\'\"`?])|[xX]([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([0-3][0-7]{2})|(.))",
     re.DOTALL,
 )
 _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}

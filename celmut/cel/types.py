@@ -63,6 +63,10 @@ NULL = primitive("null_type")
 TIMESTAMP = primitive("timestamp")
 DURATION = primitive("duration")
 ERROR = primitive("error")
+# A type not yet known: the element of an empty literal (``[]``, ``{}``) or an unbound type parameter
+# of a call's result (``optional.none()``). It takes the type it meets first, as cel-go's fresh type
+# variables unify (checker/checker.go checkCreateList ``newTypeVar``); left unbound it is dyn.
+FREE = CelType("param", name="_var")
 
 
 def list_of(element: CelType) -> CelType:
@@ -135,12 +139,22 @@ def parse_type(text: str) -> CelType:
 Bindings = dict[str, CelType]
 
 
-def substitute(t: CelType, bindings: Bindings) -> CelType:
-    """Replace bound type parameters; unbound ones become dyn."""
+def substitute(t: CelType, bindings: Bindings, unbound: CelType = DYN) -> CelType:
+    """Replace bound type parameters; unbound ones become ``unbound`` (dyn unless asked otherwise)."""
     if t.kind == "param":
-        return bindings.get(t.name, DYN)
+        return bindings.get(t.name, unbound)
     if t.params:
-        return CelType(t.kind, tuple(substitute(p, bindings) for p in t.params), t.name)
+        return CelType(t.kind, tuple(substitute(p, bindings, unbound) for p in t.params), t.name)
+    return t
+
+
+def resolve_free(t: CelType) -> CelType:
+    """``t`` with every :data:`FREE` left in it replaced by dyn (the checker's final pass)."""
+    if t == FREE:
+        return DYN
+    if t.params:
+        params = tuple(resolve_free(p) for p in t.params)
+        return t if params == t.params else CelType(t.kind, params, t.name)
     return t
 
 
@@ -148,7 +162,7 @@ def is_assignable(target: CelType, source: CelType, bindings: Bindings) -> bool:
     """Whether a value of static type ``source`` may be passed where ``target`` is declared."""
     if target.kind == "param":
         bound = bindings.get(target.name)
-        if bound is None:
+        if bound is None or bound == FREE:
             bindings[target.name] = source
             return True
         if is_assignable(bound, source, bindings):
@@ -175,6 +189,10 @@ def is_assignable(target: CelType, source: CelType, bindings: Bindings) -> bool:
 def join(a: CelType, b: CelType) -> CelType | None:
     """The common type of two branches or aggregate elements, or None when they conflict."""
     if a == b:
+        return a
+    if a == FREE:
+        return b
+    if b == FREE:
         return a
     if a.is_dyn or b.is_dyn or a.kind == "error" or b.kind == "error":
         return DYN

@@ -13,8 +13,8 @@ uint               :class:`celpy.celtypes.UintType` (an ``int`` subclass)
 double             ``float``
 string / bytes     ``str`` / ``bytes``
 list / map         ``list`` / ``dict``
-timestamp          :class:`celpy.celtypes.TimestampType` (UTC ``datetime``, microseconds)
-duration           :class:`celpy.celtypes.DurationType` (``timedelta``)
+timestamp          :class:`Timestamp` (nanoseconds since the Unix epoch, exact)
+duration           :class:`Duration` (nanoseconds, exact)
 type               :class:`TypeValue`
 optional_type      :class:`OptionalValue`
 Object, JSONPatch  :class:`StructValue` (a ``dict`` that remembers its type name)
@@ -33,15 +33,15 @@ import decimal
 import math
 from typing import Any, cast
 
-from celpy.celtypes import DurationType, TimestampType, UintType
+from celpy.celtypes import UintType
 
 from celmut.cel.errors import CelEvaluationError, describe
 
 __all__ = [
-    "DurationType",
+    "Duration",
     "OptionalValue",
     "StructValue",
-    "TimestampType",
+    "Timestamp",
     "TypeValue",
     "UintType",
     "equals",
@@ -53,6 +53,91 @@ __all__ = [
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UINT64_MAX = 2**64 - 1
+NANOS_PER_SECOND = 1_000_000_000
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+class Timestamp:
+    """CEL ``timestamp``: nanoseconds since the Unix epoch (UTC). cel-go keeps a Go ``time.Time``,
+    exact to the nanosecond; a Python ``datetime`` would stop at microseconds."""
+
+    __slots__ = ("ns",)
+
+    def __init__(self, ns: int) -> None:
+        self.ns = ns
+
+    @classmethod
+    def from_datetime(cls, value: datetime.datetime) -> Timestamp:
+        """A ``datetime`` (naive means UTC) as a timestamp."""
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        return cls(_timedelta_ns(value - _EPOCH))
+
+    @property
+    def seconds(self) -> int:
+        """Whole seconds since the epoch (floor, as Go's ``Unix()``)."""
+        return self.ns // NANOS_PER_SECOND
+
+    @property
+    def nanos(self) -> int:
+        """Nanoseconds within the second, 0–999,999,999."""
+        return self.ns % NANOS_PER_SECOND
+
+    def to_datetime(self, zone: datetime.tzinfo = datetime.UTC) -> datetime.datetime:
+        """The ``datetime`` in ``zone`` (sub-microsecond digits dropped)."""
+        return (_EPOCH + datetime.timedelta(microseconds=self.ns // 1000)).astimezone(zone)
+
+    def __eq__(self, other: object) -> bool:
+        return other.ns == self.ns if type(other) is Timestamp else NotImplemented
+
+    def __lt__(self, other: Timestamp) -> bool:
+        return self.ns < other.ns
+
+    def __gt__(self, other: Timestamp) -> bool:
+        return self.ns > other.ns
+
+    def __hash__(self) -> int:
+        return hash(("timestamp", self.ns))
+
+    def __repr__(self) -> str:
+        return f"timestamp({format_timestamp(self)!r})"
+
+
+class Duration:
+    """CEL ``duration``: nanoseconds, as Go's ``time.Duration``."""
+
+    __slots__ = ("ns",)
+
+    def __init__(self, ns: int) -> None:
+        self.ns = ns
+
+    @classmethod
+    def from_timedelta(cls, value: datetime.timedelta) -> Duration:
+        return cls(_timedelta_ns(value))
+
+    def to_timedelta(self) -> datetime.timedelta:
+        """The ``timedelta`` (sub-microsecond digits dropped, toward zero)."""
+        micros = abs(self.ns) // 1000
+        return datetime.timedelta(microseconds=-micros if self.ns < 0 else micros)
+
+    def __eq__(self, other: object) -> bool:
+        return other.ns == self.ns if type(other) is Duration else NotImplemented
+
+    def __lt__(self, other: Duration) -> bool:
+        return self.ns < other.ns
+
+    def __gt__(self, other: Duration) -> bool:
+        return self.ns > other.ns
+
+    def __hash__(self) -> int:
+        return hash(("duration", self.ns))
+
+    def __repr__(self) -> str:
+        return f"duration({format_duration(self)!r})"
+
+
+def _timedelta_ns(delta: datetime.timedelta) -> int:
+    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1000
 
 
 class TypeValue:
@@ -137,8 +222,8 @@ _TYPE_NAMES: dict[type, str] = {
     list: "list",
     tuple: "list",
     dict: "map",
-    TimestampType: "google.protobuf.Timestamp",
-    DurationType: "google.protobuf.Duration",
+    Timestamp: "google.protobuf.Timestamp",
+    Duration: "google.protobuf.Duration",
     TypeValue: "type",
     OptionalValue: "optional_type",
 }
@@ -176,10 +261,6 @@ def type_name(value: Any) -> str:
         return name
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, TimestampType | datetime.datetime):
-        return "google.protobuf.Timestamp"
-    if isinstance(value, DurationType | datetime.timedelta):
-        return "google.protobuf.Duration"
     if isinstance(value, UintType):
         return "uint"
     for base, base_name in _TYPE_NAMES.items():
@@ -226,8 +307,7 @@ def equals(a: Any, b: Any) -> bool:
             return a.type_name == b.type_name and _map_equals(a, b)
         return bool(a == b)
     if (ta is int or ta is float or ta is UintType) and (tb is int or tb is float or tb is UintType):
-        # celpy's UintType refuses to compare with a float: compare plain numbers
-        return (int(a) if ta is UintType else a) == (int(b) if tb is UintType else b)
+        return _compare_numbers(a, b) == 0
     if ta is bool or tb is bool or a is None or b is None:
         return False
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
@@ -252,7 +332,7 @@ def _map_equals(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
     return True
 
 
-_ORDERED_SAME_TYPE = (str, bytes, bool, TimestampType, DurationType)
+_ORDERED_SAME_TYPE = (str, bytes, bool, Timestamp, Duration)
 
 
 def less(a: Any, b: Any, op: str = "_<_") -> bool:
@@ -260,23 +340,55 @@ def less(a: Any, b: Any, op: str = "_<_") -> bool:
     return _compare(a, b, op) < 0
 
 
+def _compare_numbers(a: Any, b: Any) -> int:
+    """cel-go's cross-type numeric comparison (common/types/compare.go): int and uint compare exactly;
+    a double against an int or uint compares through double — the integer is rounded to the nearest
+    float64 — after a range check, so ``9007199254740993 == 9007199254740992.0`` and
+    ``9223372036854775807 < 9223372036854775808.0`` is false. 2 means unordered (NaN)."""
+    fa, fb = type(a) is float, type(b) is float
+    if fa != fb:
+        if fa:
+            return _compare_double_integer(a, b)
+        order = _compare_double_integer(b, a)
+        return order if order == 2 else -order
+    a = int(a) if type(a) is UintType else a
+    b = int(b) if type(b) is UintType else b
+    if a < b:
+        return -1
+    if a > b:
+        return 1
+    if a == b:
+        return 0
+    return 2  # NaN: every ordering comparison is false
+
+
+_TWO_63 = 9223372036854775808.0  # float64(math.MaxInt64) and -float64(math.MinInt64)
+_TWO_64 = 18446744073709551616.0  # float64(math.MaxUint64)
+
+
+def _compare_double_integer(d: float, i: int) -> int:
+    """compareDoubleInt / compareDoubleUint."""
+    if d != d:
+        return 2
+    if type(i) is UintType:
+        if d < 0:
+            return -1
+        if d > _TWO_64:
+            return 1
+    else:
+        if d < -_TWO_63:
+            return -1
+        if d > _TWO_63:
+            return 1
+    rounded = float(i)
+    return -1 if d < rounded else (1 if d > rounded else 0)
+
+
 def _compare(a: Any, b: Any, op: str) -> int:
     if is_number(a) and is_number(b):
-        a = int(a) if type(a) is UintType else a
-        b = int(b) if type(b) is UintType else b
-        if a < b:
-            return -1
-        if a > b:
-            return 1
-        if a == b:
-            return 0
-        return 2  # NaN: every ordering comparison is false
+        return _compare_numbers(a, b)
     ta = type(a)
     if ta is type(b) and ta in _ORDERED_SAME_TYPE:
-        return -1 if a < b else (1 if a > b else 0)
-    if isinstance(a, TimestampType) and isinstance(b, TimestampType):
-        return -1 if a < b else (1 if a > b else 0)
-    if isinstance(a, DurationType) and isinstance(b, DurationType):
         return -1 if a < b else (1 if a > b else 0)
     compare = getattr(a, "cel_compare", None)
     if compare is not None and type(b) is ta:
@@ -347,23 +459,23 @@ def format_double(value: float) -> str:
     return f"{prefix}{digits[:point]}.{digits[point:]}"
 
 
-def format_timestamp(value: datetime.datetime) -> str:
-    """RFC 3339 in UTC with trailing zeros of the fraction removed, as cel-go prints timestamps."""
-    utc = value.astimezone(datetime.UTC)
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
-    if utc.microsecond:
-        text += "." + f"{utc.microsecond:06d}".rstrip("0")
+def format_timestamp(value: Timestamp) -> str:
+    """RFC 3339 in UTC with trailing zeros of the fraction removed, as cel-go prints timestamps
+    (Go's ``time.RFC3339Nano``)."""
+    utc = value.to_datetime()
+    text = f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
+    if value.nanos:
+        text += "." + f"{value.nanos:09d}".rstrip("0")
     return text + "Z"
 
 
-def format_duration(value: datetime.timedelta) -> str:
-    """protobuf JSON form: seconds with up to 9 fractional digits, e.g. ``1.5s`` or ``-90s``."""
-    micros = value.days * 86_400_000_000 + value.seconds * 1_000_000 + value.microseconds
-    sign = "-" if micros < 0 else ""
-    micros = abs(micros)
-    seconds, fraction = divmod(micros, 1_000_000)
+def format_duration(value: Duration) -> str:
+    """protobuf JSON form: seconds with up to 9 fractional digits, e.g. ``1.5s``, ``-90s``,
+    ``1.000000001s``."""
+    sign = "-" if value.ns < 0 else ""
+    seconds, fraction = divmod(abs(value.ns), NANOS_PER_SECOND)
     if fraction:
-        return f"{sign}{seconds}.{f'{fraction:06d}'.rstrip('0')}s"
+        return f"{sign}{seconds}.{f'{fraction:09d}'.rstrip('0')}s"
     return f"{sign}{seconds}s"
 
 
@@ -380,9 +492,9 @@ def to_plain(value: Any) -> Any:
         return int(value)
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
-    if isinstance(value, datetime.datetime):
+    if cls is Timestamp:
         return format_timestamp(value)
-    if isinstance(value, datetime.timedelta):
+    if cls is Duration:
         return format_duration(value)
     if isinstance(value, TypeValue):
         return value.name
@@ -415,10 +527,8 @@ def is_zero(value: Any) -> bool:
         return True
     if isinstance(value, bool | int | float | str | bytes | list | tuple | dict):
         return not value
-    if isinstance(value, datetime.timedelta):
-        return value == datetime.timedelta(0)
-    if isinstance(value, datetime.datetime):
-        return value == datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    if isinstance(value, Timestamp | Duration):
+        return value.ns == 0
     if isinstance(value, OptionalValue):
         return not value.present
     return False

@@ -19,8 +19,10 @@ the cel-python engine calls:
 
 Values crossing the boundary: arguments arrive as plain Python (bytes as ``bytearray``, timestamps
 as ``datetime``) and are normalised; results must be plain JSON-like values, or a timestamp/duration
-where the declared result says so. Anything else (an optional, a library object, a uint or a
-timestamp inside a container) is *unrepresentable*: the evaluation is then redone on cel-python.
+where the declared result says so — exact to the microsecond, which is all ``datetime`` carries (a
+value with nanoseconds is redone on cel-python, so results stay exact to the nanosecond). Anything
+else (an optional, a library object, a uint or a timestamp inside a container) is
+*unrepresentable*: the evaluation is then redone on cel-python.
 
 Errors: cel-cpp turns a Python exception into an error value carrying its message, so the original
 :class:`~celmut.cel.errors.CelError` is kept in the evaluation state and the message carries only a
@@ -184,9 +186,9 @@ def from_cpp(value: Any) -> Any:
     if cls is bytearray:
         return bytes(value)
     if cls is datetime.datetime:
-        return v.TimestampType(value)
+        return v.Timestamp.from_datetime(value)
     if cls is datetime.timedelta:
-        return v.DurationType(value)
+        return v.Duration.from_timedelta(value)
     if cls is cel.Type:
         return type_value(value)
     raise Unrepresentable(f"Python type {cls.__name__}")
@@ -249,10 +251,13 @@ def _result_check(result_type: cel.Type) -> Callable[[Any, BridgeState], Any]:
             if unsigned:
                 return int(value)
             raise _rerun(state, "a library function returned a uint where its declaration says dyn")
-        if isinstance(value, datetime.datetime | datetime.timedelta):
-            if temporal:
-                return value
-            raise _rerun(state, "a library function returned a timestamp or duration where it says dyn")
+        if cls is v.Timestamp or cls is v.Duration:
+            if not temporal:
+                raise _rerun(state, "a library function returned a timestamp or duration where it says dyn")
+            if value.ns % 1000:
+                # cel-expr-python passes datetime/timedelta, which stop at microseconds
+                raise _rerun(state, "a timestamp or duration with nanoseconds cannot enter cel-cpp")
+            return value.to_datetime() if cls is v.Timestamp else value.to_timedelta()
         try:
             return to_cpp(value)
         except Unrepresentable as ex:

@@ -49,12 +49,12 @@ def add(a: Any, b: Any) -> Any:
         return [*a, *b]
     if ta is bytes and tb is bytes:
         return a + b
-    if isinstance(a, v.TimestampType) and isinstance(b, v.DurationType):
-        return _timestamp_result(a + b)
-    if isinstance(a, v.DurationType) and isinstance(b, v.TimestampType):
-        return _timestamp_result(b + a)
-    if isinstance(a, v.DurationType) and isinstance(b, v.DurationType):
-        return _duration_result(a + b)
+    if ta is v.Timestamp and tb is v.Duration:
+        return _timestamp_result(a.ns + b.ns)
+    if ta is v.Duration and tb is v.Timestamp:
+        return _timestamp_result(b.ns + a.ns)
+    if ta is v.Duration and tb is v.Duration:
+        return _duration_result(a.ns + b.ns)
     raise no_such_overload("_+_", a, b)
 
 
@@ -66,12 +66,12 @@ def subtract(a: Any, b: Any) -> Any:
         return a - b
     if ta is UintType and tb is UintType:
         return v.check_uint(int(a) - int(b))
-    if isinstance(a, v.TimestampType) and isinstance(b, v.TimestampType):
-        return _duration_result(a - b)
-    if isinstance(a, v.TimestampType) and isinstance(b, v.DurationType):
-        return _timestamp_result(a - b)
-    if isinstance(a, v.DurationType) and isinstance(b, v.DurationType):
-        return _duration_result(a - b)
+    if ta is v.Timestamp and tb is v.Timestamp:
+        return _duration_result(a.ns - b.ns)
+    if ta is v.Timestamp and tb is v.Duration:
+        return _timestamp_result(a.ns - b.ns)
+    if ta is v.Duration and tb is v.Duration:
+        return _duration_result(a.ns - b.ns)
     raise no_such_overload("_-_", a, b)
 
 
@@ -132,16 +132,16 @@ def logical_not(a: Any) -> bool:
     raise no_such_overload("!_", a)
 
 
-def _timestamp_result(value: Any) -> v.TimestampType:
+def _timestamp_result(ns: int) -> v.Timestamp:
     from celmut.cel.libs.timestamps import check_timestamp
 
-    return check_timestamp(value)
+    return check_timestamp(ns)
 
 
-def _duration_result(value: Any) -> v.DurationType:
+def _duration_result(ns: int) -> v.Duration:
     from celmut.cel.libs.timestamps import check_duration
 
-    return check_duration(value)
+    return check_duration(ns)
 
 
 for _op, _impl in (("_+_", add), ("_-_", subtract), ("_*_", multiply), ("_/_", divide)):
@@ -266,8 +266,8 @@ def to_int(value: Any) -> int:
             return v.check_int(int(_go_integer_text(value), 10))
         except ValueError:
             raise CelEvaluationError(f"cannot convert string {describe(value)} to int") from None
-    if isinstance(value, v.TimestampType):
-        return int(value.timestamp())
+    if kind is v.Timestamp:
+        return cast(v.Timestamp, value).seconds
     raise _conversion_error(value, "int")
 
 
@@ -338,9 +338,9 @@ def to_string(value: Any) -> str:
             return cast(bytes, value).decode("utf-8")
         except UnicodeDecodeError:
             raise CelEvaluationError("invalid UTF-8 in bytes, cannot convert to string") from None
-    if isinstance(value, v.TimestampType):
+    if kind is v.Timestamp:
         return v.format_timestamp(value)
-    if isinstance(value, v.DurationType):
+    if kind is v.Duration:
         return v.format_duration(value)
     string_fn = getattr(value, "cel_string", None)
     if string_fn is not None:

@@ -25,7 +25,7 @@ def of(value: Any) -> v.OptionalValue:
     return v.OptionalValue(value)
 
 
-@fn("optional.none", (), "optional_type(dyn)")
+@fn("optional.none", (), "optional_type(T)")
 def none() -> v.OptionalValue:
     return v.NONE
 

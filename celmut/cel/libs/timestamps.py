@@ -2,7 +2,9 @@
 
 Timestamps parse strict RFC 3339 (as cel-go does) and must lie in years 0001–9999; durations parse
 Go's ``time.ParseDuration`` syntax (``1h30m``, ``-1.5s``, ``300ms``, ``2us``, ``10ns``) within
-±290 years. Python's datetime keeps microseconds, so nanosecond digits are truncated.
+±290 years (an int64 of nanoseconds). Both are exact to the nanosecond, as in cel-go
+(:class:`~celmut.cel.values.Timestamp`, :class:`~celmut.cel.values.Duration`): digits beyond the
+nanosecond are truncated, as Go's parsers do.
 Accessors take an optional time zone: an IANA name (``America/New_York``) or an offset (``-08:00``);
 ``getMonth``, ``getDayOfYear`` and ``getDayOfMonth`` are 0-based as in CEL, ``getDate`` is 1-based.
 """
@@ -14,7 +16,6 @@ import functools
 import re
 import zoneinfo
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 from celmut.cel import values as v
@@ -25,97 +26,102 @@ LIBRARY = Library("cel.lib.std.time")
 fn, method = LIBRARY.function, LIBRARY.method
 
 _RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
-_MIN_TIMESTAMP = datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)
-_MAX_DURATION = datetime.timedelta(microseconds=(2**63 - 1) // 1000)
+_NANOS = v.NANOS_PER_SECOND
+# cel-go's valid range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z
+_MIN_TIMESTAMP_NS = -62_135_596_800 * _NANOS
+_MAX_TIMESTAMP_NS = 253_402_300_800 * _NANOS - 1
+_MAX_DURATION_NS = 2**63 - 1
 
 
-def check_timestamp(value: datetime.datetime) -> v.TimestampType:
-    if not isinstance(value, v.TimestampType):
-        value = v.TimestampType(value)
-    return value
+def check_timestamp(ns: int) -> v.Timestamp:
+    if not _MIN_TIMESTAMP_NS <= ns <= _MAX_TIMESTAMP_NS:
+        raise CelEvaluationError("timestamp out of range")
+    return v.Timestamp(ns)
 
 
-def check_duration(value: datetime.timedelta) -> v.DurationType:
-    if abs(value) > _MAX_DURATION:
+def check_duration(ns: int) -> v.Duration:
+    if not -_MAX_DURATION_NS <= ns <= _MAX_DURATION_NS:
         raise CelEvaluationError("duration out of range")
-    return value if isinstance(value, v.DurationType) else v.DurationType(value)
+    return v.Duration(ns)
 
 
-def parse_timestamp(text: str) -> v.TimestampType:
+def parse_timestamp(text: str) -> v.Timestamp:
     match = _RFC3339.match(text)
     if match is None:
         raise CelEvaluationError(f"invalid timestamp {describe(text)}: want RFC 3339 such as 2024-01-02T15:04:05Z")
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     try:
-        if zone in ("Z", "z"):
-            tz = datetime.UTC
-        else:
-            sign = -1 if zone[0] == "-" else 1
-            offset = datetime.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
-            tz = datetime.timezone(sign * offset)
-        micros = int((fraction or "0").ljust(6, "0")[:6])
-        parsed = datetime.datetime(
-            int(year), int(month), int(day), int(hour), int(minute), int(second), micros, tzinfo=tz
-        )
-        return v.TimestampType(parsed.astimezone(datetime.UTC))
+        offset = 0
+        if zone not in ("Z", "z"):
+            hours, minutes = int(zone[1:3]), int(zone[4:6])
+            if hours > 23 or minutes > 59:
+                raise ValueError("time zone offset out of range")
+            offset = (-1 if zone[0] == "-" else 1) * (hours * 3600 + minutes * 60)
+        wall = datetime.datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
     except (ValueError, OverflowError) as ex:
         raise CelEvaluationError(f"invalid timestamp {describe(text)}: {ex}") from None
+    delta = wall - datetime.datetime(1970, 1, 1)
+    seconds = delta.days * 86_400 + delta.seconds - offset
+    nanos = int((fraction or "0").ljust(9, "0"))
+    return check_timestamp(seconds * _NANOS + nanos)
 
 
 _DURATION_UNITS = {
-    "ns": Decimal("0.001"),
-    "us": Decimal(1),
-    "µs": Decimal(1),  # U+00B5 micro sign
-    "μs": Decimal(1),  # U+03BC Greek mu
-    "ms": Decimal(1000),
-    "s": Decimal(1_000_000),
-    "m": Decimal(60_000_000),
-    "h": Decimal(3_600_000_000),
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC Greek mu
+    "ms": 1_000_000,
+    "s": _NANOS,
+    "m": 60 * _NANOS,
+    "h": 3600 * _NANOS,
 }
 _DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
-def parse_duration(text: str) -> v.DurationType:
+def parse_duration(text: str) -> v.Duration:
+    """Go's ``time.ParseDuration``: each part's fraction is exact to the nanosecond, digits beyond
+    it are dropped (``1.0000000019s`` is ``1.000000001s``)."""
     body = text
     sign = 1
     if body[:1] in "+-":
         sign = -1 if body[0] == "-" else 1
         body = body[1:]
     if body == "0":
-        return v.DurationType(datetime.timedelta(0))
-    micros = Decimal(0)
+        return v.Duration(0)
+    total = 0
     position = 0
     for part in _DURATION_PART.finditer(body):
         if part.start() != position:
             break
-        micros += Decimal(part.group(1)) * _DURATION_UNITS[part.group(2)]
+        number, unit = part.group(1), _DURATION_UNITS[part.group(2)]
+        whole, _, fraction = number.partition(".")
+        total += int(whole or "0") * unit
+        if fraction:
+            total += int(fraction) * unit // 10 ** len(fraction)
         position = part.end()
     if not body or position != len(body):
         raise CelEvaluationError(f"invalid duration {describe(text)}: want Go syntax such as 1h30m or 1.5s")
-    return check_duration(datetime.timedelta(microseconds=int(sign * micros)))
+    return check_duration(sign * total)
 
 
 @fn("timestamp", ("string",), "timestamp")
 @fn("timestamp", ("timestamp",), "timestamp")
 @fn("timestamp", ("int",), "timestamp")
-def to_timestamp(value: Any) -> v.TimestampType:
-    if isinstance(value, v.TimestampType):
+def to_timestamp(value: Any) -> v.Timestamp:
+    if type(value) is v.Timestamp:
         return value
     if isinstance(value, str):
         return parse_timestamp(value)
     if type(value) is int:
-        try:
-            stamp = datetime.datetime.fromtimestamp(value, tz=datetime.UTC)
-        except (ValueError, OverflowError, OSError):
-            raise CelEvaluationError("timestamp out of range") from None
-        return v.TimestampType(stamp)
+        return check_timestamp(value * _NANOS)
     raise CelEvaluationError(f"type conversion error from '{v.type_name(value)}' to 'timestamp'")
 
 
 @fn("duration", ("string",), "duration")
 @fn("duration", ("duration",), "duration")
-def to_duration(value: Any) -> v.DurationType:
-    if isinstance(value, v.DurationType):
+def to_duration(value: Any) -> v.Duration:
+    if type(value) is v.Duration:
         return value
     if isinstance(value, str):
         return parse_duration(value)
@@ -136,8 +142,11 @@ def _zone(name: str) -> datetime.tzinfo:
         raise CelEvaluationError(f"unknown time zone {name!r}") from None
 
 
-def _in_zone(stamp: datetime.datetime, zone: str | None) -> datetime.datetime:
-    return stamp.astimezone(_zone(zone) if zone else datetime.UTC)
+def _in_zone(stamp: v.Timestamp, zone: str | None) -> datetime.datetime:
+    try:
+        return stamp.to_datetime(_zone(zone) if zone else datetime.UTC)
+    except OverflowError:
+        raise CelEvaluationError("timestamp out of range") from None
 
 
 _TIMESTAMP_ACCESSORS: dict[str, Callable[[datetime.datetime], int]] = {
@@ -150,31 +159,35 @@ _TIMESTAMP_ACCESSORS: dict[str, Callable[[datetime.datetime], int]] = {
     "getHours": lambda d: d.hour,
     "getMinutes": lambda d: d.minute,
     "getSeconds": lambda d: d.second,
-    "getMilliseconds": lambda d: d.microsecond // 1000,
 }
 
 _DURATION_ACCESSORS = {
-    "getHours": 3_600_000_000,
-    "getMinutes": 60_000_000,
-    "getSeconds": 1_000_000,
-    "getMilliseconds": 1_000,
+    "getHours": 3600 * _NANOS,
+    "getMinutes": 60 * _NANOS,
+    "getSeconds": _NANOS,
+    "getMilliseconds": 1_000_000,
 }
 
 
 def _timestamp_accessor(name: str) -> Any:
     extract = _TIMESTAMP_ACCESSORS[name]
 
-    def accessor(stamp: datetime.datetime, zone: str | None = None) -> int:
+    def accessor(stamp: v.Timestamp, zone: str | None = None) -> int:
         return int(extract(_in_zone(stamp, zone)))
 
     return accessor
 
 
+def _milliseconds(stamp: v.Timestamp, zone: str | None = None) -> int:
+    if zone:
+        _zone(zone)  # an unknown zone is an error even though offsets are whole seconds
+    return stamp.nanos // 1_000_000
+
+
 def _duration_accessor(unit: int) -> Any:
-    def accessor(duration: datetime.timedelta) -> int:
-        micros = duration // datetime.timedelta(microseconds=1)
-        whole = abs(micros) // unit
-        return -whole if micros < 0 else whole
+    def accessor(duration: v.Duration) -> int:
+        whole = abs(duration.ns) // unit
+        return -whole if duration.ns < 0 else whole
 
     return accessor
 
@@ -183,5 +196,7 @@ for _name in _TIMESTAMP_ACCESSORS:
     _impl = _timestamp_accessor(_name)
     method(_name, "timestamp", (), "int")(_impl)
     method(_name, "timestamp", ("string",), "int")(_impl)
+method("getMilliseconds", "timestamp", (), "int")(_milliseconds)
+method("getMilliseconds", "timestamp", ("string",), "int")(_milliseconds)
 for _name, _unit in _DURATION_ACCESSORS.items():
     method(_name, "duration", (), "int")(_duration_accessor(_unit))

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from celpy.celtypes import DurationType, TimestampType, UintType
+from celpy.celtypes import UintType
 
+from celmut.cel.libs.timestamps import parse_duration, parse_timestamp
 from tests.cel.helpers import Err, cases, check_case
 
 CHAR_AT = [
@@ -424,10 +425,10 @@ FORMAT_VARIABLES: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "'dyntype timestamp: %s'.format([variables.a])",
-        {"a": TimestampType("2009-11-10T23:00:00Z")},
+        {"a": parse_timestamp("2009-11-10T23:00:00Z")},
         "dyntype timestamp: 2009-11-10T23:00:00Z",
     ),
-    ("'dyntype duration: %s'.format([variables.a])", {"a": DurationType("8747s")}, "dyntype duration: 8747s"),
+    ("'dyntype duration: %s'.format([variables.a])", {"a": parse_duration("8747s")}, "dyntype duration: 8747s"),
     (
         "'dyntype list: %s'.format([variables.a])",
         {"a": [6, 4.2, "a string"]},
@@ -435,7 +436,7 @@ FORMAT_VARIABLES: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "'dyntype map: %s'.format([variables.a])",
-        {"a": {"strKey": "x", True: 42, 6: DurationType("422s")}},
+        {"a": {"strKey": "x", True: 42, 6: parse_duration("422s")}},
         'dyntype map: {"strKey":"x", 6:duration("422s"), true:42}',
     ),
 ]

@@ -19,7 +19,6 @@ before anything is allocated.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import math
 from typing import Any
@@ -108,18 +107,23 @@ def flatten(items: list[Any], *depth: int) -> list[Any]:
     return out
 
 
+_EXACT_DOUBLE_INTS = 2**53
+
+
 def _distinct_key(value: Any) -> Any:
     """A hashable key whose equality is CEL equality, or None when the value needs a linear scan."""
     kind = type(value)
     if kind is bool:
         return ("bool", value)
     if kind is int or kind is v.UintType or (kind is float and not math.isnan(value)):
+        if abs(value) >= _EXACT_DOUBLE_INTS:
+            return None  # int vs double compares through double there (values.equals): not transitive
         return ("number", int(value) if kind is v.UintType else value)  # celpy's uint refuses == double
     if kind is str or kind is bytes:
         return (kind.__name__, value)
     if value is None:
         return ("null",)
-    if isinstance(value, datetime.datetime | datetime.timedelta):
+    if kind is v.Timestamp or kind is v.Duration:
         return (v.type_name(value), value)
     return None
 
@@ -154,7 +158,7 @@ def reverse(items: list[Any]) -> list[Any]:
 
 
 _COMPARABLE = ("int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes")
-_ORDERED_TYPES = (int, v.UintType, float, bool, str, bytes, datetime.datetime, datetime.timedelta)
+_ORDERED_TYPES = (int, v.UintType, float, bool, str, bytes, v.Timestamp, v.Duration)
 
 
 def _sort_cost(items: Any) -> int:

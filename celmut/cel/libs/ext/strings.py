@@ -251,7 +251,7 @@ def format_string(value: Any) -> str:
         return "[" + ", ".join(_literal(item) for item in value) + "]"
     if isinstance(value, dict) and not isinstance(value, v.StructValue):
         return _format_map(value)
-    if isinstance(value, bool | int | float | str | bytes | v.TimestampType | v.DurationType | v.TypeValue):
+    if isinstance(value, bool | int | float | str | bytes | v.Timestamp | v.Duration | v.TypeValue):
         return _plain_string(value)
     raise _bad_clause("s", value)
 
@@ -268,9 +268,9 @@ def _literal(value: Any) -> str:
         return golang.quote(value)
     if isinstance(value, bytes):
         return "b" + golang.quote(_plain_string(value))
-    if isinstance(value, v.TimestampType):
+    if type(value) is v.Timestamp:
         return f"timestamp({golang.quote(v.format_timestamp(value))})"
-    if isinstance(value, v.DurationType):
+    if type(value) is v.Duration:
         return f"duration({golang.quote(v.format_duration(value))})"
     if value is None or isinstance(value, bool | v.TypeValue | list | tuple) or type(value) is dict:
         return format_string(value)

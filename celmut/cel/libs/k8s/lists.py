@@ -20,7 +20,6 @@ are then combined with CEL's own ``+`` and ordering, so ``dyn([1, 2.0]).sum()`` 
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from celmut.cel import values as v
@@ -35,7 +34,7 @@ fn, method = LIBRARY.function, LIBRARY.method
 # Kubernetes' declaration order, which is also its run-time dispatch order.
 COMPARABLE = ("int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes")
 SUMMABLE = ("int", "uint", "double", "duration")
-_ZEROS: dict[str, Any] = {"int": 0, "uint": v.UintType(0), "double": 0.0, "duration": v.DurationType(0)}
+_ZEROS: dict[str, Any] = {"int": 0, "uint": v.UintType(0), "double": 0.0, "duration": v.Duration(0)}
 
 
 def element_kind(value: Any) -> str | None:
@@ -53,9 +52,9 @@ def element_kind(value: Any) -> str | None:
         return "bytes"
     if isinstance(value, v.UintType):
         return "uint"
-    if isinstance(value, datetime.datetime):
+    if kind is v.Timestamp:
         return "timestamp"
-    if isinstance(value, datetime.timedelta):
+    if kind is v.Duration:
         return "duration"
     return None
 

@@ -128,11 +128,10 @@ def _encode(value: Any, out: list[str], depth: int) -> None:
                 out.append(",")
             _encode(item, out, depth + 1)
         out.append("]")
-    elif isinstance(value, datetime.datetime):
+    elif type(value) is v.Timestamp:
         out.append('"' + v.format_timestamp(value) + '"')
-    elif isinstance(value, datetime.timedelta):  # Go's time.Duration is an int64 of nanoseconds
-        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-        out.append(str(micros * 1000))
+    elif type(value) is v.Duration:  # Go's time.Duration is an int64 of nanoseconds
+        out.append(str(value.ns))
     elif isinstance(value, v.OptionalValue) and value.present:
         _encode(value.value, out, depth + 1)
     elif hasattr(value, "to_plain"):
@@ -183,7 +182,7 @@ def to_cel_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [to_cel_value(item) for item in value]
     if isinstance(value, datetime.datetime):
-        return v.TimestampType(value.astimezone(datetime.UTC))
+        return v.Timestamp.from_datetime(value)
     return value
 
 

@@ -34,39 +34,31 @@ from celmut.cel.values import no_such_overload
 LIBRARY = Library("kyverno.time")
 fn = LIBRARY.function
 
-_GO_ZERO = datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)
-
-
-def _micros(delta: datetime.timedelta) -> int:
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+_GO_ZERO_NS = v.Timestamp.from_datetime(datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)).ns
 
 
 @fn("time.now", (), "timestamp", context=True, pure=False)
-def now(ctx: Any) -> v.TimestampType:
+def now(ctx: Any) -> v.Timestamp:
     current = ctx.services.clock()
     if not isinstance(current, datetime.datetime):
         raise CelEvaluationError("time.now: the configured clock did not return a datetime")
-    if current.tzinfo is None:
-        current = current.replace(tzinfo=datetime.UTC)
-    return v.TimestampType(current.astimezone(datetime.UTC))
+    return v.Timestamp.from_datetime(current)
 
 
 @fn("time.toCron", ("timestamp",), "string")
 def to_cron(ts: Any) -> str:
-    if not isinstance(ts, datetime.datetime):
+    if type(ts) is not v.Timestamp:
         raise no_such_overload("time.toCron", ts)
-    utc = ts.astimezone(datetime.UTC)
+    utc = ts.to_datetime()
     weekday = (utc.weekday() + 1) % 7  # Go: Sunday is 0
     return f"{utc.minute} {utc.hour} {utc.day} {utc.month} {weekday}"
 
 
 @fn("time.truncate", ("timestamp", "duration"), "timestamp")
-def truncate(ts: Any, step: Any) -> v.TimestampType:
-    if not isinstance(ts, datetime.datetime) or not isinstance(step, datetime.timedelta):
+def truncate(ts: Any, step: Any) -> v.Timestamp:
+    """Go's ``Time.Truncate``: round down to a multiple of ``step`` since the zero time (year 1)."""
+    if type(ts) is not v.Timestamp or type(step) is not v.Duration:
         raise no_such_overload("time.truncate", ts, step)
-    utc = ts.astimezone(datetime.UTC)
-    step_micros = _micros(step)
-    if step_micros <= 0:
-        return v.TimestampType(utc)
-    since_zero = _micros(utc - _GO_ZERO)
-    return v.TimestampType(utc - datetime.timedelta(microseconds=since_zero % step_micros))
+    if step.ns <= 0:
+        return ts
+    return v.Timestamp(ts.ns - (ts.ns - _GO_ZERO_NS) % step.ns)

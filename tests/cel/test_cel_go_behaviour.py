@@ -1,0 +1,117 @@
+"""CEL as cel-go evaluates it, where celmut used to differ (issue 13 D).
+
+Each row names the cel-go (or Kubernetes) behaviour it pins and the upstream file it comes from.
+Every row runs on both engines (cel-python and, when installed, the C++ one); the kubernetes profile
+is what kube-apiserver offers a MutatingAdmissionPolicy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.cel.helpers import Err, check_case
+
+OBJECT = {"spec": {"replicas": 1}, "status": {}}
+
+
+def row(expression: str, expected: Any, pins: str) -> Any:
+    return pytest.param(expression, expected, id=f"{pins}: {expression[:50]}")
+
+
+# checker/checker.go checkSelectField: the operand of a field selection is unwrapped from optional, so
+# has(x.?y.z) is bool; interpreter/interpretable.go evalTestOnly: an empty optional is false.
+HAS_ON_OPTIONALS = [
+    row("has(object.?spec.replicas)", True, "has() on a present optional field"),
+    row("has(object.?status.replicas)", False, "has() on a missing field of a present optional"),
+    row("has(object.?metadata.name)", False, "has() on an empty optional is false, not 'no such key'"),
+    row(
+        "has(object.?spec.?replicas)", Err("compile", "invalid argument to has() macro"), "x.?y is a call, not a select"
+    ),
+]
+
+# parser/parser.go: maxRecursionDepth 250, counted per nesting (the recursion listener per rule and
+# checkAndIncrementRecursionDepth after unnest), never per precedence level.
+NESTING = [
+    row("(" * 249 + "1" + ")" * 249, 1, "249 nested parentheses parse"),
+    row("(" * 250 + "1" + ")" * 250, Err("compile", "expression recursion limit exceeded: 250"), "250 do not"),
+    row("int(" * 200 + "1" + ")" * 200, 1, "200 nested calls"),
+    row("size(" + "[" * 200 + "1" + "]" * 200 + ")", 1, "200 nested lists"),
+    row("+".join(["1"] * 240), 240, "a chain of 239 additions"),
+    row("false ? 0 : " * 200 + "7", 7, "200 nested conditionals"),
+]
+
+# parser/unescape.go and CEL.g4 ESC_BYTE_SEQ: BACKSLASH ('x' | 'X') HEXDIGIT HEXDIGIT.
+ESCAPES = [
+    row("'\\X41\\x42\\X6a'", "ABj", "upper-case \\X in a string"),
+    row("b'\\X41' == b'A'", True, "upper-case \\X in bytes"),
+    row("'\\X4'", Err("compile", "invalid"), "\\X needs two hex digits"),
+]
+
+# checker/types.go internalIsAssignable: TypeKind is assignable to TypeKind whatever its parameter;
+# type values compare by name at run time.
+TYPE_VALUES = [
+    row("type(7) == type(7u)", False, "int and uint are different types"),
+    row("type(7) != type(7u)", True, "so != holds"),
+    row("type(1) == type(2)", True, "same type"),
+    row("type([1]) == type(['x'])", True, "list type values erase their element type"),
+    row("type(1u) == uint", True, "a type value against a type identifier"),
+]
+
+# checker/checker.go checkCreateList/joinTypes: an empty literal's element is a fresh type variable
+# that takes the type it meets; optional elements are unwrapped. Checked by what the result accepts.
+LIST_TYPES = [
+    row("[[], [1]][0] + [2] == [2]", True, "[[], [1]] is list(list(int))"),
+    row("[[1], []][1] + [2] == [2]", True, "[[1], []] is list(list(int))"),
+    row("[?optional.none(), 1][0] + 1", 2, "[?optional.none(), 1] is list(int)"),
+    row("[optional.none(), optional.of(1)][1].value() + 1", 2, "list(optional_type(int))"),
+    row("[[], ['a']][0] + [1]", Err("compile", "no matching overload"), "so list(int) + list(string) is refused"),
+]
+
+# common/types/compare.go compareDoubleInt/compareDoubleUint: a double and an int compare through
+# double (the int rounded to float64) after a range check; Equal is Compare == 0.
+NUMBERS = [
+    row("9007199254740993 == 9007199254740992.0", True, "2^53+1 rounds to 2^53"),
+    row("9223372036854775807 < 9223372036854775808.0", False, "MaxInt64 becomes 2^63"),
+    row("9223372036854775807 == 9223372036854775808.0", True, "so they are equal"),
+    row("18446744073709551615u == 18446744073709551616.0", True, "MaxUint64 becomes 2^64"),
+    row("-1 < 0u", True, "int and uint compare exactly"),
+    row("9223372036854775807 > 9223372036854775806", True, "ints compare exactly"),
+    row("1.5 > 1", True, "an ordinary mixed comparison"),
+    row("9007199254740993 in [9007199254740992.0]", True, "in uses the same equality"),
+]
+
+# cel-go keeps Go's time.Time and time.Duration: nanoseconds (common/types/timestamp.go, duration.go;
+# time.ParseDuration truncates digits beyond the nanosecond).
+NANOSECONDS = [
+    row("duration('1.000000001s') > duration('1s')", True, "a nanosecond counts"),
+    row("duration('1.000000001s') - duration('1s') == duration('1ns')", True, "exact subtraction"),
+    row("string(duration('1.000000001s'))", "1.000000001s", "string(duration) keeps 9 digits"),
+    row("string(duration('1.0000000019s'))", "1.000000001s", "digits beyond ns are truncated"),
+    row(
+        "string(timestamp('2024-01-01T00:00:00.123456789Z') + duration('1ns'))",
+        "2024-01-01T00:00:00.12345679Z",
+        "RFC 3339 with nanoseconds, trailing zeros trimmed",
+    ),
+    row(
+        "timestamp('2024-01-01T00:00:00.000000001Z') > timestamp('2024-01-01T00:00:00Z')",
+        True,
+        "timestamps compare to the nanosecond",
+    ),
+    row("timestamp('2024-01-01T00:00:00.999999999Z').getMilliseconds()", 999, "accessors still work"),
+    row("int(timestamp('1969-12-31T23:59:59.5Z'))", -1, "int(timestamp) is Go's Unix(): floor"),
+    row(
+        "timestamp('9999-12-31T23:59:59.999999999Z') + duration('1ns')",
+        Err("compile", "timestamp out of range"),  # a constant that always fails is refused at load
+        "the valid range ends at 9999-12-31T23:59:59.999999999Z",
+    ),
+    row("[duration('2ns'), duration('1ns')].sort()[0] == duration('1ns')", True, "lists order by ns"),
+]
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"), HAS_ON_OPTIONALS + NESTING + ESCAPES + TYPE_VALUES + LIST_TYPES + NUMBERS + NANOSECONDS
+)
+def test_kubernetes_profile_evaluates_as_cel_go(expression: str, expected: Any) -> None:
+    check_case(expression, expected, profile="kubernetes", object=OBJECT)
