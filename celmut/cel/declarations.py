@@ -10,7 +10,7 @@ errors. Overload ids follow cel-go's ``receiver_function_argtypes`` convention.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from celmut.cel import types as t
@@ -32,6 +32,7 @@ class Overload:
     pure: bool = True  # same inputs, same output, no I/O: may be folded at compile time
     cost: Callable[..., int] | None = None  # extra cost units from the arguments
     guards: tuple[Guard, ...] = ()
+    since: int = 0  # the library version that introduced it (cel-go's ``if lib.version >= N``)
 
     def accepts(self, args: tuple[Any, ...]) -> bool:
         guards = self.guards
@@ -49,12 +50,39 @@ class Overload:
 
 @dataclass
 class Library:
-    """A named set of overloads and library types, e.g. ``cel.lib.ext.strings``."""
+    """A named set of overloads and library types, e.g. ``cel.lib.ext.strings``.
+
+    A versioned library declares each overload with the version that introduced it (``since=3``);
+    a profile takes the library :meth:`at` the version the real system configures, as cel-go's
+    ``ext.Strings(ext.StringsVersion(2))`` adds only the functions of versions up to 2.
+    """
 
     name: str
     overloads: list[Overload] = field(default_factory=list)
     opaque_types: dict[str, type] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)  # identifiers such as ``net.IP`` types
+    version: int | None = None  # set on the view :meth:`at` returns; None: every version declared
+
+    def at(self, version: int) -> Library:
+        """The library as configured at ``version``: the overloads introduced up to it."""
+        return Library(
+            self.name,
+            [o for o in self.overloads if o.since <= version],
+            self.opaque_types,
+            self.constants,
+            version,
+        )
+
+    def with_impl(self, function: str, impl: Callable[..., Any]) -> Library:
+        """The same library with every overload of ``function`` implemented by ``impl`` (a
+        behaviour that depends on what the profile targets, such as a vendored formatter)."""
+        overloads = [replace(o, impl=impl) if o.function == function else o for o in self.overloads]
+        return Library(self.name, overloads, self.opaque_types, self.constants, self.version)
+
+    @property
+    def latest(self) -> int:
+        """The highest version any overload declares."""
+        return max((o.since for o in self.overloads), default=0)
 
     def function(
         self,
@@ -67,9 +95,10 @@ class Library:
         variadic: bool = False,
         pure: bool = True,
         cost: Callable[..., int] | None = None,
+        since: int = 0,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Declare a global overload ``name(params) -> result``."""
-        return self._declare(name, list(params), result, False, id, context, variadic, pure, cost)
+        return self._declare(name, list(params), result, False, id, context, variadic, pure, cost, since)
 
     def method(
         self,
@@ -83,9 +112,10 @@ class Library:
         variadic: bool = False,
         pure: bool = True,
         cost: Callable[..., int] | None = None,
+        since: int = 0,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Declare a member overload ``receiver.name(params) -> result``."""
-        return self._declare(name, [receiver, *params], result, True, id, context, variadic, pure, cost)
+        return self._declare(name, [receiver, *params], result, True, id, context, variadic, pure, cost, since)
 
     def opaque(self, name: str) -> Callable[[type], type]:
         """Register a Python class as the CEL library type ``name``."""
@@ -108,6 +138,7 @@ class Library:
         variadic: bool,
         pure: bool,
         cost: Callable[..., int] | None,
+        since: int,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         param_types = tuple(t.parse_type(p) for p in params)
         if overload_id is None:
@@ -127,6 +158,7 @@ class Library:
                     pure=pure and not context,
                     cost=cost,
                     guards=tuple(guard_for(p) for p in param_types),
+                    since=since,
                 )
             )
             return impl

@@ -1,11 +1,16 @@
 """The two CEL profiles, as the real systems offer them (the declarations; :mod:`.environment`
 turns a profile into a checker and programs).
 
-* **kubernetes** — what kube-apiserver offers MutatingAdmissionPolicy: the standard definitions,
-  optionals, cel-go strings (v2), sets and lists (v3), two-variable comprehensions, and the
-  Kubernetes libraries (lists, regex, url, ip/cidr, quantity, semver, format, jsonpatch).
+* **kubernetes** — what kube-apiserver (1.36, the release celmut is measured against) offers
+  MutatingAdmissionPolicy: the standard definitions, optionals, cel-go strings (v2), sets and lists
+  (v3), two-variable comprehensions, and the Kubernetes libraries (lists, regex, url, ip/cidr,
+  quantity, semver v1, format, jsonpatch) — ``staging/src/k8s.io/apiserver/pkg/cel/environment/base.go``.
 * **kyverno** — what Kyverno offers MutatingPolicy: all of the above plus ``cel.bind``, cel-go
-  encoders, math and regex, and Kyverno's libraries.
+  encoders, math (latest) and regex, and Kyverno's libraries (``pkg/cel/compiler/env.go``).
+
+Versioned libraries are taken at the version each system configures, as cel-go gates them
+(``ext.Strings(ext.StringsVersion(2))`` has no ``reverse``): :data:`KUBERNETES_VERSIONS`,
+:data:`KYVERNO_VERSIONS`.
 
 Backends import this module (never :mod:`.environment`, which imports the backends).
 """
@@ -18,7 +23,8 @@ from typing import Any
 
 from celmut.cel import types as t
 from celmut.cel.declarations import Library, Overload
-from celmut.cel.libs import core, ext, k8s, kyverno, optional, timestamps
+from celmut.cel.libs import core, k8s, kyverno, optional, timestamps
+from celmut.cel.libs.ext import encoders, lists, math, regex, sets, strings
 
 KUBERNETES_MACROS = frozenset(
     {
@@ -34,26 +40,61 @@ KUBERNETES_MACROS = frozenset(
         "transformMapEntry",
         "optMap",
         "optFlatMap",
-        "sortBy",
+        "sortBy",  # ext.Lists version 2
     }
 )
 KYVERNO_MACROS = KUBERNETES_MACROS | {"cel.bind"}
 
+# The Kubernetes release each profile behaves as, where behaviour follows what a release vendors
+# (the %e of ext.Strings' format; see strings.library). Kyverno 1.16+ vendors k8s.io 1.34.
+KUBERNETES_TARGET = (1, 36)
+KYVERNO_TARGET = (1, 34)
+
+# Library versions, by library name: Kubernetes base.go (StringsVersion(2) since 1.29,
+# ListsVersion(3) since 1.34, SemverVersion(1) since 1.33); Kyverno adds ext.Math() (every version).
+KUBERNETES_VERSIONS: Mapping[str, int] = {
+    strings.LIBRARY.name: 2,
+    lists.LIBRARY.name: 3,
+    k8s.semver.LIBRARY.name: 1,
+}
+KYVERNO_VERSIONS: Mapping[str, int] = {**KUBERNETES_VERSIONS, math.LIBRARY.name: math.LIBRARY.latest}
+
+
+def configured(library: Library, versions: Mapping[str, int], target: tuple[int, int]) -> Library:
+    """``library`` as a profile offers it: at its declared version, with target-dependent behaviour."""
+    if library is strings.LIBRARY:
+        return strings.library(versions[library.name], target)
+    if library.name in versions:
+        return library.at(versions[library.name])
+    return library
+
+
+def _libraries(
+    libraries: tuple[Library, ...], versions: Mapping[str, int], target: tuple[int, int]
+) -> tuple[Library, ...]:
+    return tuple(configured(library, versions, target) for library in libraries)
+
+
 # Libraries in both profiles, then Kyverno's additions. Each library lives in its own module under
 # celmut/cel/libs/; adding one to CEL means adding it here.
-KUBERNETES_LIBRARIES: tuple[Library, ...] = (
+BASE_LIBRARIES: tuple[Library, ...] = (
     core.LIBRARY,
     timestamps.LIBRARY,
     optional.LIBRARY,
-    *ext.KUBERNETES_LIBRARIES,
+    strings.LIBRARY,
+    sets.LIBRARY,
+    lists.LIBRARY,
     *k8s.LIBRARIES,
 )
-KYVERNO_LIBRARIES: tuple[Library, ...] = (
-    *KUBERNETES_LIBRARIES,
+KYVERNO_ONLY_LIBRARIES: tuple[Library, ...] = (
     optional.KYVERNO_COMPAT,
-    *ext.KYVERNO_ONLY_LIBRARIES,
+    encoders.LIBRARY,
+    math.LIBRARY,
+    regex.LIBRARY,
     *kyverno.LIBRARIES,
 )
+KUBERNETES_LIBRARIES = _libraries(BASE_LIBRARIES, KUBERNETES_VERSIONS, KUBERNETES_TARGET)
+KYVERNO_LIBRARIES = _libraries(BASE_LIBRARIES + KYVERNO_ONLY_LIBRARIES, KYVERNO_VERSIONS, KYVERNO_TARGET)
 
 ADMISSION_REQUEST_FIELDS: dict[str, t.CelType] = {
     "uid": t.STRING,
@@ -85,6 +126,7 @@ EXCEPTIONS_TYPE = t.opaque("kyverno.Exceptions")
 class Profile:
     name: str
     libraries: tuple[Library, ...]
+    target: tuple[int, int]  # the Kubernetes release whose behaviour it follows
     macros: frozenset[str]
     variables: Mapping[str, t.CelType]
     lenient_or_value: bool
@@ -107,6 +149,7 @@ class Profile:
 KUBERNETES = Profile(
     name="kubernetes",
     libraries=KUBERNETES_LIBRARIES,
+    target=KUBERNETES_TARGET,
     macros=KUBERNETES_MACROS,
     variables={
         "object": t.DYN,
@@ -122,6 +165,7 @@ KUBERNETES = Profile(
 KYVERNO = Profile(
     name="kyverno",
     libraries=KYVERNO_LIBRARIES,
+    target=KYVERNO_TARGET,
     macros=KYVERNO_MACROS,
     variables={
         "object": t.DYN,

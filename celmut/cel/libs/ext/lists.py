@@ -38,7 +38,7 @@ def _size(value: Any, *_: Any) -> int:
     return len(value) if isinstance(value, list | tuple) else 0
 
 
-@fn("lists.range", ("int",), "list(int)", cost=lambda n: max(n, 0) if type(n) is int else 0)
+@fn("lists.range", ("int",), "list(int)", cost=lambda n: max(n, 0) if type(n) is int else 0, since=2)
 def range_(n: int) -> list[int]:
     if type(n) is not int:
         raise no_such_overload("lists.range", n)
@@ -93,8 +93,8 @@ def _flatten(items: Any, depth: int, out: list[Any]) -> None:
             out.append(item)
 
 
-@method("flatten", "list(list(T))", (), "list(T)", cost=_flatten_cost)
-@method("flatten", "list(dyn)", ("int",), "list(dyn)", cost=_flatten_cost)
+@method("flatten", "list(list(T))", (), "list(T)", cost=_flatten_cost, since=1)
+@method("flatten", "list(dyn)", ("int",), "list(dyn)", cost=_flatten_cost, since=1)
 def flatten(items: list[Any], *depth: int) -> list[Any]:
     """Flatten nested lists ``depth`` levels deep (1 by default); a negative depth is an error."""
     level = depth[0] if depth else 1
@@ -128,7 +128,7 @@ def _distinct_key(value: Any) -> Any:
     return None
 
 
-@method("distinct", "list(T)", (), "list(T)", cost=_size)
+@method("distinct", "list(T)", (), "list(T)", cost=_size, since=2)
 def distinct(items: list[Any]) -> list[Any]:
     """The first occurrence of each value, in order, under CEL equality (``1``, ``1u``, ``1.0`` are equal)."""
     if not isinstance(items, list | tuple):
@@ -150,7 +150,7 @@ def distinct(items: list[Any]) -> list[Any]:
     return out
 
 
-@method("reverse", "list(T)", (), "list(T)", cost=_size)
+@method("reverse", "list(T)", (), "list(T)", cost=_size, since=2)
 def reverse(items: list[Any]) -> list[Any]:
     if not isinstance(items, list | tuple):
         raise no_such_overload("reverse", items)
@@ -188,4 +188,4 @@ def sort(items: list[Any]) -> list[Any]:
 
 
 for _t in _COMPARABLE:
-    method("sort", f"list({_t})", (), f"list({_t})", cost=_sort_cost)(sort)
+    method("sort", f"list({_t})", (), f"list({_t})", cost=_sort_cost, since=2)(sort)

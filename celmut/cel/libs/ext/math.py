@@ -68,12 +68,12 @@ def _pick(name: str, args: tuple[Any, ...], want: int) -> Any:
 
 
 def _order(a: Any, b: Any, name: str) -> int:
-    """-1, 0 or 1 by numeric value across int, uint and double; NaN cannot be ordered."""
-    x = int(a) if type(a) is v.UintType else a
-    y = int(b) if type(b) is v.UintType else b
-    if (type(x) is float and math.isnan(x)) or (type(y) is float and math.isnan(y)):
+    """-1, 0 or 1 as cel-go's ``Compare`` orders numbers across int, uint and double (a double
+    against an integer compares through double); NaN cannot be ordered."""
+    order = v.compare(a, b, name)
+    if order == 2:
         raise CelEvaluationError(f"NaN values cannot be ordered: {name}")
-    return -1 if x < y else (1 if x > y else 0)
+    return order
 
 
 def greatest(*args: Any) -> Any:
@@ -123,37 +123,37 @@ def _whole(x: float, op: Any) -> float:
     return math.copysign(float(op(x)), x) if op(x) == 0 else float(op(x))
 
 
-@fn("math.ceil", ("double",), "double")
+@fn("math.ceil", ("double",), "double", since=1)
 def ceil(x: float) -> float:
     return _whole(_double("math.ceil", x), math.ceil)
 
 
-@fn("math.floor", ("double",), "double")
+@fn("math.floor", ("double",), "double", since=1)
 def floor(x: float) -> float:
     return _whole(_double("math.floor", x), math.floor)
 
 
-@fn("math.round", ("double",), "double")
+@fn("math.round", ("double",), "double", since=1)
 def round_(x: float) -> float:
     return _round_half_away(_double("math.round", x))
 
 
-@fn("math.trunc", ("double",), "double")
+@fn("math.trunc", ("double",), "double", since=1)
 def trunc(x: float) -> float:
     return _whole(_double("math.trunc", x), math.trunc)
 
 
-@fn("math.isNaN", ("double",), "bool")
+@fn("math.isNaN", ("double",), "bool", since=1)
 def is_nan(x: float) -> bool:
     return math.isnan(_double("math.isNaN", x))
 
 
-@fn("math.isInf", ("double",), "bool")
+@fn("math.isInf", ("double",), "bool", since=1)
 def is_inf(x: float) -> bool:
     return math.isinf(_double("math.isInf", x))
 
 
-@fn("math.isFinite", ("double",), "bool")
+@fn("math.isFinite", ("double",), "bool", since=1)
 def is_finite(x: float) -> bool:
     return math.isfinite(_double("math.isFinite", x))
 
@@ -195,9 +195,9 @@ def sqrt(x: Any) -> float:
 
 
 for _t in _NUMERIC:
-    fn("math.abs", (_t,), _t)(abs_)
-    fn("math.sign", (_t,), _t)(sign)
-    fn("math.sqrt", (_t,), "double")(sqrt)
+    fn("math.abs", (_t,), _t, since=1)(abs_)
+    fn("math.sign", (_t,), _t, since=1)(sign)
+    fn("math.sqrt", (_t,), "double", since=2)(sqrt)
 
 
 # --- bitwise ------------------------------------------------------------------------------------------
@@ -225,8 +225,8 @@ for _name, _op in (
     ("math.bitXor", lambda a, b: a ^ b),
 ):
     _apply = _bitwise(_name, _op)
-    fn(_name, ("int", "int"), "int")(_apply)
-    fn(_name, ("uint", "uint"), "uint")(_apply)
+    fn(_name, ("int", "int"), "int", since=1)(_apply)
+    fn(_name, ("uint", "uint"), "uint", since=1)(_apply)
 
 
 def bit_not(x: Any) -> Any:
@@ -237,8 +237,8 @@ def bit_not(x: Any) -> Any:
     raise no_such_overload("math.bitNot", x)
 
 
-fn("math.bitNot", ("int",), "int")(bit_not)
-fn("math.bitNot", ("uint",), "uint")(bit_not)
+fn("math.bitNot", ("int",), "int", since=1)(bit_not)
+fn("math.bitNot", ("uint",), "uint", since=1)(bit_not)
 
 
 def _shift(name: str, left: bool) -> Any:
@@ -256,5 +256,5 @@ def _shift(name: str, left: bool) -> Any:
 
 for _name, _left in (("math.bitShiftLeft", True), ("math.bitShiftRight", False)):
     _apply = _shift(_name, _left)
-    fn(_name, ("int", "int"), "int")(_apply)
-    fn(_name, ("uint", "int"), "uint")(_apply)
+    fn(_name, ("int", "int"), "int", since=1)(_apply)
+    fn(_name, ("uint", "int"), "uint", since=1)(_apply)

@@ -1,22 +1,31 @@
-"""cel-go's Strings extension (``ext.Strings()``, all versions up to 3). Indices count Unicode code points.
+"""cel-go's Strings extension (``ext.Strings()``). Indices count Unicode code points.
 
+Versioned as cel-go gates it (``ext/strings.go``: ``if lib.version >= N``); a profile takes the
+version its system configures (:func:`library`; Kubernetes and Kyverno: ``StringsVersion(2)``).
+
+Version 0:
 ``<string>.charAt(<int>) -> <string>``  ``'hello'.charAt(4) == 'o'``, ``'hello'.charAt(5) == ''``
 ``<string>.indexOf(<string>[, <int>]) -> <int>``  ``'hello mellow'.indexOf('ello', 2) == 7``
-``<string>.lastIndexOf(<string>[, <int>]) -> <int>``  ``'hello mellow'.lastIndexOf('ello', 6) == 1``
+``<string>.lastIndexOf(<string>[, <int>]) -> <int>``  ``'hello mellow'.lastIndexOf('ello', 6) == 1``,
+``''.lastIndexOf('@@') == -1`` (cel-go v0.25+)
 ``<string>.lowerAscii() -> <string>``  ``'TacoCÆt'.lowerAscii() == 'tacocÆt'``
 ``<string>.upperAscii() -> <string>``  ``'TacoCÆt'.upperAscii() == 'TACOCÆT'``
 ``<string>.replace(<string>, <string>[, <int>]) -> <string>``  ``'hello hello'.replace('he', 'we', 1) == 'wello hello'``
 ``<string>.split(<string>[, <int>]) -> <list<string>>``  ``'a b c'.split(' ', 2) == ['a', 'b c']``
 ``<string>.substring(<int>[, <int>]) -> <string>``  ``'tacocat'.substring(0, 4) == 'taco'``
 ``<string>.trim() -> <string>``  ``'  \\ttrim\\n '.trim() == 'trim'`` (Go's unicode.IsSpace)
-``<list<string>>.join([<string>]) -> <string>``  ``['a', 'b'].join('-') == 'a-b'``
-``strings.quote(<string>) -> <string>``  ``strings.quote('a\\nb') == '"a\\\\nb"'``
-``<string>.reverse() -> <string>``  ``'gums'.reverse() == 'smug'``
+``<list<string>>.join([<string>]) -> <string>``  ``['a', 'b'].join('-') == 'a-b'`` (version 2's
+implementation: a non-string element is ``join: invalid input``)
+Version 1:
 ``<string>.format(<list>) -> <string>``  ``'%s is %d'.format(['x', 1]) == 'x is 1'``
+``strings.quote(<string>) -> <string>``  ``strings.quote('a\\nb') == '"a\\\\nb"'``
+Version 3:
+``<string>.reverse() -> <string>``  ``'gums'.reverse() == 'smug'``
 
 ``format`` follows cel-go's formatter for strings versions 1-3 with the ``en_US`` locale: ``%s %d %f %e
-%b %x %X %o`` and ``%%``, ``%.Nf`` precision, ``%e`` rendered by golang.org/x/text (``2.718280 × 10⁰⁰``),
-lists and maps printed as CEL literals. Errors use cel-go's wording ("index out of range: 9").
+%b %x %X %o`` and ``%%``, ``%.Nf`` precision, ``%e`` rendered by golang.org/x/text (``2.718280×10⁰⁰``;
+U+202F around the × with the x/text of Kubernetes before 1.33), lists and maps printed as CEL
+literals. Errors use cel-go's wording ("index out of range: 9").
 """
 
 from __future__ import annotations
@@ -87,7 +96,9 @@ def last_index_of(text: str, sub: str, *offset: int) -> int:
     if not offset:
         if sub == "":
             return len(text)
-        offset = (len(text) - 1,)  # cel-go: so ''.lastIndexOf('a') is "index out of range: -1"
+        if len(sub) > len(text):
+            return -1  # cel-go PR #1173 (v0.25, Kubernetes 1.34+): ''.lastIndexOf('@@') is -1, not an error
+        offset = (len(text) - 1,)
     off = offset[0]
     if sub == "":
         return off
@@ -169,7 +180,7 @@ def trim(text: str) -> str:
     return text.strip(_GO_SPACE)
 
 
-@method("reverse", "string", (), "string", cost=_scan)
+@method("reverse", "string", (), "string", cost=_scan, since=3)
 def reverse(text: str) -> str:
     _check("reverse", (text,), (str,))
     return text[::-1]
@@ -196,7 +207,7 @@ _QUOTE_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r
 _QUOTE_TABLE = str.maketrans({**_QUOTE_ESCAPES, "\\": "\\\\", '"': '\\"'})
 
 
-@fn("strings.quote", ("string",), "string", cost=_scan)
+@fn("strings.quote", ("string",), "string", cost=_scan, since=1)
 def quote(text: str) -> str:
     """Escape CEL's escape sequences and double quotes; invalid code points become U+FFFD."""
     _check("strings.quote", (text,), (str,))
@@ -314,9 +325,10 @@ def _fixed(value: Any, precision: int) -> str:
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
-def _scientific(value: Any, width: int) -> str:
+def _scientific(value: Any, width: int, separator: str = "×") -> str:
     """x/text's en-US scientific format. cel-go passes the precision as the *width* (``%6e``), so the
-    mantissa always has 6 decimals and the result is left-padded to ``width`` runes."""
+    mantissa always has 6 decimals and the result is left-padded to ``width`` runes. ``separator``
+    is what the vendored golang.org/x/text writes between mantissa and power (see :func:`library`)."""
     number = _as_double("e", value)
     if math.isnan(number):
         text = "NaN"
@@ -326,7 +338,7 @@ def _scientific(value: Any, width: int) -> str:
         mantissa, exponent = f"{number:.6e}".split("e")
         exp = int(exponent)
         digits = f"{'-' if exp < 0 else ''}{abs(exp):02d}".translate(_SUPERSCRIPT)
-        text = f"{mantissa}\u202f×\u202f10{digits}"
+        text = f"{mantissa}{separator}10{digits}"
     return text.rjust(width)
 
 
@@ -356,7 +368,7 @@ def _integer(clause: str, value: Any, spec: str) -> str:
     return format(int(value), spec)
 
 
-def _clause(verb: str, value: Any, precision: int | None) -> str:
+def _clause(verb: str, value: Any, precision: int | None, separator: str) -> str:
     if verb == "s":
         return format_string(value)
     if verb == "d":
@@ -364,7 +376,7 @@ def _clause(verb: str, value: Any, precision: int | None) -> str:
     if verb == "f":
         return _fixed(value, 6 if precision is None else precision)
     if verb == "e":
-        return _scientific(value, 6 if precision is None else precision)
+        return _scientific(value, 6 if precision is None else precision, separator)
     if verb == "b":
         return _binary(value)
     if verb in "xX":
@@ -409,8 +421,20 @@ def _format_cost(spec: Any, args: Any) -> int:
     return (len(spec) // 10 if isinstance(spec, str) else 0) + size
 
 
-@method("format", "string", ("list(dyn)",), "string", cost=_format_cost)
+@method("format", "string", ("list(dyn)",), "string", cost=_format_cost, since=1)
 def format_(spec: str, args: list[Any]) -> str:
+    """``format`` as cel-go built with golang.org/x/text v0.22 or later prints it (``1.234500×10⁰³``)."""
+    return _format(spec, args, "×")
+
+
+def format_narrow_spaces(spec: str, args: list[Any]) -> str:
+    """``format`` as cel-go built with golang.org/x/text before v0.22 prints it: U+202F NARROW
+    NO-BREAK SPACE around the × of ``%e`` (``1.234500\u202f×\u202f10⁰³``, cel-go's own
+    strings_test.go expectation until the x/text fix of golang/go#71428)."""
+    return _format(spec, args, "\u202f×\u202f")
+
+
+def _format(spec: str, args: list[Any], separator: str) -> str:
     _check("format", (spec, args), (str, list | tuple))
     out: list[str] = []
     i, arg_index, literal_start = 0, 0, 0
@@ -432,10 +456,31 @@ def format_(spec: str, args: list[Any]) -> str:
             except CelEvaluationError as ex:
                 raise CelEvaluationError(f"could not parse formatting clause: {ex.message}") from None
             try:
-                out.append(_clause(verb, args[arg_index], precision))
+                out.append(_clause(verb, args[arg_index], precision, separator))
             except _FormatError as ex:
                 raise CelEvaluationError(f"error during formatting: {ex.message}") from None
             arg_index += 1
         literal_start = i
     out.append(spec[literal_start:])
     return "".join(out)
+
+
+# --- configuration ------------------------------------------------------------------------------------
+
+
+def narrow_spaces_in_scientific(kubernetes_version: tuple[int, int]) -> bool:
+    """Whether the golang.org/x/text a Kubernetes release vendors puts U+202F around the × of ``%e``.
+
+    x/text dropped the spaces in v0.22.0 (golang/go#71428, January 2025); Kubernetes 1.33 was the
+    first release built with it. A real kube-apiserver v1.36.2 prints ``1.234500×10⁰³``.
+    """
+    return kubernetes_version < (1, 33)
+
+
+def library(version: int, kubernetes_version: tuple[int, int]) -> Library:
+    """ext.Strings as a system configures it: ``StringsVersion(version)``, and ``format`` as the
+    x/text of that Kubernetes version prints ``%e``."""
+    configured = LIBRARY.at(version)
+    if narrow_spaces_in_scientific(kubernetes_version):
+        return configured.with_impl("format", format_narrow_spaces)
+    return configured

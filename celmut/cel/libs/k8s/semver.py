@@ -169,14 +169,14 @@ def _parse(text: str, normalize: bool) -> Semver:
 
 
 @fn("semver", ("string",), "kubernetes.Semver")
-@fn("semver", ("string", "bool"), "kubernetes.Semver")
+@fn("semver", ("string", "bool"), "kubernetes.Semver", since=1)
 @typed("semver", str, bool)
 def semver(text: str, normalize: bool = False) -> Semver:
     return _parse(text, normalize)
 
 
 @fn("isSemver", ("string",), "bool")
-@fn("isSemver", ("string", "bool"), "bool")
+@fn("isSemver", ("string", "bool"), "bool", since=1)
 @typed("isSemver", str, bool)
 def is_semver(text: str, normalize: bool = False) -> bool:
     try:
