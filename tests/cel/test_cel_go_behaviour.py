@@ -110,8 +110,60 @@ NANOSECONDS = [
 ]
 
 
+# ext/strings.go lastIndexOf after cel-go PR #1173 (v0.25, Kubernetes 1.34+).
+LAST_INDEX_OF = [
+    row("''.lastIndexOf('@@')", -1, "a needle longer than the text is not found"),
+    row("'a'.lastIndexOf('@@')", -1, "also when the text is not empty"),
+    row("'abc'.lastIndexOf('')", 3, "the empty needle is found at the end"),
+]
+
+
 @pytest.mark.parametrize(
-    ("expression", "expected"), HAS_ON_OPTIONALS + NESTING + ESCAPES + TYPE_VALUES + LIST_TYPES + NUMBERS + NANOSECONDS
+    ("expression", "expected"),
+    LAST_INDEX_OF + HAS_ON_OPTIONALS + NESTING + ESCAPES + TYPE_VALUES + LIST_TYPES + NUMBERS + NANOSECONDS,
 )
 def test_kubernetes_profile_evaluates_as_cel_go(expression: str, expected: Any) -> None:
     check_case(expression, expected, profile="kubernetes", object=OBJECT)
+
+
+# ext/math.go (Kyverno's ext.Math()): maxPair/minPair keep the first of equal values and order mixed
+# numbers with Compare, which goes through double for a double against an integer.
+MATH = [
+    row("math.greatest(1, 1.0)", 1, "a tie keeps the first, with its type"),
+    row("math.greatest(1, 2u)", 2, "int and uint"),
+    row("math.least(2.5, 1u) == 1u", True, "double and uint"),
+    row("math.greatest(9007199254740992.0, 9007199254740993)", 9007199254740992.0, "equal through double"),
+    row("math.greatest([1.5, 2.5])", 2.5, "a list of doubles"),
+    row("math.greatest(double('NaN'), 1)", Err("evaluation", "NaN values cannot be ordered"), "NaN"),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), MATH)
+def test_kyverno_math_evaluates_as_cel_go(expression: str, expected: Any) -> None:
+    check_case(expression, expected, profile="kyverno")
+
+
+# docs/cel-divergences.md "Intended divergences": what Kubernetes and Kyverno configure on purpose.
+INTENDED = [
+    # base.go: HomogeneousAggregateLiterals + ValidateHomogeneousAggregateLiterals (format() exempt)
+    ("kubernetes", "[1, 'a']", Err("compile", "expected type 'int' but found 'string'")),
+    ("kyverno", "{'a': 1, 'b': 'x'}", Err("compile", "wrap mixed values in dyn()")),
+    ("kubernetes", "[dyn(1), 'a'].size()", 2),
+    ("kubernetes", "'%s'.format([[1, 'a']])", '[1, "a"]'),
+    # library/ip.go parseIPAddr, cidr.go parseCIDR
+    ("kubernetes", "isIP('::ffff:1.2.3.4')", False),
+    (
+        "kyverno",
+        "ip('::ffff:' + '1.2.3.4')",
+        Err("evaluation", 'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed'),
+    ),
+    # Kyverno's lenient orValue on a value that is not optional
+    ("kyverno", "object.missing.orValue(2)", 2),
+    ("kyverno", "object.spec.replicas.orValue(2)", 1),
+    ("kubernetes", "object.missing.orValue(2)", Err("evaluation", "no such key: missing")),
+]
+
+
+@pytest.mark.parametrize(("profile", "expression", "expected"), INTENDED, ids=[f"{r[0]}: {r[1]}" for r in INTENDED])
+def test_intended_divergences(profile: str, expression: str, expected: Any) -> None:
+    check_case(expression, expected, profile=profile, object=OBJECT)
