@@ -147,11 +147,11 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         elif method == "GET":
             self._get(target, query)
         elif method == "POST":
-            self._post(target, query, body)
+            self._post(target, query, body, user)
         elif method == "PUT":
-            self._put(target, query, body)
+            self._put(target, query, body, user)
         elif method == "PATCH":
-            self._patch(target, query, body)
+            self._patch(target, query, body, user)
         elif method == "DELETE":
             self._delete(target, query, body)
         else:
@@ -233,7 +233,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         items = b",".join(entry.list_item(rtype) for entry in result.entries)
         self._send(200, head[:-1].encode() + b',"items":[' + items + b"]}")
 
-    def _post(self, target: Target, query: Query, body: bytes) -> None:
+    def _post(self, target: Target, query: Query, body: bytes, user: str | None) -> None:
         content_type = self.headers.get("Content-Type") or ""
         if target.subresource == "eviction" and target.name is not None:
             assert target.namespace is not None
@@ -248,10 +248,10 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         obj = decode_body(content_type, body)
         if not isinstance(obj, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        entry = self.api.store.create_entry(obj, target.rtype, target.namespace, from_api=True, dry_run=dry_run(query))
+        entry = self.api.writes.create(obj, target.rtype, target.namespace, user=user, dry_run=dry_run(query))
         self._send(201, entry.raw)
 
-    def _put(self, target: Target, query: Query, body: bytes) -> None:
+    def _put(self, target: Target, query: Query, body: bytes, user: str | None) -> None:
         if target.is_collection or target.subresource == "eviction":
             raise errors.method_not_allowed()
         self._verb(target, "update")
@@ -263,18 +263,12 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             return
         if not isinstance(obj, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        entry = store.update_entry(
-            obj,
-            rtype,
-            target.namespace,
-            name=target.name,
-            subresource=target.subresource,
-            dry_run=dry_run(query),
-            from_api=True,
+        entry = self.api.writes.update(
+            obj, rtype, target.namespace, target.name, subresource=target.subresource, user=user, dry_run=dry_run(query)
         )
         self._send(200, entry.raw)
 
-    def _patch(self, target: Target, query: Query, body: bytes) -> None:
+    def _patch(self, target: Target, query: Query, body: bytes, user: str | None) -> None:
         if target.is_collection or target.subresource == "eviction":
             raise errors.method_not_allowed()
         self._verb(target, "patch")
@@ -298,13 +292,14 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             self._send_json(200, write_scale(store, rtype, target.namespace or "", target.name, scale, dry_run(query)))
             return
         created = content_type == APPLY_PATCH and not store.exists(rtype, target.name, target.namespace)
-        entry = store.patch_entry(
+        entry = self.api.writes.patch(
             rtype,
             target.name,
             patch,
             content_type,
             target.namespace,
             subresource=target.subresource,
+            user=user,
             dry_run=dry_run(query),
         )
         self._send(201 if created else 200, entry.raw)

@@ -28,17 +28,23 @@ import time
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kubernetes.client
 import yaml
 
+from .admission import AdmissionChain, ApiWrites
+from .controllers import ControllerManager
 from .errors import DEFAULT_REASONS, ApiError
 from .handler import ApiHandler
 from .resources import Registry
 from .store import Store
 from .tls import tls_material
 from .watch import Watcher
+
+if TYPE_CHECKING:  # celmut's runtime loads only for tests that enable native MAP evaluation
+    from .native_map import NativeAdmissionPolicies
+    from .webhooks import MutatingWebhooks
 
 DEFAULT_TOKEN = "fakekube-admin-token"
 DEFAULT_USER = "kubernetes-admin"
@@ -110,9 +116,22 @@ class FakeApiServer:
         require_auth: bool = False,
         bookmark_interval: float = 5.0,
         default_watch_timeout: float = 1800.0,
+        webhooks: bool = False,
+        native_map: bool = False,
     ) -> None:
         self.registry = Registry()
         self.store = Store(self.registry, history_size=history_size, strict_namespaces=strict_namespaces)
+        # Opt-in pieces of a real cluster (see admission.py, controllers.py): off by default, so a plain
+        # fake API server stores what it is sent, unchanged.
+        self.admission = AdmissionChain()
+        self.writes = ApiWrites(self.store, self.admission)
+        self.controllers = ControllerManager(self.store, self.writes)
+        self.webhooks: MutatingWebhooks | None = None
+        self.native_map: NativeAdmissionPolicies | None = None
+        if webhooks:
+            self.enable_webhooks()
+        if native_map:
+            self.enable_native_map()
         self.tls = tls
         self.host = host
         self.port = port
@@ -140,6 +159,25 @@ class FakeApiServer:
         self._httpd: _HttpServer | None = None
         self._thread: threading.Thread | None = None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+
+    # -- the opt-in admission chain --------------------------------------------------------------
+    def enable_webhooks(self) -> MutatingWebhooks:
+        """Call the registered MutatingWebhookConfigurations on every CREATE/UPDATE (see webhooks.py)."""
+        from .webhooks import MutatingWebhooks
+
+        if self.webhooks is None:
+            self.webhooks = MutatingWebhooks(self.store)
+            self.admission.add(self.webhooks)
+        return self.webhooks
+
+    def enable_native_map(self) -> NativeAdmissionPolicies:
+        """Evaluate the stored MutatingAdmissionPolicies natively, before the webhooks (see native_map.py)."""
+        from .native_map import NativeAdmissionPolicies
+
+        if self.native_map is None:
+            self.native_map = NativeAdmissionPolicies(self.store)
+            self.admission.add(self.native_map)
+        return self.native_map
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> FakeApiServer:

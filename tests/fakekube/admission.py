@@ -1,0 +1,226 @@
+"""The mutating half of kube-apiserver's admission chain, and writes that go through it (opt-in).
+
+A real API server runs every CREATE/UPDATE through its admission plugins before storing the object
+(``pkg/kubeapiserver/options/plugins.go`` ``AllOrderedPlugins``): the in-tree mutating plugins, then
+``MutatingAdmissionPolicy``, then ``MutatingAdmissionWebhook`` (then validation, not modelled). The
+whole mutating chain runs at most twice (``staging/src/k8s.io/apiserver/pkg/admission/reinvocation.go``):
+when a plugin asks for it, every plugin runs again with ``IsReinvoke`` set and decides itself what to
+re-run. Defaulting and the in-tree plugins are not modelled.
+
+:class:`AdmissionChain` holds the plugins (:mod:`.native_map`, :mod:`.webhooks`; later issues add
+more, e.g. a validating half) in the real order; :class:`ApiWrites` is the REST handlers' write path —
+decode, admission, then the store — used by the HTTP handler and by the fake controllers
+(:mod:`.controllers`), so an object a controller creates is admitted like one a user creates.
+
+With no plugin enabled (the default) writes go straight to the store, exactly as before.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import errors
+from .patches import APPLY_PATCH, apply_patch
+from .resources import ResourceType
+from .watch import Entry
+
+if TYPE_CHECKING:
+    from .store import Store
+
+Obj = dict[str, Any]
+MAX_CONFLICT_RETRIES = 5  # GuaranteedUpdate retries a write whose object changed while it was admitted
+
+
+@dataclass
+class Attributes:
+    """One request as admission plugins see it (``admission.Attributes``); plugins replace ``obj``."""
+
+    operation: str  # CREATE | UPDATE
+    rtype: ResourceType
+    namespace: str
+    name: str
+    subresource: str
+    obj: Obj
+    old: Obj | None
+    user: str | None
+    dry_run: bool
+    #: Set by a plugin whose change requires the chain to run again (``SetShouldReinvoke``).
+    should_reinvoke: bool = False
+    is_reinvoke: bool = False
+    uid: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def admission_request(self) -> Obj:
+        """The ``AdmissionReview.request`` for this attempt (a fresh uid per webhook call, as the
+        dispatcher's ``CreateAdmissionObjects`` makes one per call)."""
+        rtype = self.rtype
+        kind = {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
+        resource = {"group": rtype.group, "version": rtype.version, "resource": rtype.plural}
+        request: Obj = {
+            "uid": str(uuid.uuid4()),
+            "kind": kind,
+            "resource": resource,
+            "requestKind": kind,
+            "requestResource": resource,
+            "name": self.name,
+            "namespace": self.namespace,
+            "operation": self.operation,
+            "userInfo": {"username": self.user or "system:anonymous", "groups": ["system:authenticated"]},
+            "object": self.obj,
+            "oldObject": self.old,
+            "dryRun": self.dry_run,
+            "options": {
+                "kind": "CreateOptions" if self.operation == "CREATE" else "UpdateOptions",
+                "apiVersion": "meta.k8s.io/v1",
+            },
+        }
+        if self.subresource:
+            request["subResource"] = self.subresource
+            request["requestSubResource"] = self.subresource
+        return request
+
+
+class MutatingPlugin(Protocol):
+    """One mutating admission plugin. ``admit`` replaces ``attrs.obj`` and raises :class:`ApiError`
+    to reject; on the second pass (``attrs.is_reinvoke``) it re-runs what its own rules say."""
+
+    name: str
+
+    def admit(self, attrs: Attributes, state: dict[str, Any]) -> None: ...
+
+
+class AdmissionChain:
+    """The enabled mutating plugins, in kube-apiserver's order, run at most twice."""
+
+    def __init__(self) -> None:
+        self.plugins: list[MutatingPlugin] = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self.plugins)
+
+    def add(self, plugin: MutatingPlugin) -> None:
+        """Enable a plugin; the chain keeps the real order (native MAP before webhooks)."""
+        self.plugins.append(plugin)
+        self.plugins.sort(key=lambda p: PLUGIN_ORDER.index(p.name))
+
+    def plugin(self, name: str) -> MutatingPlugin | None:
+        return next((p for p in self.plugins if p.name == name), None)
+
+    def admit(self, attrs: Attributes) -> None:
+        """Run the chain on ``attrs`` (``reinvocation.go`` ``reinvoker.Admit``)."""
+        states: dict[str, dict[str, Any]] = {p.name: {} for p in self.plugins}
+        for plugin in self.plugins:
+            plugin.admit(attrs, states[plugin.name])
+        if attrs.should_reinvoke:
+            attrs.is_reinvoke = True
+            for plugin in self.plugins:
+                plugin.admit(attrs, states[plugin.name])
+
+
+#: ``AllOrderedPlugins``, the mutating plugins this fake models (MAP before the webhooks).
+PLUGIN_ORDER = ("MutatingAdmissionPolicy", "MutatingAdmissionWebhook")
+
+
+def _set_namespace(rtype: ResourceType, obj: Obj, namespace: str | None) -> str:
+    """The request namespace, written into the object before admission as the create handler does
+    (``rest.EnsureObjectNamespaceMatchesRequestNamespace``)."""
+    meta = obj.setdefault("metadata", {})
+    if not rtype.namespaced:
+        return ""
+    ns = namespace or meta.get("namespace") or "default"
+    if meta.get("namespace") not in (None, "", ns):
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    meta["namespace"] = ns
+    return str(ns)
+
+
+class ApiWrites:
+    """The REST handlers' write path: admission (when enabled), then the store."""
+
+    def __init__(self, store: Store, chain: AdmissionChain) -> None:
+        self.store = store
+        self.chain = chain
+
+    def create(
+        self, obj: Obj, rtype: ResourceType, namespace: str | None, *, user: str | None = None, dry_run: bool = False
+    ) -> Entry:
+        if not self.chain.active:
+            return self.store.create_entry(obj, rtype, namespace, from_api=True, dry_run=dry_run)
+        obj = copy.deepcopy(obj)
+        obj.setdefault("apiVersion", rtype.api_version)
+        obj.setdefault("kind", rtype.kind)
+        ns = _set_namespace(rtype, obj, namespace)
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        attrs = Attributes("CREATE", rtype, ns, name, "", obj, None, user, dry_run)
+        self.chain.admit(attrs)
+        return self.store.create_entry(attrs.obj, rtype, ns or None, from_api=True, dry_run=dry_run)
+
+    def update(
+        self,
+        obj: Obj,
+        rtype: ResourceType,
+        namespace: str | None,
+        name: str,
+        *,
+        subresource: str = "",
+        user: str | None = None,
+        dry_run: bool = False,
+    ) -> Entry:
+        if not self.chain.active:
+            return self.store.update_entry(
+                obj, rtype, namespace, name=name, subresource=subresource, dry_run=dry_run, from_api=True
+            )
+        old = self.store.get_entry(rtype, name, namespace)
+        obj = copy.deepcopy(obj)
+        ns = _set_namespace(rtype, obj, namespace)
+        attrs = Attributes("UPDATE", rtype, ns, name, subresource, obj, old.copy(), user, dry_run)
+        self.chain.admit(attrs)
+        return self.store.update_entry(
+            attrs.obj, rtype, ns or None, name=name, subresource=subresource, dry_run=dry_run, from_api=True
+        )
+
+    def patch(
+        self,
+        rtype: ResourceType,
+        name: str,
+        patch: Any,
+        content_type: str,
+        namespace: str | None,
+        *,
+        subresource: str = "",
+        user: str | None = None,
+        dry_run: bool = False,
+    ) -> Entry:
+        """A PATCH: the patched object is admitted as an UPDATE (retried when the object changed meanwhile,
+        as ``GuaranteedUpdate`` does)."""
+        if not self.chain.active:
+            return self.store.patch_entry(
+                rtype, name, patch, content_type, namespace, subresource=subresource, dry_run=dry_run
+            )
+        for _ in range(MAX_CONFLICT_RETRIES):
+            if not self.store.exists(rtype, name, namespace) and content_type == APPLY_PATCH and not subresource:
+                return self.store.patch_entry(rtype, name, patch, content_type, namespace, dry_run=dry_run)
+            old = self.store.get_entry(rtype, name, namespace)
+            patched = apply_patch(content_type, old.obj, patch)
+            meta = patched.setdefault("metadata", {})
+            pinned_by_client = meta.get("resourceVersion") not in (None, "", old.obj["metadata"]["resourceVersion"])
+            if pinned_by_client:
+                raise errors.conflict(rtype.plural, rtype.group, name)
+            meta["resourceVersion"] = old.obj["metadata"]["resourceVersion"]
+            ns = _set_namespace(rtype, patched, namespace)
+            attrs = Attributes("UPDATE", rtype, ns, name, subresource, patched, old.copy(), user, dry_run)
+            self.chain.admit(attrs)
+            attrs.obj.setdefault("metadata", {})["resourceVersion"] = old.obj["metadata"]["resourceVersion"]
+            try:
+                return self.store.update_entry(
+                    attrs.obj, rtype, ns or None, name=name, subresource=subresource, dry_run=dry_run
+                )
+            except errors.ApiError as ex:
+                if ex.code != 409:
+                    raise
+        raise errors.conflict(rtype.plural, rtype.group, name)

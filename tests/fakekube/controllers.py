@@ -1,0 +1,272 @@
+"""The Deployment and ReplicaSet controllers of kube-controller-manager, enough of them to show loops.
+
+Both write through :class:`~tests.fakekube.admission.ApiWrites` — the admission chain, then the store —
+as the real controllers write through the API server, so a mutating webhook (or a native
+MutatingAdmissionPolicy) changes what they create exactly as in a cluster. They are driven
+synchronously by the test (:meth:`ControllerManager.settle`): deterministic, and bounded, so a
+controller that would loop forever in a cluster stops after ``max_rounds`` and says so.
+
+**Deployment** (``pkg/controller/deployment/sync.go`` ``getNewReplicaSet``,
+``util/deployment_util.go`` ``FindNewReplicaSet``/``EqualIgnoreHash``): the new ReplicaSet is the oldest
+owned one whose stored ``spec.template`` equals the Deployment's ignoring the ``pod-template-hash``
+label; when none does, one is created named ``<deployment>-<hash>`` (hash of the template and
+``status.collisionCount``) with the hash label added to its labels, selector and template. If that
+name exists but its template differs (an admission plugin changed it), it is a *hash collision*:
+``collisionCount`` is bumped and the next sync creates another ReplicaSet — forever, when every new
+ReplicaSet is mutated again (kubernetes/kubernetes#57167). The new ReplicaSet is scaled to
+``spec.replicas`` and the others to 0 (a Recreate-like rollout; surge is not modelled).
+
+**ReplicaSet** (``pkg/controller/replicaset``, ``controller_utils.go`` ``GetPodFromTemplate``): creates the
+missing pods from its template (labels, annotations, ``generateName: <rs>-``, a controller
+ownerReference, the spec) one by one, and deletes surplus ones (newest first).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import errors
+
+if TYPE_CHECKING:
+    from .admission import ApiWrites
+    from .store import Store
+
+Obj = dict[str, Any]
+HASH_LABEL = "pod-template-hash"
+REVISION = "deployment.kubernetes.io/revision"
+DEPLOYMENT_CONTROLLER = "system:serviceaccount:kube-system:deployment-controller"
+REPLICASET_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand alphanums
+
+
+def compute_hash(template: Obj, collision_count: int | None) -> str:
+    """A deterministic hash of a pod template and the collision count (``controller.ComputeHash``:
+    FNV-32a, then ``rand.SafeEncodeString``; not byte-identical to Go's, which hashes the Go struct)."""
+    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    if collision_count is not None:
+        data += collision_count.to_bytes(4, "little")
+    value = 0x811C9DC5
+    for byte in data:
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(value))
+
+
+def _semantic(value: Any) -> Any:
+    """``apiequality.Semantic``: nil and empty maps/slices are equal (empty ones dropped here)."""
+    if isinstance(value, dict):
+        out = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
+def equal_ignore_hash(template1: Obj, template2: Obj) -> bool:
+    """``deploymentutil.EqualIgnoreHash``: the templates are equal, ignoring the pod-template-hash label."""
+    first, second = copy.deepcopy(template1), copy.deepcopy(template2)
+    for template in (first, second):
+        ((template.get("metadata") or {}).get("labels") or {}).pop(HASH_LABEL, None)
+    return bool(_semantic(first) == _semantic(second))
+
+
+def controller_of(obj: Obj) -> Obj | None:
+    """``metav1.GetControllerOf``: the ownerReference with ``controller: true``."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def controller_ref(owner: Obj) -> Obj:
+    """``metav1.NewControllerRef``."""
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _owned_by(obj: Obj, owner: Obj) -> bool:
+    ref = controller_of(obj)
+    return ref is not None and ref.get("uid") == owner["metadata"]["uid"]
+
+
+@dataclass
+class SettleReport:
+    """What :meth:`ControllerManager.settle` did."""
+
+    rounds: int = 0
+    stable: bool = False
+    replicasets_created: int = 0
+    pods_created: int = 0
+    collisions: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class DeploymentController:
+    def __init__(self, store: Store, writes: ApiWrites, report: SettleReport) -> None:
+        self.store = store
+        self.writes = writes
+        self.report = report
+
+    def _replicasets(self, deployment: Obj) -> list[Obj]:
+        owned = [
+            rs
+            for rs in self.store.list("replicasets", deployment["metadata"]["namespace"])
+            if _owned_by(rs, deployment)
+        ]
+        return sorted(
+            owned, key=lambda rs: (rs["metadata"]["creationTimestamp"], int(rs["metadata"]["resourceVersion"]))
+        )
+
+    def _new_replicaset(self, deployment: Obj, owned: list[Obj]) -> Obj | None:
+        """Find the new ReplicaSet, or create it; None after a hash collision (requeue)."""
+        template = deployment["spec"]["template"]
+        for rs in owned:  # FindNewReplicaSet: the oldest with an equal template
+            if equal_ignore_hash(rs["spec"]["template"], template):
+                return rs
+        status = deployment.get("status") or {}
+        collision_count = status.get("collisionCount")
+        pod_hash = compute_hash(template, collision_count)
+        new_template = copy.deepcopy(template)
+        new_template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = pod_hash
+        selector = copy.deepcopy(deployment["spec"]["selector"])
+        selector.setdefault("matchLabels", {})[HASH_LABEL] = pod_hash
+        meta = deployment["metadata"]
+        revisions = [int((rs["metadata"].get("annotations") or {}).get(REVISION, "0")) for rs in owned]
+        replicaset = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": f"{meta['name']}-{pod_hash}",
+                "namespace": meta["namespace"],
+                "labels": dict(new_template["metadata"]["labels"]),
+                "annotations": {REVISION: str(max(revisions, default=0) + 1)},
+                "ownerReferences": [controller_ref(deployment)],
+            },
+            "spec": {"replicas": 0, "selector": selector, "template": new_template},
+        }
+        rtype = self.store.resolve("replicasets")
+        try:
+            created = self.writes.create(replicaset, rtype, meta["namespace"], user=DEPLOYMENT_CONTROLLER).copy()
+            self.report.replicasets_created += 1
+            return created
+        except errors.ApiError as ex:
+            if ex.reason != "AlreadyExists":
+                raise
+        existing = self.store.get("replicasets", replicaset["metadata"]["name"], meta["namespace"])
+        if _owned_by(existing, deployment) and equal_ignore_hash(existing["spec"]["template"], template):
+            return existing
+        # "Found a hash collision for deployment - bumping collisionCount to resolve it"
+        deployment.setdefault("status", {})["collisionCount"] = int(collision_count or 0) + 1
+        self.writes.update(
+            deployment,
+            self.store.resolve("deployments"),
+            meta["namespace"],
+            meta["name"],
+            subresource="status",
+            user=DEPLOYMENT_CONTROLLER,
+        )
+        self.report.collisions += 1
+        return None
+
+    def _scale(self, rs: Obj, replicas: int) -> bool:
+        if int(rs["spec"].get("replicas", 1)) == replicas:
+            return False
+        rs = copy.deepcopy(rs)
+        rs["spec"]["replicas"] = replicas
+        meta = rs["metadata"]
+        self.writes.update(
+            rs, self.store.resolve("replicasets"), meta["namespace"], meta["name"], user=DEPLOYMENT_CONTROLLER
+        )
+        return True
+
+    def sync(self, deployment: Obj) -> bool:
+        """One sync; True when it wrote anything."""
+        owned = self._replicasets(deployment)
+        new = self._new_replicaset(deployment, owned)
+        if new is None:
+            return True
+        changed = new["metadata"]["name"] not in {rs["metadata"]["name"] for rs in owned}
+        changed |= self._scale(new, int(deployment["spec"].get("replicas", 1)))
+        for rs in owned:
+            if rs["metadata"]["name"] != new["metadata"]["name"]:
+                changed |= self._scale(rs, 0)
+        return changed
+
+
+class ReplicaSetController:
+    def __init__(
+        self, store: Store, writes: ApiWrites, report: SettleReport, after_pod: Callable[[Obj], None] | None
+    ) -> None:
+        self.store = store
+        self.writes = writes
+        self.report = report
+        self.after_pod = after_pod
+
+    def pod_from_template(self, rs: Obj) -> Obj:
+        """``controller.GetPodFromTemplate``."""
+        template = rs["spec"]["template"]
+        template_meta = template.get("metadata") or {}
+        metadata: Obj = {
+            "generateName": f"{rs['metadata']['name']}-",
+            "namespace": rs["metadata"]["namespace"],
+            "ownerReferences": [controller_ref(rs)],
+        }
+        for key in ("labels", "annotations", "finalizers"):
+            if template_meta.get(key):
+                metadata[key] = copy.deepcopy(template_meta[key])
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": metadata,
+            "spec": copy.deepcopy(template.get("spec") or {}),
+        }
+
+    def sync(self, rs: Obj) -> bool:
+        namespace = rs["metadata"]["namespace"]
+        pods = [p for p in self.store.list("pods", namespace) if _owned_by(p, rs)]
+        missing = int(rs["spec"].get("replicas", 1)) - len(pods)
+        rtype = self.store.resolve("pods")
+        for _ in range(max(missing, 0)):
+            created = self.writes.create(self.pod_from_template(rs), rtype, namespace, user=REPLICASET_CONTROLLER)
+            self.report.pods_created += 1
+            if self.after_pod is not None:
+                self.after_pod(created.copy())
+        for pod in sorted(pods, key=lambda p: int(p["metadata"]["resourceVersion"]), reverse=True)[: max(-missing, 0)]:
+            self.store.delete("pods", pod["metadata"]["name"], namespace)
+        return missing != 0
+
+
+class ControllerManager:
+    """The two controllers, driven by the test until nothing changes (or ``max_rounds``)."""
+
+    def __init__(self, store: Store, writes: ApiWrites) -> None:
+        self.store = store
+        self.writes = writes
+        #: Called with each pod the ReplicaSet controller created (e.g. to wait until a webhook saw it).
+        self.after_pod: Callable[[Obj], None] | None = None
+
+    def settle(self, max_rounds: int = 20) -> SettleReport:
+        """Sync every Deployment, then every ReplicaSet, until a round writes nothing; bounded."""
+        report = SettleReport()
+        deployments = DeploymentController(self.store, self.writes, report)
+        replicasets = ReplicaSetController(self.store, self.writes, report, self.after_pod)
+        for _ in range(max_rounds):
+            report.rounds += 1
+            changed = False
+            for deployment in self.store.list("deployments"):
+                changed |= deployments.sync(deployment)
+            for rs in self.store.list("replicasets"):
+                changed |= replicasets.sync(rs)
+            if not changed:
+                report.stable = True
+                break
+        return report

@@ -1,0 +1,259 @@
+"""``MutatingAdmissionWebhook``: the registered mutating webhooks, called over HTTPS as kube-apiserver calls them.
+
+Modelled on ``staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/mutating/dispatcher.go`` and
+its predicates:
+
+* configurations in name order, webhooks in list order (``mutating_webhook_manager.go`` sorts them);
+* ``rules`` (operations, apiGroups, apiVersions, resources with ``*``, ``pods/*``, ``*/status``, scope;
+  ``predicates/rules/rules.go``), ``namespaceSelector`` (the labels of the object's namespace; a
+  Namespace uses its own; other cluster-scoped objects always match; ``predicates/namespace``),
+  ``objectSelector`` (the new or the old object's labels; ``predicates/object``). ``matchConditions``
+  are not modelled: a webhook with them is always called;
+* the call: an ``admission.k8s.io/v1`` AdmissionReview over HTTPS verified with ``clientConfig.caBundle``,
+  to ``clientConfig.url`` or to a Service — its endpoints are registered by the test with
+  :meth:`MutatingWebhooks.register_service` and used in turn, as kube-proxy spreads connections —
+  with ``timeoutSeconds`` (default 10);
+* ``failurePolicy``: a call that fails (connection, timeout, HTTP error, bad review) is skipped with
+  ``Ignore`` and rejects with ``Fail`` (``failed calling webhook``, 500); a denial rejects whatever the
+  policy (``admission webhook "x" denied the request``, code ≥ 400); a dry run reaching a webhook whose
+  ``sideEffects`` are not ``None``/``NoneOnDryRun`` is rejected;
+* the JSON patch of the response is applied (a patch that does not apply is a 500);
+* ``reinvocationPolicy: IfNeeded``: a webhook that changed the object marks every webhook invoked before
+  it for re-invocation and asks the chain for a second pass; at that pass webhooks run again only if
+  marked (or if another plugin changed the object since the webhooks' last output).
+
+Every call is recorded in :attr:`MutatingWebhooks.calls` for tests to inspect.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import itertools
+import json
+import ssl
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jsonpatch
+
+from . import errors
+from .admission import Attributes
+from .selectors import label_selector_matches as selector_matches
+
+if TYPE_CHECKING:
+    from .store import Store
+
+Obj = dict[str, Any]
+NAME = "MutatingAdmissionWebhook"
+
+
+@dataclass(frozen=True)
+class WebhookCall:
+    """One call of one webhook: what it was asked and what came of it."""
+
+    webhook: str
+    url: str
+    operation: str
+    kind: str
+    namespace: str
+    reinvoke: bool
+    outcome: str  # patched | unchanged | denied | failed-ignored | failed
+    message: str = ""
+
+
+def _rule_matches(rule: Obj, attrs: Attributes) -> bool:
+    rtype = attrs.rtype
+
+    def listed(values: list[str] | None, value: str) -> bool:
+        return "*" in (values or []) or value in (values or [])
+
+    if not listed(rule.get("operations"), attrs.operation):
+        return False
+    if not listed(rule.get("apiGroups"), rtype.group) or not listed(rule.get("apiVersions"), rtype.version):
+        return False
+    scope = rule.get("scope") or "*"
+    if (scope == "Cluster" and rtype.namespaced) or (scope == "Namespaced" and not rtype.namespaced):
+        return False
+    for resource in rule.get("resources") or []:
+        base, _, sub = resource.partition("/")
+        if base not in ("*", rtype.plural):
+            continue
+        if (sub or "") == attrs.subresource or sub == "*":
+            return True
+    return False
+
+
+def _labels(obj: Obj | None) -> dict[str, str]:
+    return dict(((obj or {}).get("metadata") or {}).get("labels") or {})
+
+
+class MutatingWebhooks:
+    """The ``MutatingAdmissionWebhook`` plugin over the MutatingWebhookConfigurations in a store."""
+
+    name = NAME
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.calls: list[WebhookCall] = []
+        self._services: dict[tuple[str, str], Iterator[str]] = {}
+        self._lock = threading.Lock()
+
+    # -- test-side control ---------------------------------------------------------------------------
+    def register_service(self, namespace: str, name: str, *base_urls: str) -> None:
+        """Where a ``clientConfig.service`` is served: one ``https://host:port`` per endpoint (used in turn)."""
+        with self._lock:
+            self._services[(namespace, name)] = itertools.cycle([u.rstrip("/") for u in base_urls])
+
+    def calls_to(self, webhook: str | None = None, kind: str | None = None) -> list[WebhookCall]:
+        """The recorded calls (of one webhook and/or for one kind)."""
+        with self._lock:
+            calls = list(self.calls)
+        return [c for c in calls if (webhook is None or c.webhook == webhook) and (kind is None or c.kind == kind)]
+
+    # -- the plugin ------------------------------------------------------------------------------------
+    def _webhooks(self) -> list[Obj]:
+        configurations = self.store.list("admissionregistration.k8s.io/v1/mutatingwebhookconfigurations")
+        configurations.sort(key=lambda c: c["metadata"]["name"])
+        return [w for c in configurations for w in c.get("webhooks") or []]
+
+    def _namespace_labels(self, attrs: Attributes) -> dict[str, str] | None:
+        """The labels the namespaceSelector is matched against; None when every selector matches."""
+        if attrs.rtype.kind == "Namespace" and attrs.rtype.group == "":
+            return _labels(attrs.obj)
+        if not attrs.rtype.namespaced:
+            return None
+        try:
+            return _labels(self.store.get("namespaces", attrs.namespace))
+        except errors.ApiError:
+            return {}  # the real server fails the call as an error; no namespace means no labels here
+
+    def _matches(self, webhook: Obj, attrs: Attributes) -> bool:
+        if not any(_rule_matches(rule, attrs) for rule in webhook.get("rules") or []):
+            return False
+        labels = self._namespace_labels(attrs)
+        if labels is not None and not selector_matches(webhook.get("namespaceSelector") or {}, labels):
+            return False
+        selector = webhook.get("objectSelector") or {}
+        return selector_matches(selector, _labels(attrs.obj)) or (
+            attrs.old is not None and selector_matches(selector, _labels(attrs.old))
+        )
+
+    def admit(self, attrs: Attributes, state: dict[str, Any]) -> None:
+        invoked: set[str] = state.setdefault("invoked", set())  # IfNeeded webhooks invoked so far
+        marked: set[str] = state.setdefault("marked", set())  # to run again at the second pass
+        if attrs.is_reinvoke and state.get("last_output") != attrs.obj:
+            marked |= invoked  # another plugin changed the object after the webhooks ran
+        for webhook in self._webhooks():
+            name = str(webhook.get("name"))
+            if not self._matches(webhook, attrs):
+                continue
+            if attrs.is_reinvoke and name not in marked:
+                continue
+            if_needed = webhook.get("reinvocationPolicy") == "IfNeeded"
+            if attrs.dry_run and webhook.get("sideEffects") not in ("None", "NoneOnDryRun"):
+                raise errors.bad_request(f'admission webhook "{name}" does not support dry run')
+            changed = self._call(webhook, attrs)
+            if changed:
+                marked |= invoked  # RequireReinvokingPreviouslyInvokedPlugins
+                attrs.should_reinvoke = True
+            if if_needed and not attrs.is_reinvoke:
+                invoked.add(name)
+        state["last_output"] = copy_of(attrs.obj)
+
+    # -- one call --------------------------------------------------------------------------------------
+    def _url(self, webhook: Obj) -> str:
+        client = webhook.get("clientConfig") or {}
+        if client.get("url"):
+            return str(client["url"])
+        service = client.get("service") or {}
+        with self._lock:
+            endpoints = self._services.get((service.get("namespace", ""), service.get("name", "")))
+            if endpoints is None:
+                raise OSError(f'no endpoints registered for service "{service.get("namespace")}/{service.get("name")}"')
+            base = next(endpoints)
+        return base + (service.get("path") or "")
+
+    def _record(self, webhook: str, url: str, attrs: Attributes, outcome: str, message: str = "") -> None:
+        call = WebhookCall(
+            webhook, url, attrs.operation, attrs.rtype.kind, attrs.namespace, attrs.is_reinvoke, outcome, message
+        )
+        with self._lock:
+            self.calls.append(call)
+
+    def _call(self, webhook: Obj, attrs: Attributes) -> bool:
+        """Call one webhook and apply its patch; True when the object changed."""
+        name = str(webhook.get("name"))
+        request = attrs.admission_request()
+        url = ""
+        try:
+            url = self._url(webhook)
+            review = _post_review(url, webhook, request)
+            response = review.get("response")
+            if not isinstance(response, dict) or response.get("uid") != request["uid"]:
+                raise ValueError(f"expected response.uid={request['uid']!r}")
+        except (OSError, ValueError, http.client.HTTPException, ssl.SSLError) as ex:
+            message = f'failed calling webhook "{name}": failed to call webhook: {ex}'
+            if webhook.get("failurePolicy", "Fail") == "Ignore":
+                self._record(name, url, attrs, "failed-ignored", message)
+                return False
+            self._record(name, url, attrs, "failed", message)
+            raise errors.ApiError(500, f"Internal error occurred: {message}", "InternalError") from None
+        if not response.get("allowed"):
+            status = response.get("status") or {}
+            message = f'admission webhook "{name}" denied the request'
+            if status.get("message"):
+                message += f": {status['message']}"
+            self._record(name, url, attrs, "denied", message)
+            raise errors.ApiError(max(int(status.get("code") or 0), 400), message, status.get("reason") or None)
+        patch = response.get("patch")
+        if not patch:
+            self._record(name, url, attrs, "unchanged")
+            return False
+        try:
+            operations = json.loads(base64.b64decode(patch))
+            patched = jsonpatch.JsonPatch(operations).apply(copy_of(attrs.obj))
+        except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as ex:
+            self._record(name, url, attrs, "failed", str(ex))
+            raise errors.ApiError(500, f"Internal error occurred: {ex}", "InternalError") from None
+        changed = patched != attrs.obj
+        attrs.obj = patched
+        self._record(name, url, attrs, "patched" if changed else "unchanged")
+        return bool(changed)
+
+
+def copy_of(obj: Obj) -> Obj:
+    copied: Obj = json.loads(json.dumps(obj))
+    return copied
+
+
+def _post_review(url: str, webhook: Obj, request: Obj) -> Obj:
+    """POST an AdmissionReview and return the answer (raises OSError/ValueError/HTTPException on failure)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        raise ValueError(f"webhook URL must be https: {url}")
+    client = webhook.get("clientConfig") or {}
+    ca = client.get("caBundle")
+    context = ssl.create_default_context(cadata=base64.b64decode(ca).decode() if ca else None)
+    versions = webhook.get("admissionReviewVersions") or ["v1"]
+    api_version = "admission.k8s.io/v1" if "v1" in versions else "admission.k8s.io/v1beta1"
+    body = json.dumps({"apiVersion": api_version, "kind": "AdmissionReview", "request": request}).encode()
+    connection = http.client.HTTPSConnection(
+        parts.hostname, parts.port or 443, timeout=float(webhook.get("timeoutSeconds") or 10), context=context
+    )
+    try:
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        connection.request("POST", path or "/", body, {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        data = answer.read()
+    finally:
+        connection.close()
+    if answer.status != 200:
+        raise ValueError(f"the server responded with HTTP {answer.status}: {data[:200]!r}")
+    review = json.loads(data)
+    if not isinstance(review, dict):
+        raise ValueError("the response is not an AdmissionReview")
+    return review
