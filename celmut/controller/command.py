@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from celmut import logs
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service import flags
 
 log = logging.getLogger("celmut.controller")
@@ -59,6 +60,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--evictions-per-minute", type=float, default=60.0, help="pod replacement rate (default 60)")
     p.add_argument("--metrics-port", type=int, default=8444, help="TLS port for health and metrics (0: off)")
     p.add_argument("--metrics-host", default="0.0.0.0", help="address for the status endpoint")
+    p.add_argument(
+        "--opt-out-label",
+        default=DEFAULT_OPT_OUT_LABEL,
+        metavar="LABEL",
+        help=f"objects carrying this label, or whose controller owners carry it, are left alone (default {DEFAULT_OPT_OUT_LABEL})",
+    )
     p.add_argument("--tls-cert", metavar="FILE", help="certificate for the status endpoint (default: self-signed)")
     p.add_argument("--tls-key", metavar="FILE", help="key for the status endpoint")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
@@ -96,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
+        opt_out_label=args.opt_out_label,
     )
     controller = Controller(config, cluster)
     if args.dry_run:

@@ -36,9 +36,11 @@ from celmut.controller.triggers import (
 from celmut.controller.workqueue import TokenBucket, WorkQueue
 from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.lookup import CacheSet, ClusterLookup
+from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.runtime import AdmissionEngine
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
@@ -73,6 +75,7 @@ class ControllerConfig:
     retry_period: float = 2.0
     sync_timeout: float = 60.0
     tls: TlsConfig | None = None  # the webhook TLS the controller keeps valid (None: cert-manager or manual)
+    opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # objects (or their owners) carrying it are left alone
 
 
 class Controller:
@@ -85,10 +88,12 @@ class Controller:
         sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
         if self.policy_source is not None:
             sources.append(self.policy_source)
-        self.store = PolicyStore(
-            sources,
-            EngineSettings(services=cel.Services(resources=self.lookup), timeout_seconds=config.timeout_seconds),
+        settings = EngineSettings(
+            services=cel.Services(resources=self.lookup),
+            timeout_seconds=config.timeout_seconds,
+            opt_out=OwnerOptOut(self.caches, config.opt_out_label),
         )
+        self.store = PolicyStore(sources, settings)
         self.metrics = ControllerMetrics()
         self.report = Report()
         self.queue: WorkQueue[TargetKey, Work] = WorkQueue(merge_work)

@@ -19,13 +19,15 @@ from celmut.install.webhook_config import DEFAULT_OPT_OUT_LABEL, PATHS, webhook_
 
 Obj = dict[str, Any]
 
+# Pods, and the pod controllers autogen variants mutate — never ReplicaSets: the deployment controller
+# creates new ones without end when their template is changed (celmut.runtime.ownership).
 DEFAULT_RULES: list[Obj] = [
     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
     {
         "apiGroups": ["apps"],
         "apiVersions": ["v1"],
         "operations": ["CREATE", "UPDATE"],
-        "resources": ["deployments", "statefulsets", "daemonsets", "replicasets"],
+        "resources": ["deployments", "statefulsets", "daemonsets"],
     },
     {
         "apiGroups": ["batch"],
@@ -54,6 +56,7 @@ class InstallOptions:
     fail_excluded_namespaces: tuple[str, ...] = ("kube-system",)
     kyverno_crds: bool = True
     log_level: str = "INFO"
+    opt_out_label: str = DEFAULT_OPT_OUT_LABEL
     rules: list[Obj] = field(default_factory=lambda: [dict(r) for r in DEFAULT_RULES])
 
     @property
@@ -131,7 +134,8 @@ def webhook_deployment(o: InstallOptions) -> Obj:
     args = ["serve", "--from-cluster", "--host", "0.0.0.0", "--port", "8443"]
     args += ["--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key"]
     args += ["--background-user", f"system:serviceaccount:{o.namespace}:{o.controller_account}"]
-    args += ["--timeout", str(o.timeout_seconds), "--cel-engine", o.cel_engine, "--log-level", o.log_level]
+    args += ["--timeout", str(o.timeout_seconds), "--opt-out-label", o.opt_out_label]
+    args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     container = {
         "name": "webhook",
         "image": o.image,
@@ -170,7 +174,7 @@ def webhook_deployment(o: InstallOptions) -> Obj:
 def controller_deployment(o: InstallOptions) -> Obj:
     args = ["controller", "--from-cluster", "--leader-elect", "--lease-namespace", o.namespace]
     args += ["--lease-name", f"{o.name}-controller", "--rate", "50", "--scan-interval", "1h"]
-    args += ["--evictions-per-minute", "60", "--metrics-port", "8444"]
+    args += ["--evictions-per-minute", "60", "--metrics-port", "8444", "--opt-out-label", o.opt_out_label]
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     env = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -221,7 +225,7 @@ def webhook_configuration(o: InstallOptions) -> Obj:
                 reinvocation_policy=o.reinvocation_policy,
                 timeout_seconds=o.timeout_seconds,
                 excluded_namespaces=excluded,
-                opt_out_label=DEFAULT_OPT_OUT_LABEL,
+                opt_out_label=o.opt_out_label,
             )
         )
     meta = _meta(o, o.name, "webhook", namespaced=False)

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
-
-DEFAULT_OPT_OUT_LABEL = "celmut.io/ignore"
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 PATHS = {"Fail": "/mutate/fail", "Ignore": "/mutate/ignore"}
 
 
@@ -25,7 +24,12 @@ def _rules(policies: Iterable[CompiledPolicy]) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = []
     for policy in policies:
         for rule in policy.match.resource_rules:
-            key = (rule.api_groups, rule.api_versions, rule.resources, rule.operations, rule.scope)
+            resources = rule.resources
+            if policy.autogen:  # autogen's replicasets target: never a controller's (runtime/ownership.py)
+                resources = tuple(r for r in resources if r.partition("/")[0] != "replicasets")
+                if not resources:
+                    continue
+            key = (rule.api_groups, rule.api_versions, resources, rule.operations, rule.scope)
             if key in seen:
                 continue
             seen.add(key)
@@ -33,7 +37,7 @@ def _rules(policies: Iterable[CompiledPolicy]) -> list[dict[str, Any]]:
                 "apiGroups": list(rule.api_groups),
                 "apiVersions": list(rule.api_versions),
                 "operations": list(rule.operations),
-                "resources": list(rule.resources),
+                "resources": list(resources),
             }
             if rule.scope != "*":
                 entry["scope"] = rule.scope

@@ -29,7 +29,7 @@ from celmut import cel
 from celmut.cel.activation import approximate_size
 from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy, CompiledPolicySet
-from celmut.runtime import decode, matching, mutations
+from celmut.runtime import decode, matching, mutations, ownership
 from celmut.runtime.failures import DecodeFailure, MutationError, ParamError, PolicyFailure
 from celmut.runtime.params import resolve_params
 from celmut.runtime.patch import diff
@@ -48,6 +48,7 @@ class AdmissionOptions:
     background_usernames: frozenset[str] = frozenset()  # skipBackgroundRequests: celmut's own identity
     timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS
     max_input_bytes: int = 3 * 1024 * 1024
+    opt_out: ownership.OptOut | None = None  # objects whose owners opted out of celmut (the webhook's label)
 
 
 @dataclass
@@ -101,6 +102,8 @@ class AdmissionEngine:
         """
         budget = budget or cel.Budget.with_timeout(self.options.timeout_seconds)
         original = request.object
+        if self.options.opt_out is not None and self.options.opt_out(request.subject):
+            return AdmissionResult(True, original, original, [], [])  # opted out through its owners
         current = original
         outcomes: list[PolicyOutcome] = []
         warnings: list[str] = []
@@ -260,6 +263,10 @@ class AdmissionEngine:
         request = context.request
         if policy.kind == "NamespacedMutatingPolicy" and request.namespace != policy.namespace:
             return f"NamespacedMutatingPolicy applies only in namespace {policy.namespace!r}"
+        if policy.semantics != "kubernetes":  # Kyverno's [ReplicaSet,*,*] resource filter, for owned ones
+            controlled = ownership.controlled_replicaset(request.subject)
+            if controlled:
+                return controlled
         if policy.skip_background_requests and request.user_info.get("username") in self.options.background_usernames:
             return "request from celmut's background controller (skipBackgroundRequests)"
         return matching.match_reason(policy.match, request, context.namespace_labels())

@@ -26,7 +26,7 @@ from typing import Any
 from celmut import cel
 from celmut.compile.compiled import CompiledPolicy
 from celmut.policy.match import MatchResources
-from celmut.runtime import matching, selectors
+from celmut.runtime import matching, ownership, selectors
 from celmut.runtime.engine import AdmissionEngine, RequestContext
 from celmut.runtime.failures import PolicyFailure
 from celmut.runtime.patch import diff
@@ -238,8 +238,11 @@ def _namespace(resources: Any, name: str) -> Any:
 def _mutate_target(
     engine: AdmissionEngine, policy: CompiledPolicy, request: AdmissionInput, target: dict[str, Any]
 ) -> tuple[PolicyOutcome, dict[str, Any] | None, list[MutationStep]]:
-    context = _context(engine, request)
     name = policy.display_name
+    controlled = ownership.controlled_replicaset(target) if policy.semantics != "kubernetes" else ""
+    if controlled:
+        return PolicyOutcome(name, policy.kind, "skipped", controlled), None, []
+    context = _context(engine, request)
     steps: list[MutationStep] = []
     try:
         exceptions = engine.match_exceptions(policy, context, target)

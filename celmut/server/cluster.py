@@ -2,8 +2,9 @@
 
 A :class:`ClusterConnection` is opened once per server process (after forking workers, never
 before: watch threads do not survive a fork). It provides the cluster policy source, the
-``ResourceLookup`` CEL uses (namespaces, ``resource.Get/List``, owners), the readiness check
-(every watch has listed once) and the hook that remembers pods the webhook has just admitted.
+``ResourceLookup`` CEL uses (namespaces, ``resource.Get/List``, owners), the opt-out label followed
+through owners, the readiness check (every watch has listed once) and the hook that remembers pods
+the webhook has just admitted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 
 from celmut.kube.client import Cluster
 from celmut.kube.lookup import CacheSet, ClusterLookup
+from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 log = logging.getLogger("celmut.kube")
 
@@ -25,14 +28,18 @@ class ClusterConnection:
     caches: CacheSet
     resources: ClusterLookup
     policy_source: ClusterPolicySource
+    opt_out: OwnerOptOut
 
     @classmethod
-    def open(cls, kubeconfig: str | None = None, *, sync_timeout: float = 30.0) -> ClusterConnection:
+    def open(
+        cls, kubeconfig: str | None = None, *, sync_timeout: float = 30.0, opt_out_label: str = DEFAULT_OPT_OUT_LABEL
+    ) -> ClusterConnection:
         """Connect, start the watches and wait (up to ``sync_timeout``) for their first lists."""
         cluster = Cluster.connect(kubeconfig)
         caches = CacheSet(cluster)
         caches.cache("v1", "namespaces", wait=False)  # every namespaced request looks its namespace up
-        connection = cls(cluster, caches, ClusterLookup(caches), ClusterPolicySource(cluster).start())
+        source = ClusterPolicySource(cluster).start()
+        connection = cls(cluster, caches, ClusterLookup(caches), source, OwnerOptOut(caches, opt_out_label))
         if not connection.policy_source.wait_synced(sync_timeout):
             log.warning("cluster policies not listed yet; serving what is known", extra={"timeout": sync_timeout})
         return connection

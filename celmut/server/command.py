@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from celmut import logs
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.service import flags
 
@@ -35,6 +36,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="USERNAME",
         help="the controller's identity: skipBackgroundRequests policies ignore its requests "
         f"(default {DEFAULT_BACKGROUND_USER})",
+    )
+    p.add_argument(
+        "--opt-out-label",
+        default=DEFAULT_OPT_OUT_LABEL,
+        metavar="LABEL",
+        help="objects carrying this label, or whose controller owners carry it, are never mutated "
+        f"(default {DEFAULT_OPT_OUT_LABEL}; the webhook configuration's objectSelector)",
     )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     flags.add(p)
@@ -67,5 +75,6 @@ def run(args: argparse.Namespace) -> int:
         from_cluster=args.from_cluster,
         kubeconfig=args.kubeconfig,
         background_users=tuple(args.background_user or (DEFAULT_BACKGROUND_USER,)),
+        opt_out_label=args.opt_out_label,
     )
     return serve(config)

@@ -28,6 +28,7 @@ from fastapi import FastAPI
 
 from celmut import cel, heap
 from celmut.kube import certs
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.server.app import ServerSettings, create_app
 from celmut.server.metrics import Metrics
@@ -58,6 +59,7 @@ class ServeConfig:
     from_cluster: bool = False
     kubeconfig: str | None = None  # None: in-cluster configuration, else ~/.kube/config
     background_users: tuple[str, ...] = (DEFAULT_BACKGROUND_USER,)  # skipBackgroundRequests ignores these
+    opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # also followed through owners (the objectSelector cannot)
     services: cel.Services = field(default_factory=cel.Services)
 
 
@@ -69,7 +71,7 @@ def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
     from celmut.server.cluster import ClusterConnection
 
     try:
-        return ClusterConnection.open(config.kubeconfig)
+        return ClusterConnection.open(config.kubeconfig, opt_out_label=config.opt_out_label)
     except ClusterError as ex:
         raise ValueError(f"cannot connect to the cluster: {ex}") from None
 
@@ -107,6 +109,7 @@ def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> E
         services=services,
         timeout_seconds=config.timeout_seconds,
         background_usernames=frozenset(config.background_users),
+        opt_out=cluster.opt_out if cluster is not None else None,
     )
 
 

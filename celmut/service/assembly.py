@@ -17,6 +17,7 @@ from celmut import cel
 from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.pipeline import Compilation
 from celmut.runtime import AdmissionEngine, AdmissionOptions
+from celmut.runtime.ownership import OptOut
 from celmut.runtime.schemas import SchemaRegistry
 from celmut.sources.documents import Document
 
@@ -32,6 +33,7 @@ class EngineSettings:
     background_usernames: frozenset[str] = frozenset()  # skipBackgroundRequests: celmut's own identity
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
     kubernetes_version: str | None = None  # built-in schemas of this version (default: the newest bundled)
+    opt_out: OptOut | None = None  # objects opted out through their owners (the webhook and controller)
 
 
 def is_crd(content: object) -> bool:
@@ -58,5 +60,6 @@ def assemble_engine(
         background_usernames=settings.background_usernames,
         timeout_seconds=settings.timeout_seconds,
         max_input_bytes=settings.max_input_bytes,
+        opt_out=settings.opt_out,
     )
     return AdmissionEngine(compilation.compiled, options=options)

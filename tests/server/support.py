@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from celmut.kube import certs
+from celmut.server.cluster import ClusterConnection
 from celmut.server.metrics import Metrics
 from celmut.server.run import ServeConfig, bind, build_store, connect_cluster, make_server
 from celmut.service.store import PolicyStore
@@ -29,6 +30,7 @@ class RunningServer:
     cert_dir: Path
     store: PolicyStore
     metrics: Metrics
+    cluster: ClusterConnection | None = None  # with from_cluster=True: its caches and policy source
 
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(
@@ -46,8 +48,11 @@ class RunningServer:
 
 
 @contextmanager
-def running_server(tmp_path: Path, policy_paths: list[str], **settings: Any) -> Iterator[RunningServer]:
-    material = certs.self_signed(tmp_path / "tls", ["127.0.0.1", "localhost"])
+def running_server(
+    tmp_path: Path, policy_paths: list[str], *, material: certs.ServingCertificate | None = None, **settings: Any
+) -> Iterator[RunningServer]:
+    """``material``: serve with this certificate (replicas behind one Service share the CA)."""
+    material = material or certs.self_signed(tmp_path / "tls", ["127.0.0.1", "localhost"])
     config = ServeConfig(
         policy_paths=policy_paths,
         host="127.0.0.1",
@@ -71,7 +76,9 @@ def running_server(tmp_path: Path, policy_paths: list[str], **settings: Any) -> 
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.01)
     try:
-        yield RunningServer(f"https://127.0.0.1:{port}", material.ca_file, tmp_path / "tls", store, metrics)
+        yield RunningServer(
+            f"https://127.0.0.1:{port}", material.ca_file, material.ca_file.parent, store, metrics, cluster
+        )
     finally:
         server.should_exit = True
         thread.join(timeout=10)
