@@ -68,6 +68,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--tls-cert", metavar="FILE", help="certificate for the status endpoint (default: self-signed)")
     p.add_argument("--tls-key", metavar="FILE", help="key for the status endpoint")
+    p.add_argument(
+        "--serve-admission-policies",
+        action="store_true",
+        help="with --from-cluster, also load the cluster's MutatingAdmissionPolicies (an API server with the "
+        "MutatingAdmissionPolicy plugin applies them itself)",
+    )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     flags.add(p)
     p.set_defaults(run=run)
@@ -104,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
         opt_out_label=args.opt_out_label,
+        serve_admission_policies=args.serve_admission_policies,
     )
     controller = Controller(config, cluster)
     if args.dry_run:

@@ -76,6 +76,7 @@ class ControllerConfig:
     sync_timeout: float = 60.0
     tls: TlsConfig | None = None  # the webhook TLS the controller keeps valid (None: cert-manager or manual)
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # objects (or their owners) carrying it are left alone
+    serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
 
 
 class Controller:
@@ -84,7 +85,11 @@ class Controller:
         self.cluster = cluster
         self.caches = CacheSet(cluster, max_caches=64, sync_timeout=config.sync_timeout)
         self.lookup = ClusterLookup(self.caches)
-        self.policy_source = ClusterPolicySource(cluster) if config.from_cluster else None
+        self.policy_source = (
+            ClusterPolicySource(cluster, admission_policies=config.serve_admission_policies)
+            if config.from_cluster
+            else None
+        )
         sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
         if self.policy_source is not None:
             sources.append(self.policy_source)

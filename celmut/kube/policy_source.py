@@ -9,7 +9,12 @@ same compile pipeline files go through. Each object becomes a document named
 ``cluster:<Kind>/<namespace>/<name>``, so errors say which object is wrong.
 
 A kind whose API is not served (its CRD is not installed) is simply empty; discovery is retried, so
-installing the CRD later is picked up. A policy that fails to compile is skipped (the store keeps
+installing the CRD later is picked up.
+
+MutatingAdmissionPolicies and their bindings are read only when asked (``admission_policies=True``,
+``--serve-admission-policies``): an API server with the MutatingAdmissionPolicy plugin (GA in 1.36,
+on by default) applies them itself, before calling the webhooks, so celmut serving them too would apply
+each one twice (an appended toleration lands twice). ``celmut apply`` still evaluates MAP files offline. A policy that fails to compile is skipped (the store keeps
 the rest) and reported once per generation: a log line, a Warning Event on the object and a
 ``celmut.io/Compiled`` condition in its status.
 """
@@ -83,6 +88,15 @@ POLICY_KINDS: tuple[WatchedKind, ...] = (
         "apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", ("v1",), conditions_at=()
     ),
 )
+
+
+#: The kinds the API server serves itself (its MutatingAdmissionPolicy admission plugin).
+ADMISSION_POLICY_KINDS = frozenset({"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"})
+
+
+def watched_kinds(*, admission_policies: bool = False) -> tuple[WatchedKind, ...]:
+    """The kinds a server reads from the cluster: MAPs and their bindings only when it serves them."""
+    return tuple(k for k in POLICY_KINDS if admission_policies or k.kind not in ADMISSION_POLICY_KINDS)
 
 
 def document_path(kind: str, obj: dict[str, Any]) -> str:
@@ -167,14 +181,16 @@ class ClusterPolicySource:
     def __init__(
         self,
         cluster: Cluster,
-        kinds: tuple[WatchedKind, ...] = POLICY_KINDS,
+        kinds: tuple[WatchedKind, ...] | None = None,
         *,
+        admission_policies: bool = False,
         report: bool = True,
         rediscover_seconds: float = REDISCOVERY_SECONDS,
     ) -> None:
         self.cluster = cluster
         self.report_to_cluster = report
-        self._watches = [_KindWatch(cluster, spec, WatchedCache.start, rediscover_seconds) for spec in kinds]
+        chosen = kinds if kinds is not None else watched_kinds(admission_policies=admission_policies)
+        self._watches = [_KindWatch(cluster, spec, WatchedCache.start, rediscover_seconds) for spec in chosen]
         self._reported: dict[str, tuple[str, str]] = {}  # path -> (revision, error message or "")
 
     def start(self) -> ClusterPolicySource:

@@ -32,13 +32,21 @@ class ClusterConnection:
 
     @classmethod
     def open(
-        cls, kubeconfig: str | None = None, *, sync_timeout: float = 30.0, opt_out_label: str = DEFAULT_OPT_OUT_LABEL
+        cls,
+        kubeconfig: str | None = None,
+        *,
+        sync_timeout: float = 30.0,
+        opt_out_label: str = DEFAULT_OPT_OUT_LABEL,
+        admission_policies: bool = False,
     ) -> ClusterConnection:
-        """Connect, start the watches and wait (up to ``sync_timeout``) for their first lists."""
+        """Connect, start the watches and wait (up to ``sync_timeout``) for their first lists.
+
+        ``admission_policies``: also serve the cluster's MutatingAdmissionPolicies (for an API server
+        without the MAP plugin; one with it applies them itself)."""
         cluster = Cluster.connect(kubeconfig)
         caches = CacheSet(cluster)
         caches.cache("v1", "namespaces", wait=False)  # every namespaced request looks its namespace up
-        source = ClusterPolicySource(cluster).start()
+        source = ClusterPolicySource(cluster, admission_policies=admission_policies).start()
         connection = cls(cluster, caches, ClusterLookup(caches), source, OwnerOptOut(caches, opt_out_label))
         if not connection.policy_source.wait_synced(sync_timeout):
             log.warning("cluster policies not listed yet; serving what is known", extra={"timeout": sync_timeout})

@@ -44,6 +44,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="objects carrying this label, or whose controller owners carry it, are never mutated "
         f"(default {DEFAULT_OPT_OUT_LABEL}; the webhook configuration's objectSelector)",
     )
+    p.add_argument(
+        "--serve-admission-policies",
+        action="store_true",
+        help="with --from-cluster, also serve the cluster's MutatingAdmissionPolicies: only for an API server "
+        "without the MutatingAdmissionPolicy plugin (one with it applies them itself, before celmut)",
+    )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     flags.add(p)
     p.set_defaults(run=run)
@@ -76,5 +82,6 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         background_users=tuple(args.background_user or (DEFAULT_BACKGROUND_USER,)),
         opt_out_label=args.opt_out_label,
+        serve_admission_policies=args.serve_admission_policies,
     )
     return serve(config)

@@ -60,6 +60,7 @@ class ServeConfig:
     kubeconfig: str | None = None  # None: in-cluster configuration, else ~/.kube/config
     background_users: tuple[str, ...] = (DEFAULT_BACKGROUND_USER,)  # skipBackgroundRequests ignores these
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # also followed through owners (the objectSelector cannot)
+    serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
     services: cel.Services = field(default_factory=cel.Services)
 
 
@@ -71,7 +72,11 @@ def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
     from celmut.server.cluster import ClusterConnection
 
     try:
-        return ClusterConnection.open(config.kubeconfig, opt_out_label=config.opt_out_label)
+        return ClusterConnection.open(
+            config.kubeconfig,
+            opt_out_label=config.opt_out_label,
+            admission_policies=config.serve_admission_policies,
+        )
     except ClusterError as ex:
         raise ValueError(f"cannot connect to the cluster: {ex}") from None
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from celmut.kube.client import Cluster
 from celmut.kube.policy_source import CONDITION_TYPE, ClusterPolicySource
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicyStore
@@ -111,3 +112,47 @@ def test_a_broken_cluster_policy_does_not_block_files(
     outcome = store.reload()
     assert outcome is not None and not outcome.accepted  # a broken file still rejects the reload
     assert {p.name for p in store.engine.policies} == {"from-file"}  # type: ignore[union-attr]
+
+
+MAP = {
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "MutatingAdmissionPolicy",
+    "metadata": {"name": "native"},
+    "spec": {
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+            ]
+        },
+        "reinvocationPolicy": "Never",
+        "mutations": [
+            {"patchType": "JSONPatch", "jsonPatch": {"expression": '[JSONPatch{op: "add", path: "/a", value: 1}]'}}
+        ],
+    },
+}
+
+
+def test_mutating_admission_policies_are_left_to_the_api_server_unless_asked(
+    with_crds: FakeApiServer, cluster: Cluster
+) -> None:
+    """kube-apiserver's MAP plugin (GA in 1.36) applies cluster MAPs before any webhook: reading them too
+    would apply each twice. `--serve-admission-policies` is for API servers without the plugin."""
+    with_crds.store.create(MAP)
+    with_crds.store.create(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": {"name": "native"},
+            "spec": {"policyName": "native"},
+        }
+    )
+    with_crds.store.create(label_policy("kyverno"))
+    default = ClusterPolicySource(cluster, rediscover_seconds=0.05).start()
+    serving = ClusterPolicySource(cluster, rediscover_seconds=0.05, admission_policies=True).start()
+    try:
+        assert default.wait_synced(5) and serving.wait_synced(5)
+        eventually(lambda: policy_names(store_of(serving)) == {"kyverno", "native"}, what="the MAP served")
+        assert policy_names(store_of(default)) == {"kyverno"}
+    finally:
+        default.stop()
+        serving.stop()
