@@ -6,9 +6,21 @@ it (at most ``max_caches`` resources; beyond that lookups go to the API server d
 
 Pods the webhook has just admitted are not in the pod cache until the API server stores them and
 the watch delivers them; :meth:`ClusterLookup.remember_admitted` keeps them in a short-lived overlay
-so that decisions counting a workload's pods (exact spot splits) see them when ten pods are created
-at once. An overlay entry is dropped when a pod of the same owner with the same placement arrives in
-the cache, or after ``overlay_seconds``.
+so that decisions counting a workload's pods (exact spot splits, distribution groups) see them when
+ten pods are created at once. Each pod is counted once: a pod passes through every webhook that
+matches it (the chart registers ``/mutate/fail`` and ``/mutate/ignore``), each a separate call with
+its own request uid and no pod name yet, so a call that changed nothing is not recorded (the call
+that changes the pod is), and a call that received a copy this process recorded (the previous
+webhook's output) replaces it. An overlay entry is dropped when the stored pod arrives in the cache
+(same owner and decisions; or, for a decision another process made, an undecided copy of the same
+owner), or after ``overlay_seconds``.
+
+**The guarantee** (README, "Spot presets"): a split is exact when the deciding process has seen the
+workload's earlier pods — always with one webhook process. Another process's pods are seen once the
+API server stored them and this process's watch delivered them (milliseconds); the split of a
+workload is off from ``floor(n × percent / 100)`` by at most the number of pods other processes
+admitted that the deciding process had not seen (for a decision rule "spot while fewer than
+floor(n × p) are": the last spot and the last on-demand decision each miss at most that many).
 """
 
 from __future__ import annotations
@@ -85,24 +97,38 @@ class ClusterLookup:
 
     # --- the overlay of admitted pods -----------------------------------------------------------
 
-    def remember_admitted(self, pod: dict[str, Any]) -> None:
-        """Count a pod admitted moments ago until the pod cache shows it."""
+    def remember_admitted(self, pod: dict[str, Any], *, received: dict[str, Any] | None = None) -> None:
+        """Count a pod admitted moments ago until the pod cache shows it; ``received`` is the object the
+        webhook call received (None: unknown, the pod is recorded)."""
         if (
             not self._counting_pods
             or pod.get("kind") != "Pod"
             or not any(r.get("controller") for r in (pod.get("metadata") or {}).get("ownerReferences") or [])
+            or pod == received  # this call changed nothing: the call that changes the pod records it
         ):
             return
+        entry = (time.monotonic() + self.overlay_seconds, _owner_key(pod), pod)
         with self._overlay_lock:
-            self._overlay.append((time.monotonic() + self.overlay_seconds, _owner_key(pod), pod))
+            if received is not None:
+                for index, (_, _, recorded) in enumerate(self._overlay):
+                    if recorded == received:  # the same pod, from the previous webhook: keep one copy
+                        self._overlay[index] = entry
+                        return
+            self._overlay.append(entry)
 
     def _pod_event(self, event: str, pod: dict[str, Any], _old: dict[str, Any] | None) -> None:
         if event != "ADDED":
             return
         key = _owner_key(pod)
+        decided = any(key[3:])
         with self._overlay_lock:
             for index, (_, overlay_key, _) in enumerate(self._overlay):
                 if overlay_key == key:
+                    del self._overlay[index]
+                    return
+            for index, (_, overlay_key, _) in enumerate(self._overlay):
+                # Another process decided this pod after this one recorded an earlier copy of it.
+                if decided and overlay_key[:3] == key[:3] and not any(overlay_key[3:]):
                     del self._overlay[index]
                     return
 

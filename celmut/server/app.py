@@ -41,7 +41,8 @@ class ServerSettings:
     timeout_seconds: float = 10.0  # the webhook timeout the API server uses
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     extra_ready_checks: list[Callable[[], str]] = field(default_factory=list)  # '' when ready, else why not
-    on_admitted: Callable[[dict[str, Any]], None] | None = None  # told each object a CREATE admitted
+    # told (object received, object admitted) for each CREATE admitted
+    on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None
 
     @property
     def deadline_seconds(self) -> float:
@@ -107,7 +108,7 @@ def create_app(
             return Response(reviews.error_response(review, "celmut internal error"), media_type="application/json")
         created = review.request.operation == "CREATE" and not review.request.dry_run and result.allowed
         if settings.on_admitted is not None and created and result.object is not None:
-            settings.on_admitted(result.object)
+            settings.on_admitted(result.original, result.object)
         seconds = time.perf_counter() - started
         metrics.observe(review.request.operation, result, seconds)
         _log(review, result, seconds)

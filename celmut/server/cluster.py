@@ -60,8 +60,8 @@ class ClusterConnection:
             return "cluster caches not synced"
         return ""
 
-    def admitted(self, obj: dict[str, Any]) -> None:
-        self.resources.remember_admitted(obj)
+    def admitted(self, received: dict[str, Any] | None, admitted: dict[str, Any]) -> None:
+        self.resources.remember_admitted(admitted, received=received)
 
     def stop(self) -> None:
         self.policy_source.stop()

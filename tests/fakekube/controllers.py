@@ -18,7 +18,10 @@ ReplicaSet is mutated again (kubernetes/kubernetes#57167). The new ReplicaSet is
 
 **ReplicaSet** (``pkg/controller/replicaset``, ``controller_utils.go`` ``GetPodFromTemplate``): creates the
 missing pods from its template (labels, annotations, ``generateName: <rs>-``, a controller
-ownerReference, the spec) one by one, and deletes surplus ones (newest first).
+ownerReference, the spec) and deletes surplus ones (newest first). Pods are created one at a time, or
+with ``slow_start`` in batches of 1, 2, 4, 8 … created concurrently, as ``replica_set.go``
+``slowStartBatch`` does with goroutines. A test hook, ``after_batch``, runs after each batch (e.g. to
+wait until every webhook replica has seen them).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -204,12 +208,18 @@ class DeploymentController:
 
 class ReplicaSetController:
     def __init__(
-        self, store: Store, writes: ApiWrites, report: SettleReport, after_pod: Callable[[Obj], None] | None
+        self,
+        store: Store,
+        writes: ApiWrites,
+        report: SettleReport,
+        after_batch: Callable[[list[Obj]], None] | None,
+        slow_start: bool,
     ) -> None:
         self.store = store
         self.writes = writes
         self.report = report
-        self.after_pod = after_pod
+        self.after_batch = after_batch
+        self.slow_start = slow_start
 
     def pod_from_template(self, rs: Obj) -> Obj:
         """``controller.GetPodFromTemplate``."""
@@ -235,11 +245,24 @@ class ReplicaSetController:
         pods = [p for p in self.store.list("pods", namespace) if _owned_by(p, rs)]
         missing = int(rs["spec"].get("replicas", 1)) - len(pods)
         rtype = self.store.resolve("pods")
-        for _ in range(max(missing, 0)):
-            created = self.writes.create(self.pod_from_template(rs), rtype, namespace, user=REPLICASET_CONTROLLER)
-            self.report.pods_created += 1
-            if self.after_pod is not None:
-                self.after_pod(created.copy())
+        remaining, batch = max(missing, 0), 1
+        while remaining:
+            size = min(batch, remaining)
+
+            def create(_: int) -> Obj:
+                entry = self.writes.create(self.pod_from_template(rs), rtype, namespace, user=REPLICASET_CONTROLLER)
+                return entry.copy()
+
+            if size == 1:
+                created = [create(0)]
+            else:
+                with ThreadPoolExecutor(max_workers=size) as pool:
+                    created = list(pool.map(create, range(size)))
+            self.report.pods_created += size
+            remaining -= size
+            batch = batch * 2 if self.slow_start else 1
+            if self.after_batch is not None:
+                self.after_batch(created)
         for pod in sorted(pods, key=lambda p: int(p["metadata"]["resourceVersion"]), reverse=True)[: max(-missing, 0)]:
             self.store.delete("pods", pod["metadata"]["name"], namespace)
         return missing != 0
@@ -251,14 +274,15 @@ class ControllerManager:
     def __init__(self, store: Store, writes: ApiWrites) -> None:
         self.store = store
         self.writes = writes
-        #: Called with each pod the ReplicaSet controller created (e.g. to wait until a webhook saw it).
-        self.after_pod: Callable[[Obj], None] | None = None
+        #: Called with each batch of pods the ReplicaSet controller created (e.g. to wait until a webhook saw them).
+        self.after_batch: Callable[[list[Obj]], None] | None = None
+        self.slow_start = False  # batches of 1, 2, 4, 8 … instead of one pod at a time
 
     def settle(self, max_rounds: int = 20) -> SettleReport:
         """Sync every Deployment, then every ReplicaSet, until a round writes nothing; bounded."""
         report = SettleReport()
         deployments = DeploymentController(self.store, self.writes, report)
-        replicasets = ReplicaSetController(self.store, self.writes, report, self.after_pod)
+        replicasets = ReplicaSetController(self.store, self.writes, report, self.after_batch, self.slow_start)
         for _ in range(max_rounds):
             report.rounds += 1
             changed = False

@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import base64
 import http.client
-import itertools
 import json
 import ssl
 import threading
 import urllib.parse
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,14 +97,17 @@ class MutatingWebhooks:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.calls: list[WebhookCall] = []
-        self._services: dict[tuple[str, str], Iterator[str]] = {}
+        self._services: dict[tuple[str, str], list[str]] = {}
+        self._turns: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
 
     # -- test-side control ---------------------------------------------------------------------------
     def register_service(self, namespace: str, name: str, *base_urls: str) -> None:
-        """Where a ``clientConfig.service`` is served: one ``https://host:port`` per endpoint (used in turn)."""
+        """Where a ``clientConfig.service`` is served: one ``https://host:port`` per endpoint. Each webhook
+        calls the endpoints in turn (the API server keeps a client per webhook, kube-proxy spreads its
+        connections over the endpoints)."""
         with self._lock:
-            self._services[(namespace, name)] = itertools.cycle([u.rstrip("/") for u in base_urls])
+            self._services[(namespace, name)] = [u.rstrip("/") for u in base_urls]
 
     def calls_to(self, webhook: str | None = None, kind: str | None = None) -> list[WebhookCall]:
         """The recorded calls (of one webhook and/or for one kind)."""
@@ -170,11 +171,14 @@ class MutatingWebhooks:
         if client.get("url"):
             return str(client["url"])
         service = client.get("service") or {}
+        key = (str(service.get("namespace", "")), str(service.get("name", "")))
         with self._lock:
-            endpoints = self._services.get((service.get("namespace", ""), service.get("name", "")))
-            if endpoints is None:
-                raise OSError(f'no endpoints registered for service "{service.get("namespace")}/{service.get("name")}"')
-            base = next(endpoints)
+            endpoints = self._services.get(key)
+            if not endpoints:
+                raise OSError(f'no endpoints registered for service "{key[0]}/{key[1]}"')
+            turn = self._turns.get((str(webhook.get("name")), *key), 0)
+            self._turns[(str(webhook.get("name")), *key)] = turn + 1
+            base = endpoints[turn % len(endpoints)]
         return base + (service.get("path") or "")
 
     def _record(self, webhook: str, url: str, attrs: Attributes, outcome: str, message: str = "") -> None:

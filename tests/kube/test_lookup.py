@@ -70,6 +70,50 @@ def test_admitted_pods_expire_from_the_overlay(cluster: Cluster) -> None:
         caches.stop()
 
 
+def placed(pod: dict[str, object], placement: str) -> dict[str, object]:
+    meta = dict(pod["metadata"])  # type: ignore[arg-type]
+    meta["annotations"] = {"celmut.io/placement": placement}
+    return {**pod, "metadata": meta}
+
+
+def in_flight(lookup: ClusterLookup) -> list[str]:
+    return sorted(
+        (p["metadata"].get("annotations") or {}).get("celmut.io/placement", "-")
+        for p in lookup.list("v1", "pods", "shop")["items"]
+    )
+
+
+def test_each_pod_is_counted_once_across_the_charts_two_webhooks(lookup: ClusterLookup) -> None:
+    """/mutate/fail then /mutate/ignore see the same pod (no name yet, a new request uid each call)."""
+    lookup.list("v1", "pods", "shop")
+    raw = owned_pod("")
+    lookup.remember_admitted(raw, received=raw)  # /mutate/fail: the spot policy is not in its bucket
+    assert in_flight(lookup) == []
+    lookup.remember_admitted(placed(raw, "spot"), received=raw)  # /mutate/ignore decided
+    assert in_flight(lookup) == ["spot"]
+
+
+def test_a_later_webhooks_copy_replaces_the_earlier_one(lookup: ClusterLookup) -> None:
+    lookup.list("v1", "pods", "shop")
+    raw = owned_pod("")
+    labelled = {**raw, "metadata": {**raw["metadata"], "labels": {"app": "web", "team": "a"}}}  # type: ignore[dict-item]
+    lookup.remember_admitted(labelled, received=raw)  # a Fail policy changed it
+    lookup.remember_admitted(placed(labelled, "on-demand"), received=labelled)  # then the Ignore one decided
+    lookup.remember_admitted(labelled, received=raw)  # a second pod, after its first webhook
+    assert in_flight(lookup) == ["-", "on-demand"]
+
+
+def test_a_stored_pod_another_replica_decided_clears_this_replicas_undecided_copy(
+    fake_apiserver: FakeApiServer, lookup: ClusterLookup
+) -> None:
+    lookup.list("v1", "pods", "shop")
+    raw = owned_pod("")
+    labelled = {**raw, "metadata": {**raw["metadata"], "labels": {"app": "web", "team": "a"}}}  # type: ignore[dict-item]
+    lookup.remember_admitted(labelled, received=raw)  # here /mutate/fail; /mutate/ignore went to the other replica
+    fake_apiserver.store.create(placed(owned_pod("web-5d9c-abcde"), "spot"))
+    eventually(lambda: in_flight(lookup) == ["spot"], what="the undecided copy replaced by the stored pod")
+
+
 def test_unwatched_resources_fall_back_to_the_api_server(cluster: Cluster, fake_apiserver: FakeApiServer) -> None:
     caches = CacheSet(cluster, max_caches=0)
     lookup = ClusterLookup(caches)

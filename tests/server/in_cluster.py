@@ -86,15 +86,18 @@ def wait_for_policies(servers: list[RunningServer], *names: str) -> None:
     eventually(loaded, timeout=10, what=f"policies {names} in service")
 
 
-def seen_by(servers: list[RunningServer]) -> Callable[[Obj], None]:
-    """A ``controllers.after_pod`` hook: wait until every replica's pod cache holds the pod just created."""
+def seen_by(servers: list[RunningServer]) -> Callable[[list[Obj]], None]:
+    """A ``controllers.after_batch`` hook: wait until every replica's pod cache holds the pods just created."""
 
-    def wait(pod: Obj) -> None:
-        meta = pod["metadata"]
+    def wait(pods: list[Obj]) -> None:
         for server in servers:
             assert server.cluster is not None
             cache = server.cluster.caches.cache("v1", "pods")
             assert cache is not None
-            eventually(lambda c=cache: c.get(meta["namespace"], meta["name"]) is not None, what="the pod in the cache")
+            for pod in pods:
+                meta = pod["metadata"]
+                eventually(
+                    lambda c=cache, m=meta: c.get(m["namespace"], m["name"]) is not None, what="the pod in the cache"
+                )
 
     return wait
