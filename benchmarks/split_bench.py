@@ -89,9 +89,8 @@ def main() -> None:
                 spots[
                     sum((p["metadata"].get("annotations") or {}).get("celmut.io/placement") == "spot" for p in pods)
                 ] += 1
-            print(
-                f"spot pods of 10 (target 4) over {args.rollouts} bursty rollouts, 2 replicas: {dict(sorted(spots.items()))}"
-            )
+            counts = dict(sorted(spots.items()))
+            print(f"spot pods of 10 (target 4) over {args.rollouts} bursty rollouts, 2 replicas: {counts}")
 
             fake.controllers.after_batch = None
             fake.controllers.slow_start = False

@@ -14,7 +14,8 @@ from pathlib import Path
 import yaml
 
 from celmut.compile.pipeline import compile_paths
-from celmut.install.webhook_config import DEFAULT_OPT_OUT_LABEL, webhook_configuration
+from celmut.install.webhook_config import webhook_configuration
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 

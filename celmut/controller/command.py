@@ -64,7 +64,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--opt-out-label",
         default=DEFAULT_OPT_OUT_LABEL,
         metavar="LABEL",
-        help=f"objects carrying this label, or whose controller owners carry it, are left alone (default {DEFAULT_OPT_OUT_LABEL})",
+        help="objects carrying this label, or whose controller owners carry it, are left alone "
+        f"(default {DEFAULT_OPT_OUT_LABEL})",
     )
     p.add_argument("--tls-cert", metavar="FILE", help="certificate for the status endpoint (default: self-signed)")
     p.add_argument("--tls-key", metavar="FILE", help="key for the status endpoint")

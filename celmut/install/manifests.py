@@ -15,7 +15,8 @@ from typing import Any
 from celmut import __version__
 from celmut.install import rbac
 from celmut.install.crds import KYVERNO_GROUP, all_crds
-from celmut.install.webhook_config import DEFAULT_OPT_OUT_LABEL, PATHS, webhook_entry
+from celmut.install.webhook_config import PATHS, webhook_entry
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 Obj = dict[str, Any]
 

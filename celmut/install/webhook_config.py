@@ -16,6 +16,7 @@ from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+
 PATHS = {"Fail": "/mutate/fail", "Ignore": "/mutate/ignore"}
 
 

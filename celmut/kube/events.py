@@ -12,16 +12,19 @@ MAX_MESSAGE = 1024  # the API server's limit on an Event message
 
 
 def event_for(
-    obj: dict[str, Any], *, reason: str, message: str, component: str, warning: bool = False
+    obj: dict[str, Any], *, reason: str, message: str, component: str, warning: bool = False, name: str = ""
 ) -> dict[str, Any]:
-    """An Event about ``obj``; cluster-scoped objects get theirs in ``default``, as Kubernetes does."""
+    """An Event about ``obj``; cluster-scoped objects get theirs in ``default``, as Kubernetes does.
+
+    ``name``: a fixed Event name (a second create of it is refused with AlreadyExists: one Event however
+    many processes report the same thing); default a unique one."""
     meta = obj.get("metadata") or {}
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": f"{meta.get('name') or 'object'}.{uuid.uuid4().hex[:16]}",
+            "name": name or f"{meta.get('name') or 'object'}.{uuid.uuid4().hex[:16]}",
             "namespace": meta.get("namespace") or "default",
         },
         "involvedObject": {

@@ -14,15 +14,16 @@ installing the CRD later is picked up.
 MutatingAdmissionPolicies and their bindings are read only when asked (``admission_policies=True``,
 ``--serve-admission-policies``): an API server with the MutatingAdmissionPolicy plugin (GA in 1.36,
 on by default) applies them itself, before calling the webhooks, so celmut serving them too would apply
-each one twice (an appended toleration lands twice). ``celmut apply`` still evaluates MAP files offline. A policy that fails to compile is skipped (the store keeps
-the rest) and reported once per generation: a log line, a Warning Event on the object and a
-``celmut.io/Compiled`` condition in its status.
+each one twice (an appended toleration lands twice). ``celmut apply`` still evaluates MAP files offline.
+
+A policy that fails to compile is skipped (the store keeps the rest). After each reload the objects
+of the set now in service are reported (:mod:`celmut.kube.policy_status`): a log line per broken
+generation, a status that says whether the object is in service (Kyverno's ``conditionStatus.ready``,
+a ``celmut.io/Compiled`` condition) and one Warning Event per broken generation across processes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime
 import logging
 import time
 from collections.abc import Callable
@@ -31,14 +32,15 @@ from typing import Any
 
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
-from celmut.kube.events import MAX_MESSAGE, post_event
+from celmut.kube.policy_status import CONDITION_TYPE, report_status
+
+__all__ = ["CONDITION_TYPE", "POLICY_KINDS", "ClusterPolicySource", "WatchedKind", "document_path", "watched_kinds"]
 from celmut.policy.errors import PolicyError
 from celmut.sources.documents import Document
 
 log = logging.getLogger("celmut.kube")
 
 SOURCE_PREFIX = "cluster:"
-CONDITION_TYPE = "celmut.io/Compiled"
 REDISCOVERY_SECONDS = 30.0
 
 
@@ -103,10 +105,6 @@ def document_path(kind: str, obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     namespace, name = meta.get("namespace") or "", meta.get("name") or ""
     return f"{SOURCE_PREFIX}{kind}/{namespace}/{name}" if namespace else f"{SOURCE_PREFIX}{kind}/{name}"
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _revision(obj: dict[str, Any]) -> str:
@@ -192,6 +190,7 @@ class ClusterPolicySource:
         chosen = kinds if kinds is not None else watched_kinds(admission_policies=admission_policies)
         self._watches = [_KindWatch(cluster, spec, WatchedCache.start, rediscover_seconds) for spec in chosen]
         self._reported: dict[str, tuple[str, str]] = {}  # path -> (revision, error message or "")
+        self._served: dict[str, tuple[WatchedKind, dict[str, Any]]] = {}
 
     def start(self) -> ClusterPolicySource:
         for watch in self._watches:
@@ -224,67 +223,32 @@ class ClusterPolicySource:
         return tuple(sorted((document_path(spec.kind, obj), _revision(obj)) for spec, obj in self._objects()))
 
     def documents(self) -> tuple[list[Document], list[Exception]]:
-        documents = [Document(document_path(spec.kind, obj), 0, obj) for spec, obj in self._objects()]
+        served = {document_path(spec.kind, obj): (spec, obj) for spec, obj in self._objects()}
+        self._served = served  # what report() describes: the objects of the set being compiled
+        documents = [Document(path, 0, obj) for path, (_, obj) in served.items()]
         return sorted(documents, key=lambda d: d.path), []
 
-    # --- reporting compile errors back to the cluster -------------------------------------------
+    # --- reporting what is in service back to the cluster ----------------------------------------
 
     def report(self, errors: list[Exception]) -> None:
-        """Log, record an Event and set a status condition for each object whose state changed."""
+        """For each object of the documents last handed out (the set now in service): log a compile error
+        once per generation, and write its status and Warning Event (:mod:`celmut.kube.policy_status`)."""
         by_path: dict[str, list[str]] = {}
         for error in errors:
             source = getattr(error, "source", "") if isinstance(error, PolicyError) else ""
-            if source.startswith(SOURCE_PREFIX):
-                by_path.setdefault(source, []).append(str(error))
-        current: dict[str, tuple[str, str]] = {}
-        for spec, obj in self._objects():
-            path = document_path(spec.kind, obj)
+            if isinstance(error, PolicyError) and source.startswith(SOURCE_PREFIX):
+                by_path.setdefault(source, []).append(error.details)  # the object is named by the status
+        reported: dict[str, tuple[str, str]] = {}
+        for path, (spec, obj) in self._served.items():
             state = (_revision(obj), "\n".join(by_path.get(path, [])))
-            current[path] = state
-            if self._reported.get(path) == state:
-                continue
-            if state[1]:
-                log.error("policy skipped: it does not compile", extra={"policy": path, "error": state[1]})
-            if self.report_to_cluster and (state[1] or path in self._reported):
-                self._report_object(spec, obj, state[1])
-        self._reported = current
-
-    def _report_object(self, spec: WatchedKind, obj: dict[str, Any], error: str) -> None:
-        try:
-            if error:
-                post_event(self.cluster, obj, reason="PolicyInvalid", message=error, component="celmut", warning=True)
-            if spec.conditions_at:
-                self._set_condition(spec, obj, error)
-        except ClusterError as ex:  # reporting is best effort: the policy is skipped either way
-            log.warning(
-                "could not report policy status", extra={"policy": document_path(spec.kind, obj), "error": str(ex)}
-            )
-
-    def _set_condition(self, spec: WatchedKind, obj: dict[str, Any], error: str) -> None:
-        meta = obj.get("metadata") or {}
-        condition = {
-            "type": CONDITION_TYPE,
-            "status": "False" if error else "True",
-            "reason": "Invalid" if error else "Compiled",
-            "message": error[:MAX_MESSAGE] if error else "the policy compiled and is in service",
-            "observedGeneration": meta.get("generation", 0),
-            "lastTransitionTime": _now(),
-        }
-        holder: Any = obj.get("status") or {}
-        for key in spec.conditions_at[:-1]:
-            holder = holder.get(key) or {} if isinstance(holder, dict) else {}
-        existing = holder.get(spec.conditions_at[-1]) if isinstance(holder, dict) else None
-        conditions = [c for c in existing or [] if isinstance(c, dict) and c.get("type") != CONDITION_TYPE]
-        patch: dict[str, Any] = {spec.conditions_at[-1]: [*conditions, condition]}
-        for key in reversed(spec.conditions_at[:-1]):
-            patch = {key: patch}
-        with contextlib.suppress(NotFound):  # deleted meanwhile, or no status subresource: Event and log remain
-            self.cluster.patch(
-                str(obj.get("apiVersion")),
-                spec.resource,
-                meta.get("namespace") or "",
-                str(meta.get("name")),
-                {"status": patch},
-                content_type="application/merge-patch+json",
-                sub="status",
-            )
+            if self._reported.get(path) != state:
+                if state[1]:
+                    log.error("policy skipped: it does not compile", extra={"policy": path, "error": state[1]})
+                if self.report_to_cluster:
+                    try:
+                        report_status(self.cluster, obj, spec.resource, spec.conditions_at, state[1])
+                    except ClusterError as ex:  # best effort: the policy is in service (or skipped) either way
+                        log.warning("could not report policy status", extra={"policy": path, "error": str(ex)})
+                        continue  # not recorded: tried again after the next reload
+            reported[path] = state
+        self._reported = reported

@@ -36,8 +36,20 @@ class PolicyError(CelmutError):
         self.errors = errors
         super().__init__(self.render())
 
+    def _source_names_it(self) -> bool:
+        """Whether the source already names the object (``cluster:MutatingPolicy/x`` for MutatingPolicy x)."""
+        where = self.source.partition(":")[2] if self.source.startswith("cluster:") else ""
+        return where.split("/", 1)[0] == self.kind and where.rsplit("/", 1)[-1] == (self.name or "").rsplit("/", 1)[-1]
+
     def render(self) -> str:
-        head = f"{self.source}: {self.kind} {self.name or '<unnamed>'}"
+        head = self.source if self._source_names_it() else f"{self.source}: {self.kind} {self.name or '<unnamed>'}"
         if len(self.errors) == 1:
             return f"{head}: {self.errors[0]}"
         return head + ":\n" + "\n".join(f"  - {e}" for e in self.errors)
+
+    @property
+    def details(self) -> str:
+        """The field errors alone, for a status or an Event that is already attached to the object."""
+        if len(self.errors) == 1:
+            return str(self.errors[0])
+        return "\n".join(f"- {e}" for e in self.errors)

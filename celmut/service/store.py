@@ -1,9 +1,18 @@
 """The policies a server is running, swapped atomically on reload.
 
-Each reload compiles everything from the sources into a new :class:`AdmissionEngine`; requests keep using the
-engine they started with. From files, a reload with any broken document is rejected whole — the
-error is reported and the last good set stays in service. From the cluster, a policy that fails to
-compile is skipped and reported, and the others load.
+Each reload compiles the documents of every source together (bindings, exceptions and CRDs refer
+across sources) into a new :class:`AdmissionEngine`; requests keep using the engine they started with.
+A failure only holds back the source it comes from:
+
+* a source that **skips invalid documents** (the cluster: one object, one policy) never blocks — a
+  policy that fails to compile is left out and reported, the others load;
+* a source that **does not** (files: a half-edited file must not half-apply) keeps its last good
+  documents while any of its documents fails, and the other sources keep updating — a cluster policy
+  deleted while a policy file is broken leaves service at once. Before a source ever loaded, its
+  documents that compile are used (the webhook refuses to start on such errors anyway).
+
+Sources are told the errors of what is actually in service (:meth:`PolicySource.report`), after the
+engine is swapped, so a status written from them describes the running set.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from celmut.compile.pipeline import compile_documents
+from celmut.compile.pipeline import Compilation, compile_documents
 from celmut.runtime import AdmissionEngine
 from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.sources.documents import Document
@@ -24,7 +33,7 @@ log = logging.getLogger("celmut.server")
 
 
 class PolicySource(Protocol):
-    #: True when a broken document is skipped (the cluster); False when it rejects the reload (files).
+    #: True when a broken document is skipped (the cluster); False when it holds the source back (files).
     skips_invalid: bool
 
     def fingerprint(self) -> object:
@@ -34,7 +43,8 @@ class PolicySource(Protocol):
     def documents(self) -> tuple[list[Document], list[Exception]]: ...
 
     def report(self, errors: list[Exception]) -> None:
-        """Told every error of the reload that just happened (to report them where they came from)."""
+        """Told the errors of the documents in service after each reload (to report them where they
+        came from)."""
         ...
 
 
@@ -46,9 +56,21 @@ def _error_origin(error: Exception) -> str:
 
 @dataclass
 class ReloadOutcome:
-    accepted: bool
+    accepted: bool  # False when a source was held back at its last good documents (or had none)
     policies: int
     errors: list[str] = field(default_factory=list)
+    held_back: list[int] = field(default_factory=list)  # indexes of the sources kept at their last good set
+
+
+@dataclass
+class _Read:
+    source: PolicySource
+    documents: list[Document]
+    errors: list[Exception]  # the source's own (unreadable files, ...)
+
+    @property
+    def paths(self) -> set[str]:
+        return {d.path.split("#", 1)[0] for d in self.documents}
 
 
 class PolicyStore:
@@ -62,6 +84,7 @@ class PolicyStore:
         all_or_nothing: bool = True,
         on_reload: Callable[[ReloadOutcome], None] | None = None,
     ) -> None:
+        """``all_or_nothing=False``: never hold a source back; whatever compiles is served."""
         self.sources = sources
         self.settings = settings
         self.all_or_nothing = all_or_nothing
@@ -69,6 +92,7 @@ class PolicyStore:
         self._engine: AdmissionEngine | None = None
         self._fingerprint: object = None
         self._lock = threading.Lock()
+        self._last_good: dict[int, list[Document]] = {}
         self.last_errors: list[str] = []
         self.loaded_at = 0.0
 
@@ -80,38 +104,63 @@ class PolicyStore:
     def ready(self) -> bool:
         return self._engine is not None
 
+    def _blocked(self, reads: list[_Read], errors: list[Exception]) -> set[int]:
+        """The sources whose errors hold them back (sources that skip invalid documents never are)."""
+        blocked: set[int] = set()
+        for index, read in enumerate(reads):
+            if read.source.skips_invalid:
+                continue
+            paths = read.paths
+            if read.errors or any(_error_origin(e) in paths for e in errors):
+                blocked.add(index)
+        claimed = set().union(*(read.paths for read in reads)) if reads else set()
+        if any(_error_origin(e) not in claimed for e in errors):  # an error naming no document: not skippable
+            blocked |= {i for i, read in enumerate(reads) if not read.source.skips_invalid}
+        return blocked
+
     def reload(self, *, force: bool = False) -> ReloadOutcome | None:
         """Recompile when the sources changed (or ``force``); None when nothing changed."""
         with self._lock:
             fingerprint = tuple(source.fingerprint() for source in self.sources)
             if not force and fingerprint == self._fingerprint and self._engine is not None:
                 return None
-            documents: list[Document] = []
-            errors: list[Exception] = []
-            skippable: set[str] = set()
-            for source in self.sources:
-                docs, source_errors = source.documents()
-                documents += docs
-                errors += source_errors
-                if source.skips_invalid:
-                    skippable.update(d.path for d in docs)
-            compilation = compile_documents(documents)
-            errors += compilation.errors
-            messages = [str(e) for e in errors]
-            blocking = [e for e in errors if _error_origin(e) not in skippable]
+            reads = [_Read(source, *source.documents()) for source in self.sources]
+            compilation = compile_documents([d for read in reads for d in read.documents])
+            found = [e for read in reads for e in read.errors] + list(compilation.errors)
+            blocked = self._blocked(reads, list(compilation.errors)) if self.all_or_nothing else set()
+            held_back = sorted(i for i in blocked if i in self._last_good)
+            if held_back:
+                documents = [
+                    d
+                    for i, read in enumerate(reads)
+                    for d in (self._last_good[i] if i in held_back else read.documents)
+                ]
+                compilation = compile_documents(documents)
+            for index, read in enumerate(reads):
+                if index not in blocked:
+                    self._last_good[index] = read.documents
             self._fingerprint = fingerprint
-            for source in self.sources:
-                source.report(errors)
-            if blocking and self.all_or_nothing and self._engine is not None:
-                outcome = ReloadOutcome(False, len(self._engine.policies), messages)
-                log.error("policy reload rejected; keeping the last good set", extra={"errors": messages})
-            else:
-                self._engine = assemble_engine(compilation, self.settings)
-                self.loaded_at = time.time()
-                outcome = ReloadOutcome(not blocking or not self.all_or_nothing, len(self._engine.policies), messages)
-                if errors:
-                    log.error("some policies were rejected", extra={"errors": messages})
+            self._engine = assemble_engine(compilation, self.settings)
+            self.loaded_at = time.time()
+            messages = [str(e) for e in found]
+            outcome = ReloadOutcome(not blocked, len(self._engine.policies), messages, held_back)
+            if held_back:
+                log.error(
+                    "policy sources kept at their last good documents; the others were reloaded",
+                    extra={"errors": messages},
+                )
+            elif found:
+                log.error("some policies were rejected", extra={"errors": messages})
             self.last_errors = messages
+            in_service = self._in_service_errors(reads, compilation, held_back)
+        for index, read in enumerate(reads):
+            read.source.report(in_service if index not in held_back else [])
         if self.on_reload is not None:
             self.on_reload(outcome)
         return outcome
+
+    @staticmethod
+    def _in_service_errors(reads: list[_Read], compilation: Compilation, held_back: list[int]) -> list[Exception]:
+        """The errors of the documents now in service (a held-back source's new errors are not)."""
+        errors = list(compilation.errors)
+        return errors + [e for i, read in enumerate(reads) if i not in held_back for e in read.errors]

@@ -95,6 +95,50 @@ def test_a_broken_policy_is_skipped_and_reported_on_the_object(
     assert status["conditionStatus"]["conditions"][0]["status"] == "True"
 
 
+def test_status_has_kyvernos_shape_so_the_ready_column_is_filled(
+    with_crds: FakeApiServer, source: ClusterPolicySource
+) -> None:
+    """kyverno/api MutatingPolicyStatus: conditionStatus {ready, message, conditions}; the CRD's READY printer
+    column reads .status.conditionStatus.ready. Every policy gets it, not only broken ones."""
+    store = store_of(source)
+    with_crds.store.create(label_policy("good"))
+    with_crds.store.create(label_policy("broken", expression="object.metadata.name +"))
+    eventually(lambda: len(policy_documents(source)) == 2)
+    outcome = store.reload()
+    assert outcome is not None
+    good = with_crds.store.get("mutatingpolicies.policies.kyverno.io", "good")["status"]["conditionStatus"]
+    broken = with_crds.store.get("mutatingpolicies.policies.kyverno.io", "broken")["status"]["conditionStatus"]
+    assert good["ready"] is True and good["message"] == "" and good["conditions"][0]["status"] == "True"
+    assert broken["ready"] is False and broken["message"].startswith("spec.mutations[0].jsonPatch.expression: ")
+    assert broken["conditions"][0]["message"] == broken["message"]
+    # The log and the reload errors name the object once: no "cluster:MutatingPolicy/broken: MutatingPolicy broken:".
+    (error,) = [e for e in outcome.errors if "broken" in e]
+    assert error.startswith("cluster:MutatingPolicy/broken: spec.mutations[0]") and "MutatingPolicy broken" not in error
+
+
+def test_one_warning_event_per_broken_generation_across_processes(with_crds: FakeApiServer, cluster: Cluster) -> None:
+    """Two webhook replicas and a restarted one compile the same broken policy: one Event per generation."""
+    with_crds.store.create(label_policy("broken", expression="object.metadata.name +"))
+    sources = [ClusterPolicySource(cluster, rediscover_seconds=0.05).start() for _ in range(3)]
+    try:
+        for replica in sources[:2]:
+            eventually(lambda r=replica: len(policy_documents(r)) == 1)  # type: ignore[misc]
+            store_of(replica).reload()
+        assert len(with_crds.store.list("events", "default")) == 1
+        eventually(lambda: len(policy_documents(sources[2])) == 1)
+        store_of(sources[2]).reload()  # a restart
+        assert len(with_crds.store.list("events", "default")) == 1
+        still_broken = label_policy("broken", expression="object.metadata.namespace +")
+        with_crds.store.patch("mutatingpolicies.policies.kyverno.io", "broken", {"spec": still_broken["spec"]})
+        for replica in sources:
+            eventually(lambda r=replica: "namespace" in str(policy_documents(r)[0].content["spec"]))  # type: ignore[misc]
+            store_of(replica).reload()
+        assert len(with_crds.store.list("events", "default")) == 2  # the new generation is reported once
+    finally:
+        for replica in sources:
+            replica.stop()
+
+
 def test_a_broken_cluster_policy_does_not_block_files(
     with_crds: FakeApiServer, source: ClusterPolicySource, tmp_path: Path
 ) -> None:
