@@ -15,6 +15,7 @@ import sys
 import yaml
 
 from celmut.install.manifests import InstallOptions, manifests
+from celmut.install.webhook_config import parse_label_selector
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 CEL_ENGINES = ("auto", "celpy", "cpp")
@@ -39,6 +40,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--reinvocation-policy", choices=("Never", "IfNeeded"), default=defaults.reinvocation_policy)
     p.add_argument("--timeout", type=int, default=defaults.timeout_seconds, help="webhook timeoutSeconds (1-30)")
+    p.add_argument("--exclude-namespace", action="append", default=[], metavar="NS", help="never sent (repeat)")
+    p.add_argument(
+        "--fail-exclude-namespace",
+        action="append",
+        metavar="NS",
+        help="never sent to the Fail webhook (repeat; default kube-system; '' for none)",
+    )
+    p.add_argument("--namespace-selector", metavar="SELECTOR", help="only namespaces it selects (a LabelSelector)")
     p.add_argument("--skip-kyverno-crds", action="store_true", help="leave out the policies.kyverno.io CRDs")
     p.set_defaults(run=run)
 
@@ -56,6 +65,12 @@ def run(args: argparse.Namespace) -> int:
     if args.replicas < 0:
         print("error: --replicas must not be negative", file=sys.stderr)
         return EXIT_BAD_INPUT
+    try:
+        namespace_selector = parse_label_selector(args.namespace_selector, "--namespace-selector")
+    except ValueError as ex:
+        print(f"error: {ex}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    fail_excluded = ("kube-system",) if args.fail_exclude_namespace is None else args.fail_exclude_namespace
     options = InstallOptions(
         namespace=args.namespace,
         name=args.name,
@@ -66,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
         reinvocation_policy=args.reinvocation_policy,
         timeout_seconds=args.timeout,
         kyverno_crds=not args.skip_kyverno_crds,
+        excluded_namespaces=tuple(n for n in args.exclude_namespace if n),
+        fail_excluded_namespaces=tuple(n for n in fail_excluded if n),
+        namespace_selector=namespace_selector,
     )
     print(yaml.safe_dump_all(manifests(options), sort_keys=False, width=120), end="")
     return EXIT_OK

@@ -1,8 +1,14 @@
-"""``celmut webhook-config``: print the MutatingWebhookConfiguration for the loaded policies.
+"""``celmut webhook-config``: print the MutatingWebhookConfiguration that sends celmut what it serves.
 
-``(--service NAME --namespace NS | --url URL) --ca-bundle FILE [--policies PATH…]``. One webhook
-per failurePolicy, rules from the policies (autogen included), ``sideEffects: NoneOnDryRun``,
-``admissionReviewVersions: [v1]``, celmut's own namespace excluded, and an opt-out label.
+``--from-cluster`` (the webhook runs ``celmut serve --from-cluster``): both webhooks, with the rules the
+kinds read from the cluster need (pods for the presets, the pod controllers for autogen) plus those of
+any ``--policies``; exactly what the Helm chart renders for the same settings. ``--policies`` alone: one
+webhook per failurePolicy present, with the policies' rules. The Service (``--service``/``--namespace``,
+default ``celmut``/``celmut``, as the chart) or ``--url``; ``--ca-bundle`` (omitted: injected later by
+celmut's controller or cert-manager). The chart's defaults: the Fail webhook ignores call failures
+(``--failure-policy``), celmut's namespace never and kube-system never by the Fail webhook
+(``--exclude-namespace``, ``--fail-exclude-namespace``), any ``--namespace-selector``. Exit 2 on bad
+input, and rather than print a configuration that registers nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +20,19 @@ from pathlib import Path
 import yaml
 
 from celmut.compile.pipeline import compile_paths
-from celmut.install.webhook_config import webhook_configuration
+from celmut.install.webhook_config import (
+    DEFAULT_RULES,
+    FAILURE_POLICIES,
+    REINVOCATION_POLICIES,
+    Bucket,
+    WebhookSettings,
+    admission_policies,
+    chart_buckets,
+    parse_label_selector,
+    policy_buckets,
+    policy_rules,
+    webhook_configuration,
+)
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -23,44 +41,99 @@ EXIT_OK, EXIT_BAD_INPUT = 0, 2
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("webhook-config", help="print the MutatingWebhookConfiguration", description=__doc__)
     p.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
-    p.add_argument("--service", metavar="NAME", help="the webhook Service name")
-    p.add_argument("--namespace", metavar="NS", help="the webhook Service namespace (also excluded from mutation)")
-    p.add_argument("--url", metavar="URL", help="the webhook URL (instead of a Service)")
     p.add_argument(
-        "--ca-bundle", metavar="FILE", required=True, help="PEM bundle of the CA that signed the certificate"
+        "--from-cluster",
+        action="store_true",
+        help="the webhook serves cluster policies: register both webhooks with the chart's rules",
     )
-    p.add_argument("--name", default="celmut", help="MutatingWebhookConfiguration name")
+    p.add_argument("--service", metavar="NAME", help="the webhook Service (default celmut, unless --url)")
+    p.add_argument("--namespace", metavar="NS", default="celmut", help="celmut's namespace (default celmut)")
+    p.add_argument("--url", metavar="URL", help="the webhook URL (instead of a Service)")
+    p.add_argument("--ca-bundle", metavar="FILE", help="PEM bundle of the CA that signed the serving certificate")
+    p.add_argument("--name", default="celmut", help="MutatingWebhookConfiguration name (default celmut)")
     p.add_argument("--timeout", type=int, default=10, help="timeoutSeconds (1-30, default 10)")
+    p.add_argument(
+        "--failure-policy",
+        choices=FAILURE_POLICIES,
+        default="Ignore",
+        help="when the webhook serving Fail policies cannot be called (default Ignore: admit unchanged)",
+    )
+    p.add_argument("--reinvocation-policy", choices=REINVOCATION_POLICIES, default="Never")
+    p.add_argument("--exclude-namespace", action="append", default=[], metavar="NS", help="never sent (repeat)")
+    p.add_argument(
+        "--fail-exclude-namespace",
+        action="append",
+        metavar="NS",
+        help="never sent to the Fail webhook (repeat; default kube-system; '' for none)",
+    )
+    p.add_argument(
+        "--namespace-selector",
+        metavar="SELECTOR",
+        help="only namespaces it selects are sent: a LabelSelector as JSON/YAML, e.g. '{matchLabels: {a: b}}'",
+    )
     p.add_argument("--opt-out-label", default=DEFAULT_OPT_OUT_LABEL, help="objects with this label are skipped")
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    if bool(args.url) == bool(args.service):
-        print("error: give --service NAME --namespace NS, or --url URL", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args.service and not args.namespace:
-        print("error: --service needs --namespace", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        ca_bundle = Path(args.ca_bundle).read_bytes()
-    except OSError as ex:
-        print(f"error: {args.ca_bundle}: {ex.strerror}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    compilation = compile_paths(*args.policies)
-    if compilation.errors:
-        for error in compilation.errors:
-            print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    configuration = webhook_configuration(
-        compilation.compiled.policies,
-        ca_bundle=ca_bundle,
-        service=(args.service, args.namespace) if args.service else None,
+def _settings(args: argparse.Namespace) -> WebhookSettings:
+    if args.url and args.service:
+        raise ValueError("give --service NAME or --url URL, not both")
+    if not 1 <= args.timeout <= 30:
+        raise ValueError(f"--timeout {args.timeout}: must be 1-30 seconds")
+    ca_bundle = None
+    if args.ca_bundle:
+        try:
+            ca_bundle = Path(args.ca_bundle).read_bytes()
+        except OSError as ex:
+            raise ValueError(f"{args.ca_bundle}: {ex.strerror}") from None
+    fail_excluded = ("kube-system",) if args.fail_exclude_namespace is None else args.fail_exclude_namespace
+    return WebhookSettings(
+        service=None if args.url else (args.service or "celmut", args.namespace),
         url=args.url,
-        name=args.name,
+        own_namespace=args.namespace,
+        ca_bundle=ca_bundle,
+        failure_policy=args.failure_policy,
+        reinvocation_policy=args.reinvocation_policy,
         timeout_seconds=args.timeout,
-        own_namespace=args.namespace or "celmut",
+        excluded_namespaces=tuple(n for n in args.exclude_namespace if n),
+        fail_excluded_namespaces=tuple(n for n in fail_excluded if n),
+        namespace_selector=parse_label_selector(args.namespace_selector, "--namespace-selector"),
         opt_out_label=args.opt_out_label,
     )
-    print(yaml.safe_dump(configuration, sort_keys=False), end="")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.policies and not args.from_cluster:
+        print(
+            "error: nothing to register: give --from-cluster (the webhook serves cluster policies) "
+            "and/or --policies PATH",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    try:
+        settings = _settings(args)
+    except ValueError as ex:
+        print(f"error: {ex}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    policies = []
+    if args.policies:
+        compilation = compile_paths(*args.policies)
+        if compilation.errors:
+            for error in compilation.errors:
+                print(f"error: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        policies = compilation.compiled.policies
+    buckets: list[Bucket]
+    if args.from_cluster:
+        buckets = chart_buckets(settings, policy_rules(admission_policies(policies), DEFAULT_RULES))
+    else:
+        buckets = policy_buckets(policies, settings)
+    if not buckets:
+        print(
+            f"error: refusing to print an empty configuration: no policy in {', '.join(args.policies)} runs at "
+            "admission (use --from-cluster for a webhook serving cluster policies)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    print(yaml.safe_dump(webhook_configuration(buckets, settings, name=args.name), sort_keys=False), end="")
     return EXIT_OK

@@ -15,28 +15,12 @@ from typing import Any
 from celmut import __version__
 from celmut.install import rbac
 from celmut.install.crds import KYVERNO_GROUP, all_crds
-from celmut.install.webhook_config import PATHS, webhook_entry
+from celmut.install.webhook_config import DEFAULT_RULES, WebhookSettings, chart_buckets
+from celmut.install.webhook_config import webhook_configuration as render_webhook_configuration
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 Obj = dict[str, Any]
 
-# Pods, and the pod controllers autogen variants mutate — never ReplicaSets: the deployment controller
-# creates new ones without end when their template is changed (celmut.runtime.ownership).
-DEFAULT_RULES: list[Obj] = [
-    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
-    {
-        "apiGroups": ["apps"],
-        "apiVersions": ["v1"],
-        "operations": ["CREATE", "UPDATE"],
-        "resources": ["deployments", "statefulsets", "daemonsets"],
-    },
-    {
-        "apiGroups": ["batch"],
-        "apiVersions": ["v1"],
-        "operations": ["CREATE", "UPDATE"],
-        "resources": ["jobs", "cronjobs"],
-    },
-]
 RESOURCES = {"requests": {"cpu": "20m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
 RUN_AS = 10001  # the image's non-root user (Dockerfile)
 
@@ -55,6 +39,8 @@ class InstallOptions:
     reinvocation_policy: str = "Never"
     timeout_seconds: int = 10
     fail_excluded_namespaces: tuple[str, ...] = ("kube-system",)
+    excluded_namespaces: tuple[str, ...] = ()
+    namespace_selector: dict[str, Any] = field(default_factory=dict)
     kyverno_crds: bool = True
     log_level: str = "INFO"
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL
@@ -207,30 +193,26 @@ def controller_deployment(o: InstallOptions) -> Obj:
     return _deployment(o, "controller", o.controller_replicas, o.controller_account, pod)
 
 
+def webhook_settings(o: InstallOptions) -> WebhookSettings:
+    """The chart's ``webhook`` values for these options (no caBundle: the controller writes it)."""
+    return WebhookSettings(
+        service=(o.name, o.namespace),
+        own_namespace=o.namespace,
+        failure_policy=o.failure_policy,
+        reinvocation_policy=o.reinvocation_policy,
+        timeout_seconds=o.timeout_seconds,
+        excluded_namespaces=o.excluded_namespaces,
+        fail_excluded_namespaces=o.fail_excluded_namespaces,
+        namespace_selector=o.namespace_selector,
+        opt_out_label=o.opt_out_label,
+    )
+
+
 def webhook_configuration(o: InstallOptions) -> Obj:
-    """One webhook per failurePolicy, as `celmut webhook-config` registers them (no caBundle: the
-    controller writes it)."""
-    webhooks = []
-    for bucket, failure_policy, extra in (
-        ("Fail", o.failure_policy, list(o.fail_excluded_namespaces)),
-        ("Ignore", "Ignore", []),
-    ):
-        client = {"service": {"name": o.name, "namespace": o.namespace, "path": PATHS[bucket], "port": 443}}
-        excluded = list(dict.fromkeys([o.namespace, *extra]))
-        webhooks.append(
-            webhook_entry(
-                bucket,
-                client,
-                o.rules,
-                failure_policy=failure_policy,
-                reinvocation_policy=o.reinvocation_policy,
-                timeout_seconds=o.timeout_seconds,
-                excluded_namespaces=excluded,
-                opt_out_label=o.opt_out_label,
-            )
-        )
+    """Both webhooks with the chart's rules, rendered as the chart and `celmut webhook-config` render them."""
+    settings = webhook_settings(o)
     meta = _meta(o, o.name, "webhook", namespaced=False)
-    return _obj("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", meta, webhooks=webhooks)
+    return render_webhook_configuration(chart_buckets(settings, o.rules), settings, name=o.name, metadata=meta)
 
 
 def _rbac(o: InstallOptions) -> list[Obj]:

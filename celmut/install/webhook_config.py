@@ -1,132 +1,240 @@
-"""The MutatingWebhookConfiguration that sends the right requests to celmut.
+"""The MutatingWebhookConfiguration that sends the right requests to celmut: one renderer for every surface.
 
-One webhook per failurePolicy (``/mutate/fail``, ``/mutate/ignore``), so a webhook call failure is
-treated as its policies ask. Rules come from every admission-enabled policy's resource rules (autogen
-variants included), de-duplicated; ``sideEffects: NoneOnDryRun`` (celmut refuses side effects on
-dry runs); ``admissionReviewVersions: [v1]``; a namespaceSelector that keeps celmut's own namespace
-out, and an objectSelector honouring an opt-out label. :func:`webhook_entry` builds one webhook; the
-install manifests (:mod:`celmut.install.manifests`) register the same two with static rules.
+The Helm chart's template (``charts/celmut/templates/mutatingwebhookconfiguration.yaml``), ``celmut
+manifests`` and ``celmut webhook-config`` produce the same webhooks for the same settings (the install
+tests compare them with ``helm template``):
+
+* one webhook per failurePolicy of the policies it serves — ``fail.mutate.celmut.io`` calls
+  ``/mutate/fail``, ``ignore.mutate.celmut.io`` calls ``/mutate/ignore`` — so a policy's failurePolicy
+  decides a failed evaluation and the webhook's decides a failed call;
+* ``failurePolicy`` (the call failing): always ``Ignore`` for the Ignore webhook; a setting for the Fail
+  webhook, ``Ignore`` by default, so an outage of celmut never blocks the cluster (``Fail`` enforces);
+* ``namespaceSelector``: never celmut's own namespace nor ``excluded_namespaces``; never
+  ``fail_excluded_namespaces`` (kube-system) for the Fail webhook; and any ``namespace_selector`` given;
+* ``objectSelector``: objects carrying the opt-out label are never sent (celmut also follows it
+  through owners, :mod:`celmut.kube.owners`);
+* ``sideEffects: NoneOnDryRun`` (celmut never has side effects on a dry run),
+  ``admissionReviewVersions: [v1]``, ``matchPolicy: Equivalent``;
+* ``rules``: the chart's defaults (:data:`DEFAULT_RULES`: what the kinds a ``--from-cluster`` webhook
+  serves need — pods for the presets, the pod controllers for autogen, never ReplicaSets) and/or those of
+  a set of policies (their resource rules and autogen variants, de-duplicated; autogen's ReplicaSets are
+  left out: :mod:`celmut.runtime.ownership`).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from celmut.compile.compiled import CompiledPolicy
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
+Obj = dict[str, Any]
 PATHS = {"Fail": "/mutate/fail", "Ignore": "/mutate/ignore"}
+FAILURE_POLICIES = ("Ignore", "Fail")
+REINVOCATION_POLICIES = ("Never", "IfNeeded")
+
+# Pods, and the pod controllers autogen variants mutate — never ReplicaSets: the deployment controller
+# creates new ones without end when their template is changed (celmut.runtime.ownership).
+DEFAULT_RULES: list[Obj] = [
+    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
+    {
+        "apiGroups": ["apps"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["deployments", "statefulsets", "daemonsets"],
+    },
+    {
+        "apiGroups": ["batch"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["jobs", "cronjobs"],
+    },
+]
 
 
-def _rules(policies: Iterable[CompiledPolicy]) -> list[dict[str, Any]]:
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def parse_label_selector(text: str | None, what: str) -> dict[str, Any]:
+    """A ``metav1.LabelSelector`` from JSON or YAML text (``{}`` for none); ValueError naming ``what``."""
+    if not text:
+        return {}
+    try:
+        selector = yaml.safe_load(text)
+    except yaml.YAMLError as ex:
+        raise ValueError(f"{what}: not JSON or YAML: {ex}") from None
+    if not isinstance(selector, dict) or set(selector) - {"matchLabels", "matchExpressions"}:
+        raise ValueError(f"{what}: a label selector has only matchLabels and matchExpressions")
+    labels = selector.get("matchLabels") or {}
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise ValueError(f"{what}: matchLabels must map keys to strings")
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise ValueError(f"{what}: matchExpressions must be a list")
+    for index, expression in enumerate(expressions):
+        if not isinstance(expression, dict) or not isinstance(expression.get("key"), str):
+            raise ValueError(f"{what}: matchExpressions[{index}].key is required")
+        if expression.get("operator") not in SELECTOR_OPERATORS:
+            raise ValueError(
+                f"{what}: matchExpressions[{index}].operator must be one of {', '.join(SELECTOR_OPERATORS)}"
+            )
+    return selector
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """The chart's ``webhook`` values, and where the webhook is (a Service, or a URL)."""
+
+    service: tuple[str, str] | None = ("celmut", "celmut")  # (name, namespace)
+    url: str | None = None
+    own_namespace: str = "celmut"  # celmut's namespace: never sent to it
+    ca_bundle: bytes | None = None  # None: injected later (celmut's controller, or cert-manager)
+    failure_policy: str = "Ignore"  # the Fail webhook's, when the call fails
+    reinvocation_policy: str = "Never"
+    timeout_seconds: int = 10
+    excluded_namespaces: tuple[str, ...] = ()
+    fail_excluded_namespaces: tuple[str, ...] = ("kube-system",)
+    namespace_selector: Mapping[str, Any] = field(default_factory=dict)  # ANDed with the exclusions
+    opt_out_label: str = DEFAULT_OPT_OUT_LABEL
+
+    def client_config(self, bucket: str) -> Obj:
+        client: Obj = {}
+        if self.url is not None:
+            client["url"] = self.url.rstrip("/") + PATHS[bucket]
+        elif self.service is not None:
+            name, namespace = self.service
+            client["service"] = {"name": name, "namespace": namespace, "path": PATHS[bucket], "port": 443}
+        else:
+            raise ValueError("give a service (name, namespace) or a URL")
+        if self.ca_bundle is not None:
+            client["caBundle"] = base64.b64encode(self.ca_bundle).decode("ascii")
+        return client
+
+    def excluded(self, bucket: str) -> list[str]:
+        """The namespaces a webhook never sees, in the chart's order (``prepend``/``concat``/``uniq``)."""
+        names = [self.own_namespace, *self.excluded_namespaces]
+        if bucket == "Fail":
+            names += self.fail_excluded_namespaces
+        return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One webhook: the policies of one failurePolicy, what they need sent, and how long they may take."""
+
+    failure_policy: str  # Fail | Ignore: which policies its path runs
+    rules: list[Obj]
+    timeout_seconds: int
+    reinvocation_policy: str
+
+
+def policy_rules(policies: Iterable[CompiledPolicy], base: Iterable[Obj] = ()) -> list[Obj]:
+    """``base`` then the resource rules of ``policies`` (autogen variants included), de-duplicated."""
     seen: set[tuple[Any, ...]] = set()
-    rules: list[dict[str, Any]] = []
+    rules: list[Obj] = []
+
+    def add(rule: Obj) -> None:
+        fields = ("apiGroups", "apiVersions", "resources", "operations")
+        key = (*(tuple(rule.get(k) or ()) for k in fields), rule.get("scope", "*"))
+        if key not in seen:
+            seen.add(key)
+            rules.append(rule)
+
+    for rule in base:
+        add(dict(rule))
     for policy in policies:
-        for rule in policy.match.resource_rules:
-            resources = rule.resources
+        for resource_rule in policy.match.resource_rules:
+            resources = resource_rule.resources
             if policy.autogen:  # autogen's replicasets target: never a controller's (runtime/ownership.py)
                 resources = tuple(r for r in resources if r.partition("/")[0] != "replicasets")
                 if not resources:
                     continue
-            key = (rule.api_groups, rule.api_versions, resources, rule.operations, rule.scope)
-            if key in seen:
-                continue
-            seen.add(key)
-            entry: dict[str, Any] = {
-                "apiGroups": list(rule.api_groups),
-                "apiVersions": list(rule.api_versions),
-                "operations": list(rule.operations),
+            entry: Obj = {
+                "apiGroups": list(resource_rule.api_groups),
+                "apiVersions": list(resource_rule.api_versions),
+                "operations": list(resource_rule.operations),
                 "resources": list(resources),
             }
-            if rule.scope != "*":
-                entry["scope"] = rule.scope
-            rules.append(entry)
+            if resource_rule.scope != "*":
+                entry["scope"] = resource_rule.scope
+            add(entry)
     return rules
 
 
-def webhook_entry(
-    bucket: str,
-    client_config: dict[str, Any],
-    rules: list[dict[str, Any]],
-    *,
-    failure_policy: str | None = None,
-    reinvocation_policy: str = "Never",
-    timeout_seconds: int = 10,
-    excluded_namespaces: Sequence[str] = ("celmut",),
-    opt_out_label: str = DEFAULT_OPT_OUT_LABEL,
-) -> dict[str, Any]:
-    """The webhook serving the policies whose failurePolicy is ``bucket`` (``Fail`` or ``Ignore``).
+def admission_policies(policies: Iterable[CompiledPolicy]) -> list[CompiledPolicy]:
+    """The policies a webhook runs (a mutateExisting policy with targets never mutates its trigger)."""
+    return [p for p in policies if p.admission and not (p.mutate_existing and p.target is not None)]
 
-    ``failure_policy`` is what the API server does when the call fails (default: ``bucket``);
-    objects in ``excluded_namespaces`` and objects carrying ``opt_out_label`` are never sent.
-    """
+
+def chart_buckets(settings: WebhookSettings, rules: Sequence[Obj] = DEFAULT_RULES) -> list[Bucket]:
+    """Both webhooks with the same rules, as the chart registers them (the policies come and go in the cluster)."""
+    return [
+        Bucket(bucket, [dict(r) for r in rules], settings.timeout_seconds, settings.reinvocation_policy)
+        for bucket in ("Fail", "Ignore")
+    ]
+
+
+def policy_buckets(policies: Iterable[CompiledPolicy], settings: WebhookSettings) -> list[Bucket]:
+    """One webhook per failurePolicy present among ``policies``, with their rules; the longest
+    ``webhookConfiguration.timeoutSeconds`` (at most 30) and ``IfNeeded`` when one of them asks for it."""
+    serving = admission_policies(policies)
+    buckets = []
+    for bucket in ("Fail", "Ignore"):
+        chosen = [p for p in serving if p.failure_policy == bucket]
+        if not chosen:
+            continue
+        timeout = min(max([settings.timeout_seconds, *[p.timeout_seconds or 0 for p in chosen]]), 30)
+        if_needed = settings.reinvocation_policy == "IfNeeded" or any(
+            p.reinvocation_policy == "IfNeeded" for p in chosen
+        )
+        buckets.append(Bucket(bucket, policy_rules(chosen), timeout, "IfNeeded" if if_needed else "Never"))
+    return buckets
+
+
+def webhook_entry(bucket: Bucket, settings: WebhookSettings) -> Obj:
+    """The webhook serving the policies of ``bucket.failure_policy``."""
+    selector = dict(settings.namespace_selector)
+    expressions = [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": settings.excluded(bucket.failure_policy)},
+        *[dict(e) for e in selector.get("matchExpressions") or []],
+    ]
+    namespace_selector: Obj = {"matchExpressions": expressions}
+    if selector.get("matchLabels"):
+        namespace_selector = {"matchLabels": dict(selector["matchLabels"]), **namespace_selector}
     return {
-        "name": f"{bucket.lower()}.mutate.celmut.io",
+        "name": f"{bucket.failure_policy.lower()}.mutate.celmut.io",
         "admissionReviewVersions": ["v1"],
-        "clientConfig": client_config,
-        "failurePolicy": failure_policy or bucket,
+        "clientConfig": settings.client_config(bucket.failure_policy),
+        "failurePolicy": settings.failure_policy if bucket.failure_policy == "Fail" else "Ignore",
         "matchPolicy": "Equivalent",
-        "reinvocationPolicy": reinvocation_policy,
+        "reinvocationPolicy": bucket.reinvocation_policy,
         "sideEffects": "NoneOnDryRun",
-        "timeoutSeconds": timeout_seconds,
-        "rules": rules,
-        "namespaceSelector": {
-            "matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}
-            ]
-        },
-        "objectSelector": {"matchExpressions": [{"key": opt_out_label, "operator": "DoesNotExist"}]},
+        "timeoutSeconds": bucket.timeout_seconds,
+        "rules": bucket.rules,
+        "namespaceSelector": namespace_selector,
+        "objectSelector": {"matchExpressions": [{"key": settings.opt_out_label, "operator": "DoesNotExist"}]},
     }
 
 
 def webhook_configuration(
-    policies: Iterable[CompiledPolicy],
+    buckets: Sequence[Bucket],
+    settings: WebhookSettings,
     *,
-    ca_bundle: bytes,
-    service: tuple[str, str] | None = None,
-    url: str | None = None,
     name: str = "celmut",
-    timeout_seconds: int = 10,
-    own_namespace: str = "celmut",
-    opt_out_label: str = DEFAULT_OPT_OUT_LABEL,
-) -> dict[str, Any]:
-    """A ``admissionregistration.k8s.io/v1`` MutatingWebhookConfiguration for ``policies``."""
-    if (service is None) == (url is None):
-        raise ValueError("give exactly one of a service (name, namespace) or a URL")
-    admission = [p for p in policies if p.admission and not (p.mutate_existing and p.target is not None)]
-    webhooks = []
-    for failure_policy in ("Fail", "Ignore"):
-        bucket = [p for p in admission if p.failure_policy == failure_policy]
-        if not bucket:
-            continue
-        client: dict[str, Any] = {"caBundle": base64.b64encode(ca_bundle).decode("ascii")}
-        if service is not None:
-            client["service"] = {
-                "name": service[0],
-                "namespace": service[1],
-                "path": PATHS[failure_policy],
-                "port": 443,
-            }
-        elif url is not None:  # exactly one of service and url is set (checked above)
-            client["url"] = url.rstrip("/") + PATHS[failure_policy]
-        timeout = max([timeout_seconds, *[p.timeout_seconds for p in bucket if p.timeout_seconds]])
-        reinvocation = "IfNeeded" if any(p.reinvocation_policy == "IfNeeded" for p in bucket) else "Never"
-        webhooks.append(
-            webhook_entry(
-                failure_policy,
-                client,
-                _rules(bucket),
-                reinvocation_policy=reinvocation,
-                timeout_seconds=min(timeout, 30),
-                excluded_namespaces=[own_namespace],
-                opt_out_label=opt_out_label,
-            )
-        )
+    metadata: Mapping[str, Any] | None = None,
+) -> Obj:
+    """An ``admissionregistration.k8s.io/v1`` MutatingWebhookConfiguration; refuses to render none."""
+    if not buckets:
+        raise ValueError("no webhook to register: none of the policies runs at admission")
+    meta: Obj = dict(metadata) if metadata is not None else {"labels": {"app.kubernetes.io/managed-by": "celmut"}}
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "celmut"}},
-        "webhooks": webhooks,
+        "metadata": {"name": name, **meta},
+        "webhooks": [webhook_entry(bucket, settings) for bucket in buckets],
     }

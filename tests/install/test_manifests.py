@@ -68,10 +68,13 @@ def test_the_options_map_to_the_chart_values(helm: Path, capsys: pytest.CaptureF
     ]
     values += ["--set", "webhook.timeoutSeconds=5", "--set", "celEngine=celpy", "--set", "kyvernoCrds.enabled=false"]
     values += ["--set", "image.repository=registry.example/celmut", "--set", "image.tag=1.2.3"]
+    values += ["--set", "webhook.excludedNamespaces={team-x}", "--set-json", "webhook.failExcludedNamespaces=[]"]
+    values += ["--set-string", "webhook.namespaceSelector.matchLabels.celmut\\.io/enabled=true"]
     chart = helm_tool.template(helm, None, *values, release="celmut-tools", namespace="tools")
     argv = ["--namespace", "tools", "--name", "celmut-tools", "--replicas", "3", "--failure-policy", "Fail"]
     argv += ["--reinvocation-policy", "IfNeeded", "--timeout", "5", "--cel-engine", "celpy", "--skip-kyverno-crds"]
-    argv += ["--image", "registry.example/celmut:1.2.3"]
+    argv += ["--image", "registry.example/celmut:1.2.3", "--exclude-namespace", "team-x", "--fail-exclude-namespace", ""]
+    argv += ["--namespace-selector", '{"matchLabels": {"celmut.io/enabled": "true"}}']
     plain = by_key(printed(capsys, *argv))
     assert by_key(chart) == plain
 

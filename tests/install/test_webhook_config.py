@@ -1,14 +1,18 @@
-"""`celmut webhook-config`: one webhook per failurePolicy, rules from policies and autogen, dry-run
-safety, timeouts, reinvocation, own-namespace exclusion and the opt-out label."""
+"""`celmut webhook-config`: what the Helm chart registers, for the same settings (compared with `helm
+template`), a --from-cluster mode, one webhook per failurePolicy from policy files, the chart's defaults,
+and exit 2 rather than an empty configuration."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from celmut.main import main
+
+from . import helm as helm_tool
 
 POLICIES = """
 apiVersion: policies.kyverno.io/v1
@@ -29,25 +33,106 @@ spec:
     resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}]
   mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[JSONPatch{op: "add", path: "/a", value: 1}]'}}]
 """
+Obj = dict[str, Any]
 
 
-def render(capsys: pytest.CaptureFixture[str], tmp_path: Path, *extra: str) -> dict:
-    (tmp_path / "p.yaml").write_text(POLICIES)
+def render(capsys: pytest.CaptureFixture[str], *argv: str) -> Obj:
+    code = main(["webhook-config", *argv])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return yaml.safe_load(captured.out)
+
+
+def with_policies(tmp_path: Path, text: str = POLICIES) -> list[str]:
+    (tmp_path / "p.yaml").write_text(text)
     (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
-    code = main(
-        ["webhook-config", "--policies", str(tmp_path / "p.yaml"), "--ca-bundle", str(tmp_path / "ca.pem"), *extra]
-    )
-    out = capsys.readouterr().out
-    assert code == 0
-    return yaml.safe_load(out)
+    return ["--policies", str(tmp_path / "p.yaml"), "--ca-bundle", str(tmp_path / "ca.pem")]
+
+
+def by_name(config: Obj) -> dict[str, Obj]:
+    return {w["name"]: w for w in config["webhooks"]}
+
+
+def chart_webhooks(helm: Path, *values: str, release: str = "celmut", namespace: str = "celmut") -> list[Obj]:
+    objects = helm_tool.template(helm, None, *values, release=release, namespace=namespace)
+    (config,) = [o for o in objects if o["kind"] == "MutatingWebhookConfiguration"]
+    return list(config["webhooks"])
+
+
+@pytest.mark.parametrize(
+    ("chart_values", "flags"),
+    [
+        pytest.param([], [], id="the-defaults"),
+        pytest.param(
+            ["--set", "webhook.failurePolicy=Fail", "--set", "webhook.reinvocationPolicy=IfNeeded"]
+            + ["--set", "webhook.timeoutSeconds=5"],
+            ["--failure-policy", "Fail", "--reinvocation-policy", "IfNeeded", "--timeout", "5"],
+            id="failure-reinvocation-timeout",
+        ),
+        pytest.param(
+            ["--set", "webhook.excludedNamespaces={team-x,team-y}"]
+            + ["--set", "webhook.failExcludedNamespaces={kube-system,infra}"],
+            ["--exclude-namespace", "team-x", "--exclude-namespace", "team-y"]
+            + ["--fail-exclude-namespace", "kube-system", "--fail-exclude-namespace", "infra"],
+            id="excluded-namespaces",
+        ),
+        pytest.param(
+            ["--set-string", "webhook.namespaceSelector.matchLabels.celmut\\.io/enabled=true"]
+            + ["--set", "webhook.optOutLabel=example.com/skip"],
+            [
+                "--namespace-selector",
+                "{matchLabels: {celmut.io/enabled: 'true'}}",
+                "--opt-out-label",
+                "example.com/skip",
+            ],
+            id="namespace-selector-and-opt-out-label",
+        ),
+        pytest.param(
+            ["--set-json", "webhook.failExcludedNamespaces=[]"], ["--fail-exclude-namespace", ""], id="no-fail-exclusions"
+        ),
+    ],
+)
+def test_from_cluster_prints_exactly_the_charts_webhooks(
+    helm: Path, capsys: pytest.CaptureFixture[str], chart_values: list[str], flags: list[str]
+) -> None:
+    chart = chart_webhooks(helm, *chart_values, release="celmut-tools", namespace="tools")
+    printed = render(capsys, "--from-cluster", "--service", "celmut-tools", "--namespace", "tools", *flags)
+    assert printed["webhooks"] == chart
+    assert printed["metadata"]["name"] == "celmut"
+
+
+def test_the_defaults_are_the_charts(helm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`celmut webhook-config --from-cluster` with nothing else is the chart's default install."""
+    printed = by_name(render(capsys, "--from-cluster"))
+    assert list(printed) == ["fail.mutate.celmut.io", "ignore.mutate.celmut.io"]
+    assert printed["fail.mutate.celmut.io"]["failurePolicy"] == "Ignore"  # an outage never blocks the cluster
+    assert printed["fail.mutate.celmut.io"]["namespaceSelector"]["matchExpressions"][0]["values"] == [
+        "celmut",
+        "kube-system",
+    ]
+    assert printed["ignore.mutate.celmut.io"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["celmut"]
+    assert list(printed.values()) == chart_webhooks(helm)
+    assert all("replicasets" not in r["resources"] for w in printed.values() for r in w["rules"])
+
+
+def test_from_cluster_adds_the_rules_of_policy_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cluster PodMutation (failurePolicy Ignore) must be reachable even when the files hold only Fail
+    policies: --from-cluster registers both webhooks, each with the chart's rules and the files' rules."""
+    printed = by_name(render(capsys, "--from-cluster", *with_policies(tmp_path)))
+    for webhook in printed.values():
+        assert {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]} in webhook[
+            "rules"
+        ]
+        assert any(r["resources"] == ["configmaps"] for r in webhook["rules"])
+        assert webhook["clientConfig"]["caBundle"]
 
 
 def test_one_webhook_per_failure_policy_with_rules_from_the_policies(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    config = render(capsys, tmp_path, "--service", "celmut", "--namespace", "celmut-system")
-    webhooks = {w["failurePolicy"]: w for w in config["webhooks"]}
-    fail, ignore = webhooks["Fail"], webhooks["Ignore"]
+    config = render(capsys, *with_policies(tmp_path), "--service", "celmut", "--namespace", "celmut-system")
+    webhooks = by_name(config)
+    fail, ignore = webhooks["fail.mutate.celmut.io"], webhooks["ignore.mutate.celmut.io"]
     assert fail["clientConfig"]["service"] == {
         "name": "celmut",
         "namespace": "celmut-system",
@@ -57,27 +142,68 @@ def test_one_webhook_per_failure_policy_with_rules_from_the_policies(
     assert ignore["clientConfig"]["service"]["path"] == "/mutate/ignore"
     assert {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]} in fail["rules"]
     assert any("deployments" in r["resources"] for r in fail["rules"])  # autogen variants are registered too
+    assert all("replicasets" not in r["resources"] for r in fail["rules"])  # … but never ReplicaSets
     assert ignore["rules"] == [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}
     ]
     assert fail["timeoutSeconds"] == 15 and ignore["timeoutSeconds"] == 10
+    assert fail["failurePolicy"] == ignore["failurePolicy"] == "Ignore"  # the chart's default
+    assert fail["namespaceSelector"]["matchExpressions"][0]["values"] == ["celmut-system", "kube-system"]
+    assert ignore["namespaceSelector"]["matchExpressions"][0]["values"] == ["celmut-system"]
     for webhook in config["webhooks"]:
         assert webhook["sideEffects"] == "NoneOnDryRun" and webhook["admissionReviewVersions"] == ["v1"]
-        assert webhook["namespaceSelector"]["matchExpressions"][0]["values"] == ["celmut-system"]
         assert webhook["objectSelector"] == {
             "matchExpressions": [{"key": "celmut.io/ignore", "operator": "DoesNotExist"}]
         }
 
 
+def test_only_the_failure_policies_present_are_registered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    strict_only = POLICIES.split("---")[0]
+    config = render(capsys, *with_policies(tmp_path, strict_only), "--failure-policy", "Fail")
+    assert [(w["name"], w["failurePolicy"]) for w in config["webhooks"]] == [("fail.mutate.celmut.io", "Fail")]
+
+
 def test_a_url_client_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    config = render(capsys, tmp_path, "--url", "https://celmut.example:8443/")
+    config = render(capsys, *with_policies(tmp_path), "--url", "https://celmut.example:8443/")
     assert {w["clientConfig"]["url"] for w in config["webhooks"]} == {
         "https://celmut.example:8443/mutate/fail",
         "https://celmut.example:8443/mutate/ignore",
     }
 
 
-def test_service_and_url_are_exclusive(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    (tmp_path / "ca.pem").write_text("x")
-    assert main(["webhook-config", "--ca-bundle", str(tmp_path / "ca.pem")]) == 2
-    assert "give --service" in capsys.readouterr().err
+NOT_AT_ADMISSION = """
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: background-only}
+spec:
+  evaluation: {admission: {enabled: false}, mutateExisting: {enabled: true}}
+  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[JSONPatch{op: "add", path: "/a", value: 1}]'}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param([], "nothing to register: give --from-cluster", id="no-policies-no-cluster"),
+        pytest.param(["--from-cluster", "--url", "https://x", "--service", "s"], "not both", id="service-and-url"),
+        pytest.param(["--from-cluster", "--timeout", "31"], "--timeout 31: must be 1-30", id="timeout"),
+        pytest.param(
+            ["--from-cluster", "--namespace-selector", "{matchExpressions: [{key: a, operator: Is}]}"],
+            "--namespace-selector: matchExpressions[0].operator must be one of",
+            id="bad-selector",
+        ),
+        pytest.param(["--from-cluster", "--ca-bundle", "/nonexistent/ca.pem"], "/nonexistent/ca.pem", id="no-ca-file"),
+    ],
+)
+def test_bad_input_exits_2_naming_it(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(["webhook-config", *argv]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
+
+
+def test_an_empty_configuration_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["webhook-config", *with_policies(tmp_path, NOT_AT_ADMISSION)]) == 2
+    captured = capsys.readouterr()
+    assert "refusing to print an empty configuration" in captured.err and captured.out == ""

@@ -11,7 +11,8 @@ from typing import Any
 import kubernetes.client
 import pytest
 
-from celmut.install.manifests import DEFAULT_RULES, InstallOptions, webhook_configuration
+from celmut.install.manifests import InstallOptions, webhook_configuration
+from celmut.install.webhook_config import DEFAULT_RULES
 from tests.fakekube import FakeApiServer
 
 from .in_cluster import celmut_in_cluster, wait_for_policies
