@@ -59,7 +59,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--workers", type=int, default=2, help="reconcile threads (default 2)")
     p.add_argument("--evictions-per-minute", type=float, default=60.0, help="pod replacement rate (default 60)")
     p.add_argument("--metrics-port", type=int, default=8444, help="TLS port for health and metrics (0: off)")
-    p.add_argument("--metrics-host", default="0.0.0.0", help="address for the status endpoint")
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of the status endpoint (default 127.0.0.1; the chart passes 0.0.0.0 for the kubelet's probes)",
+    )
     p.add_argument(
         "--opt-out-label",
         default=DEFAULT_OPT_OUT_LABEL,

@@ -161,7 +161,8 @@ def webhook_deployment(o: InstallOptions) -> Obj:
 def controller_deployment(o: InstallOptions) -> Obj:
     args = ["controller", "--from-cluster", "--leader-elect", "--lease-namespace", o.namespace]
     args += ["--lease-name", f"{o.name}-controller", "--rate", "50", "--scan-interval", "1h"]
-    args += ["--evictions-per-minute", "60", "--metrics-port", "8444", "--opt-out-label", o.opt_out_label]
+    args += ["--evictions-per-minute", "60", "--metrics-port", "8444", "--metrics-host", "0.0.0.0"]
+    args += ["--opt-out-label", o.opt_out_label]
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     env = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},

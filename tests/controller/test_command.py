@@ -97,3 +97,18 @@ def test_progress_is_drawn_on_a_terminal_only() -> None:
     piped = io.StringIO()
     Progress(piped).update(5, 10, final=True)
     assert piped.getvalue() == ""
+
+
+def test_the_status_endpoint_listens_on_loopback_unless_told_otherwise() -> None:
+    """Like the webhook (--host 127.0.0.1): all interfaces only where the chart and `celmut manifests` ask for
+    them, so the kubelet can probe the pod."""
+    import argparse
+
+    from celmut.controller import command
+    from celmut.install.manifests import InstallOptions, controller_deployment
+
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers())
+    assert parser.parse_args(["controller"]).metrics_host == "127.0.0.1"
+    args = controller_deployment(InstallOptions())["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--metrics-host") + 1] == "0.0.0.0"
