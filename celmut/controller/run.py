@@ -11,6 +11,7 @@ and returns the report.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
 import socket
@@ -22,7 +23,16 @@ from typing import Any
 
 from celmut import cel, heap
 from celmut.controller.leader import LeaderElector
-from celmut.controller.reconcile import EvictionPacer, LoadedPolicies, Outcome, Reconciler, TargetKey, Work, merge_work
+from celmut.controller.reconcile import (
+    COMPONENT,
+    EvictionPacer,
+    LoadedPolicies,
+    Outcome,
+    Reconciler,
+    TargetKey,
+    Work,
+    merge_work,
+)
 from celmut.controller.report import Progress, Report
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.triggers import (
@@ -31,15 +41,18 @@ from celmut.controller.triggers import (
     drift_policies,
     enqueue_scan,
     policy_fingerprint,
+    target_key,
     trigger_resources,
 )
 from celmut.controller.workqueue import TokenBucket, WorkQueue
-from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+from celmut.kube.events import post_event
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.runtime import AdmissionEngine
+from celmut.runtime.mutate_existing import Target, mutate_target
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore
@@ -191,7 +204,13 @@ class Controller:
             log.warning("cannot watch trigger resource", extra={"resource": f"{resource}.{api_version}"})
             return
         handler = TriggerHandler(
-            api_version, resource, lambda: self._loaded, self._trigger, self.own_writes, cache.synced.is_set
+            api_version,
+            resource,
+            lambda: self._loaded,
+            self._trigger,
+            self.own_writes,
+            cache.synced.is_set,
+            self.unresolved,
         )
         cache.add_handler(handler)
         self._watched.add((api_version, resource))
@@ -207,10 +226,51 @@ class Controller:
             return 0
         policies = [p for p in loaded.all.policies if names is None or p.display_name in names]
         self.metrics.scans.labels(reason).inc()
-        count = enqueue_scan(loaded, self.enqueue, lambda: self.lookup.list("v1", "pods", "")["items"], policies)
+
+        def pods() -> list[dict[str, Any]]:
+            items: list[dict[str, Any]] = self.lookup.list("v1", "pods", "")["items"]
+            return items
+
+        count = enqueue_scan(loaded, self.enqueue, pods, policies, self.unresolved)
         self.last_scan = (self.processed, count)
         log.info("scan queued", extra={"reason": reason, "targets": count})
         return count
+
+    def unresolved(self, target: Target) -> None:
+        """A policy's targets could not be resolved: report it (log, metric, report, one Warning Event on the
+        policy per trigger and error), never drop it silently."""
+        loaded = self._loaded
+        if loaded is None:
+            return
+        result = mutate_target(loaded.all, target)
+        message = f"policy {result.policy}: {result.outcome.path}: {result.outcome.reason}"
+        outcome = Outcome(target_key(target.obj), "failed", message=message)
+        self.metrics.observe(outcome)
+        self.report.record(outcome)
+        log.warning("targets not resolved", extra={"trigger": result.reference, "error": message})
+        if self.config.dry_run or not self.is_leader():
+            return
+        policy = target.policy
+        about = {
+            "apiVersion": "policies.kyverno.io/v1",
+            "kind": policy.kind,
+            "metadata": {"name": policy.name, "namespace": policy.namespace},
+        }
+        digest = hashlib.sha256(f"{result.reference}/{message}".encode()).hexdigest()[:16]
+        try:
+            post_event(
+                self.cluster,
+                about,
+                reason="TargetsUnresolved",
+                message=f"{result.reference}: {result.outcome.path}: {result.outcome.reason}",
+                component=COMPONENT,
+                warning=True,
+                name=f"{policy.name}.celmut-{digest}",
+            )
+        except Conflict:
+            pass  # reported already (another run, the same trigger and error)
+        except ClusterError as ex:
+            log.warning("could not record an event", extra={"error": str(ex)})
 
     def scan_progress(self) -> tuple[int, int]:
         """(targets processed since the last scan was queued, targets it queued)."""

@@ -21,11 +21,12 @@ from celmut import kinds
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller.reconcile import LoadedPolicies, TargetKey, Task, Work
 from celmut.runtime import AdmissionInput
-from celmut.runtime.mutate_existing import resolve_targets
+from celmut.runtime.mutate_existing import Target, resolve_targets
 
 _OPERATIONS = {"ADDED": "CREATE", "MODIFIED": "UPDATE", "DELETED": "DELETE"}
 
 Enqueue = Callable[[TargetKey, Work], None]
+Unresolved = Callable[[Target], None]  # told each policy whose targets could not be resolved (reported, not queued)
 
 
 def drift_policies(policies: Iterable[CompiledPolicy]) -> list[CompiledPolicy]:
@@ -77,12 +78,16 @@ def enqueue_scan(
     enqueue: Enqueue,
     pods: Callable[[], list[dict[str, Any]]],
     policies: Iterable[CompiledPolicy],
+    unresolved: Unresolved,
 ) -> int:
     """Queue a pass over every target of ``policies``; the number of targets queued."""
     chosen = list(policies)
     count = 0
     existing = [p for p in chosen if p.mutate_existing]
     for target in resolve_targets(loaded.all, policies=existing) if existing else []:
+        if target.error:
+            unresolved(target)
+            continue
         enqueue(target_key(target.obj), {target.policy.display_name: Task(target.policy, target)})
         count += 1
     drifting = drift_policies(chosen)
@@ -143,8 +148,10 @@ class TriggerHandler:
         enqueue: Enqueue,
         own_writes: OwnWrites,
         synced: Callable[[], bool],
+        unresolved: Unresolved,
     ) -> None:
         self.api_version = api_version
+        self.unresolved = unresolved
         self.resource = resource
         self.loaded = loaded
         self.enqueue = enqueue
@@ -165,10 +172,13 @@ class TriggerHandler:
         if not policies:
             return
         operation = _OPERATIONS[event]
-        if operation == "DELETE":
+        if operation == "DELETE":  # no object, the deleted one as oldObject (target expressions get it as object)
             request = AdmissionInput.from_object(None, operation, old_object=obj)
         else:
             request = AdmissionInput.from_object(obj, operation, old_object=old if operation == "UPDATE" else None)
         self.triggers += 1
         for target in resolve_targets(loaded.all, trigger=request, policies=policies):
+            if target.error:
+                self.unresolved(target)
+                continue
             self.enqueue(target_key(target.obj), {target.policy.display_name: Task(target.policy, target)})

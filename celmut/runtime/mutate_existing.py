@@ -7,14 +7,19 @@ A pure function over a trigger (or none) and a view of the cluster (:class:`Reso
 * **Policy event or periodic scan** (no trigger) — a pass over every target; with an expression
   target, one pass per existing trigger object that matches ``matchConstraints`` and
   ``matchConditions`` (evaluated with a synthetic UPDATE request of the trigger).
-* **Targets** — ``targetMatchConstraints.expression`` (evaluated with the trigger as ``object``;
-  returns an object or a list in ``items``), else the resources listed by
+* **Targets** — ``targetMatchConstraints.expression`` (evaluated with the trigger as ``object`` — for a
+  DELETE, the deleted object, as Kyverno builds the trigger from ``request.oldObject``:
+  ``pkg/background/common/resource.go`` ``GetResource``; returns an object or a list in ``items``),
+  else the resources listed by
   ``targetMatchConstraints`` resource rules, else by ``matchConstraints``; operations and
   excludeResourceRules are ignored, resourceNames, namespaceSelector and objectSelector apply, and a
   NamespacedMutatingPolicy only sees its namespace.
 * **Per target** — exceptions, then ``targetMatchConditions`` (``object`` is the target), then the
   mutations. The policy's own ``matchConditions`` are not re-checked. ``request`` is the trigger's
   request, or a synthetic UPDATE of the target. Targets that would not change are reported as such.
+* **Errors** — targets that cannot be resolved (the expression fails, a listing fails) are never
+  silently dropped: they come back as a :class:`Target` with ``error`` set (named by its trigger), and
+  :func:`mutate_target` turns it into an ``error`` outcome, so every surface reports it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 from celmut import cel
 from celmut.compile.compiled import CompiledPolicy
+from celmut.errors import CelmutError
 from celmut.policy.match import MatchResources
 from celmut.runtime import matching, ownership, selectors
 from celmut.runtime.engine import AdmissionEngine, RequestContext
@@ -74,6 +80,8 @@ class Target:
     obj: dict[str, Any]
     sub_resource: str = ""
     trigger: AdmissionInput | None = None
+    error: str = ""  # the targets could not be resolved: ``obj`` is the trigger, this says why
+    error_path: str = ""  # the field whose evaluation failed
 
     @property
     def trigger_label(self) -> str:
@@ -103,7 +111,12 @@ def resolve_targets(
             if _trigger_matches(engine, policy, trigger, check_operation=True):
                 targets += _targets(engine, policy, trigger)
         elif policy.target is not None and policy.target.expression is not None:
-            for existing in _list_matching(engine, policy, policy.match):
+            try:
+                triggers = _list_matching(engine, policy, policy.match)
+            except _Unresolved as problem:
+                targets.append(_failed(policy, None, problem))
+                continue
+            for existing in triggers:
                 synthetic = AdmissionInput.from_object(
                     existing, "UPDATE", old_object=existing, kind_table=engine.options.schemas.kinds
                 )
@@ -121,6 +134,11 @@ def mutate_target(
 
     ``input_size`` (bytes), when the caller knows it, saves measuring the object again for each policy.
     """
+    name = target.policy.display_name
+    if target.error:
+        policy = target.policy
+        failed = PolicyOutcome(name, policy.kind, "error", target.error, target.error_path, policy.failure_policy)
+        return TargetResult(name, target.obj, None, [], failed, target.sub_resource, target.trigger_label)
     current = target.obj if obj is None else obj
     request = target.trigger
     if request is None:
@@ -130,7 +148,6 @@ def mutate_target(
         request.input_size = input_size
     outcome, mutated, steps = _mutate_target(engine, target.policy, request, current)
     patch = diff(current, mutated) if mutated is not None and mutated is not current else []
-    name = target.policy.display_name
     return TargetResult(name, current, mutated, patch, outcome, target.sub_resource, target.trigger_label, steps)
 
 
@@ -153,38 +170,68 @@ def _context(engine: AdmissionEngine, request: AdmissionInput) -> RequestContext
     return RequestContext(engine, request, cel.Budget.with_timeout(engine.options.timeout_seconds))
 
 
+class _Unresolved(CelmutError):
+    """Targets of one policy could not be resolved (carried into a :class:`Target` with ``error``)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
 def _targets(engine: AdmissionEngine, policy: CompiledPolicy, trigger: AdmissionInput | None) -> list[Target]:
-    return [Target(policy, obj, sub, trigger) for obj, sub in _target_objects(engine, policy, trigger)]
+    problems: list[_Unresolved] = []
+    try:
+        found = [Target(policy, obj, sub, trigger) for obj, sub in _target_objects(engine, policy, trigger, problems)]
+    except _Unresolved as unresolved:
+        found, problems = [], [unresolved]
+    return found + [_failed(policy, trigger, problem) for problem in problems]
+
+
+def _failed(policy: CompiledPolicy, trigger: AdmissionInput | None, problem: _Unresolved) -> Target:
+    """A target standing for targets that could not be resolved: the trigger (or the policy, in a scan)."""
+    subject = trigger.subject if trigger is not None else {"kind": policy.kind, "metadata": {"name": policy.name}}
+    return Target(policy, subject, "", trigger, problem.message, problem.path)
 
 
 def _target_objects(
-    engine: AdmissionEngine, policy: CompiledPolicy, trigger: AdmissionInput | None
+    engine: AdmissionEngine, policy: CompiledPolicy, trigger: AdmissionInput | None, problems: list[_Unresolved]
 ) -> list[tuple[dict[str, Any], str]]:
     target = policy.target
     if target is not None and target.expression is not None:
         if trigger is None:
             return []
         context = _context(engine, trigger)
-        activation = context.activation(policy, trigger.object)
+        activation = context.activation(policy, trigger.subject)  # DELETE: the deleted object (Kyverno)
         try:
             value = target.expression.program.evaluate(activation)
-        except cel.CelError:
-            return []
+        except cel.CelError as ex:
+            raise _Unresolved(target.expression.path, ex.message) from None
         value = cel.to_plain(value)
         items = value.get("items") if isinstance(value, dict) else None
         if not isinstance(items, list):
             items = [value]
         return [(item, "") for item in items if isinstance(item, dict) and item]
+    on_target = target is not None and target.match is not None
     match = target.match if target is not None and target.match is not None else policy.match
-    return [(obj, sub) for obj, sub in _list_matching_with_sub(engine, policy, match)]
+    where = "spec.targetMatchConstraints" if on_target else "spec.matchConstraints"
+    return list(_list_matching_with_sub(engine, policy, match, problems, where))
 
 
 def _list_matching(engine: AdmissionEngine, policy: CompiledPolicy, match: MatchResources) -> list[dict[str, Any]]:
-    return [obj for obj, _ in _list_matching_with_sub(engine, policy, match)]
+    problems: list[_Unresolved] = []
+    found = [obj for obj, _ in _list_matching_with_sub(engine, policy, match, problems, "spec.matchConstraints")]
+    if problems:
+        raise problems[0]
+    return found
 
 
 def _list_matching_with_sub(
-    engine: AdmissionEngine, policy: CompiledPolicy, match: MatchResources
+    engine: AdmissionEngine,
+    policy: CompiledPolicy,
+    match: MatchResources,
+    problems: list[_Unresolved] | None = None,
+    where: str = "spec.matchConstraints",
 ) -> list[tuple[dict[str, Any], str]]:
     resources = engine.options.services.resources
     if resources is None:
@@ -202,7 +249,9 @@ def _list_matching_with_sub(
                     api_version = f"{group}/{version}" if group else version
                     try:
                         listed = resources.list(api_version, resource, namespace)
-                    except cel.CelError:
+                    except cel.CelError as ex:  # reported with the policy: its targets are incomplete
+                        if problems is not None:
+                            problems.append(_Unresolved(where, f"listing {resource}.{api_version}: {ex.message}"))
                         continue
                     for item in listed.get("items", []):
                         meta = item.get("metadata") or {}

@@ -208,3 +208,48 @@ def test_scan_progress_counts_the_targets_of_the_last_scan(fake_apiserver: FakeA
         assert controller.scan(reason="again") == 3
         assert controller.scan_progress()[1] == 3
         eventually(lambda: controller.scan_progress() == (3, 3), what="the second scan to finish")
+
+
+def test_a_deleted_trigger_mutates_the_targets_of_its_expression(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    """A DELETE trigger's target expression sees the deleted object as `object`, as in Kyverno
+    (pkg/background/common/resource.go GetResource reads request.oldObject for a DELETE)."""
+    fake_apiserver.store.create(configmap("target"))
+    fake_apiserver.store.create(configmap("trigger-1"))
+    on_delete = policy(
+        "follow-deletion",
+        add_label("deleted", cel_value="oldObject.metadata.name"),
+        rule={"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["configmaps"]},
+        admission=True,
+        conditions=['request.operation == "DELETE"'],  # not the start-up scan's synthetic UPDATE
+        target_expression='resource.Get("v1", "configmaps", object.metadata.namespace, "target")',
+    )
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "policies", on_delete)) as controller:
+        assert controller.wait_idle(5)
+        assert "deleted" not in labels_of(fake_apiserver, "target")
+        fake_apiserver.store.delete("configmaps", "trigger-1", "default")
+        eventually(lambda: labels_of(fake_apiserver, "target").get("deleted") == "trigger-1", what="the target patched")
+
+
+def test_a_failing_target_expression_is_reported(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    """Never swallowed: a log line, a failed target in the report and metrics, one Warning Event on the policy."""
+    broken = policy(
+        "bad-targets",
+        add_label("x"),
+        admission=True,
+        target_expression='resource.Get("v1", "configmaps", object.metadata.labels.team, "target")',
+    )
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "policies", broken)) as controller:
+        fake_apiserver.store.create(configmap("trigger"))  # no team label: the expression fails
+
+        def reported() -> bool:
+            return any(o.action == "failed" for o in controller.report.outcomes())
+
+        eventually(reported, what="the failure in the report")
+        (failed,) = [o for o in controller.report.outcomes() if o.action == "failed"]
+        assert "spec.targetMatchConstraints.expression" in failed.message and "no such key: labels" in failed.message
+        assert controller.metrics.errors._value.get() >= 1
+        events = [e for e in fake_apiserver.store.list("events", "default") if e["reason"] == "TargetsUnresolved"]
+        assert [(e["involvedObject"]["kind"], e["involvedObject"]["name"], e["type"]) for e in events] == [
+            ("MutatingPolicy", "bad-targets", "Warning")
+        ]
+        assert "ConfigMap default/trigger" in events[0]["message"]

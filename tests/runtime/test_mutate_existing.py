@@ -114,3 +114,33 @@ def test_targets_that_would_not_change_are_reported_unchanged() -> None:
     resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]"""
     results = mutate_existing(engine(policy(constraints), cluster))
     assert [(r.changed, r.outcome.status) for r in results] == [(False, "unchanged")]
+
+
+DELETED_NAMESPACES = """  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [DELETE], resources: [namespaces]}]
+  targetMatchConstraints:
+    expression: 'resource.List("v1", "configmaps", object.metadata.name)'"""
+
+
+def test_a_delete_trigger_gives_the_target_expression_the_old_object() -> None:
+    """Kyverno builds a DELETE trigger from request.oldObject (pkg/background/common/resource.go GetResource:
+    `if request.Operation == admissionv1.Delete { raw = request.OldObject.Raw }`)."""
+    eng = engine(policy(DELETED_NAMESPACES), CLUSTER)
+    deleted = AdmissionInput.from_object(None, "DELETE", old_object=namespace("team-b"))
+    results = mutate_existing(eng, trigger=deleted)
+    assert [(r.reference, r.outcome.status) for r in results] == [("ConfigMap team-b/other", "applied")]
+
+
+def test_a_failing_target_expression_is_reported_not_swallowed() -> None:
+    spec = (
+        TRIGGER_NAMESPACES
+        + """
+  targetMatchConstraints:
+    expression: 'resource.List("v1", "configmaps", object.metadata.labels.team)'"""
+    )
+    eng = engine(policy(spec), CLUSTER)
+    (result,) = mutate_existing(eng, trigger=AdmissionInput.from_object(namespace("unlabelled")))
+    assert result.outcome.status == "error" and not result.changed
+    assert result.outcome.path == "spec.targetMatchConstraints.expression"
+    assert "no such key: team" in result.outcome.reason
+    assert result.reference == "Namespace unlabelled"  # named by its trigger
