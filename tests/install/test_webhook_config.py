@@ -64,21 +64,30 @@ def chart_webhooks(helm: Path, *values: str, release: str = "celmut", namespace:
     [
         pytest.param([], [], id="the-defaults"),
         pytest.param(
-            ["--set", "webhook.failurePolicy=Fail", "--set", "webhook.reinvocationPolicy=IfNeeded"]
-            + ["--set", "webhook.timeoutSeconds=5"],
+            [
+                *("--set", "webhook.failurePolicy=Fail"),
+                *("--set", "webhook.reinvocationPolicy=IfNeeded"),
+                *("--set", "webhook.timeoutSeconds=5"),
+            ],
             ["--failure-policy", "Fail", "--reinvocation-policy", "IfNeeded", "--timeout", "5"],
             id="failure-reinvocation-timeout",
         ),
         pytest.param(
-            ["--set", "webhook.excludedNamespaces={team-x,team-y}"]
-            + ["--set", "webhook.failExcludedNamespaces={kube-system,infra}"],
-            ["--exclude-namespace", "team-x", "--exclude-namespace", "team-y"]
-            + ["--fail-exclude-namespace", "kube-system", "--fail-exclude-namespace", "infra"],
+            [
+                *("--set", "webhook.excludedNamespaces={team-x,team-y}"),
+                *("--set", "webhook.failExcludedNamespaces={kube-system,infra}"),
+            ],
+            [
+                *("--exclude-namespace", "team-x", "--exclude-namespace", "team-y"),
+                *("--fail-exclude-namespace", "kube-system", "--fail-exclude-namespace", "infra"),
+            ],
             id="excluded-namespaces",
         ),
         pytest.param(
-            ["--set-string", "webhook.namespaceSelector.matchLabels.celmut\\.io/enabled=true"]
-            + ["--set", "webhook.optOutLabel=example.com/skip"],
+            [
+                *("--set-string", "webhook.namespaceSelector.matchLabels.celmut\\.io/enabled=true"),
+                *("--set", "webhook.optOutLabel=example.com/skip"),
+            ],
             [
                 "--namespace-selector",
                 "{matchLabels: {celmut.io/enabled: 'true'}}",
