@@ -21,6 +21,8 @@ from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 log = logging.getLogger("celmut.kube")
 
+OWNER_KINDS = (("apps/v1", "replicasets"), ("apps/v1", "deployments"), ("batch/v1", "jobs"))
+
 
 @dataclass
 class ClusterConnection:
@@ -46,6 +48,8 @@ class ClusterConnection:
         cluster = Cluster.connect(kubeconfig)
         caches = CacheSet(cluster)
         caches.cache("v1", "namespaces", wait=False)  # every namespaced request looks its namespace up
+        for api_version, resource in OWNER_KINDS:  # a pod's owners, for the opt-out label: ready before pods come
+            caches.cache(api_version, resource, wait=False)
         source = ClusterPolicySource(cluster, admission_policies=admission_policies).start()
         connection = cls(cluster, caches, ClusterLookup(caches), source, OwnerOptOut(caches, opt_out_label))
         if not connection.policy_source.wait_synced(sync_timeout):
