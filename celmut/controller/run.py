@@ -11,7 +11,6 @@ and returns the report.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
 import socket
@@ -23,16 +22,7 @@ from typing import Any
 
 from celmut import cel, heap
 from celmut.controller.leader import LeaderElector
-from celmut.controller.reconcile import (
-    COMPONENT,
-    EvictionPacer,
-    LoadedPolicies,
-    Outcome,
-    Reconciler,
-    TargetKey,
-    Work,
-    merge_work,
-)
+from celmut.controller.reconcile import EvictionPacer, LoadedPolicies, Outcome, Reconciler, TargetKey, Work, merge_work
 from celmut.controller.report import Progress, Report
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.triggers import (
@@ -41,18 +31,16 @@ from celmut.controller.triggers import (
     drift_policies,
     enqueue_scan,
     policy_fingerprint,
-    target_key,
     trigger_resources,
 )
+from celmut.controller.unresolved import UnresolvedTargets
 from celmut.controller.workqueue import TokenBucket, WorkQueue
-from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
-from celmut.kube.events import post_event
+from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.runtime import AdmissionEngine
-from celmut.runtime.mutate_existing import Target, mutate_target
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore
@@ -150,6 +138,13 @@ class Controller:
             stop=self._stop,
         )
         self.metrics.queue_depth.set_function(self.queue.depth)
+        self.unresolved_targets = UnresolvedTargets(
+            cluster,
+            lambda: self._loaded,
+            self.metrics,
+            self.report,
+            events=lambda: not config.dry_run and self.is_leader(),
+        )
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
 
@@ -210,7 +205,7 @@ class Controller:
             self._trigger,
             self.own_writes,
             cache.synced.is_set,
-            self.unresolved,
+            self.unresolved_targets,
         )
         cache.add_handler(handler)
         self._watched.add((api_version, resource))
@@ -231,46 +226,10 @@ class Controller:
             items: list[dict[str, Any]] = self.lookup.list("v1", "pods", "")["items"]
             return items
 
-        count = enqueue_scan(loaded, self.enqueue, pods, policies, self.unresolved)
+        count = enqueue_scan(loaded, self.enqueue, pods, policies, self.unresolved_targets)
         self.last_scan = (self.processed, count)
         log.info("scan queued", extra={"reason": reason, "targets": count})
         return count
-
-    def unresolved(self, target: Target) -> None:
-        """A policy's targets could not be resolved: report it (log, metric, report, one Warning Event on the
-        policy per trigger and error), never drop it silently."""
-        loaded = self._loaded
-        if loaded is None:
-            return
-        result = mutate_target(loaded.all, target)
-        message = f"policy {result.policy}: {result.outcome.path}: {result.outcome.reason}"
-        outcome = Outcome(target_key(target.obj), "failed", message=message)
-        self.metrics.observe(outcome)
-        self.report.record(outcome)
-        log.warning("targets not resolved", extra={"trigger": result.reference, "error": message})
-        if self.config.dry_run or not self.is_leader():
-            return
-        policy = target.policy
-        about = {
-            "apiVersion": "policies.kyverno.io/v1",
-            "kind": policy.kind,
-            "metadata": {"name": policy.name, "namespace": policy.namespace},
-        }
-        digest = hashlib.sha256(f"{result.reference}/{message}".encode()).hexdigest()[:16]
-        try:
-            post_event(
-                self.cluster,
-                about,
-                reason="TargetsUnresolved",
-                message=f"{result.reference}: {result.outcome.path}: {result.outcome.reason}",
-                component=COMPONENT,
-                warning=True,
-                name=f"{policy.name}.celmut-{digest}",
-            )
-        except Conflict:
-            pass  # reported already (another run, the same trigger and error)
-        except ClusterError as ex:
-            log.warning("could not record an event", extra={"error": str(ex)})
 
     def scan_progress(self) -> tuple[int, int]:
         """(targets processed since the last scan was queued, targets it queued)."""
