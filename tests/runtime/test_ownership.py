@@ -82,12 +82,12 @@ spec:
   matchConstraints:
     resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
   mutations:
-""" + applyconfig('Object{metadata: Object.metadata{labels: {"team": "payments"}}}')
+""" + applyconfig("Object{spec: Object.spec{terminationGracePeriodSeconds: 5}}")
     owned, bare = admit(policy, replicaset()), admit(policy, replicaset(owner=None))
     assert owned.patch == [] and {o.status for o in owned.outcomes} == {"skipped"}
     (variant,) = [o for o in owned.outcomes if "(autogen defaults)" in o.policy]
     assert "controlled by Deployment web" in variant.reason
-    assert bare.object["spec"]["template"]["metadata"]["labels"]["team"] == "payments"
+    assert bare.object["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5
 
 
 def test_a_mutating_admission_policy_keeps_the_api_servers_semantics() -> None:

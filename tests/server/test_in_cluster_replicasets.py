@@ -19,22 +19,24 @@ from .in_cluster import celmut_in_cluster, wait_for_policies
 
 Obj = dict[str, Any]
 
-# pods CREATE, default autogen (every pod controller), an ApplyConfiguration that adds a label: the
-# policy of the report.
-LABEL_PODS = {
+# pods CREATE, default autogen (every pod controller), an ApplyConfiguration: the policy of the report
+# (which added a label; a pod-spec field here, as Kyverno's autogen leaves nested `Object.metadata` type
+# names unrewritten — pkg/cel/policies/mpol/autogen — so a metadata ApplyConfiguration fails on controllers).
+GRACE = "Object{spec: Object.spec{terminationGracePeriodSeconds: 5}}"
+GRACE_PODS = {
     "apiVersion": "policies.kyverno.io/v1",
     "kind": "MutatingPolicy",
-    "metadata": {"name": "team-label"},
+    "metadata": {"name": "grace"},
     "spec": {
         "matchConstraints": {
-            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+            ]
         },
         "mutations": [
             {
                 "patchType": "ApplyConfiguration",
-                "applyConfiguration": {
-                    "expression": 'Object{metadata: Object.metadata{labels: {"team": "payments"}}}'
-                },
+                "applyConfiguration": {"expression": GRACE},
             }
         ],
     },
@@ -87,8 +89,8 @@ def test_a_rollout_restart_settles_with_one_new_replicaset(
         apps = kubernetes.client.AppsV1Api(fake_apiserver.api_client())
         apps.create_namespaced_deployment("shop", deployment())
         assert fake_apiserver.controllers.settle().stable
-        fake_apiserver.store.create(LABEL_PODS)
-        wait_for_policies(servers, "team-label")
+        fake_apiserver.store.create(GRACE_PODS)
+        wait_for_policies(servers, "grace")
         rollout_restart(fake_apiserver, "web", "shop")
         report = fake_apiserver.controllers.settle(max_rounds=10)
     assert report.stable, f"the deployment controller kept creating ReplicaSets: {report}"
@@ -96,7 +98,7 @@ def test_a_rollout_restart_settles_with_one_new_replicaset(
     assert len(fake_apiserver.store.list("replicasets", "shop")) == 2
     assert "collisionCount" not in (fake_apiserver.store.get("deployments", "web", "shop").get("status") or {})
     pods = fake_apiserver.store.list("pods", "shop")
-    assert len(pods) == 2 and all(p["metadata"]["labels"]["team"] == "payments" for p in pods)
+    assert len(pods) == 2 and all(p["spec"]["terminationGracePeriodSeconds"] == 5 for p in pods)
 
 
 @pytest.mark.fakekube(webhooks=True)
@@ -107,14 +109,14 @@ def test_pods_of_a_deployment_labelled_with_the_opt_out_label_are_left_alone(
     nor its Pods, so celmut follows the Pod's owners (ReplicaSet → Deployment) to honour it."""
     fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
     with celmut_in_cluster(fake_apiserver, tmp_path) as servers:
-        fake_apiserver.store.create(LABEL_PODS)
-        wait_for_policies(servers, "team-label")
+        fake_apiserver.store.create(GRACE_PODS)
+        wait_for_policies(servers, "grace")
         apps = kubernetes.client.AppsV1Api(fake_apiserver.api_client())
         apps.create_namespaced_deployment("shop", deployment("quiet", labels={"celmut.io/ignore": "true"}))
         apps.create_namespaced_deployment("shop", deployment("busy"))
         assert fake_apiserver.controllers.settle().stable
     pods = {p["metadata"]["labels"]["app"]: p for p in fake_apiserver.store.list("pods", "shop")}
-    assert "team" not in pods["quiet"]["metadata"]["labels"]
-    assert pods["busy"]["metadata"]["labels"]["team"] == "payments"
+    assert "terminationGracePeriodSeconds" not in pods["quiet"]["spec"]
+    assert pods["busy"]["spec"]["terminationGracePeriodSeconds"] == 5
     quiet = fake_apiserver.store.get("deployments", "quiet", "shop")
-    assert "team" not in quiet["spec"]["template"]["metadata"]["labels"]  # the objectSelector, as before
+    assert "terminationGracePeriodSeconds" not in quiet["spec"]["template"]["spec"]  # the objectSelector
