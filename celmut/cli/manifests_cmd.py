@@ -2,8 +2,14 @@
 
 The same objects as the Helm chart's defaults (``charts/celmut``): the CRDs, the webhook and
 controller Deployments, Service, PodDisruptionBudget, RBAC and the MutatingWebhookConfiguration, plus
-the Namespace. Apply with ``celmut manifests | kubectl apply --server-side -f -``; next to Kyverno add
-``--skip-kyverno-crds`` (its CRDs are Kyverno's to manage).
+the Namespace. Apply with ``celmut manifests | kubectl apply --server-side -f -``; uninstall with
+``celmut manifests | kubectl delete -f -``.
+
+The policies.kyverno.io CRDs are printed only when celmut owns them (``--kyverno-crds auto``, the
+default, asks the cluster of the current kubeconfig context — the one kubectl applies to — and prints
+each one that does not exist yet or that celmut installed; the others are Kyverno's, and so are left
+out of the install *and* of the uninstall). ``--kyverno-crds include`` or ``skip`` decides without a
+cluster; without any kubeconfig ``auto`` includes them. The choice is reported on stderr.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ import sys
 
 import yaml
 
+from celmut.install.kyverno_crds import kyverno_crds
 from celmut.install.manifests import InstallOptions, manifests
 from celmut.install.webhook_config import parse_label_selector
+from celmut.service import flags
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 CEL_ENGINES = ("auto", "celpy", "cpp")
@@ -48,8 +56,68 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="never sent to the Fail webhook (repeat; default kube-system; '' for none)",
     )
     p.add_argument("--namespace-selector", metavar="SELECTOR", help="only namespaces it selects (a LabelSelector)")
-    p.add_argument("--skip-kyverno-crds", action="store_true", help="leave out the policies.kyverno.io CRDs")
+    p.add_argument(
+        "--kyverno-crds",
+        choices=KYVERNO_CRD_CHOICES,
+        default="auto",
+        help="the policies.kyverno.io CRDs: auto (default: each one the cluster does not have, or has from "
+        "celmut), include, or skip (Kyverno owns them)",
+    )
+    p.add_argument(
+        "--skip-kyverno-crds", dest="kyverno_crds", action="store_const", const="skip", help="--kyverno-crds skip"
+    )
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --kyverno-crds auto (default: kubectl's)")
+    flags.add_policy_selector(p)
+    p.add_argument(
+        "--kyverno-exceptions-namespace",
+        metavar="NS",
+        help="where the controller keeps the PolicyExceptions that make Kyverno skip celmut's policies "
+        "(default: --namespace; '' for none)",
+    )
     p.set_defaults(run=run)
+
+
+KYVERNO_CRD_CHOICES = ("auto", "include", "skip")
+
+
+def _kyverno_crds(choice: str, kubeconfig: str | None) -> tuple[str, ...]:
+    """The Kyverno CRDs to print; ValueError when ``auto`` cannot ask the cluster it is configured for."""
+    names = tuple(crd.name for crd in kyverno_crds())
+    if choice != "auto":
+        return names if choice == "include" else ()
+    from celmut.kube.client import Cluster, ClusterError, NotFound  # the client loads only for auto
+    from celmut.policy.selection import PART_OF, crd_is_celmuts
+
+    try:
+        cluster = Cluster.connect(kubeconfig, timeout=10)
+    except ClusterError as ex:
+        if kubeconfig is None and ex.reason == "Config":  # no cluster configured: rendering offline
+            print("# --kyverno-crds auto: no kubeconfig, the policies.kyverno.io CRDs are included", file=sys.stderr)
+            return names
+        raise ValueError(f"--kyverno-crds auto: {ex}") from None
+    chosen: list[str] = []
+    try:
+        for name in names:
+            try:
+                crd = cluster.get("apiextensions.k8s.io/v1", "customresourcedefinitions", "", name)
+            except NotFound:
+                chosen.append(name)
+                print(f"# {name}: not in the cluster, included", file=sys.stderr)
+                continue
+            if crd_is_celmuts(crd):
+                chosen.append(name)
+                print(f"# {name}: installed by celmut, included", file=sys.stderr)
+            else:
+                owner = ((crd.get("metadata") or {}).get("labels") or {}).get(PART_OF, "not celmut")
+                print(f"# {name}: owned by {owner} (Kyverno), left out", file=sys.stderr)
+    except ClusterError as ex:
+        raise ValueError(
+            f"--kyverno-crds auto: cannot tell who owns the policies.kyverno.io CRDs ({ex}); "
+            "give --kyverno-crds include or skip"
+        ) from None
+    finally:
+        cluster.close()
+    return tuple(chosen)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,8 +133,13 @@ def run(args: argparse.Namespace) -> int:
     if args.replicas < 0:
         print("error: --replicas must not be negative", file=sys.stderr)
         return EXIT_BAD_INPUT
+    exceptions_namespace = args.kyverno_exceptions_namespace
+    if exceptions_namespace and (len(exceptions_namespace) > 63 or not _DNS_LABEL.match(exceptions_namespace)):
+        print(f"error: --kyverno-exceptions-namespace {exceptions_namespace!r}: not a namespace name", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         namespace_selector = parse_label_selector(args.namespace_selector, "--namespace-selector")
+        crds = _kyverno_crds(args.kyverno_crds, args.kubeconfig)
     except ValueError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -80,7 +153,10 @@ def run(args: argparse.Namespace) -> int:
         failure_policy=args.failure_policy,
         reinvocation_policy=args.reinvocation_policy,
         timeout_seconds=args.timeout,
-        kyverno_crds=not args.skip_kyverno_crds,
+        kyverno_crds=crds,
+        policy_selector=args.policy_selector,
+        kyverno_exceptions=exceptions_namespace != "",
+        kyverno_exceptions_namespace=exceptions_namespace or "",
         excluded_namespaces=tuple(n for n in args.exclude_namespace if n),
         fail_excluded_namespaces=tuple(n for n in fail_excluded if n),
         namespace_selector=namespace_selector,

@@ -79,6 +79,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="with --from-cluster, also load the cluster's MutatingAdmissionPolicies (an API server with the "
         "MutatingAdmissionPolicy plugin applies them itself)",
     )
+    flags.add_policy_selector(p)
+    p.add_argument(
+        "--kyverno-exceptions-namespace",
+        default="",
+        metavar="NS",
+        help="with --from-cluster: while Kyverno is detected, keep in NS one Kyverno PolicyException per "
+        "MutatingPolicy celmut serves, so that Kyverno skips it (Kyverno must have policy exceptions on and "
+        "read NS); default: none",
+    )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     flags.add(p)
     p.set_defaults(run=run)
@@ -116,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         lease_name=args.lease_name,
         opt_out_label=args.opt_out_label,
         serve_admission_policies=args.serve_admission_policies,
+        policy_selector=args.policy_selector,
+        kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
     )
     controller = Controller(config, cluster)
     if args.dry_run:

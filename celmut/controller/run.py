@@ -36,10 +36,12 @@ from celmut.controller.triggers import (
 from celmut.controller.unresolved import UnresolvedTargets
 from celmut.controller.workqueue import TokenBucket, WorkQueue
 from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.kyverno_exceptions import KyvernoExceptions
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.tls_manager import TlsConfig, TlsManager
+from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service.assembly import EngineSettings
@@ -78,6 +80,8 @@ class ControllerConfig:
     tls: TlsConfig | None = None  # the webhook TLS the controller keeps valid (None: cert-manager or manual)
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # objects (or their owners) carrying it are left alone
     serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
+    policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
+    kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
 
 
 class Controller:
@@ -87,7 +91,11 @@ class Controller:
         self.caches = CacheSet(cluster, max_caches=64, sync_timeout=config.sync_timeout)
         self.lookup = ClusterLookup(self.caches)
         self.policy_source = (
-            ClusterPolicySource(cluster, admission_policies=config.serve_admission_policies)
+            ClusterPolicySource(
+                cluster,
+                admission_policies=config.serve_admission_policies,
+                selection=PolicySelection(config.policy_selector),
+            )
             if config.from_cluster
             else None
         )
@@ -145,6 +153,11 @@ class Controller:
             self.report,
             events=lambda: not config.dry_run and self.is_leader(),
         )
+        self.kyverno_exceptions = (
+            KyvernoExceptions(cluster, config.kyverno_exceptions_namespace)
+            if config.kyverno_exceptions_namespace and self.policy_source is not None and not config.dry_run
+            else None
+        )
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
 
@@ -179,7 +192,8 @@ class Controller:
 
     def reload(self, *, force: bool = False) -> list[str]:
         """Reload policies; the names of policies that are new or changed (they are scanned)."""
-        self.store.reload(force=force)
+        if self.store.reload(force=force) is not None and self.is_leader():
+            self.sync_kyverno_exceptions()
         engine = self.store.engine
         if engine is None or (self._loaded is not None and self._loaded.all is engine):
             return []
@@ -192,6 +206,17 @@ class Controller:
         for api_version, resource in sorted(trigger_resources(engine.policies) - self._watched):
             self._watch_triggers(api_version, resource)
         return changed
+
+    def sync_kyverno_exceptions(self) -> None:
+        """The leader keeps Kyverno's PolicyExceptions for the policies celmut serves (after each reload)."""
+        source, exceptions = self.policy_source, self.kyverno_exceptions
+        if source is None or exceptions is None or source.ownership is None:
+            return
+        api_version = source.api_version("PolicyException")
+        if api_version is None:  # no PolicyException CRD: Kyverno cannot be asked
+            return
+        existing = source.objects_of("PolicyException")
+        exceptions.sync(source.ownership, source.policies(), existing, api_version)
 
     def _watch_triggers(self, api_version: str, resource: str) -> None:
         cache = self.caches.cache(api_version, resource, wait=False)
@@ -239,6 +264,7 @@ class Controller:
     def _leadership_changed(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
         if leading:
+            self.sync_kyverno_exceptions()
             self.scan(reason="leader")
 
     # --- workers ---------------------------------------------------------------------------------

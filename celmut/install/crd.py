@@ -19,6 +19,7 @@ class Version:
     deprecated: bool = False
     printer_columns: tuple[dict[str, Any], ...] = ()
     status_subresource: bool = True
+    selectable_fields: tuple[str, ...] = ()  # JSON paths ``kubectl get --field-selector`` may use (k8s >= 1.31)
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class CRD:
     versions: tuple[Version, ...]
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -59,12 +61,17 @@ class CRD:
             if version.printer_columns:
                 entry["additionalPrinterColumns"] = list(version.printer_columns)
             entry["schema"] = {"openAPIV3Schema": version.schema}
+            if version.selectable_fields:
+                entry["selectableFields"] = [{"jsonPath": path} for path in version.selectable_fields]
             if version.status_subresource:
                 entry["subresources"] = {"status": {}}
             versions.append(entry)
+        metadata: dict[str, Any] = {"name": self.name, "labels": dict(PART_OF)}
+        if self.annotations:
+            metadata["annotations"] = dict(self.annotations)
         return {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
-            "metadata": {"name": self.name, "labels": dict(PART_OF)},
+            "metadata": metadata,
             "spec": {"group": self.group, "names": names, "scope": self.scope, "versions": versions},
         }

@@ -1,30 +1,46 @@
 """The ``policies.kyverno.io`` kinds celmut serves: MutatingPolicy, NamespacedMutatingPolicy and
 PolicyException, as Kyverno defines them.
 
-The schemas follow Kyverno's CRDs field for field (kyverno/api ``policies.kyverno.io`` types, as of
-Kyverno 1.17+: ``targetMatchConditions``, ``auditAnnotations``, ``evaluation.skipBackgroundRequests``
-and ``useServerSideApply``, PolicyException ``expiresAt``/``properties``), and are no stricter: an
-object Kyverno's CRD accepts is accepted here, so celmut can install them on a cluster without Kyverno
-and Kyverno can take them over later. Descriptions are shortened. Served versions are v1 (storage),
-v1beta1 and the deprecated v1alpha1, all with the same schema.
+The schemas follow Kyverno's generated CRDs field for field (kyverno/api ``policies.kyverno.io`` types
+and ``config/crds/policies.kyverno.io_*.yaml``, as of Kyverno 1.17+: ``targetMatchConditions``,
+``auditAnnotations``, ``evaluation.skipBackgroundRequests`` and ``useServerSideApply``, PolicyException
+``expiresAt``/``properties``), so that a policy one accepts the other accepts too, and either can
+replace the other's CRD: celmut installs them on a cluster without Kyverno, and Kyverno can take
+them over later. What used to differ, and now follows Kyverno (each pinned by
+``tests/install/test_kyverno_crd_parity.py``):
+
+* **storage version v1beta1** (``+kubebuilder:storageversion`` on the v1beta1 types), so a CRD one
+  tool created and the other updates keeps ``status.storedVersions`` at ``[v1beta1]``; v1, v1beta1
+  and the deprecated v1alpha1 are all served, with the same schema;
+* ``selectableFields: [.spec.evaluation.mode]`` on the policy kinds (``+kubebuilder:selectablefield``):
+  ``kubectl get mpol --field-selector spec.evaluation.mode=JSON`` (Kubernetes >= 1.31);
+* ``evaluation.skipBackgroundRequests`` defaults to ``true`` in the stored object
+  (``+kubebuilder:default=true``);
+* ``status.conditionStatus.conditions`` is a plain list (two conditions may share a type), and
+  ``status.autogen`` is typed (``configs: {<group>: {spec, targets}}``) rather than free-form.
+
+Descriptions are shortened. The CRDs are annotated ``helm.sh/resource-policy: keep``: the Helm chart
+installs them only when no other owner has (``charts/celmut/charts/kyverno-crds``) and never deletes
+them, with the policies in them, on uninstall or when Kyverno has taken them over.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from celmut.install import schema as s
 from celmut.install.crd import CRD, Version
 
 GROUP = "policies.kyverno.io"
 VERSIONS = ("v1", "v1beta1", "v1alpha1")
+STORAGE_VERSION = "v1beta1"  # Kyverno's: kyverno/api api/policies.kyverno.io/v1beta1 (+kubebuilder:storageversion)
+KEEP = (("helm.sh/resource-policy", "keep"),)
+SELECTABLE_FIELDS = (".spec.evaluation.mode",)
 _POLICY_COLUMNS = (
     {"jsonPath": ".metadata.creationTimestamp", "name": "AGE", "type": "date"},
     {"jsonPath": ".status.conditionStatus.ready", "name": "READY", "type": "string"},
 )
 
 
-def _mutating_policy_spec() -> s.Schema:
+def _mutating_policy_spec(description: str = "The desired behaviour of the mutating policy.") -> s.Schema:
     mutation = s.obj(
         {
             "applyConfiguration": s.obj(
@@ -82,7 +98,7 @@ def _mutating_policy_spec() -> s.Schema:
                         "Mutation of existing resources (targetMatchConstraints, else matchConstraints).",
                     ),
                     "skipBackgroundRequests": s.boolean(
-                        "Ignore requests made by the background controller (default true)."
+                        "Ignore requests made by the background controller.", default=True
                     ),
                     "useServerSideApply": s.boolean(
                         "Apply configurations replace atomic values instead of rejecting them (default false)."
@@ -121,23 +137,44 @@ def _mutating_policy_spec() -> s.Schema:
                 "Configuration of the webhook that serves the policy.",
             ),
         },
-        "The desired behaviour of the mutating policy.",
+        description,
     )
 
 
-_PRESERVE_UNKNOWN_FIELDS: dict[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}
+def _autogen_status() -> s.Schema:
+    """kyverno/api ``MutatingPolicyAutogenStatus``: ``configs`` maps a group of generated variants to its
+    spec and the resources it targets (``MutatingPolicyAutogen``, ``Target``)."""
+    target = s.obj(
+        {
+            "group": s.string("API group of the target."),
+            "kind": s.string("Kind of the target."),
+            "resource": s.string("Resource of the target."),
+            "version": s.string("API version of the target."),
+        },
+        required=("kind", "resource", "version"),
+    )
+    config = s.obj(
+        {
+            "spec": _mutating_policy_spec("The spec of the generated variant."),
+            "targets": s.arr(target, "The resources the variant applies to."),
+        },
+        required=("spec", "targets"),
+    )
+    return s.obj(
+        {"configs": s.obj(description="Generated variants by group.", additionalProperties=config)},
+        "The generated variants (written by Kyverno).",
+    )
 
 
 def _policy_status() -> s.Schema:
     return s.obj(
         {
-            "autogen": s.obj(
-                description="The generated variants (written by Kyverno).",
-                **_PRESERVE_UNKNOWN_FIELDS,
-            ),
+            "autogen": _autogen_status(),
             "conditionStatus": s.obj(
                 {
-                    "conditions": s.conditions("Conditions, e.g. celmut.io/Compiled written by celmut."),
+                    "conditions": s.conditions(
+                        "Conditions, e.g. celmut.io/Compiled written by celmut.", keyed_by_type=False
+                    ),
                     "message": s.string("A summary of the conditions."),
                     "ready": s.boolean("Whether the policy is ready to be served."),
                 },
@@ -162,8 +199,16 @@ def _mutating_policy(kind: str, plural: str, short_name: str, scope: str) -> CRD
         scope=scope,
         short_names=(short_name,),
         categories=("kyverno",),
+        annotations=KEEP,
         versions=tuple(
-            Version(v, schema, storage=v == "v1", deprecated=v == "v1alpha1", printer_columns=_POLICY_COLUMNS)
+            Version(
+                v,
+                schema,
+                storage=v == STORAGE_VERSION,
+                deprecated=v == "v1alpha1",
+                printer_columns=_POLICY_COLUMNS,
+                selectable_fields=SELECTABLE_FIELDS,
+            )
             for v in VERSIONS
         ),
     )
@@ -211,8 +256,9 @@ def _policy_exception() -> CRD:
         kind="PolicyException",
         plural="policyexceptions",
         scope="Namespaced",
+        annotations=KEEP,
         versions=tuple(
-            Version(v, schema, storage=v == "v1", deprecated=v == "v1alpha1", status_subresource=False)
+            Version(v, schema, storage=v == STORAGE_VERSION, deprecated=v == "v1alpha1", status_subresource=False)
             for v in VERSIONS
         ),
     )

@@ -15,8 +15,10 @@ from typing import Any
 from celmut import __version__
 from celmut.install import rbac
 from celmut.install.crds import KYVERNO_GROUP, all_crds
+from celmut.install.kyverno_crds import kyverno_crds as kyverno_crd_definitions
 from celmut.install.webhook_config import DEFAULT_RULES, WebhookSettings, chart_buckets
 from celmut.install.webhook_config import webhook_configuration as render_webhook_configuration
+from celmut.policy.selection import AUTO
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 Obj = dict[str, Any]
@@ -41,10 +43,17 @@ class InstallOptions:
     fail_excluded_namespaces: tuple[str, ...] = ("kube-system",)
     excluded_namespaces: tuple[str, ...] = ()
     namespace_selector: dict[str, Any] = field(default_factory=dict)
-    kyverno_crds: bool = True
+    kyverno_crds: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in kyverno_crd_definitions()))
     log_level: str = "INFO"
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL
+    policy_selector: str = AUTO
+    kyverno_exceptions: bool = True
+    kyverno_exceptions_namespace: str = ""  # "": celmut's namespace
     rules: list[Obj] = field(default_factory=lambda: [dict(r) for r in DEFAULT_RULES])
+
+    @property
+    def exceptions_namespace(self) -> str:
+        return self.kyverno_exceptions_namespace or self.namespace
 
     @property
     def controller_account(self) -> str:
@@ -122,6 +131,7 @@ def webhook_deployment(o: InstallOptions) -> Obj:
     args += ["--tls-cert", "/tls/tls.crt", "--tls-key", "/tls/tls.key"]
     args += ["--background-user", f"system:serviceaccount:{o.namespace}:{o.controller_account}"]
     args += ["--timeout", str(o.timeout_seconds), "--opt-out-label", o.opt_out_label]
+    args += ["--policy-selector", o.policy_selector]
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     container = {
         "name": "webhook",
@@ -162,7 +172,9 @@ def controller_deployment(o: InstallOptions) -> Obj:
     args = ["controller", "--from-cluster", "--leader-elect", "--lease-namespace", o.namespace]
     args += ["--lease-name", f"{o.name}-controller", "--rate", "50", "--scan-interval", "1h"]
     args += ["--evictions-per-minute", "60", "--metrics-port", "8444", "--metrics-host", "0.0.0.0"]
-    args += ["--opt-out-label", o.opt_out_label]
+    args += ["--opt-out-label", o.opt_out_label, "--policy-selector", o.policy_selector]
+    if o.kyverno_exceptions:
+        args += ["--kyverno-exceptions-namespace", o.exceptions_namespace]
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     env = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -249,13 +261,26 @@ def _rbac(o: InstallOptions) -> list[Obj]:
             subjects=[subject],
         ),
     ]
+    if o.kyverno_exceptions:
+        name = f"{o.name}-kyverno-exceptions"
+        meta = {**_meta(o, name, "controller"), "namespace": o.exceptions_namespace}
+        objects += [
+            _obj(f"{group}/v1", "Role", meta, rules=rbac.kyverno_exception_rules()),
+            _obj(
+                f"{group}/v1",
+                "RoleBinding",
+                dict(meta),
+                roleRef={"apiGroup": group, "kind": "Role", "name": name},
+                subjects=[subject],
+            ),
+        ]
     return objects
 
 
 def manifests(o: InstallOptions) -> list[Obj]:
     """Every object of the install, in an order ``kubectl apply`` accepts."""
     objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": o.namespace}}]
-    objects += [crd.to_dict() for crd in all_crds() if o.kyverno_crds or crd.group != KYVERNO_GROUP]
+    objects += [crd.to_dict() for crd in all_crds() if crd.group != KYVERNO_GROUP or crd.name in o.kyverno_crds]
     objects += [
         _obj("v1", "ServiceAccount", _meta(o, o.webhook_account, "webhook")),
         _obj("v1", "ServiceAccount", _meta(o, o.controller_account, "controller")),

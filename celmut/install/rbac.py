@@ -29,8 +29,12 @@ def shared_rules() -> list[Rule]:
         _rule("pod-mutations.cast.ai", ["podmutations"], READ),
         _rule("presets.celmut.io", ["gpuslicings"], READ),
         _rule("pinning.celmut.io", ["podpinningplans"], READ),
-        # CRDs: the schemas of custom resources, which ApplyConfiguration merges follow.
+        # CRDs: the schemas of custom resources, which ApplyConfiguration merges follow, and whose
+        # policies.kyverno.io CRDs tell whether Kyverno is installed.
         _rule("apiextensions.k8s.io", ["customresourcedefinitions"], READ),
+        # Kyverno's webhook configurations (label webhook.kyverno.io/managed-by=kyverno): whether Kyverno
+        # serves MutatingPolicies, which decides the ones celmut serves (--policy-selector auto).
+        _rule("admissionregistration.k8s.io", ["mutatingwebhookconfigurations"], ["list", "watch"]),
         # Namespace labels, pods (exact spot splits count a workload's pods), pinning-plan ConfigMaps.
         _rule("", ["namespaces", "pods", "configmaps"], READ),
         # A pod's workload: ReplicaSet -> Deployment, Job -> CronJob, StatefulSet and DaemonSet owners.
@@ -75,3 +79,9 @@ def controller_namespace_rules(lease: str, secrets: list[str], *, self_managed_t
     if self_managed_tls:
         rules += [_rule("", ["secrets"], ["create"]), _rule("", ["secrets"], ["get", "update"], secrets)]
     return rules
+
+
+def kyverno_exception_rules() -> list[Rule]:
+    """In the namespace of the PolicyExceptions the controller keeps for Kyverno (one per policy celmut
+    serves, so that Kyverno skips it); reading them is a shared rule."""
+    return [_rule("policies.kyverno.io", ["policyexceptions"], ["create", "update", "delete"])]

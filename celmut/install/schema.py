@@ -177,8 +177,9 @@ def match_resources(description: str, extra: dict[str, Schema] | None = None) ->
     return obj(dict(sorted(properties.items())), description, **{"x-kubernetes-map-type": "atomic"})
 
 
-def conditions(description: str = "Observed conditions, one per type.") -> Schema:
-    """A list of ``metav1.Condition`` keyed by ``type``."""
+def conditions(description: str = "Observed conditions, one per type.", *, keyed_by_type: bool = True) -> Schema:
+    """A list of ``metav1.Condition``: keyed by ``type`` (one per type), or a plain (atomic) list as
+    Kyverno's ``ConditionStatus.conditions`` is (no list-type marker: two conditions may share a type)."""
     condition = obj(
         {
             "lastTransitionTime": string("When the condition last changed status.", format="date-time"),
@@ -203,6 +204,8 @@ def conditions(description: str = "Observed conditions, one per type.") -> Schem
         "A metav1.Condition.",
         required=("lastTransitionTime", "message", "reason", "status", "type"),
     )
+    if not keyed_by_type:
+        return arr(condition, description)
     return arr(condition, description, list_type="map", map_keys=("type",))
 
 

@@ -16,10 +16,18 @@ MutatingAdmissionPolicies and their bindings are read only when asked (``admissi
 on by default) applies them itself, before calling the webhooks, so celmut serving them too would apply
 each one twice (an appended toleration lands twice). ``celmut apply`` still evaluates MAP files offline.
 
+Only the policies celmut owns are handed out (:mod:`celmut.policy.selection`): the policy selector
+decides among MutatingPolicies — by default, once Kyverno is detected (its policy CRDs, or its webhook
+configurations, watched here), only those labelled ``celmut.io/owner=celmut`` — and PolicyExceptions
+made for Kyverno only are left out. Every change of who owns what is logged, and the condition celmut
+writes on each policy it serves says why (:meth:`~celmut.policy.selection.Ownership.describe`).
+
 A policy that fails to compile is skipped (the store keeps the rest). After each reload the objects
 of the set now in service are reported (:mod:`celmut.kube.policy_status`): a log line per broken
-generation, a status that says whether the object is in service (Kyverno's ``conditionStatus.ready``,
-a ``celmut.io/Compiled`` condition) and one Warning Event per broken generation across processes.
+generation, a status that says whether the object is in service (Kyverno's ``conditionStatus.ready``
+while Kyverno is absent, a ``celmut.io/Compiled`` condition) and one Warning Event per broken
+generation across processes. Objects left to another engine get nothing, except that celmut takes its
+condition back from a policy it no longer serves.
 """
 
 from __future__ import annotations
@@ -32,11 +40,18 @@ from typing import Any
 
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
-from celmut.kube.policy_status import CONDITION_TYPE, report_status
+from celmut.kube.policy_status import CONDITION_TYPE, IN_SERVICE, release_status, report_status
+from celmut.policy.errors import PolicyError
+from celmut.policy.selection import (
+    KYVERNO_WEBHOOK_LABEL,
+    SELECTED_KINDS,
+    Ownership,
+    PolicySelection,
+    kyverno_presence,
+)
+from celmut.sources.documents import Document
 
 __all__ = ["CONDITION_TYPE", "POLICY_KINDS", "ClusterPolicySource", "WatchedKind", "document_path", "watched_kinds"]
-from celmut.policy.errors import PolicyError
-from celmut.sources.documents import Document
 
 log = logging.getLogger("celmut.kube")
 
@@ -91,6 +106,16 @@ POLICY_KINDS: tuple[WatchedKind, ...] = (
     ),
 )
 
+
+#: Not a policy: Kyverno's webhook configurations, which tell whether Kyverno serves MutatingPolicies.
+KYVERNO_WEBHOOKS = WatchedKind(
+    "admissionregistration.k8s.io",
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    ("v1",),
+    f"{KYVERNO_WEBHOOK_LABEL}=kyverno",
+    conditions_at=(),
+)
 
 #: The kinds the API server serves itself (its MutatingAdmissionPolicy admission plugin).
 ADMISSION_POLICY_KINDS = frozenset({"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"})
@@ -182,51 +207,98 @@ class ClusterPolicySource:
         kinds: tuple[WatchedKind, ...] | None = None,
         *,
         admission_policies: bool = False,
+        selection: PolicySelection | None = None,
         report: bool = True,
         rediscover_seconds: float = REDISCOVERY_SECONDS,
     ) -> None:
+        """``selection``: which MutatingPolicies celmut serves (default ``auto``: all of them until Kyverno
+        is detected, then those labelled ``celmut.io/owner=celmut``)."""
         self.cluster = cluster
         self.report_to_cluster = report
+        self.selection = selection or PolicySelection()
         chosen = kinds if kinds is not None else watched_kinds(admission_policies=admission_policies)
         self._watches = [_KindWatch(cluster, spec, WatchedCache.start, rediscover_seconds) for spec in chosen]
-        self._reported: dict[str, tuple[str, str]] = {}  # path -> (revision, error message or "")
+        self._kyverno_webhooks = _KindWatch(cluster, KYVERNO_WEBHOOKS, WatchedCache.start, rediscover_seconds)
+        self._reported: dict[str, tuple[str, str, str]] = {}  # path -> (revision, error or "", in-service text)
+        self._left: dict[str, tuple[str, str]] = {}  # path -> (revision, why celmut leaves it alone)
         self._served: dict[str, tuple[WatchedKind, dict[str, Any]]] = {}
+        self._declined: dict[str, tuple[WatchedKind, dict[str, Any], str]] = {}
+        self.ownership: Ownership | None = None  # as of the last documents(); None before
+
+    @property
+    def _all_watches(self) -> list[_KindWatch]:
+        return [*self._watches, self._kyverno_webhooks]
 
     def start(self) -> ClusterPolicySource:
-        for watch in self._watches:
+        for watch in self._all_watches:
             watch.refresh()
         return self
 
     def stop(self) -> None:
-        for watch in self._watches:
+        for watch in self._all_watches:
             if watch.cache is not None:
                 watch.cache.stop()
 
     def wait_synced(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        for watch in self._watches:
+        for watch in self._all_watches:
             if watch.cache is not None and not watch.cache.wait_synced(max(deadline - time.monotonic(), 0.0)):
                 return False
         return True
 
     def synced(self) -> bool:
-        return all(watch.synced() for watch in self._watches)
+        return all(watch.synced() for watch in self._all_watches)
 
     # --- PolicySource ---------------------------------------------------------------------------
 
     def _objects(self) -> list[tuple[WatchedKind, dict[str, Any]]]:
         return [(w.spec, obj) for w in self._watches for obj in w.items()]
 
+    def current_ownership(self) -> Ownership:
+        """Who serves which policy, from what the watches hold now (Kyverno's CRDs and webhooks)."""
+        crds = [obj for w in self._watches if w.spec.kind == "CustomResourceDefinition" for obj in w.items()]
+        return self.selection.resolve(kyverno_presence(crds, self._kyverno_webhooks.items()))
+
     def fingerprint(self) -> object:
-        for watch in self._watches:
+        for watch in self._all_watches:
             watch.refresh()
-        return tuple(sorted((document_path(spec.kind, obj), _revision(obj)) for spec, obj in self._objects()))
+        objects = tuple(sorted((document_path(spec.kind, obj), _revision(obj)) for spec, obj in self._objects()))
+        return objects, self.current_ownership()
 
     def documents(self) -> tuple[list[Document], list[Exception]]:
-        served = {document_path(spec.kind, obj): (spec, obj) for spec, obj in self._objects()}
-        self._served = served  # what report() describes: the objects of the set being compiled
+        ownership = self.current_ownership()
+        if ownership != self.ownership:
+            log.info("policy ownership: %s", ownership.describe(), extra={"kyverno": ownership.kyverno.detected})
+        self.ownership = ownership
+        served: dict[str, tuple[WatchedKind, dict[str, Any]]] = {}
+        declined: dict[str, tuple[WatchedKind, dict[str, Any], str]] = {}
+        for spec, obj in self._objects():
+            path = document_path(spec.kind, obj)
+            reason = ownership.declines(spec.kind, obj)
+            if reason:
+                declined[path] = (spec, obj, reason)
+            else:
+                served[path] = (spec, obj)
+        self._served, self._declined = served, declined  # what report() describes: the set being compiled
         documents = [Document(path, 0, obj) for path, (_, obj) in served.items()]
         return sorted(documents, key=lambda d: d.path), []
+
+    def policies(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every (Namespaced)MutatingPolicy of the last documents(), celmut's and the others, with its kind."""
+        everything = [(spec, obj) for spec, obj in self._served.values()]
+        everything += [(spec, obj) for spec, obj, _ in self._declined.values()]
+        return [(spec.kind, obj) for spec, obj in everything if spec.kind in SELECTED_KINDS]
+
+    def objects_of(self, kind: str) -> list[dict[str, Any]]:
+        """The objects of ``kind`` the watches hold now."""
+        return [obj for w in self._watches if w.spec.kind == kind for obj in w.items()]
+
+    def api_version(self, kind: str) -> str | None:
+        """The apiVersion ``kind`` is read at (the one the API server serves), None while not served."""
+        for watch in self._watches:
+            if watch.spec.kind == kind and watch.cache is not None and not watch.cache.absent:
+                return watch.cache.api_version
+        return None
 
     # --- reporting what is in service back to the cluster ----------------------------------------
 
@@ -238,17 +310,46 @@ class ClusterPolicySource:
             source = getattr(error, "source", "") if isinstance(error, PolicyError) else ""
             if isinstance(error, PolicyError) and source.startswith(SOURCE_PREFIX):
                 by_path.setdefault(source, []).append(error.details)  # the object is named by the status
-        reported: dict[str, tuple[str, str]] = {}
+        ownership = self.ownership or self.current_ownership()
+        kyverno_fields = not ownership.kyverno.detected  # next to Kyverno, ready/message are Kyverno's to write
+        reported: dict[str, tuple[str, str, str]] = {}
         for path, (spec, obj) in self._served.items():
-            state = (_revision(obj), "\n".join(by_path.get(path, [])))
+            in_service = f"{IN_SERVICE}; {ownership.describe()}" if spec.kind in SELECTED_KINDS else IN_SERVICE
+            state = (_revision(obj), "\n".join(by_path.get(path, [])), f"{in_service}:{kyverno_fields}")
             if self._reported.get(path) != state:
                 if state[1]:
                     log.error("policy skipped: it does not compile", extra={"policy": path, "error": state[1]})
                 if self.report_to_cluster:
                     try:
-                        report_status(self.cluster, obj, spec.resource, spec.conditions_at, state[1])
+                        report_status(
+                            self.cluster,
+                            obj,
+                            spec.resource,
+                            spec.conditions_at,
+                            state[1],
+                            kyverno_fields=kyverno_fields,
+                            in_service=in_service,
+                        )
                     except ClusterError as ex:  # best effort: the policy is in service (or skipped) either way
                         log.warning("could not report policy status", extra={"policy": path, "error": str(ex)})
                         continue  # not recorded: tried again after the next reload
             reported[path] = state
         self._reported = reported
+        self._report_declined()
+
+    def _report_declined(self) -> None:
+        """Log each object left to another engine once per generation and reason; take celmut's condition
+        back from one it served before. Nothing else is written on them."""
+        left: dict[str, tuple[str, str]] = {}
+        for path, (spec, obj, reason) in self._declined.items():
+            state = (_revision(obj), reason)
+            if self._left.get(path) != state:
+                log.info("policy left to another engine", extra={"policy": path, "reason": reason})
+                if self.report_to_cluster:
+                    try:
+                        release_status(self.cluster, obj, spec.resource, spec.conditions_at)
+                    except ClusterError as ex:
+                        log.warning("could not take celmut's condition back", extra={"policy": path, "error": str(ex)})
+                        continue
+            left[path] = state
+        self._left = left

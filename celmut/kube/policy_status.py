@@ -12,6 +12,12 @@ thing; what they write is made idempotent instead of coordinated:
 * **Warning Event** — named after the object's uid, generation and error, so a second process (or a
   restart) posting the same one gets ``AlreadyExists`` and the cluster keeps exactly one per broken
   generation.
+
+Next to Kyverno (:mod:`celmut.policy.selection`) both engines would write Kyverno's status fields of a
+policy: celmut then writes only its own condition on the policies it serves (``kyverno_fields=False``:
+``conditionStatus.ready`` and ``.message`` are Kyverno's), and nothing at all on the others — except,
+once, taking back its own condition from a policy it served before (:func:`release_status`), so the
+object never claims celmut serves it.
 """
 
 from __future__ import annotations
@@ -40,19 +46,39 @@ def _holder(status: Any, path: Sequence[str]) -> dict[str, Any]:
     return status if isinstance(status, dict) else {}
 
 
-def status_patch(obj: dict[str, Any], conditions_at: Sequence[str], error: str) -> dict[str, Any] | None:
+def _conditions(obj: dict[str, Any], conditions_at: Sequence[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The status object holding the conditions list, and the list."""
+    parent = _holder(obj.get("status") or {}, conditions_at[:-1])
+    return parent, [c for c in parent.get(conditions_at[-1]) or [] if isinstance(c, dict)]
+
+
+def _nested(conditions_at: Sequence[str], patch: dict[str, Any]) -> dict[str, Any]:
+    for key in reversed(conditions_at[:-1]):
+        patch = {key: patch}
+    return patch
+
+
+def status_patch(
+    obj: dict[str, Any],
+    conditions_at: Sequence[str],
+    error: str,
+    *,
+    kyverno_fields: bool = True,
+    in_service: str = IN_SERVICE,
+) -> dict[str, Any] | None:
     """The merge patch of ``.status`` saying whether ``obj`` is in service; None when it already says so.
 
     ``conditions_at`` is where the conditions list lives under ``.status`` (``("conditions",)``, or
-    ``("conditionStatus", "conditions")`` for Kyverno's kinds, which also get ``ready`` and ``message``).
+    ``("conditionStatus", "conditions")`` for Kyverno's kinds, which also get ``ready`` and ``message``
+    unless ``kyverno_fields`` is False: Kyverno writes them when it runs). ``in_service`` is the
+    condition's message when there is no error.
     """
     generation = (obj.get("metadata") or {}).get("generation", 0)
     status = "False" if error else "True"
-    message = error[:MAX_MESSAGE] if error else IN_SERVICE
-    parent = _holder(obj.get("status") or {}, conditions_at[:-1])
-    existing = [c for c in parent.get(conditions_at[-1]) or [] if isinstance(c, dict)]
+    message = error[:MAX_MESSAGE] if error else in_service[:MAX_MESSAGE]
+    parent, existing = _conditions(obj, conditions_at)
     current = next((c for c in existing if c.get("type") == CONDITION_TYPE), None)
-    kyverno = conditions_at[0] == "conditionStatus"
+    kyverno = conditions_at[0] == "conditionStatus" and kyverno_fields
     up_to_date = (
         current is not None
         and current.get("status") == status
@@ -74,9 +100,23 @@ def status_patch(obj: dict[str, Any], conditions_at: Sequence[str], error: str) 
     patch: dict[str, Any] = {conditions_at[-1]: [*(c for c in existing if c is not current), condition]}
     if kyverno:
         patch.update(ready=not error, message=message if error else "")
-    for key in reversed(conditions_at[:-1]):
-        patch = {key: patch}
-    return patch
+    return _nested(conditions_at, patch)
+
+
+def release_patch(obj: dict[str, Any], conditions_at: Sequence[str]) -> dict[str, Any] | None:
+    """The patch taking celmut's condition off ``obj`` (None when it has none), guarded by the object's
+    resourceVersion: the conditions list is replaced whole, so a concurrent write must not be lost."""
+    if not conditions_at:
+        return None
+    _, existing = _conditions(obj, conditions_at)
+    if not any(c.get("type") == CONDITION_TYPE for c in existing):
+        return None
+    kept = [c for c in existing if c.get("type") != CONDITION_TYPE]
+    meta = obj.get("metadata") or {}
+    return {
+        "metadata": {"resourceVersion": meta.get("resourceVersion")},
+        "status": _nested(conditions_at, {conditions_at[-1]: kept}),
+    }
 
 
 def event_name(obj: dict[str, Any], error: str) -> str:
@@ -87,11 +127,17 @@ def event_name(obj: dict[str, Any], error: str) -> str:
 
 
 def report_status(
-    cluster: Cluster, obj: dict[str, Any], resource: str, conditions_at: Sequence[str], error: str
+    cluster: Cluster,
+    obj: dict[str, Any],
+    resource: str,
+    conditions_at: Sequence[str],
+    error: str,
+    *,
+    kyverno_fields: bool = True,
+    in_service: str = IN_SERVICE,
 ) -> None:
     """Post the Warning Event (once per generation and error) and write the status (when it differs);
     raises :class:`~celmut.kube.client.ClusterError` when the API server refuses."""
-    meta = obj.get("metadata") or {}
     if error:
         name = event_name(obj, error)
         with contextlib.suppress(Conflict):  # another process (or an earlier run) reported this generation
@@ -100,16 +146,32 @@ def report_status(
             )
     if not conditions_at:
         return
-    patch = status_patch(obj, conditions_at, error)
+    patch = status_patch(obj, conditions_at, error, kyverno_fields=kyverno_fields, in_service=in_service)
     if patch is None:
         return
     with contextlib.suppress(NotFound):  # deleted meanwhile, or no status subresource: the Event and log remain
-        cluster.patch(
-            str(obj.get("apiVersion")),
-            resource,
-            meta.get("namespace") or "",
-            str(meta.get("name")),
-            {"status": patch},
-            content_type="application/merge-patch+json",
-            sub="status",
-        )
+        _patch_status(cluster, obj, resource, {"status": patch})
+
+
+def release_status(cluster: Cluster, obj: dict[str, Any], resource: str, conditions_at: Sequence[str]) -> bool:
+    """Take celmut's condition off a policy celmut no longer serves; True when there was one to take.
+    A conflict (the object changed since it was read) or a deletion is left to the next reload."""
+    patch = release_patch(obj, conditions_at)
+    if patch is None:
+        return False
+    with contextlib.suppress(NotFound, Conflict):
+        _patch_status(cluster, obj, resource, patch)
+    return True
+
+
+def _patch_status(cluster: Cluster, obj: dict[str, Any], resource: str, patch: dict[str, Any]) -> None:
+    meta = obj.get("metadata") or {}
+    cluster.patch(
+        str(obj.get("apiVersion")),
+        resource,
+        meta.get("namespace") or "",
+        str(meta.get("name")),
+        patch,
+        content_type="application/merge-patch+json",
+        sub="status",
+    )

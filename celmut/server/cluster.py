@@ -17,6 +17,7 @@ from celmut.kube.client import Cluster
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
+from celmut.policy.selection import PolicySelection
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 log = logging.getLogger("celmut.kube")
@@ -40,17 +41,19 @@ class ClusterConnection:
         sync_timeout: float = 30.0,
         opt_out_label: str = DEFAULT_OPT_OUT_LABEL,
         admission_policies: bool = False,
+        policy_selection: PolicySelection | None = None,
     ) -> ClusterConnection:
         """Connect, start the watches and wait (up to ``sync_timeout``) for their first lists.
 
         ``admission_policies``: also serve the cluster's MutatingAdmissionPolicies (for an API server
-        without the MAP plugin; one with it applies them itself)."""
+        without the MAP plugin; one with it applies them itself). ``policy_selection``: which
+        MutatingPolicies are celmut's (default ``auto``, :mod:`celmut.policy.selection`)."""
         cluster = Cluster.connect(kubeconfig)
         caches = CacheSet(cluster)
         caches.cache("v1", "namespaces", wait=False)  # every namespaced request looks its namespace up
         for api_version, resource in OWNER_KINDS:  # a pod's owners, for the opt-out label: ready before pods come
             caches.cache(api_version, resource, wait=False)
-        source = ClusterPolicySource(cluster, admission_policies=admission_policies).start()
+        source = ClusterPolicySource(cluster, admission_policies=admission_policies, selection=policy_selection).start()
         connection = cls(cluster, caches, ClusterLookup(caches), source, OwnerOptOut(caches, opt_out_label))
         if not connection.policy_source.wait_synced(sync_timeout):
             log.warning("cluster policies not listed yet; serving what is known", extra={"timeout": sync_timeout})

@@ -50,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="with --from-cluster, also serve the cluster's MutatingAdmissionPolicies: only for an API server "
         "without the MutatingAdmissionPolicy plugin (one with it applies them itself, before celmut)",
     )
+    flags.add_policy_selector(p)
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     flags.add(p)
     p.set_defaults(run=run)
@@ -83,5 +84,6 @@ def run(args: argparse.Namespace) -> int:
         background_users=tuple(args.background_user or (DEFAULT_BACKGROUND_USER,)),
         opt_out_label=args.opt_out_label,
         serve_admission_policies=args.serve_admission_policies,
+        policy_selector=args.policy_selector,
     )
     return serve(config)

@@ -28,6 +28,7 @@ from fastapi import FastAPI
 
 from celmut import cel, heap
 from celmut.kube import certs
+from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.server.app import ServerSettings, create_app
@@ -61,6 +62,7 @@ class ServeConfig:
     background_users: tuple[str, ...] = (DEFAULT_BACKGROUND_USER,)  # skipBackgroundRequests ignores these
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # also followed through owners (the objectSelector cannot)
     serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
+    policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
     services: cel.Services = field(default_factory=cel.Services)
 
 
@@ -76,6 +78,7 @@ def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
             config.kubeconfig,
             opt_out_label=config.opt_out_label,
             admission_policies=config.serve_admission_policies,
+            policy_selection=PolicySelection(config.policy_selector),
         )
     except ClusterError as ex:
         raise ValueError(f"cannot connect to the cluster: {ex}") from None

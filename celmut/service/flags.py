@@ -1,9 +1,14 @@
-"""``--cel-engine auto|celpy|cpp``: the CEL engine of the commands that compile CEL (eval, apply,
+"""Flags several surfaces share.
+
+``--cel-engine auto|celpy|cpp``: the CEL engine of the commands that compile CEL (eval, apply,
 test, compile, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decides, and then
 ``auto``: the engine measured faster for policy workloads (cel-python today; see
 :mod:`celmut.cel.backends.select`). The one-shot commands pass the engine to the compiler; the
 long-running ones (serve, controller) make it their process's default, which their worker
-processes inherit."""
+processes inherit.
+
+``--policy-selector`` (serve, controller): which cluster MutatingPolicies are celmut's
+(:mod:`celmut.policy.selection`); a bad selector is refused by argparse (exit 2, naming it)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import os
 import sys
 
 from celmut.cel.backends import select
+from celmut.policy.selection import AUTO, OWNED_BY_CELMUT, PolicySelection, PolicySelectorError
 
 EXIT_BAD_INPUT = 2
 
@@ -44,3 +50,24 @@ def use_for_process(args: argparse.Namespace) -> bool:
     if getattr(args, "cel_engine", None) is not None:
         os.environ[select.ENV_VAR] = engine
     return True
+
+
+def policy_selector(text: str) -> str:
+    """argparse type of ``--policy-selector``: the text, once known to be ``auto`` or a label selector."""
+    try:
+        PolicySelection(text)
+    except PolicySelectorError as ex:
+        raise argparse.ArgumentTypeError(str(ex)) from None
+    return text
+
+
+def add_policy_selector(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy-selector",
+        type=policy_selector,
+        default=AUTO,
+        metavar="SELECTOR",
+        help=f"the cluster MutatingPolicies celmut serves, a label selector as for kubectl get -l "
+        f"(e.g. {OWNED_BY_CELMUT}; '' for all); default {AUTO}: all of them, or once Kyverno is detected "
+        f"(its policy CRDs or webhooks) only those labelled {OWNED_BY_CELMUT}",
+    )

@@ -12,6 +12,14 @@ from . import helm as helm_tool
 VALUES = sorted((helm_tool.CHART / "ci").glob("*-values.yaml"))
 
 
+@pytest.fixture(autouse=True)
+def no_cluster_configured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`celmut manifests --kyverno-crds auto` asks the kubeconfig's cluster: none here, unless a test
+    passes --kubeconfig (a developer's own ~/.kube/config must never be read by the tests)."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+
 @pytest.fixture(scope="session")
 def helm() -> Path:
     try:

@@ -67,10 +67,10 @@ def test_plural_names_versions_and_scopes_match_what_celmut_watches() -> None:
     }
 
 
-def test_kyverno_policies_store_v1_and_deprecate_v1alpha1() -> None:
+def test_kyverno_policies_store_v1beta1_as_kyverno_and_deprecate_v1alpha1() -> None:
     for kind in ("MutatingPolicy", "NamespacedMutatingPolicy", "PolicyException"):
         versions = {v["name"]: v for v in CRDS[kind]["spec"]["versions"]}
-        assert versions["v1"]["storage"] and versions["v1alpha1"].get("deprecated"), kind
+        assert versions["v1beta1"]["storage"] and versions["v1alpha1"].get("deprecated"), kind
         schemas = [v["schema"] for v in versions.values()]
         assert all(s == schemas[0] for s in schemas), f"{kind}: versions differ"
 

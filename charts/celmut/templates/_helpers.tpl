@@ -36,6 +36,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- define "celmut.tlsSecret" -}}{{ include "celmut.fullname" . }}-tls{{- end -}}
 {{- define "celmut.caSecret" -}}{{ include "celmut.fullname" . }}-ca{{- end -}}
 {{- define "celmut.policiesConfigMap" -}}{{ include "celmut.fullname" . }}-policies{{- end -}}
+{{- define "celmut.kyvernoExceptionsNamespace" -}}{{ .Values.kyvernoExceptions.namespace | default .Release.Namespace }}{{- end -}}
 
 {{/* The documents of the policies ConfigMap, as a dict of file name -> YAML text. */}}
 {{- define "celmut.policyFiles" -}}
