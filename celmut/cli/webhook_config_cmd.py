@@ -9,6 +9,10 @@ celmut's controller or cert-manager). The chart's defaults: the Fail webhook ign
 (``--failure-policy``), celmut's namespace never and kube-system never by the Fail webhook
 (``--exclude-namespace``, ``--fail-exclude-namespace``), any ``--namespace-selector``. Exit 2 on bad
 input, and rather than print a configuration that registers nothing.
+
+Next to Kyverno, only the MutatingPolicies celmut owns are registered: ``--policy-selector`` (as
+``celmut serve``'s, e.g. ``celmut.io/owner=celmut``) leaves the others of ``--policies`` out; they are
+Kyverno's to serve.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from celmut.compile.pipeline import compile_paths
+from celmut.compile.pipeline import compile_documents, read_paths
 from celmut.install.webhook_config import (
     DEFAULT_RULES,
     FAILURE_POLICIES,
@@ -33,6 +37,7 @@ from celmut.install.webhook_config import (
     policy_rules,
     webhook_configuration,
 )
+from celmut.policy.selection import PolicySelection, PolicySelectorError
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -72,6 +77,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="only namespaces it selects are sent: a LabelSelector as JSON/YAML, e.g. '{matchLabels: {a: b}}'",
     )
     p.add_argument("--opt-out-label", default=DEFAULT_OPT_OUT_LABEL, help="objects with this label are skipped")
+    p.add_argument(
+        "--policy-selector",
+        default="",
+        metavar="SELECTOR",
+        help="register only the MutatingPolicies of --policies this label selector selects (those celmut "
+        "serves, e.g. celmut.io/owner=celmut); default: all",
+    )
     p.set_defaults(run=run)
 
 
@@ -115,9 +127,21 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    try:
+        ownership = PolicySelection(args.policy_selector).resolve_offline()
+    except PolicySelectorError as ex:
+        print(f"error: --policy-selector: {ex}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     policies = []
     if args.policies:
-        compilation = compile_paths(*args.policies)
+        documents, read_errors = read_paths(*args.policies)
+        kept = [
+            d
+            for d in documents
+            if not isinstance(d.content, dict) or not ownership.declines(str(d.content.get("kind") or ""), d.content)
+        ]
+        compilation = compile_documents(kept)
+        compilation.compiled.errors[:0] = read_errors
         if compilation.errors:
             for error in compilation.errors:
                 print(f"error: {error}", file=sys.stderr)

@@ -192,7 +192,9 @@ class Controller:
 
     def reload(self, *, force: bool = False) -> list[str]:
         """Reload policies; the names of policies that are new or changed (they are scanned)."""
-        if self.store.reload(force=force) is not None and self.is_leader():
+        reloaded = self.store.reload(force=force) is not None
+        retry = self.kyverno_exceptions is not None and self.kyverno_exceptions.due()
+        if (reloaded or retry) and self.is_leader():
             self.sync_kyverno_exceptions()
         engine = self.store.engine
         if engine is None or (self._loaded is not None and self._loaded.all is engine):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,11 +144,17 @@ def desired_exceptions(
 class KyvernoExceptions:
     """Keeps the PolicyExceptions of one namespace equal to :func:`desired_exceptions`."""
 
-    def __init__(self, cluster: Cluster, namespace: str, *, dry_run: bool = False) -> None:
+    def __init__(self, cluster: Cluster, namespace: str, *, dry_run: bool = False, retry_seconds: float = 30.0) -> None:
         self.cluster = cluster
         self.namespace = namespace
         self.dry_run = dry_run
+        self.retry_seconds = retry_seconds
         self._withheld: set[str] = set()
+        self._failed_at: float | None = None  # a write failed: sync again unprompted after retry_seconds
+
+    def due(self) -> bool:
+        """Whether a failed sync should be retried now (nothing in the cluster may change to prompt it)."""
+        return self._failed_at is not None and time.monotonic() >= self._failed_at + self.retry_seconds
 
     def sync(
         self,
@@ -173,6 +180,7 @@ class KyvernoExceptions:
         for name, found in current.items():
             if name not in desired:
                 self._delete(name, found, outcome)
+        self._failed_at = time.monotonic() if outcome.failed else None
         return outcome
 
     def _write(self, name: str, exception: Obj, found: Mapping[str, Any] | None, outcome: SyncOutcome) -> None:

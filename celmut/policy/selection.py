@@ -302,6 +302,12 @@ class PolicySelection:
             return Ownership(parse_selector(OWNED_BY_CELMUT), f"Kyverno detected: {kyverno.evidence}", kyverno)
         return Ownership(Selector(), "Kyverno not detected", kyverno)
 
+    def resolve_offline(self) -> Ownership:
+        """For files (no cluster to look at): a fixed selector as such; ``auto`` selects every policy."""
+        if self.auto:
+            return Ownership(Selector(), "no cluster to detect Kyverno in")
+        return Ownership(parse_selector(self.text), f"--policy-selector {self.text.strip()!r}")
+
 
 #: celmut alone (files, the CLI, tests): every policy is celmut's.
 EVERYTHING = Ownership(Selector(), "celmut alone")

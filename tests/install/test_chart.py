@@ -185,6 +185,21 @@ def test_the_cel_engine_value_reaches_both_components(rendered: dict[str, list[O
             assert parsed_args(container(rendered[values], deployment)["args"]).cel_engine == engine
 
 
+def test_the_policy_selector_reaches_both_components_and_only_the_controller_keeps_kyvernos_exceptions(
+    rendered: dict[str, list[Obj]],
+) -> None:
+    for values, selector, namespace in (("default", "auto", "celmut"), ("full", "celmut.io/owner=celmut", "kyverno")):
+        webhook = parsed_args(container(rendered[values], "celmut-webhook")["args"])
+        controller = parsed_args(container(rendered[values], "celmut-controller")["args"])
+        assert webhook.policy_selector == controller.policy_selector == selector
+        assert controller.kyverno_exceptions_namespace == namespace
+        role = one(rendered[values], "Role", "celmut-kyverno-exceptions")
+        assert role["metadata"]["namespace"] == namespace
+        assert allows(role["rules"], "policies.kyverno.io", "policyexceptions", "create")
+        binding = one(rendered[values], "RoleBinding", "celmut-kyverno-exceptions")
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "celmut-controller", "namespace": "celmut"}]
+
+
 # --- the webhook configuration -----------------------------------------------------------------------
 
 
@@ -310,6 +325,7 @@ def test_both_components_may_read_every_kind_celmut_watches_and_report_on_it(
         ("batch", "cronjobs"),
         ("", "namespaces"),
         ("", "pods"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),  # Kyverno's: is Kyverno there?
     ):
         assert allows(rules, group, resource, "watch"), resource
     assert allows(rules, "", "events", "create")

@@ -70,13 +70,24 @@ def test_the_options_map_to_the_chart_values(helm: Path, capsys: pytest.CaptureF
     values += ["--set", "image.repository=registry.example/celmut", "--set", "image.tag=1.2.3"]
     values += ["--set", "webhook.excludedNamespaces={team-x}", "--set-json", "webhook.failExcludedNamespaces=[]"]
     values += ["--set-string", "webhook.namespaceSelector.matchLabels.celmut\\.io/enabled=true"]
+    values += ["--set-string", "policySelector=team in (a\\,b)", "--set", "kyvernoExceptions.namespace=kyverno"]
     chart = helm_tool.template(helm, None, *values, release="celmut-tools", namespace="tools")
     argv = ["--namespace", "tools", "--name", "celmut-tools", "--replicas", "3", "--failure-policy", "Fail"]
     argv += ["--reinvocation-policy", "IfNeeded", "--timeout", "5", "--cel-engine", "celpy", "--skip-kyverno-crds"]
     argv += ["--image", "registry.example/celmut:1.2.3", "--exclude-namespace", "team-x", "--fail-exclude-namespace", ""]
     argv += ["--namespace-selector", '{"matchLabels": {"celmut.io/enabled": "true"}}']
+    argv += ["--policy-selector", "team in (a,b)", "--kyverno-exceptions-namespace", "kyverno"]
     plain = by_key(printed(capsys, *argv))
     assert by_key(chart) == plain
+
+
+def test_kyverno_exceptions_off_maps_to_the_chart_value(helm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = helm_tool.template(helm, None, "--set", "kyvernoExceptions.enabled=false")
+    plain = printed(capsys, "--kyverno-exceptions-namespace", "")
+    assert by_key(chart) == by_key(plain)
+    assert not [o for o in plain if o["metadata"]["name"].endswith("-kyverno-exceptions")]
+    controller = next(o for o in plain if o["kind"] == "Deployment" and o["metadata"]["name"] == "celmut-controller")
+    assert "--kyverno-exceptions-namespace" not in controller["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_the_namespace_comes_first_and_the_webhook_configuration_last(capsys: pytest.CaptureFixture[str]) -> None:

@@ -97,7 +97,9 @@ def chart_webhooks(helm: Path, *values: str, release: str = "celmut", namespace:
             id="namespace-selector-and-opt-out-label",
         ),
         pytest.param(
-            ["--set-json", "webhook.failExcludedNamespaces=[]"], ["--fail-exclude-namespace", ""], id="no-fail-exclusions"
+            ["--set-json", "webhook.failExcludedNamespaces=[]"],
+            ["--fail-exclude-namespace", ""],
+            id="no-fail-exclusions",
         ),
     ],
 )
@@ -204,6 +206,11 @@ spec:
             id="bad-selector",
         ),
         pytest.param(["--from-cluster", "--ca-bundle", "/nonexistent/ca.pem"], "/nonexistent/ca.pem", id="no-ca-file"),
+        pytest.param(
+            ["--from-cluster", "--policy-selector", "a b"],
+            "--policy-selector: policy selector",
+            id="bad-policy-selector",
+        ),
     ],
 )
 def test_bad_input_exits_2_naming_it(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -216,3 +223,17 @@ def test_an_empty_configuration_is_refused(tmp_path: Path, capsys: pytest.Captur
     assert main(["webhook-config", *with_policies(tmp_path, NOT_AT_ADMISSION)]) == 2
     captured = capsys.readouterr()
     assert "refusing to print an empty configuration" in captured.err and captured.out == ""
+
+
+def test_only_the_policies_celmut_owns_are_registered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Next to Kyverno, the policies Kyverno serves must not be sent to celmut (issue 20): the strict
+    policy is labelled for celmut, the lenient one is Kyverno's."""
+    labelled = POLICIES.replace(
+        "metadata: {name: strict}", "metadata: {name: strict, labels: {celmut.io/owner: celmut}}"
+    )
+    config = render(capsys, *with_policies(tmp_path, labelled), "--policy-selector", "celmut.io/owner=celmut")
+    webhooks = by_name(config)
+    assert list(webhooks) == ["fail.mutate.celmut.io"]  # the lenient (Ignore) policy is not celmut's
+    assert not any("configmaps" in r["resources"] for r in webhooks["fail.mutate.celmut.io"]["rules"])
+    everything = by_name(render(capsys, *with_policies(tmp_path, labelled)))
+    assert list(everything) == ["fail.mutate.celmut.io", "ignore.mutate.celmut.io"]

@@ -39,3 +39,27 @@ def policy_crds() -> list[dict[str, Any]]:
 
 def spec_of(kind: str) -> WatchedKind:
     return next(spec for spec in POLICY_KINDS if spec.kind == kind)
+
+
+def kyvernos_crd(kind: str = "MutatingPolicy") -> dict[str, Any]:
+    """The CRD of ``kind`` as Kyverno's chart installs it (charts/kyverno/charts/crds templates:
+    kyverno.crds.labels, Helm's ownership annotations of the release ``kyverno``)."""
+    definition = crd(spec_of(kind))
+    definition["metadata"]["labels"] = {
+        "app.kubernetes.io/part-of": "kyverno",
+        "app.kubernetes.io/component": "crds",
+        "app.kubernetes.io/managed-by": "Helm",
+    }
+    definition["metadata"]["annotations"] = {
+        "meta.helm.sh/release-name": "kyverno",
+        "meta.helm.sh/release-namespace": "kyverno",
+    }
+    return definition
+
+
+def crds_next_to_kyverno() -> list[dict[str, Any]]:
+    """The CRDs celmut watches, Kyverno's policy kinds as Kyverno installed them (Kyverno came first)."""
+    kyvernos = {"MutatingPolicy", "NamespacedMutatingPolicy", "PolicyException"}
+    return [
+        kyvernos_crd(d["spec"]["names"]["kind"]) if d["spec"]["names"]["kind"] in kyvernos else d for d in policy_crds()
+    ]

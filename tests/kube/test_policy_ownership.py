@@ -1,0 +1,205 @@
+"""Issue 20: celmut next to Kyverno. Only the MutatingPolicies celmut owns are compiled and reported on;
+the others get no status and no Event from celmut (Kyverno writes conditionStatus.ready on every policy,
+kyverno/api MutatingPolicyStatus), and who owns what follows Kyverno's arrival and departure."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from celmut.kube.client import Cluster
+from celmut.kube.policy_source import CONDITION_TYPE, ClusterPolicySource
+from celmut.policy.selection import OWNER_LABEL, PolicySelection
+from celmut.service.assembly import EngineSettings
+from celmut.service.store import PolicyStore
+from tests.fakekube import FakeApiServer
+
+from .conftest import eventually, label_policy, policy_documents
+from .crds import crds_next_to_kyverno
+
+Obj = dict[str, Any]
+MPOL = "mutatingpolicies.policies.kyverno.io"
+
+
+def kyvernos_webhooks() -> Obj:
+    """Kyverno's resource webhook configuration while it serves a MutatingPolicy (pkg/controllers/webhook:
+    label webhook.kyverno.io/managed-by=kyverno, path /mpol/<name>)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {
+            "name": "kyverno-resource-mutating-webhook-cfg",
+            "labels": {"webhook.kyverno.io/managed-by": "kyverno"},
+        },
+        "webhooks": [
+            {
+                "name": "mpol.mutate.kyverno.svc-fail",
+                "clientConfig": {"service": {"name": "kyverno-svc", "namespace": "kyverno", "path": "/mpol/kyvernos"}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "rules": [],
+            }
+        ],
+    }
+
+
+def owned(policy: Obj) -> Obj:
+    policy["metadata"]["labels"] = {OWNER_LABEL: "celmut"}
+    return policy
+
+
+def served(store: PolicyStore) -> set[str]:
+    store.reload()
+    assert store.engine is not None
+    return {p.name for p in store.engine.policies}
+
+
+def status_of(fake: FakeApiServer, name: str) -> Obj:
+    return fake.store.get(MPOL, name).get("status") or {}
+
+
+@pytest.fixture
+def next_to_kyverno(fake_apiserver: FakeApiServer) -> FakeApiServer:
+    """The policy CRDs, Kyverno's kinds as Kyverno installed them (Kyverno came first)."""
+    for definition in crds_next_to_kyverno():
+        fake_apiserver.store.create(definition)
+    return fake_apiserver
+
+
+@pytest.fixture
+def auto_source(cluster: Cluster) -> Iterator[ClusterPolicySource]:
+    started = ClusterPolicySource(cluster, rediscover_seconds=0.05).start()
+    assert started.wait_synced(5)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def test_next_to_kyverno_only_policies_labelled_for_celmut_are_served(
+    next_to_kyverno: FakeApiServer, auto_source: ClusterPolicySource
+) -> None:
+    next_to_kyverno.store.create(label_policy("kyvernos"))
+    next_to_kyverno.store.create(owned(label_policy("celmuts")))
+    eventually(lambda: len(auto_source.objects_of("MutatingPolicy")) == 2, what="both policies watched")
+    store = PolicyStore([auto_source], EngineSettings())
+    assert served(store) == {"celmuts"}
+    assert [d.path for d in policy_documents(auto_source)] == ["cluster:MutatingPolicy/celmuts"]
+    assert {obj["metadata"]["name"] for _, obj in auto_source.policies()} == {"kyvernos", "celmuts"}
+
+
+def test_celmut_writes_no_status_on_kyvernos_policies_and_leaves_ready_to_kyverno(
+    next_to_kyverno: FakeApiServer, auto_source: ClusterPolicySource
+) -> None:
+    """Both engines would write conditionStatus.ready: next to Kyverno celmut writes only its condition,
+    on its own policies, and says why it serves them."""
+    next_to_kyverno.store.create(label_policy("kyvernos"))
+    next_to_kyverno.store.create(owned(label_policy("celmuts")))
+    next_to_kyverno.store.create(label_policy("kyvernos-broken", expression="object.metadata.name +"))
+    store = PolicyStore([auto_source], EngineSettings())
+    eventually(lambda: served(store) == {"celmuts"}, what="celmut's policy in service")
+    eventually(lambda: bool(status_of(next_to_kyverno, "celmuts")), what="celmut's status")
+    assert not next_to_kyverno.requests_matching("PATCH", r"/mutatingpolicies/kyvernos")
+    assert status_of(next_to_kyverno, "kyvernos") == {} and status_of(next_to_kyverno, "kyvernos-broken") == {}
+    assert next_to_kyverno.store.list("events", "default") == []  # the broken one is not celmut's to report
+    mine = status_of(next_to_kyverno, "celmuts")["conditionStatus"]
+    assert "ready" not in mine and "message" not in mine
+    (condition,) = mine["conditions"]
+    assert condition["type"] == CONDITION_TYPE and condition["status"] == "True"
+    assert "celmut serves MutatingPolicies matching celmut.io/owner=celmut: Kyverno detected" in condition["message"]
+
+
+def test_kyverno_arriving_and_leaving_moves_the_policies_and_is_logged(
+    with_crds: FakeApiServer, auto_source: ClusterPolicySource, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kyverno's webhook configuration (it serves a MutatingPolicy) appears, then goes: celmut hands its
+    unlabelled policies over, then takes them back; each change is one log line."""
+    with_crds.store.create(label_policy("kyvernos"))
+    with_crds.store.create(owned(label_policy("celmuts")))
+    store = PolicyStore([auto_source], EngineSettings())
+    caplog.set_level(logging.INFO, logger="celmut.kube")
+    eventually(lambda: served(store) == {"kyvernos", "celmuts"}, what="everything while Kyverno is absent")
+    with_crds.store.create(kyvernos_webhooks())
+    eventually(lambda: served(store) == {"celmuts"}, what="Kyverno's policies handed over")
+    with_crds.store.delete("mutatingwebhookconfigurations", "kyverno-resource-mutating-webhook-cfg")
+    eventually(lambda: served(store) == {"kyvernos", "celmuts"}, what="taken back when Kyverno left")
+    changes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("policy ownership")]
+    assert changes == [
+        "policy ownership: celmut serves every MutatingPolicy: Kyverno not detected",
+        "policy ownership: celmut serves MutatingPolicies matching celmut.io/owner=celmut: Kyverno detected: "
+        "MutatingWebhookConfiguration kyverno-resource-mutating-webhook-cfg of Kyverno serves MutatingPolicies",
+        "policy ownership: celmut serves every MutatingPolicy: Kyverno not detected",
+    ]
+    left = [r for r in caplog.records if r.getMessage() == "policy left to another engine"]
+    assert [getattr(r, "policy", None) for r in left] == ["cluster:MutatingPolicy/kyvernos"]
+
+
+def test_celmut_takes_its_condition_back_from_a_policy_it_no_longer_serves(
+    with_crds: FakeApiServer, auto_source: ClusterPolicySource
+) -> None:
+    """Served, then relabelled for Kyverno: celmut's condition goes; Kyverno's own status stays."""
+    with_crds.store.create(owned(label_policy("moving")))
+    store = PolicyStore([auto_source], EngineSettings())
+    eventually(lambda: served(store) == {"moving"})
+    eventually(lambda: bool(status_of(with_crds, "moving")), what="celmut's condition")
+    stored = with_crds.store.get(MPOL, "moving")
+    kyverno_condition = {
+        "type": "WebhookConfigured",
+        "status": "True",
+        "reason": "Succeeded",
+        "message": "Webhook configured.",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    status = copy.deepcopy(stored["status"])
+    status["conditionStatus"]["conditions"].append(kyverno_condition)
+    with_crds.store.update_status({**stored, "status": status})
+    with_crds.store.create(kyvernos_webhooks())
+    with_crds.store.patch(MPOL, "moving", {"metadata": {"labels": {OWNER_LABEL: "kyverno"}}})
+    eventually(lambda: served(store) == set(), what="the policy handed over")
+    eventually(
+        lambda: (
+            [c["type"] for c in status_of(with_crds, "moving")["conditionStatus"]["conditions"]]
+            == ["WebhookConfigured"]
+        ),
+        what="celmut's condition taken back",
+    )
+    assert status_of(with_crds, "moving")["conditionStatus"]["ready"] is True  # Kyverno's field, untouched
+
+
+def test_an_explicit_selector_holds_with_or_without_kyverno(with_crds: FakeApiServer, cluster: Cluster) -> None:
+    with_crds.store.create(label_policy("a"))
+    team = label_policy("b")
+    team["metadata"]["labels"] = {"team": "b"}
+    with_crds.store.create(team)
+    source = ClusterPolicySource(cluster, selection=PolicySelection("team=b"), rediscover_seconds=0.05).start()
+    try:
+        assert source.wait_synced(5)
+        store = PolicyStore([source], EngineSettings())
+        eventually(lambda: served(store) == {"b"}, what="the selected policy alone")
+    finally:
+        source.stop()
+
+
+def test_exceptions_made_for_kyverno_never_reach_celmuts_engine(
+    with_crds: FakeApiServer, auto_source: ClusterPolicySource
+) -> None:
+    with_crds.store.create(owned(label_policy("celmuts")))
+    for name, labels in (("for-kyverno", {"celmut.io/kyverno-only": "true"}), ("shared", {})):
+        with_crds.store.create(
+            {
+                "apiVersion": "policies.kyverno.io/v1",
+                "kind": "PolicyException",
+                "metadata": {"name": name, "namespace": "default", "labels": labels},
+                "spec": {
+                    "policyRefs": [{"name": "celmuts", "kind": "MutatingPolicy"}],
+                    "matchConditions": [{"name": "never", "expression": "false"}],
+                },
+            }
+        )
+    eventually(lambda: len(auto_source.objects_of("PolicyException")) == 2)
+    paths = [d.path for d in policy_documents(auto_source)]
+    assert paths == ["cluster:MutatingPolicy/celmuts", "cluster:PolicyException/default/shared"]
