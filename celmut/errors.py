@@ -3,7 +3,8 @@
 
     CelmutError
     ├── ConfigurationError            bad settings: flags, TLS files, an unknown CEL backend
-    │   └── BackendUnavailable        (cel/backends/select.py)
+    │   ├── BackendUnavailable        (cel/backends/select.py)
+    │   └── PolicySelectorError       a --policy-selector that is not a label selector (policy/selection.py)
     ├── DocumentError                 a file or document that cannot be read (sources/documents.py)
     ├── PolicyError                   an invalid policy or preset, every field error with its path
     │                                 (policy/errors.py)

@@ -247,7 +247,10 @@ class ClusterPolicySource:
         return True
 
     def synced(self) -> bool:
-        return all(watch.synced() for watch in self._all_watches)
+        """Every policy kind listed once. Kyverno's webhook configurations are waited for at start
+        (wait_synced) but not for readiness: a watch that cannot list them (RBAC without the rule) must
+        not keep the webhook unready forever; Kyverno's CRDs still show it, and the warning is logged."""
+        return all(watch.synced() for watch in self._watches)
 
     # --- PolicySource ---------------------------------------------------------------------------
 
