@@ -54,10 +54,13 @@ class OfflineCluster:
         values: Values | None = None,
         backend: str | None = None,
         read_errors: Sequence[Exception] = (),
+        *,
+        skip_unsupported: bool = False,
     ) -> OfflineCluster:
         """Compile the policies once, with the policy kinds (PolicyExceptions, …) found among the
         cluster resources, over a cluster made of those resources; ``read_errors`` (files that could
-        not be read) lead the compilation's errors."""
+        not be read) lead the compilation's errors. A policy document celmut does not serve is an
+        error, or with ``skip_unsupported`` only listed (``compilation.unsupported``)."""
         values = values or Values()
         objects: list[dict[str, Any]] = list(values.namespace_objects())
         policies = list(policy_documents)
@@ -68,7 +71,7 @@ class OfflineCluster:
                 policies.append(document)
             else:
                 objects.append(document.content)
-        compilation = compile_documents(policies, backend)
+        compilation = compile_documents(policies, backend, skip_unsupported=skip_unsupported)
         compilation.compiled.errors[:0] = read_errors
         crds = [o for o in objects if is_crd(o)] + crds_in(compilation.other)
         cluster = StaticResources(objects, kind_table=kinds.KindTable(crds))
