@@ -28,6 +28,7 @@ from celmut.cli.help import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
     EXIT_OK,
+    INTERNAL,
     CommandParser,
     exit_codes_epilog,
 )
@@ -59,7 +60,13 @@ DEBUG_HELP = "print the Python traceback of an unexpected error"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CommandParser(prog="celmut", description="Kyverno-compatible CEL mutation engine for Kubernetes.")
+    parser = CommandParser(
+        prog="celmut",
+        description="Kyverno-compatible CEL mutation engine for Kubernetes.",
+        epilog="exit codes (each command's --help says what they mean for it):\n"
+        "  0   success\n  1   a policy, an expression or a test failed at run time\n"
+        f"  2   {BAD_INPUT}\n  70  {INTERNAL}",
+    )
     parser.add_argument("--version", action="version", version=f"celmut {__version__}")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=CommandParser)
@@ -84,7 +91,11 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpar
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse(build_parser(), argv)
+    return execute(parse(build_parser(), argv))
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the parsed command (``args.run``); every error ends here, as one line and an exit code."""
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

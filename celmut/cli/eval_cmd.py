@@ -15,8 +15,9 @@ from typing import Any
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from celmut.cli.inputs import check_stdin
 from celmut.errors import ConfigurationError
+from celmut.policy.errors import caret_snippet
 from celmut.service import flags
-from celmut.sources.documents import load_single
+from celmut.sources.documents import DocumentError, describe_type, load_single
 
 EXIT_CODES = {
     EXIT_OK: "the result was printed",
@@ -54,8 +55,14 @@ def _parse_vars(items: list[str]) -> dict[str, Any]:
     return values
 
 
-def _load(path: str | None) -> Any:
-    return None if path is None else load_single(path)
+def _load(path: str | None) -> dict[str, Any] | None:
+    """The object in ``path`` (every input eval binds is a map: an object, a request, params)."""
+    if path is None:
+        return None
+    value = load_single(path)
+    if not isinstance(value, dict):
+        raise DocumentError(path, f"must hold a map (an object), not {describe_type(value)}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +86,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         program = env.compile(args.expression)
     except cel.CelCompileError as ex:
-        print(f"compile error at column {ex.column}: {ex}", file=sys.stderr)
+        for issue in ex.issues:
+            snippet = caret_snippet(ex.source, issue.line, issue.column)
+            where = f"line {issue.line}, column {issue.column}: " if issue.line else ""
+            shown = f"error: compile error at {where}{issue.message}" + (f"\n{snippet}" if snippet else "")
+            print(shown, file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         activation = cel.Activation(

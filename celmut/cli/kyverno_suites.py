@@ -109,6 +109,7 @@ def run_test_file(path: Path, backend: str | None = None) -> TestRun:
             raise DocumentError(str(path), f"{key}: must be a file name or a list of file names")
         return [str(base / item) for item in items]
 
+    read_errors: list[Exception] = []
     try:
         policies, read_errors = read_paths(*files("policies"), *files("exceptions"))
         resources = kubernetes_objects(load_documents(*files("resources")))
@@ -120,7 +121,7 @@ def run_test_file(path: Path, backend: str | None = None) -> TestRun:
         if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
             raise DocumentError(str(path), "results: must be a list of maps")
     except DocumentError as ex:
-        run.error = str(ex)
+        run.error = "; ".join(str(e) for e in [*read_errors, ex])
         return run
     offline = OfflineCluster.build(policies, cluster, values, backend, read_errors)
     if offline.compilation.errors:

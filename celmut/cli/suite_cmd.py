@@ -40,13 +40,14 @@ def run(args: argparse.Namespace) -> int:
     if not files:
         raise ConfigurationError(f"no kyverno-test.yaml found under {', '.join(args.paths)}")
     colors = console.palette(args)
-    passed = failed = errors = 0
+    passed = failed = 0
+    could_not_run: list[str] = []
     for path in files:
         test = run_test_file(path, backend=backend)
         print(f"Test {test.name} ({path})")
         if test.error:
             print(f"  {colors.red('ERROR')}: {test.error}")
-            errors += 1
+            could_not_run.append(str(path))
             continue
         for index, row in enumerate(test.rows, 1):
             if row.passed:
@@ -59,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
             detail = f" (want {row.expected}, got {row.actual}{': ' + row.reason if row.reason else ''})"
             print(f"  {index:>3}  {mark}  {row.policy}  {row.resource}{'' if row.passed else detail}")
     summary = f"\nTest Summary: {passed} tests passed and {failed} tests failed"
-    print(summary + (f"; {errors} tests could not run" if errors else ""))
-    if errors:
+    print(summary + (f"; {len(could_not_run)} tests could not run" if could_not_run else ""))
+    if could_not_run:
+        console.error(f"{len(could_not_run)} tests could not run (ERROR above): {', '.join(could_not_run)}")
         return EXIT_BAD_INPUT
     return EXIT_OK if failed == 0 else EXIT_FAILED

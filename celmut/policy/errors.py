@@ -28,12 +28,16 @@ class FieldError:
         return f"{self.path}: {self.message}{where}" if self.path else self.message
 
     def snippet(self) -> str:
-        """The expression's line with a caret under the column (as ``celmut eval`` and cel-go show
-        it), or '' without a position."""
-        lines = self.expression.splitlines()
-        if not self.line or not 0 < self.line <= len(lines):
-            return ""
-        return f" | {lines[self.line - 1]}\n | {'.' * max(self.column - 1, 0)}^"
+        """The expression's line with a caret under the column, or '' without a position."""
+        return caret_snippet(self.expression, self.line, self.column)
+
+
+def caret_snippet(source: str, line: int, column: int) -> str:
+    """cel-go's way of pointing into an expression: its line, and a caret under the 1-based column."""
+    lines = source.splitlines()
+    if not line or not 0 < line <= len(lines):
+        return ""
+    return f" | {lines[line - 1]}\n | {'.' * max(column - 1, 0)}^"
 
 
 class PolicyError(CelmutError):
