@@ -15,7 +15,6 @@ from typing import Any
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from celmut.cli.inputs import check_stdin
 from celmut.errors import ConfigurationError
-from celmut.policy.errors import caret_snippet
 from celmut.service import flags
 from celmut.sources.documents import DocumentError, describe_type, load_single
 
@@ -68,6 +67,7 @@ def _load(path: str | None) -> dict[str, Any] | None:
 def run(args: argparse.Namespace) -> int:
     from celmut import cel
     from celmut.cel import types
+    from celmut.policy.errors import caret_snippet
 
     check_stdin({f"--{name.replace('_', '-')}": [getattr(args, name)] for name in FILE_FLAGS if getattr(args, name)})
     backend = flags.chosen(args)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import yaml
 
-from celmut.compile.pipeline import compile_paths
 from celmut.install.webhook_config import (
     DEFAULT_RULES,
     FAILURE_POLICIES,
@@ -117,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     policies = []
     if args.policies:
+        from celmut.compile.pipeline import compile_paths  # the CEL compiler loads only when it runs
+
         compilation = compile_paths(*args.policies)
         if compilation.errors:
             for error in compilation.errors:

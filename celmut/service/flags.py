@@ -3,7 +3,11 @@ test, compile, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decid
 ``auto``: the engine measured faster for policy workloads (cel-python today; see
 :mod:`celmut.cel.backends.select`). The one-shot commands pass the engine to the compiler; the
 long-running ones (serve, controller) make it their process's default, which their worker
-processes inherit."""
+processes inherit.
+
+Adding the flag to a parser does not import the CEL layer (``celmut --version`` and ``--help`` never
+load it): the names below are :mod:`celmut.cel.backends.select`'s (``tests/service`` checks they agree).
+"""
 
 from __future__ import annotations
 
@@ -11,23 +15,25 @@ import argparse
 import os
 import sys
 
-from celmut.cel.backends import select
-
 EXIT_BAD_INPUT = 2
+CHOICES = ("auto", "celpy", "cpp")  # select.CHOICES
+ENV_VAR = "CELMUT_CEL_ENGINE"  # select.ENV_VAR
 
 
 def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cel-engine",
-        choices=select.CHOICES,
+        choices=CHOICES,
         default=None,
         help=f"CEL engine: auto (the faster for policies: cel-python), celpy or cpp (needs celmut[fast]) "
-        f"(default: ${select.ENV_VAR}, else auto)",
+        f"(default: ${ENV_VAR}, else auto)",
     )
 
 
 def chosen(args: argparse.Namespace) -> str | None:
     """The concrete engine name, or None (after printing why) when it cannot be used."""
+    from celmut.cel.backends import select
+
     try:
         return select.resolve(getattr(args, "cel_engine", None))
     except select.BackendUnavailable as ex:
@@ -42,5 +48,5 @@ def use_for_process(args: argparse.Namespace) -> bool:
     if engine is None:
         return False
     if getattr(args, "cel_engine", None) is not None:
-        os.environ[select.ENV_VAR] = engine
+        os.environ[ENV_VAR] = engine
     return True
