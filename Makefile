@@ -29,9 +29,10 @@ POLICY_FILES = $(shell find policies -name '*.yaml' -o -name '*.yml' -o -name '*
 DEMO_POLICIES = $(sort $(filter-out policies/presets/spot-%,$(POLICY_FILES))) policies/presets/$(SPOT_PRESET).yaml \
 	examples/pinning-plan.yaml
 
+# What each policy changed, as a unified diff per object (add --detailed-results for every policy's outcome).
 demo: $(RUNTIME_STAMP)
 	$(BIN)/celmut apply $(DEMO_POLICIES) -r examples/resources/ -r examples/preset-pods/ \
-		--cluster-resources examples/cluster.yaml --cluster-resources examples/preset-cluster.yaml --detailed-results
+		--cluster-resources examples/cluster.yaml --cluster-resources examples/preset-cluster.yaml --diff
 
 # Everything CI runs: the tests, then the house rules (lint, import contracts, types).
 test: $(DEV_STAMP)

@@ -9,11 +9,15 @@ use was built with their CRD. The module functions (:func:`resource_for`, …) k
 from __future__ import annotations
 
 import functools
-import json
+import importlib.util
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 
 @dataclass(frozen=True)
@@ -120,12 +124,22 @@ def _version_key(directory: str) -> tuple[int, ...]:
 def bundled_definitions(kubernetes_version: str | None = None) -> dict[str, Any]:
     """The OpenAPI definitions of built-in kinds shipped by ``kubernetes-validate`` (newest version
     unless one is asked for), read once: the cache holds immutable upstream data, never state."""
-    root = resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+    root = _schema_root()
     versions = [p.name for p in root.iterdir() if p.name.endswith("-local")]
     wanted = f"v{kubernetes_version}-local" if kubernetes_version else None
     chosen = wanted if wanted in versions else max(versions, key=_version_key)
-    definitions: dict[str, Any] = json.loads(root.joinpath(chosen, "_definitions.json").read_text())["$defs"]
+    definitions: dict[str, Any] = orjson.loads(root.joinpath(chosen, "_definitions.json").read_bytes())["$defs"]
     return definitions
+
+
+def _schema_root() -> Traversable:
+    """kubernetes-validate's schema directory, found without importing the package: its
+    ``__init__`` imports jsonschema (~0.1 s), and celmut only reads its data files."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if locations and Path(locations[0], "kubernetes-json-schema").is_dir():
+        return Path(locations[0], "kubernetes-json-schema")
+    return resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")  # e.g. a zipped install
 
 
 @functools.cache

@@ -1,4 +1,10 @@
-"""Structured JSON logs: one line per event, never object contents or secrets."""
+"""Structured JSON logs: one line per event, never object contents or secrets.
+
+Each line has ``time``, ``level``, ``logger`` and ``msg``, plus the record's ``extra`` fields. An
+exception keeps its whole traceback, as one JSON string in ``traceback`` (and its last line in
+``error``), so a log collector gets the event in one line and a person gets every frame. uvicorn's
+``color_message`` (the message again, with ANSI escapes for its own console) is dropped.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import time
 from typing import Any
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+_DROPPED = {"color_message"}  # uvicorn's coloured copy of msg (uvicorn/config.py, uvicorn/server.py)
 
 
 class JsonFormatter(logging.Formatter):
@@ -19,9 +26,13 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
+        entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD and k not in _DROPPED})
         if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info).splitlines()[-1]
+            traceback = self.formatException(record.exc_info)
+            entry["error"] = traceback.splitlines()[-1]
+            entry["traceback"] = traceback
+        elif record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
         return json.dumps(entry, default=str)
 
 

@@ -1,9 +1,14 @@
 """``celmut apply POLICY_PATH… -r RESOURCE…``: mutate resources offline, like ``kyverno apply``.
 
-Prints the mutated resources in input order (then mutated mutateExisting targets) as YAML, JSON or
-RFC 6902 patches. Lookups (``resource.Get/List``, namespaces, params) are served from
-``--cluster-resources``; existing objects for mutateExisting come from ``--target-resources``.
-Exit codes: 0 success, 1 a policy errored or denied a request, 2 bad input.
+Prints the mutated resources in input order, then the mutateExisting targets they changed: as YAML
+(a ``---`` stream), JSON (one object, or a ``v1`` ``List`` as ``kubectl get -o json`` prints), kubectl
+names (``-o name``: ``pod/web``) or RFC 6902 patches (``-o patch``); or, with ``--diff``, a unified diff
+of each object a policy changed, like ``kubectl diff``. Any output but ``patch`` pipes into
+``kubectl apply -f -``. A path ``-`` reads standard input, for the policies or the resources.
+
+Lookups (``resource.Get/List``, namespaces, params) are served from ``--cluster-resources``; CRDs given
+there provide the schemas of custom resources. Existing objects for mutateExisting policies come from
+``--target-resources``; without ``-r`` only those are mutated (a policy-event pass).
 """
 
 from __future__ import annotations
@@ -11,67 +16,89 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from celmut.compile.pipeline import read_paths
-from celmut.runtime.mutate_existing import TargetResult
+from celmut.cli import console, inputs, output
+from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from celmut.errors import ConfigurationError
 from celmut.service import flags
-from celmut.service.offline import OfflineCluster, ResourceRun, reference
-from celmut.sources.documents import Document, DocumentError, load_documents, load_single
-from celmut.sources.kyverno_values import parse_values
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+if TYPE_CHECKING:
+    from celmut.runtime.mutate_existing import TargetResult
+    from celmut.service.offline import ResourceRun
+
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+EXIT_CODES = {
+    EXIT_OK: "every request was admitted (mutated or not)",
+    EXIT_FAILED: "a policy errored or denied a request, or a mutateExisting target failed",
+    EXIT_BAD_INPUT: BAD_INPUT,
+}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("apply", help="apply policies to resources offline", description=__doc__)
-    p.add_argument("policies", nargs="+", metavar="POLICY_PATH", help="policy files or directories")
-    p.add_argument("-r", "--resource", action="append", default=[], metavar="PATH", help="resources to admit")
+    p.add_argument("policies", nargs="+", metavar="POLICY_PATH", help="policy files or directories ('-': stdin)")
+    p.add_argument(
+        "-r", "--resource", action="append", default=[], metavar="PATH", help="resources to admit ('-': stdin)"
+    )
     p.add_argument("--cluster-resources", action="append", default=[], metavar="PATH", help="objects lookups see")
     p.add_argument("--target-resources", action="append", default=[], metavar="PATH", help="existing objects")
     p.add_argument("--values", metavar="FILE", help="Kyverno CLI values file")
     p.add_argument("--operation", default="CREATE", choices=OPERATIONS, help="admission operation (default CREATE)")
     p.add_argument("--old-resource", action="append", default=[], metavar="PATH", help="old objects, for UPDATE")
-    p.add_argument("-o", "--output", default="yaml", choices=("yaml", "json", "patch"), help="output format")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument(
+        "-o", "--output", default="yaml", choices=(*output.OBJECT_FORMATS, "patch"), help="output format (yaml)"
+    )
+    shown.add_argument("--diff", action="store_true", help="print a unified diff of each changed object instead")
     p.add_argument("--detailed-results", action="store_true", help="print every policy's outcome to stderr")
+    inputs.add_skip_unsupported(p)
+    console.add_color_flag(p)
     flags.add(p)
     p.set_defaults(run=run)
 
 
-def _documents(paths: list[str]) -> list[Document]:
-    return [d for path in paths for d in load_documents(path)]
-
-
-def _contents(documents: list[Document]) -> list[dict[str, Any]]:
-    return [d.content for d in documents if isinstance(d.content, dict)]
-
-
 def run(args: argparse.Namespace) -> int:
+    from celmut.compile.pipeline import read_paths
+    from celmut.service.offline import OfflineCluster
+    from celmut.sources.kyverno_values import load_values
+
+    if not args.resource and not args.target_resources:
+        raise ConfigurationError(
+            "nothing to apply the policies to: give resources with -r PATH ('-' for standard input), or "
+            "existing objects for mutateExisting policies with --target-resources PATH"
+        )
+    inputs.check_stdin(
+        {
+            "the policies": args.policies,
+            "-r": args.resource,
+            "--cluster-resources": args.cluster_resources,
+            "--target-resources": args.target_resources,
+            "--old-resource": args.old_resource,
+            "--values": [args.values] if args.values else [],
+        }
+    )
     backend = flags.chosen(args)
     if backend is None:
         return EXIT_BAD_INPUT
     policies, read_errors = read_paths(*args.policies)
-    try:
-        resources = _contents(_documents(args.resource))
-        old_objects = _contents(_documents(args.old_resource))
-        cluster_documents = _documents(args.cluster_resources) + _documents(args.target_resources)
-        values = parse_values(load_single(args.values)) if args.values else None
-    except DocumentError as ex:
-        print(f"error: {ex}", file=sys.stderr)
+    resources = inputs.objects(args.resource)
+    old_objects = inputs.objects(args.old_resource)
+    cluster_documents = inputs.object_documents(args.cluster_resources + args.target_resources)
+    values = load_values(args.values) if args.values else None
+    offline = OfflineCluster.build(
+        policies, cluster_documents, values, backend, read_errors, skip_unsupported=args.skip_unsupported
+    )
+    if not inputs.report(offline.compilation, skip_unsupported=args.skip_unsupported):
         return EXIT_BAD_INPUT
-    offline = OfflineCluster.build(policies, cluster_documents, values, backend, read_errors)
-    if offline.compilation.errors:
-        for error in offline.compilation.errors:
-            print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    for warning in offline.compilation.compiled.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+    if not offline.compilation.compiled.policies:
+        raise ConfigurationError(f"no policies found in {', '.join(args.policies)}")
     runs = offline.admit(resources, args.operation, old_objects)
     scanned = offline.scan()
-    _print_output(args.output, runs, scanned)
+    if args.diff:
+        _print_diffs(runs, scanned, console.palette(args))
+    else:
+        _print_output(args.output, runs, scanned)
     _print_summary(runs, scanned, detailed=args.detailed_results)
     failed = any(not r.result.allowed or r.result.errored for r in runs) or any(
         t.outcome.status == "error" for r in runs for t in r.targets
@@ -83,20 +110,34 @@ def _targets(runs: list[ResourceRun], scanned: list[TargetResult]) -> list[Targe
     return [t for r in runs for t in r.targets if t.changed] + [t for t in scanned if t.changed]
 
 
+def _admitted(run: ResourceRun) -> dict[str, Any]:
+    result = run.result
+    return result.object if result.allowed and result.object is not None else run.resource
+
+
 def _print_output(fmt: str, runs: list[ResourceRun], scanned: list[TargetResult]) -> None:
-    objects = [r.result.object if r.result.allowed and r.result.object is not None else r.resource for r in runs]
-    objects += [t.mutated for t in _targets(runs, scanned) if t.mutated is not None]
-    if fmt == "yaml":
-        print(yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False), end="")
-    elif fmt == "json":
-        print(json.dumps(objects[0] if len(objects) == 1 else objects, indent=2))
-    else:
+    from celmut.service.offline import reference
+
+    if fmt == "patch":
         patches = [{"resource": reference(r.resource), "patch": r.result.patch} for r in runs]
         patches += [{"resource": t.reference, "patch": t.patch} for t in _targets(runs, scanned)]
         print(json.dumps(patches, indent=2))
+        return
+    objects = [_admitted(r) for r in runs]
+    objects += [t.mutated for t in _targets(runs, scanned) if t.mutated is not None]
+    sys.stdout.write(output.render(objects, fmt))
+
+
+def _print_diffs(runs: list[ResourceRun], scanned: list[TargetResult], colors: console.Palette) -> None:
+    pairs = [(r.resource, _admitted(r)) for r in runs]
+    pairs += [(t.target, t.mutated) for t in _targets(runs, scanned) if t.mutated is not None]
+    for before, after in pairs:
+        sys.stdout.write(output.unified_diff(before, after, colors))
 
 
 def _print_summary(runs: list[ResourceRun], scanned: list[TargetResult], *, detailed: bool) -> None:
+    from celmut.service.offline import reference
+
     for run in runs:
         result = run.result
         if not result.allowed:

@@ -1,7 +1,8 @@
 """``celmut eval EXPRESSION``: compile and evaluate one CEL expression in a policy environment.
 
-The expression sees the same variables and libraries a policy does. Compile errors exit 2 with the
-position; evaluation errors exit 1 with a message that names the problem but never dumps inputs.
+The expression sees the same variables and libraries a policy does, bound from the files given
+(``--object``, ``--request`` …; ``-`` reads standard input once). Prints the result as JSON. Compile
+errors show the position with a caret; evaluation errors name the problem but never dump inputs.
 """
 
 from __future__ import annotations
@@ -11,12 +12,18 @@ import json
 import sys
 from typing import Any
 
-from celmut import cel
-from celmut.cel import types
+from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from celmut.cli.inputs import check_stdin
+from celmut.errors import ConfigurationError
 from celmut.service import flags
-from celmut.sources.documents import DocumentError, load_single
+from celmut.sources.documents import DocumentError, describe_type, load_single
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_CODES = {
+    EXIT_OK: "the result was printed",
+    EXIT_FAILED: "the evaluation failed (no such key, a failed conversion, the cost limit …)",
+    EXIT_BAD_INPUT: BAD_INPUT + "; a CEL compile error; an input the expression reads that was not given",
+}
+FILE_FLAGS = ("object", "old_object", "request", "namespace_object", "params")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,40 +46,51 @@ def _parse_vars(items: list[str]) -> dict[str, Any]:
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name.isidentifier():
-            raise ValueError(f"--var {item!r}: expected NAME=JSON")
+            raise ConfigurationError(f"--var {item!r}: expected NAME=JSON")
         try:
             values[name] = json.loads(text)
         except json.JSONDecodeError as ex:
-            raise ValueError(f"--var {name}: invalid JSON: {ex.msg}") from None
+            raise ConfigurationError(f"--var {name}: invalid JSON: {ex.msg}") from None
     return values
 
 
-def _load(path: str | None) -> Any:
-    return None if path is None else load_single(path)
+def _load(path: str | None) -> dict[str, Any] | None:
+    """The object in ``path`` (every input eval binds is a map: an object, a request, params)."""
+    if path is None:
+        return None
+    value = load_single(path)
+    if not isinstance(value, dict):
+        raise DocumentError(path, f"must hold a map (an object), not {describe_type(value)}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
+    from celmut import cel
+    from celmut.cel import types
+    from celmut.policy.errors import caret_snippet
+
+    check_stdin({f"--{name.replace('_', '-')}": [getattr(args, name)] for name in FILE_FLAGS if getattr(args, name)})
     backend = flags.chosen(args)
     if backend is None:
         return EXIT_BAD_INPUT
-    try:
-        variables = _parse_vars(args.var)
-        obj, old = _load(args.object), _load(args.old_object)
-        request = _load(args.request)
-        if isinstance(request, dict) and request.get("kind") == "AdmissionReview":
-            request = request.get("request") or {}
-        if isinstance(request, dict):
-            obj = request.get("object") if obj is None else obj
-            old = request.get("oldObject") if old is None else old
-        namespace_object, params = _load(args.namespace_object), _load(args.params)
-    except (DocumentError, ValueError) as ex:
-        print(f"error: {ex}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    variables = _parse_vars(args.var)
+    obj, old = _load(args.object), _load(args.old_object)
+    request = _load(args.request)
+    if isinstance(request, dict) and request.get("kind") == "AdmissionReview":
+        request = request.get("request") or {}
+    if isinstance(request, dict):
+        obj = request.get("object") if obj is None else obj
+        old = request.get("oldObject") if old is None else old
+    namespace_object, params = _load(args.namespace_object), _load(args.params)
     env = cel.Environment(args.profile, variables={name: types.DYN for name in variables}, backend=backend)
     try:
         program = env.compile(args.expression)
     except cel.CelCompileError as ex:
-        print(f"compile error at column {ex.column}: {ex}", file=sys.stderr)
+        for issue in ex.issues:
+            snippet = caret_snippet(ex.source, issue.line, issue.column)
+            where = f"line {issue.line}, column {issue.column}: " if issue.line else ""
+            shown = f"error: compile error at {where}{issue.message}" + (f"\n{snippet}" if snippet else "")
+            print(shown, file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         activation = cel.Activation(
@@ -85,8 +103,25 @@ def run(args: argparse.Namespace) -> int:
         )
         result = program.evaluate(activation)
     except cel.CelError as ex:
+        missing = _missing_input(program.references, obj=obj, params=params, namespace_object=namespace_object)
+        if missing:
+            print(f"error: {missing} ({ex.kind} error: {ex.message})", file=sys.stderr)
+            return EXIT_BAD_INPUT
         print(f"{ex.kind} error: {ex.message}", file=sys.stderr)
         return EXIT_FAILED
     indent = None if args.compact else 2
     print(json.dumps(cel.to_plain(result), indent=indent, ensure_ascii=False))
     return EXIT_OK
+
+
+def _missing_input(references: frozenset[str], **given: Any) -> str:
+    """Why a failed evaluation may have failed: it reads a variable that no flag bound."""
+    inputs = (
+        ("obj", "object", "--object", "give --object FILE, or --request FILE with an object"),
+        ("params", "params", "--params", "give --params FILE"),
+        ("namespace_object", "namespaceObject", "--namespace-object", "give --namespace-object FILE"),
+    )
+    for key, variable, flag, remedy in inputs:
+        if variable in references and given[key] is None:
+            return f"no {flag} given: the expression reads `{variable}`; {remedy}"
+    return ""

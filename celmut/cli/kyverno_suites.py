@@ -16,8 +16,8 @@ from celmut.compile.pipeline import read_paths
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.runtime.results import PolicyOutcome
 from celmut.service.offline import OfflineCluster, ResourceRun
-from celmut.sources.documents import DocumentError, load_documents, load_single, read_file
-from celmut.sources.kyverno_values import parse_values
+from celmut.sources.documents import DocumentError, describe_type, kubernetes_objects, load_documents, load_single
+from celmut.sources.kyverno_values import load_values
 
 TEST_FILE_NAMES = ("kyverno-test.yaml", "kyverno-test.yml")
 
@@ -55,6 +55,8 @@ def find_test_files(paths: list[str]) -> list[Path]:
             found.append(path)
         elif path.is_dir():
             found += sorted(p for p in path.rglob("*") if p.name in TEST_FILE_NAMES)
+        else:
+            raise DocumentError(str(path), "no such file or directory")
     return found
 
 
@@ -92,30 +94,42 @@ def run_test_file(path: Path, backend: str | None = None) -> TestRun:
     base = path.parent
     try:
         spec = load_single(path)
+        if not isinstance(spec, dict):
+            raise DocumentError(str(path), f"a Test must be a map, not {describe_type(spec)}")
     except DocumentError as ex:
         return TestRun(path, path.name, error=str(ex))
-    run = TestRun(path, str((spec.get("metadata") or {}).get("name") or spec.get("name") or path.name))
+    metadata = spec.get("metadata")
+    named = metadata.get("name") if isinstance(metadata, dict) else None
+    run = TestRun(path, str(named or spec.get("name") or path.name))
 
     def files(key: str) -> list[str]:
         value = spec.get(key) or []
-        return [str(base / item) for item in ([value] if isinstance(value, str) else value)]
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise DocumentError(str(path), f"{key}: must be a file name or a list of file names")
+        return [str(base / item) for item in items]
 
-    policies, read_errors = read_paths(*files("policies"), *files("exceptions"))
+    read_errors: list[Exception] = []
     try:
-        resources = [d.content for p in files("resources") for d in load_documents(p)]
-        cluster = [d for p in files("clusterResources") + files("targetResources") for d in load_documents(p)]
+        policies, read_errors = read_paths(*files("policies"), *files("exceptions"))
+        resources = kubernetes_objects(load_documents(*files("resources")))
+        cluster = load_documents(*files("clusterResources"), *files("targetResources"))
+        kubernetes_objects(cluster)
         values_files = files("variables") or files("values")
-        values = parse_values(load_single(values_files[0])) if values_files else None
+        values = load_values(values_files[0]) if values_files else None
+        results = spec.get("results") or []
+        if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+            raise DocumentError(str(path), "results: must be a list of maps")
     except DocumentError as ex:
-        run.error = str(ex)
+        run.error = "; ".join(str(e) for e in [*read_errors, ex])
         return run
     offline = OfflineCluster.build(policies, cluster, values, backend, read_errors)
     if offline.compilation.errors:
         run.error = "; ".join(str(e) for e in offline.compilation.errors)
         return run
-    runs = offline.admit([r for r in resources if isinstance(r, dict)])
+    runs = offline.admit(resources)
     scanned = offline.scan()
-    for expected in spec.get("results") or []:
+    for expected in results:
         run.rows += _check(run.name, base, expected, runs, scanned)
     return run
 
@@ -128,13 +142,20 @@ def _check(
     want = str(expected.get("result", "pass"))
     patched_file = expected.get("patchedResources") or expected.get("patchedResource")
     patched: list[dict[str, Any]] = []
-    if patched_file:
-        patched = [doc for doc in read_file(base / patched_file) if isinstance(doc, dict)]
+    patched_error = ""
+    if patched_file:  # as Kyverno: an unreadable file is a failed row ("Resource error"), the others go on
+        try:
+            patched = kubernetes_objects(load_documents(base / str(patched_file)))
+        except DocumentError as ex:
+            patched_error = f"patchedResources: {ex}"
     refs = expected.get("resources") or ([expected["resource"]] if expected.get("resource") else [])
+    refs = [refs] if isinstance(refs, str) else refs
     rows = []
     for ref in refs:
         actual, reason, final = _actual(policy, kind, str(ref), runs, scanned)
-        if actual == "pass" and patched and final is not None:
+        if patched_error:
+            actual, reason = "fail", patched_error
+        elif actual == "pass" and patched and final is not None:
             expected_doc = next((d for d in patched if _ref(d) == _ref(final)), None)
             if expected_doc is None:
                 actual, reason = "fail", "no document for this resource in patchedResources"

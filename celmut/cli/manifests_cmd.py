@@ -20,12 +20,13 @@ import sys
 
 import yaml
 
+from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_OK
 from celmut.install.kyverno_crds import kyverno_crds
 from celmut.install.manifests import InstallOptions, manifests
 from celmut.install.webhook_config import parse_label_selector
 from celmut.service import flags
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_CODES = {EXIT_OK: "the manifests were printed", EXIT_BAD_INPUT: BAD_INPUT}
 CEL_ENGINES = ("auto", "celpy", "cpp")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

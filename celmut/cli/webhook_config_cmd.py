@@ -23,7 +23,6 @@ from pathlib import Path
 
 import yaml
 
-from celmut.compile.pipeline import compile_documents, read_paths
 from celmut.install.webhook_config import (
     DEFAULT_RULES,
     FAILURE_POLICIES,
@@ -134,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     policies = []
     if args.policies:
+        from celmut.compile.pipeline import compile_documents, read_paths  # the compiler loads only here
+
         documents, read_errors = read_paths(*args.policies)
         kept = [
             d

@@ -27,7 +27,7 @@ def compile_expression(
     try:
         program = env.compile(source)
     except cel.CelCompileError as ex:
-        errors += [FieldError(path, f"compilation failed: {i.message}", i.line, i.column) for i in ex.issues]
+        errors += [FieldError(path, f"compilation failed: {i.message}", i.line, i.column, source) for i in ex.issues]
         return None
     if expect is not None:
         problem = expect(program.checked)

@@ -106,9 +106,8 @@ def _forbid_http(compiler: _Compiler) -> None:
     for program, path in compiler.programs:
         for node in program.checked.expr.walk():
             if isinstance(node, ast.Call) and node.function.startswith("http."):
-                compiler.errors.append(
-                    FieldError(path, "http.* is not allowed in a NamespacedMutatingPolicy", node.line, node.column)
-                )
+                message = "http.* is not allowed in a NamespacedMutatingPolicy"
+                compiler.errors.append(FieldError(path, message, node.line, node.column, program.source))
 
 
 def compile_mutating_policy(policy: MutatingPolicy, backend: str | None = None) -> list[CompiledPolicy]:
@@ -145,7 +144,8 @@ def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> 
         errors = compiler.errors
         if variant:
             errors = [
-                FieldError(f"status.autogen.configs.{variant}.{e.path}", e.message, e.line, e.column) for e in errors
+                FieldError(f"status.autogen.configs.{variant}.{e.path}", e.message, e.line, e.column, e.expression)
+                for e in errors
             ]
         raise PolicyError(policy.source, policy.kind, policy.name, errors)
     return CompiledPolicy(

@@ -100,6 +100,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.policies and not args.from_cluster:
         print("error: give --policies PATH and/or --from-cluster", file=sys.stderr)
         return 2
+    if args.policies:  # unusable policy files stop the start (exit 2), as they do for serve
+        from celmut.compile.pipeline import compile_paths
+
+        compilation = compile_paths(*args.policies)
+        for error in compilation.errors:
+            print(f"error: {error}", file=sys.stderr)
+        if compilation.errors:
+            return 2
     from celmut.controller.report import Progress, table
     from celmut.controller.run import Controller, ControllerConfig
     from celmut.kube.client import Cluster, ClusterError

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import yaml
 
-from celmut.install.celmut_crds import celmut_crds
 from celmut.install.crd import CRD
 from celmut.install.kyverno_crds import kyverno_crds
 
@@ -44,6 +43,10 @@ TEMPLATE = (
 
 
 def all_crds() -> list[CRD]:
+    # celmut's CRDs take their enums from the preset compilers, which load the CEL layer: only when
+    # the CRDs are built, not whenever the CLI builds its parser (celmut --version)
+    from celmut.install.celmut_crds import celmut_crds
+
     return celmut_crds() + kyverno_crds()
 
 

@@ -26,12 +26,14 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from celmut.compile.compiled import CompiledPolicy
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+
+if TYPE_CHECKING:  # annotations only: `celmut manifests` and --help do not load the compiler
+    from celmut.compile.compiled import CompiledPolicy
 
 Obj = dict[str, Any]
 PATHS = {"Fail": "/mutate/fail", "Ignore": "/mutate/ignore"}

@@ -132,7 +132,9 @@ class Cluster:
                 kubernetes.config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             else:
                 kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (kubernetes.config.ConfigException, OSError) as ex:
+        # A kubeconfig that is not a map of the expected shape fails inside the loader with a
+        # TypeError/AttributeError/KeyError/ValueError: as bad input as a missing one.
+        except (kubernetes.config.ConfigException, OSError, TypeError, AttributeError, KeyError, ValueError) as ex:
             where = kubeconfig or (
                 "the in-cluster service account" if os.environ.get("KUBERNETES_SERVICE_HOST") else "~/.kube/config"
             )

@@ -7,23 +7,37 @@ the expression. A policy with any error is rejected as a whole; other policies s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from celmut.errors import CelmutError
 
 
 @dataclass(frozen=True)
 class FieldError:
-    """One problem at a field path; ``line``/``column`` point into a CEL expression when set."""
+    """One problem at a field path; ``line``/``column`` point into a CEL expression when set, and
+    ``expression`` (the expression's text, when known) lets :meth:`snippet` show where."""
 
     path: str
     message: str
     line: int = 0
     column: int = 0
+    expression: str = field(default="", compare=False, repr=False)
 
     def __str__(self) -> str:
         where = f" (expression line {self.line}, column {self.column})" if self.line else ""
         return f"{self.path}: {self.message}{where}" if self.path else self.message
+
+    def snippet(self) -> str:
+        """The expression's line with a caret under the column, or '' without a position."""
+        return caret_snippet(self.expression, self.line, self.column)
+
+
+def caret_snippet(source: str, line: int, column: int) -> str:
+    """cel-go's way of pointing into an expression: its line, and a caret under the 1-based column."""
+    lines = source.splitlines()
+    if not line or not 0 < line <= len(lines):
+        return ""
+    return f" | {lines[line - 1]}\n | {'.' * max(column - 1, 0)}^"
 
 
 class PolicyError(CelmutError):
@@ -41,11 +55,18 @@ class PolicyError(CelmutError):
         where = self.source.partition(":")[2] if self.source.startswith("cluster:") else ""
         return where.split("/", 1)[0] == self.kind and where.rsplit("/", 1)[-1] == (self.name or "").rsplit("/", 1)[-1]
 
-    def render(self) -> str:
+    def render(self, *, snippets: bool = False) -> str:
+        """Every field error; with ``snippets``, each CEL error followed by its caret snippet (for a
+        terminal; logs, Events and status conditions keep one line per error)."""
         head = self.source if self._source_names_it() else f"{self.source}: {self.kind} {self.name or '<unnamed>'}"
+
+        def shown(error: FieldError, indent: str) -> str:
+            snippet = error.snippet() if snippets else ""
+            return f"{error}\n{indent}{snippet.replace(chr(10), chr(10) + indent)}" if snippet else str(error)
+
         if len(self.errors) == 1:
-            return f"{head}: {self.errors[0]}"
-        return head + ":\n" + "\n".join(f"  - {e}" for e in self.errors)
+            return f"{head}: {shown(self.errors[0], '')}"
+        return head + ":\n" + "\n".join(f"  - {shown(e, '    ')}" for e in self.errors)
 
     @property
     def details(self) -> str:

@@ -1,8 +1,33 @@
 """Runtime stage: match → variables → mutations in order → patch. Pure: no I/O of its own; lookups
-arrive through :class:`celmut.cel.Services`."""
+arrive through :class:`celmut.cel.Services`.
 
-from celmut.runtime.engine import AdmissionEngine, AdmissionOptions
-from celmut.runtime.request import AdmissionInput
-from celmut.runtime.results import AdmissionResult, PolicyOutcome
+The names below load on first use (PEP 562): importing a light module of this package
+(``celmut.runtime.ownership`` for its label, say) does not load the engine and the CEL layer, which
+would make ``celmut --version`` and ``--help`` pay for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from celmut.runtime.engine import AdmissionEngine, AdmissionOptions
+    from celmut.runtime.request import AdmissionInput
+    from celmut.runtime.results import AdmissionResult, PolicyOutcome
 
 __all__ = ["AdmissionEngine", "AdmissionInput", "AdmissionOptions", "AdmissionResult", "PolicyOutcome"]
+_HOMES = {
+    "AdmissionEngine": "celmut.runtime.engine",
+    "AdmissionOptions": "celmut.runtime.engine",
+    "AdmissionInput": "celmut.runtime.request",
+    "AdmissionResult": "celmut.runtime.results",
+    "PolicyOutcome": "celmut.runtime.results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'celmut.runtime' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from celmut import logs
+from celmut.errors import ConfigurationError
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.service import flags
@@ -63,11 +64,9 @@ def run(args: argparse.Namespace) -> int:
     if not flags.use_for_process(args):
         return 2
     if args.tls_cert is None and not args.self_signed:
-        print("error: TLS is required: give --tls-cert and --tls-key, or --self-signed")
-        return 2
+        raise ConfigurationError("TLS is required: give --tls-cert and --tls-key, or --self-signed")
     if not args.policies and not args.from_cluster:
-        print("error: give --policies PATH and/or --from-cluster")
-        return 2
+        raise ConfigurationError("give --policies PATH and/or --from-cluster")
     config = ServeConfig(
         policy_paths=args.policies,
         host=args.host,

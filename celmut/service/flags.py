@@ -7,8 +7,12 @@ test, compile, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decid
 long-running ones (serve, controller) make it their process's default, which their worker
 processes inherit.
 
+Adding the flag to a parser does not import the CEL layer (``celmut --version`` and ``--help`` never
+load it): the names below are :mod:`celmut.cel.backends.select`'s (``tests/service`` checks they agree).
+
 ``--policy-selector`` (serve, controller): which cluster MutatingPolicies are celmut's
-(:mod:`celmut.policy.selection`); a bad selector is refused by argparse (exit 2, naming it)."""
+(:mod:`celmut.policy.selection`); a bad selector is refused by argparse (exit 2, naming it).
+"""
 
 from __future__ import annotations
 
@@ -16,24 +20,27 @@ import argparse
 import os
 import sys
 
-from celmut.cel.backends import select
 from celmut.policy.selection import AUTO, OWNED_BY_CELMUT, PolicySelection, PolicySelectorError
 
 EXIT_BAD_INPUT = 2
+CHOICES = ("auto", "celpy", "cpp")  # select.CHOICES
+ENV_VAR = "CELMUT_CEL_ENGINE"  # select.ENV_VAR
 
 
 def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cel-engine",
-        choices=select.CHOICES,
+        choices=CHOICES,
         default=None,
         help=f"CEL engine: auto (the faster for policies: cel-python), celpy or cpp (needs celmut[fast]) "
-        f"(default: ${select.ENV_VAR}, else auto)",
+        f"(default: ${ENV_VAR}, else auto)",
     )
 
 
 def chosen(args: argparse.Namespace) -> str | None:
     """The concrete engine name, or None (after printing why) when it cannot be used."""
+    from celmut.cel.backends import select
+
     try:
         return select.resolve(getattr(args, "cel_engine", None))
     except select.BackendUnavailable as ex:
@@ -48,7 +55,7 @@ def use_for_process(args: argparse.Namespace) -> bool:
     if engine is None:
         return False
     if getattr(args, "cel_engine", None) is not None:
-        os.environ[select.ENV_VAR] = engine
+        os.environ[ENV_VAR] = engine
     return True
 
 

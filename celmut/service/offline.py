@@ -1,5 +1,10 @@
 """Offline evaluation shared by ``celmut apply`` and ``celmut test``: a cluster made of files, an
-engine over it, and the requests for each input resource."""
+engine over it, and the requests for each input resource.
+
+Offline, CEL is bounded by its cost budget alone, not by the webhook's wall-clock deadline: what
+``apply`` prints and whether a ``test`` passes never depends on how busy the machine is (the cost
+budget already bounds the work, as kube-apiserver's does; the deadline exists to answer the API
+server in time, and there is no API server waiting here)."""
 
 from __future__ import annotations
 
@@ -54,10 +59,13 @@ class OfflineCluster:
         values: Values | None = None,
         backend: str | None = None,
         read_errors: Sequence[Exception] = (),
+        *,
+        skip_unsupported: bool = False,
     ) -> OfflineCluster:
         """Compile the policies once, with the policy kinds (PolicyExceptions, …) found among the
         cluster resources, over a cluster made of those resources; ``read_errors`` (files that could
-        not be read) lead the compilation's errors."""
+        not be read) lead the compilation's errors. A policy document celmut does not serve is an
+        error, or with ``skip_unsupported`` only listed (``compilation.unsupported``)."""
         values = values or Values()
         objects: list[dict[str, Any]] = list(values.namespace_objects())
         policies = list(policy_documents)
@@ -68,11 +76,12 @@ class OfflineCluster:
                 policies.append(document)
             else:
                 objects.append(document.content)
-        compilation = compile_documents(policies, backend)
+        compilation = compile_documents(policies, backend, skip_unsupported=skip_unsupported)
         compilation.compiled.errors[:0] = read_errors
         crds = [o for o in objects if is_crd(o)] + crds_in(compilation.other)
         cluster = StaticResources(objects, kind_table=kinds.KindTable(crds))
-        engine = assemble_engine(compilation, EngineSettings(services=cel.Services(resources=cluster)), crds)
+        settings = EngineSettings(services=cel.Services(resources=cluster), timeout_seconds=None)
+        engine = assemble_engine(compilation, settings, crds)
         return cls(compilation, cluster, engine, values)
 
     def request_for(self, resource: dict[str, Any], operation: str, old: dict[str, Any] | None) -> AdmissionInput:

@@ -54,6 +54,11 @@ def _error_origin(error: Exception) -> str:
     return origin.split("#", 1)[0]
 
 
+def _describe(source: PolicySource) -> str:
+    """How a log names a source: its ``description`` (``files: /etc/celmut``), else its type."""
+    return str(getattr(source, "description", "") or type(source).__name__)
+
+
 @dataclass
 class ReloadOutcome:
     accepted: bool  # False when a source was held back at its last good documents (or had none)
@@ -151,6 +156,14 @@ class PolicyStore:
                 )
             elif found:
                 log.error("some policies were rejected", extra={"errors": messages})
+            log.info(
+                "policies loaded",
+                extra={
+                    "policies": len(self._engine.policies),
+                    "documents": {_describe(read.source): len(read.documents) for read in reads},
+                    "rejected": len(found),
+                },
+            )
             self.last_errors = messages
             in_service = self._in_service_errors(reads, compilation, held_back)
         for index, read in enumerate(reads):

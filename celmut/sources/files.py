@@ -20,6 +20,11 @@ class FileSource:
     paths: Sequence[str]
     skips_invalid = False  # a broken file rejects the whole reload: the last good set stays
 
+    @property
+    def description(self) -> str:
+        """How logs name this source."""
+        return "files: " + ", ".join(self.paths)
+
     def report(self, errors: list[Exception]) -> None:
         """Files have nowhere to report to; the server logs the errors."""
 

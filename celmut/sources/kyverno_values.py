@@ -4,12 +4,18 @@ Supported: ``globalValues`` and per-policy/per-resource ``values`` for ``request
 ``namespaceSelector`` (namespace labels for selectors), and ``subresources`` (a resource of a
 subresource kind, such as ``Binding``, is admitted as ``pods/binding``). Other keys are kept in
 ``variables`` and bound as policy variables when a policy declares a variable of that name.
+
+A field of the wrong shape (a scalar file, ``policies`` that is not a list …) is a
+:class:`~celmut.sources.documents.DocumentError` naming the file and the field.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from celmut.sources.documents import DocumentError, describe_type, load_single
 
 
 @dataclass(frozen=True)
@@ -51,19 +57,52 @@ class Values:
         ]
 
 
-def parse_values(doc: dict[str, Any] | None) -> Values:
+class _Shape:
+    """Reads a values document, raising a DocumentError that names the file and field of a wrong shape."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def mapping(self, value: Any, where: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise DocumentError(self.path, f"{where}: must be a map, not {describe_type(value)}")
+        return value
+
+    def items(self, parent: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+        value = parent.get(key)
+        if value is None:
+            return []
+        field_path = f"{where}.{key}" if where else key
+        if not isinstance(value, list):
+            raise DocumentError(self.path, f"{field_path}: must be a list, not {describe_type(value)}")
+        return [self.mapping(item, f"{field_path}[{i}]") for i, item in enumerate(value)]
+
+
+def load_values(path: str | Path) -> Values:
+    """The values file at ``path`` (a file holding exactly one Values document)."""
+    return parse_values(load_single(path), str(path))
+
+
+def parse_values(doc: Any, path: str = "<values>") -> Values:
     values = Values()
+    shape = _Shape(path)
+    doc = shape.mapping(doc, "the values document")
     if not doc:
         return values
-    values.global_values = dict(doc.get("globalValues") or {})
-    for policy in doc.get("policies") or []:
-        for resource in policy.get("resources") or []:
+    values.global_values = dict(shape.mapping(doc.get("globalValues"), "globalValues"))
+    for i, policy in enumerate(shape.items(doc, "policies", "")):
+        for j, resource in enumerate(shape.items(policy, "resources", f"policies[{i}]")):
             key = (str(policy.get("name", "")), str(resource.get("name", "")))
-            values.per_resource[key] = dict(resource.get("values") or {})
-    for selector in doc.get("namespaceSelector") or []:
-        values.namespace_labels[str(selector.get("name", ""))] = dict(selector.get("labels") or {})
-    for item in doc.get("subresources") or []:
-        parent, sub = item.get("parentResource") or {}, item.get("subresource") or {}
+            where = f"policies[{i}].resources[{j}].values"
+            values.per_resource[key] = dict(shape.mapping(resource.get("values"), where))
+    for i, selector in enumerate(shape.items(doc, "namespaceSelector", "")):
+        labels = shape.mapping(selector.get("labels"), f"namespaceSelector[{i}].labels")
+        values.namespace_labels[str(selector.get("name", ""))] = dict(labels)
+    for i, item in enumerate(shape.items(doc, "subresources", "")):
+        parent = shape.mapping(item.get("parentResource"), f"subresources[{i}].parentResource")
+        sub = shape.mapping(item.get("subresource"), f"subresources[{i}].subresource")
         parent_name, _, sub_name = str(sub.get("name", "")).partition("/")
         values.subresources.append(
             Subresource(

@@ -149,7 +149,7 @@ def test_kyverno_test_files_pass(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_wrong_expectation_fails_the_test_run(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "test", str(DATA / "kyverno-tests" / "wrong-expectation"))
+    code, out, _ = run(capsys, "test", str(DATA / "failing-kyverno-tests" / "wrong-expectation"))
     assert code == 1
     assert "want pass, got fail: the patched resource differs from patchedResources" in out
 
@@ -159,3 +159,31 @@ def test_console_script_is_installed() -> None:
         [sys.executable, "-m", "celmut", "eval", "1 + 1"], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert result.returncode == 0 and result.stdout.strip() == "2"
+
+
+# --- nothing skipped silently --------------------------------------------------------------------------
+
+
+def test_a_mixed_policy_file_fails_naming_each_unsupported_document(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    mixed = tmp_path / "mixed.yaml"
+    policy = (ROOT / "policies/examples/add-managed-by-label.yaml").read_text()
+    mixed.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings}}\n---\n{policy}")
+    code, out, err = run(capsys, "apply", str(mixed), "-r", str(ROOT / "examples/resources/pod.yaml"))
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert lines[0] == f"error: {mixed}: ConfigMap (v1) settings: not a policy"
+    assert lines[1].startswith("hint: celmut serves MutatingPolicy") and "--skip-unsupported" in lines[1]
+
+
+def test_skip_unsupported_applies_the_rest_with_one_warning(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    mixed = tmp_path / "mixed.yaml"
+    policy = (ROOT / "policies/examples/add-managed-by-label.yaml").read_text()
+    mixed.write_text(f"just a note\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings}}\n---\n{policy}")
+    code, out, err = run(capsys, "apply", str(mixed), "-r", str(ROOT / "examples/resources/pod.yaml"), "--skip-unsupported")
+    assert code == 0 and yaml.safe_load(out)["metadata"]["labels"]["team"] == "unowned"
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: skipped 2 documents celmut does not serve: {mixed} (a string), {mixed}#1 (ConfigMap (v1) settings)"
+    ]

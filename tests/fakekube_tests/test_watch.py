@@ -265,4 +265,17 @@ def test_shared_informer_survives_disconnects_and_410(core: CoreV1Api, fake_apis
         assert _wait(lambda: names() == {"before", "after-compact"})
         assert plain_lists() == 2
     finally:
-        informer.stop()
+        _stop(informer, fake_apiserver)
+
+
+def _stop(informer: Any, server: FakeApiServer) -> None:
+    """SharedInformer.stop() sets a flag and joins a thread that may be blocked reading a quiet watch
+    (no timeout without a resync period): it hung a loaded test run for good. Ending the watches
+    while stop() waits lets the loop see the flag."""
+    stopping = threading.Thread(target=informer.stop, daemon=True)
+    stopping.start()
+    deadline = time.monotonic() + 30
+    while stopping.is_alive() and time.monotonic() < deadline:
+        server.drop_watches()
+        stopping.join(0.05)
+    assert not stopping.is_alive(), "the informer did not stop"

@@ -30,6 +30,7 @@ def compile_text(text: str) -> CompiledPolicySet:
 def engine(text: str, cluster: list[dict[str, Any]] = (), **options: Any) -> AdmissionEngine:  # type: ignore[assignment]
     registry = SchemaRegistry([obj for obj in cluster if obj.get("kind") == "CustomResourceDefinition"])
     services = cel.Services(resources=StaticResources(cluster))
+    options.setdefault("timeout_seconds", None)  # outcomes never depend on the machine's load (cost bounds CEL)
     return AdmissionEngine(compile_text(text), options=AdmissionOptions(services=services, schemas=registry, **options))
 
 

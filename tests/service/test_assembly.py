@@ -163,7 +163,9 @@ def through_the_cli(policies: Path, cluster: Path, tmp_path: Path) -> dict[str, 
         resources = str(tmp_path / "resources.yaml")
         code = main(["apply", str(policies), "-r", resources, "--cluster-resources", str(cluster), "-o", "json"])
     assert code == 0
-    return {obj["kind"]: obj for obj in json.loads(out.getvalue())}
+    listed = json.loads(out.getvalue())
+    assert listed["apiVersion"] == "v1" and listed["kind"] == "List"
+    return {obj["kind"]: obj for obj in listed["items"]}
 
 
 def through_the_webhook(policies: Path, kubeconfig: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:

@@ -10,10 +10,21 @@ from collections.abc import Iterable
 
 from celmut.compile.presets import gpu, pinning, spot
 from celmut.compile.presets.base import PresetCompiler
+from celmut.compile.presets.podmutation import model as podmutation_model
 from celmut.compile.presets.podmutation.compiler import COMPILER as PODMUTATION
+from celmut.policy.unsupported import ServedKind
 from celmut.sources.documents import Document
 
 COMPILERS: tuple[PresetCompiler, ...] = (PODMUTATION, spot.COMPILER, gpu.COMPILER, pinning.COMPILER)
+# The preset kinds, named when a document among the policies is none of them (spot values have no kind).
+SERVED_KINDS: tuple[ServedKind, ...] = tuple(
+    ServedKind(api_version.rpartition("/")[0], kind)
+    for api_version, kind in (
+        (podmutation_model.API_VERSION, podmutation_model.KIND),
+        (gpu.API_VERSION, gpu.KIND),
+        (pinning.API_VERSION, pinning.KIND),
+    )
+)
 
 
 def expand(documents: Iterable[Document]) -> tuple[list[Document], list[Exception]]:

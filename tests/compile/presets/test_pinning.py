@@ -285,8 +285,10 @@ def test_a_configmap_without_the_label_is_not_a_plan() -> None:
     unlabelled = configmap(DB0)
     unlabelled["metadata"]["labels"] = {}
     compilation = compile_documents([Document("cm.yaml", 0, unlabelled)])
-    assert not compilation.errors and not compilation.compiled.policies
+    assert not compilation.compiled.policies
     assert [d.content["kind"] for d in compilation.other] == ["ConfigMap"]
+    # not skipped silently: among the policies, a ConfigMap that is not a plan is an error
+    assert [str(e) for e in compilation.errors] == ["cm.yaml: ConfigMap (v1) rebalance: not a policy"]
 
 
 def test_celmut_compile_prints_the_example_plan(capsys: pytest.CaptureFixture[str]) -> None:

@@ -602,7 +602,8 @@ def test_two_values_documents_for_the_same_policy_are_rejected() -> None:
 def test_documents_with_a_kind_are_not_claimed() -> None:
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "staticConfig": {}}
     compilation = compile_documents([Document("cm.yaml", 0, configmap)])
-    assert not compilation.compiled.policies and not compilation.errors
+    assert not compilation.compiled.policies
+    assert [str(e) for e in compilation.errors] == ["cm.yaml: ConfigMap (v1) x: not a policy"]  # and not skipped
 
 
 DEMO = {

@@ -1,0 +1,213 @@
+"""Bad input on every subcommand: exit 2 and one clear ``error:`` line naming what is wrong, never a
+Python traceback (issue 15, item 2). Each row names the input and the fragment the message must hold.
+
+The offline commands run in-process through ``celmut.main.main`` (the console script calls exactly
+that); ``serve`` and ``controller`` run as processes, as users start them."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from celmut.main import COMMANDS, build_parser, execute, main
+
+ROOT = Path(__file__).resolve().parents[2]
+POD = str(ROOT / "examples/resources/pod.yaml")
+POLICIES = str(ROOT / "policies/examples")
+PRESET = str(ROOT / "presets/gpu-slicing.yaml")
+CLASSIC = "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: classic}\nspec: {rules: []}\n"
+LABEL_POLICY = """apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: label}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]}
+  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[JSONPatch{op: "add", path: "/metadata/labels/x", value: "y"}]'}}]
+"""
+FILES = {
+    "configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
+    "scalar.yaml": "just a string\n",
+    "list.yaml": "- a\n- b\n",
+    "typo.yaml": LABEL_POLICY.replace("kind: MutatingPolicy", "kind: MutatingPolicies"),
+    "old-group.yaml": LABEL_POLICY.replace("policies.kyverno.io/v1", "kyverno.io/v1"),
+    "classic.yaml": CLASSIC,
+    "no-kind.yaml": "apiVersion: v1\nmetadata: {name: web}\n",
+    "broken.yaml": "kind: Pod\nmetadata: {name: [unclosed\n",
+    "garbage.pem": "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n",
+    "values-policies-scalar.yaml": "apiVersion: cli.kyverno.io/v1alpha1\nkind: Values\npolicies: 5\n",
+    "suite-missing/kyverno-test.yaml": "name: t\npolicies: [missing-policy.yaml]\nresources: [missing.yaml]\nresults: []\n",
+    "suite-scalar/kyverno-test.yaml": "just a string\n",
+    "suite-bad-policy/kyverno-test.yaml": "name: t\npolicies: [../typo.yaml]\nresources: [../pod.yaml]\nresults: []\n",
+    "pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec: {containers: []}\n",
+    "empty-dir/.keep": "",
+}
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("bad-input")
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # what the row proves
+    argv: tuple[str, ...]  # {bad} is the fixture directory
+    message: str  # a fragment of the error the user sees
+
+
+OFFLINE = [
+    Case("eval: a missing --object file", ("eval", "object", "--object", "{bad}/nope.yaml"), "nope.yaml: no such file"),
+    Case("eval: --object that is not a map", ("eval", "object", "--object", "{bad}/scalar.yaml"), "must hold a map"),
+    Case("eval: --var that is not JSON", ("eval", "variables.x", "--var", "x={"), "--var x: invalid JSON"),
+    Case("eval: reads object but no --object given", ("eval", "object.metadata.name"), "no --object given"),
+    Case("eval: a CEL syntax error", ("eval", "1 +"), "Syntax error"),
+    Case("apply: a missing policy path", ("apply", "{bad}/nope", "-r", POD), "nope: no such file or directory"),
+    Case("apply: a missing resource file", ("apply", POLICIES, "-r", "{bad}/nope.yaml"), "nope.yaml: no such file"),
+    Case("apply: no -r and no --target-resources", ("apply", POLICIES), "nothing to apply the policies to"),
+    Case("apply: --values file holding a scalar", ("apply", POLICIES, "-r", POD, "--values", "{bad}/scalar.yaml"),
+         "scalar.yaml: the values document: must be a map, not a string"),
+    Case("apply: --values with policies: 5", ("apply", POLICIES, "-r", POD, "--values", "{bad}/values-policies-scalar.yaml"),
+         "policies: must be a list, not a number"),
+    Case("apply: a resource without kind", ("apply", POLICIES, "-r", "{bad}/no-kind.yaml"), "kind not set"),
+    Case("apply: a resource that is a scalar", ("apply", POLICIES, "-r", "{bad}/scalar.yaml"), "not a Kubernetes object: a string"),
+    Case("apply: a scalar among cluster resources", ("apply", POLICIES, "-r", POD, "--cluster-resources", "{bad}/list.yaml"),
+         "list.yaml: not a Kubernetes object: a list"),
+    Case("apply: invalid YAML", ("apply", POLICIES, "-r", "{bad}/broken.yaml"), "broken.yaml: invalid YAML at line 3"),
+    Case("apply: a ConfigMap as a policy", ("apply", "{bad}/configmap.yaml", "-r", POD),
+         "configmap.yaml: ConfigMap (v1) settings: not a policy"),
+    Case("apply: a scalar as a policy", ("apply", "{bad}/scalar.yaml", "-r", POD), "scalar.yaml: a string: not a Kubernetes object"),
+    Case("apply: a typo'd kind", ("apply", "{bad}/typo.yaml", "-r", POD), "did you mean MutatingPolicy (policies.kyverno.io)?"),
+    Case("apply: MutatingPolicy under kyverno.io/v1", ("apply", "{bad}/old-group.yaml", "-r", POD),
+         "a MutatingPolicy has apiVersion policies.kyverno.io/…, not kyverno.io/v1"),
+    Case("apply: a classic ClusterPolicy", ("apply", "{bad}/classic.yaml", "-r", POD), "Write the rule as a MutatingPolicy"),
+    Case("apply: a policy directory without policies", ("apply", "{bad}/empty-dir", "-r", POD), "no policies found in"),
+    Case("apply: stdin for the policies and the resources", ("apply", "-", "-r", "-"), "can be read once"),
+    Case("test: a path that does not exist", ("test", "{bad}/nope"), "nope: no such file or directory"),
+    Case("test: a suite naming missing files", ("test", "{bad}/suite-missing"), "missing-policy.yaml: no such file"),
+    Case("test: a suite that is a scalar", ("test", "{bad}/suite-scalar"), "a Test must be a map, not a string"),
+    Case("test: a suite whose policy is unsupported", ("test", "{bad}/suite-bad-policy"), "did you mean MutatingPolicy"),
+    Case("compile: a missing file", ("compile", "{bad}/nope.yaml"), "nope.yaml: no such file"),
+    Case("compile: a ConfigMap", ("compile", "{bad}/configmap.yaml"), "ConfigMap (v1) settings: not a policy"),
+    Case("compile: policies but no preset", ("compile", POLICIES), "no preset documents found"),
+    Case("webhook-config: a missing CA bundle",
+         ("webhook-config", "--url", "https://x", "--ca-bundle", "{bad}/nope.pem", "--policies", POLICIES), "nope.pem"),
+    Case("webhook-config: a missing policy path",
+         ("webhook-config", "--url", "https://x", "--ca-bundle", "{bad}/garbage.pem", "--policies", "{bad}/nope"), "nope"),
+    Case("webhook-config: a ConfigMap as a policy",
+         ("webhook-config", "--url", "https://x", "--ca-bundle", "{bad}/garbage.pem", "--policies", "{bad}/configmap.yaml"),
+         "not a policy"),
+    Case("webhook-config: both --service and --url",
+         ("webhook-config", "--service", "a", "--url", "https://x", "--policies", POLICIES), "not both"),
+    Case("webhook-config: nothing to register", ("webhook-config",), "nothing to register"),
+    Case("manifests: a namespace that is not a DNS label", ("manifests", "--namespace", "Bad_NS"), "RFC 1123 label"),
+    Case("manifests: a timeout over 30 s", ("manifests", "--timeout", "31"), "must be 1-30 seconds"),
+]  # fmt: skip
+
+PROCESSES = [
+    Case("serve: --tls-cert that does not exist",
+         ("serve", "--policies", POLICIES, "--tls-cert", "/nonexistent.crt", "--tls-key", "/nonexistent.key"),
+         "/nonexistent.crt: no such file"),
+    Case("serve: a garbage PEM certificate",
+         ("serve", "--policies", POLICIES, "--tls-cert", "{bad}/garbage.pem", "--tls-key", "{bad}/garbage.pem"),
+         "garbage.pem: not a PEM certificate"),
+    Case("serve: no TLS at all", ("serve", "--policies", POLICIES), "TLS is required"),
+    Case("serve: a ConfigMap as a policy", ("serve", "--policies", "{bad}/configmap.yaml", "--self-signed",
+                                            "--cert-dir", "{bad}/tls", "--port", "0"), "not a policy"),
+    Case("serve: a kubeconfig that is not a map", ("serve", "--from-cluster", "--kubeconfig", "{bad}/scalar.yaml",
+                                                   "--self-signed", "--cert-dir", "{bad}/tls", "--port", "0"),
+         "no usable cluster configuration"),
+    Case("controller: a kubeconfig that is not a map", ("controller", "--from-cluster", "--kubeconfig", "{bad}/scalar.yaml"),
+         "no usable cluster configuration"),
+    Case("controller: a missing policy path", ("controller", "--policies", "{bad}/nope", "--dry-run"), "nope: no such file"),
+    Case("controller: a ConfigMap as a policy", ("controller", "--policies", "{bad}/configmap.yaml", "--dry-run"),
+         "not a policy"),
+    Case("controller: neither --policies nor --from-cluster", ("controller", "--dry-run"), "give --policies PATH"),
+]  # fmt: skip
+
+
+def argv(case: Case, bad: Path) -> list[str]:
+    return [arg.replace("{bad}", str(bad)) for arg in case.argv]
+
+
+@pytest.mark.parametrize("case", OFFLINE, ids=[c.name for c in OFFLINE])
+def test_offline_commands_reject_bad_input_with_one_clear_error(
+    case: Case, bad: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(argv(case, bad))
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    # `test` reports a test that cannot run in its table (stdout), then ends with an error line
+    assert case.message in (out + err if case.argv[0] == "test" else err), out + err
+    assert err.startswith("error: ") or "\nerror: " in err, err
+    assert "Traceback" not in out + err and "internal error" not in err
+
+
+@pytest.mark.parametrize("case", PROCESSES, ids=[c.name for c in PROCESSES])
+def test_serve_and_controller_fail_fast_at_start_on_bad_input(case: Case, bad: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "celmut", *argv(case, bad)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert case.message in result.stderr, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_every_subcommand_has_bad_input_rows() -> None:
+    """The tables above cover every command main registers (a new command needs its rows)."""
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    covered = {case.argv[0] for case in OFFLINE + PROCESSES}
+    assert covered == set(subparsers.choices) and len(COMMANDS) == len(covered)
+
+
+VALID = {  # enough arguments that only the unknown flag is wrong
+    "eval": ["eval", "1"],
+    "apply": ["apply", "policies"],
+    "test": ["test", "tests"],
+    "compile": ["compile", "presets"],
+    "webhook-config": ["webhook-config", "--ca-bundle", "ca.crt"],
+}
+
+
+@pytest.mark.parametrize("command", ["eval", "apply", "test", "compile", "serve", "webhook-config", "controller", "manifests"])
+def test_an_unknown_flag_prints_the_usage_of_its_subcommand(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*VALID.get(command, [command]), "--no-such-flag"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"usage: celmut {command} ") and "unrecognized arguments: --no-such-flag" in err
+
+
+def _boom(args: argparse.Namespace) -> int:
+    raise RuntimeError("something celmut did not expect")
+
+
+def test_an_unexpected_error_is_one_line_naming_debug_and_exit_70(capsys: pytest.CaptureFixture[str]) -> None:
+    code = execute(argparse.Namespace(run=_boom, debug=False))
+    err = capsys.readouterr().err
+    assert code == 70
+    assert err.splitlines() == [
+        "internal error: RuntimeError: something celmut did not expect",
+        "this is a bug in celmut: run again with --debug for the traceback",
+    ]
+
+
+def test_debug_prints_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    code = execute(argparse.Namespace(run=_boom, debug=True))
+    err = capsys.readouterr().err
+    assert code == 70 and "Traceback (most recent call last)" in err and "in _boom" in err
+
+
+def test_debug_is_accepted_before_and_after_the_command(bad: Path) -> None:
+    parser = build_parser()
+    assert parser.parse_args(["--debug", "manifests"]).debug is True
+    assert parser.parse_args(["manifests", "--debug"]).debug is True
+    assert parser.parse_args(["manifests"]).debug is False
