@@ -22,7 +22,7 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 def test_a_quadratic_comprehension_hits_the_per_expression_cost_limit(engine: str) -> None:
     items = list(range(2000))
-    program = cel.Environment("kyverno", backend=engine).compile("object.items.all(i, object.items.all(j, i + j >= 0))")
+    program = cel.Environment("kyverno", backend=engine).compile("object.items.all(i, object.items.all(j, i >= 0 && j >= 0))")
     with pytest.raises(cel.CelCostError, match="cost limit"):
         program.evaluate(cel.Activation(object={"items": items}))
 
@@ -48,7 +48,7 @@ def test_the_request_budget_is_shared_by_expressions_of_one_request(engine: str)
 
 
 def test_the_deadline_stops_a_long_evaluation(engine: str) -> None:
-    program = cel.Environment("kyverno", backend=engine).compile("object.items.all(i, object.items.all(j, i + j >= 0))")
+    program = cel.Environment("kyverno", backend=engine).compile("object.items.all(i, object.items.all(j, i >= 0 && j >= 0))")
     budget = cel.Budget(per_call_limit=10**12, limit=10**12, deadline=time.monotonic() + 0.05)
     started = time.monotonic()
     # On the C++ engine the fixed iteration limit stops it first (a cost error as well).

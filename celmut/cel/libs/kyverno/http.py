@@ -47,7 +47,7 @@ from typing import Any
 
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
-from celmut.cel.libs.kyverno.json import go_decode_first, go_json
+from celmut.cel.libs.kyverno.json import encoding_cost, go_decode_first, go_json
 from celmut.cel.lookups import HttpPolicy, LookupFailed
 
 LIBRARY = Library("kyverno.http")
@@ -391,14 +391,22 @@ def make_client(function: str, ca_bundle: Any) -> HttpClient:
     return HttpClient(ca_bundle)
 
 
+def _body_cost(url: Any, body: Any, *_: Any) -> int:
+    return encoding_cost(body)  # the JSON body is printed before it is sent
+
+
+def _client_body_cost(client: Any, url: Any, body: Any, *_: Any) -> int:
+    return encoding_cost(body)
+
+
 def _declare(get: str, post: str, client: str) -> None:
     @fn(f"http.{get}", ("string",), "dyn", context=True, pure=False)
     @fn(f"http.{get}", ("string", _HEADERS), "dyn", context=True, pure=False)
     def http_get(ctx: Any, url: Any, headers: Any = None) -> Any:
         return send(ctx, f"http.{get}", DEFAULT_CLIENT, "GET", url, None, headers)
 
-    @fn(f"http.{post}", ("string", "dyn"), "dyn", context=True, pure=False)
-    @fn(f"http.{post}", ("string", "dyn", _HEADERS), "dyn", context=True, pure=False)
+    @fn(f"http.{post}", ("string", "dyn"), "dyn", context=True, pure=False, cost=_body_cost)
+    @fn(f"http.{post}", ("string", "dyn", _HEADERS), "dyn", context=True, pure=False, cost=_body_cost)
     def http_post(ctx: Any, url: Any, body: Any, headers: Any = None) -> Any:
         return send(ctx, f"http.{post}", DEFAULT_CLIENT, "POST", url, body, headers)
 
@@ -411,8 +419,8 @@ def _declare(get: str, post: str, client: str) -> None:
     def client_get(ctx: Any, receiver: HttpClient, url: Any, headers: Any = None) -> Any:
         return send(ctx, f"http.{get}", receiver, "GET", url, None, headers)
 
-    @method(post, "http.Context", ("string", "dyn"), "dyn", context=True, pure=False)
-    @method(post, "http.Context", ("string", "dyn", _HEADERS), "dyn", context=True, pure=False)
+    @method(post, "http.Context", ("string", "dyn"), "dyn", context=True, pure=False, cost=_client_body_cost)
+    @method(post, "http.Context", ("string", "dyn", _HEADERS), "dyn", context=True, pure=False, cost=_client_body_cost)
     def client_post(ctx: Any, receiver: HttpClient, url: Any, body: Any, headers: Any = None) -> Any:
         return send(ctx, f"http.{post}", receiver, "POST", url, body, headers)
 
