@@ -76,7 +76,10 @@ def plan_comprehension(
                 if result is not (not stop):
                     error = error or no_such_overload(macro, result)
             if error is not None:
-                raise error
+                try:
+                    raise error
+                finally:
+                    error = None  # no cycle frame -> error -> traceback -> frame (its garbage holds the request)
             return not stop
 
         return quantifier

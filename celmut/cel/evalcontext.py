@@ -38,6 +38,7 @@ class Budget:
     spent: int = 0
     max_bytes: int = REQUEST_ALLOCATION_BYTES
     allocated: int = 0
+    exhausted: bool = False  # a limit stopped an evaluation (its garbage may be worth collecting)
 
     @classmethod
     def with_timeout(cls, seconds: float | None = DEFAULT_TIMEOUT_SECONDS, **kwargs: Any) -> Budget:
@@ -70,6 +71,7 @@ class EvalContext:
             self.next_clock_check = self.cost + _CLOCK_CHECK_UNITS
             deadline = self.budget.deadline
             if deadline is not None and time.monotonic() > deadline:
+                self.budget.exhausted = True
                 raise CelCostError("evaluation deadline exceeded")
 
     def allocate(self, nbytes: int) -> None:
@@ -77,11 +79,13 @@ class EvalContext:
         budget = self.budget
         budget.allocated += nbytes
         if budget.allocated > budget.max_bytes:
+            budget.exhausted = True
             raise CelCostError(
                 f"operation cancelled: the request built more than {budget.max_bytes} bytes of values"
             )
 
     def _over_budget(self) -> None:
+        self.budget.exhausted = True
         if self.limit < self.budget.per_call_limit:
             raise CelCostError(f"operation cancelled: request cost budget of {self.budget.limit} units exhausted")
         raise CelCostError(f"operation cancelled: actual cost limit of {self.limit} units exceeded")

@@ -489,7 +489,10 @@ def _logical(operands: list[Fn], stop: bool, name: str) -> Fn:
             if value is not (not stop):
                 error = error or no_such_overload(name, value)
         if error is not None:
-            raise error
+            try:
+                raise error
+            finally:
+                error = None  # no cycle frame -> error -> traceback -> frame (its garbage holds the request)
         return not stop
 
     return logical

@@ -52,7 +52,7 @@ from celmut.cel.activation import Activation
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.planner import _IMPL_ERRORS, _impl_error
+from celmut.cel.planner import _IMPL_ERRORS, _impl_error, charge_result
 from celmut.cel.values import no_such_overload
 
 ANY = cel.Type("any")
@@ -295,6 +295,8 @@ def _dispatcher(name: str, result_type: cel.Type) -> Callable[..., Any]:
                     if cost is not None:
                         ctx.charge(cost(ctx, *values) if costs.takes_context(cost) else cost(*values))
                     result = overload.impl(ctx, *values) if overload.needs_context else overload.impl(*values)
+                    if cost is not None or overload.needs_context:
+                        result = charge_result(ctx, name, result)  # as the cel-python planner does
                     break
             else:
                 raise no_such_overload(name, *values)
