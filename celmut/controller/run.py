@@ -78,6 +78,7 @@ class ControllerConfig:
     tls: TlsConfig | None = None  # the webhook TLS the controller keeps valid (None: cert-manager or manual)
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # objects (or their owners) carrying it are left alone
     serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
+    http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
 
 
 class Controller:
@@ -95,7 +96,7 @@ class Controller:
         if self.policy_source is not None:
             sources.append(self.policy_source)
         settings = EngineSettings(
-            services=cel.Services(resources=self.lookup),
+            services=cel.Services(resources=self.lookup, http_policy=config.http_policy),
             timeout_seconds=config.timeout_seconds,
             opt_out=OwnerOptOut(self.caches, config.opt_out_label),
         )

@@ -3,15 +3,20 @@ test, compile, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decid
 ``auto``: the engine measured faster for policy workloads (cel-python today; see
 :mod:`celmut.cel.backends.select`). The one-shot commands pass the engine to the compiler; the
 long-running ones (serve, controller) make it their process's default, which their worker
-processes inherit."""
+processes inherit.
+
+``--http-allow`` and friends (serve, controller): the allow-list of CEL's HTTP calls."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
+import urllib.parse
 
 from celmut.cel.backends import select
+from celmut.cel.lookups import HttpPolicy
 
 EXIT_BAD_INPUT = 2
 
@@ -44,3 +49,62 @@ def use_for_process(args: argparse.Namespace) -> bool:
     if getattr(args, "cel_engine", None) is not None:
         os.environ[select.ENV_VAR] = engine
     return True
+
+
+def add_http(parser: argparse.ArgumentParser) -> None:
+    """The HTTP allow-list of CEL's ``http.Get``/``http.Post`` (Kyverno's http library)."""
+    group = parser.add_argument_group(
+        "CEL HTTP calls (http.Get/http.Post)",
+        "Denied unless the URL matches --http-allow, and only to public addresses: a host resolving to "
+        "a loopback, private (RFC 1918), link-local (cloud metadata), CGNAT, multicast or reserved "
+        "address is refused, also inside IPv6 (mapped, 6to4, Teredo, NAT64); connections go to the "
+        "vetted address (no second DNS lookup), without credentials in URLs or redirects.",
+    )
+    group.add_argument(
+        "--http-allow",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a URL prefix (https://api.example.com/teams/) or pattern with * (https://*.example.com/) "
+        "that CEL may call; repeat for more (default: none, every call is denied)",
+    )
+    group.add_argument(
+        "--http-allow-network",
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="a network CEL may reach even though it is private, e.g. the cluster's Service CIDR 10.96.0.0/12 "
+        "(the URL must still match --http-allow)",
+    )
+    group.add_argument(
+        "--http-allow-private-networks",
+        action="store_true",
+        help="allow every non-public address, cloud metadata endpoints included (not recommended)",
+    )
+    group.add_argument(
+        "--http-timeout", type=float, default=5.0, metavar="SECONDS", help="timeout of one HTTP call (default 5)"
+    )
+
+
+def http_policy(args: argparse.Namespace) -> HttpPolicy | None:
+    """The allow-list the flags describe; None (after printing why) when a CIDR or URL is invalid."""
+    for network in args.http_allow_network:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            print(f"error: --http-allow-network {network!r} is not a CIDR (e.g. 10.96.0.0/12)", file=sys.stderr)
+            return None
+    for url in args.http_allow:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            print(f"error: --http-allow {url!r} is not an http(s) URL with a host", file=sys.stderr)
+            return None
+    if args.http_timeout <= 0:
+        print("error: --http-timeout must be positive", file=sys.stderr)
+        return None
+    return HttpPolicy(
+        allow=tuple(args.http_allow),
+        allow_private_networks=args.http_allow_private_networks,
+        allow_networks=tuple(args.http_allow_network),
+        timeout_seconds=args.http_timeout,
+    )

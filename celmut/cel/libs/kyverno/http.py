@@ -20,15 +20,17 @@ http.Client(<string> caBundle) -> <http.Context>
         http.Client(variables.ca).Get("https://internal.example.com/data")
 
 Security (celmut's; Kyverno has a CIDR block-list): a request is denied unless its URL matches
-``Services.http_policy.allow`` (an empty list denies everything) and every address its host
-resolves to is public, unless ``allow_private_networks`` is set. Only ``http`` and ``https`` URLs
-without credentials or dot segments are accepted. An allow entry without ``*``/``?`` is a URL
-prefix with Kyverno's rules: same scheme, host and effective port, and a path equal to the entry's
-or below it at a ``/`` boundary. An entry with wildcards is matched component-wise: in the host,
-``*`` stands for part of one DNS label (``https://*.example.com/``); in the path, for any text. The
-default transport connects to the vetted address itself (no second DNS lookup, so no DNS
-rebinding), sends the original host name in ``Host`` and TLS SNI, and enforces the policy's timeout
-and ``max_response_bytes``. ``Services.http_transport`` replaces it (the checks still run first).
+``Services.http_policy.allow`` (an empty list denies everything) and every address its host resolves
+to is public, unless ``allow_private_networks`` is set or the address is in one of the
+``allow_networks`` CIDRs (e.g. the cluster's Service network, for an in-cluster service). Only
+``http`` and ``https`` URLs without credentials or dot segments are accepted. An allow entry without
+``*``/``?`` is a URL prefix with Kyverno's rules: same scheme, host and effective port, and a path
+equal to the entry's or below it at a ``/`` boundary. An entry with wildcards is matched
+component-wise: in the host, ``*`` stands for part of one DNS label (``https://*.example.com/``); in
+the path, for any text. The default transport connects to the vetted address itself (no second DNS
+lookup, so no DNS rebinding), sends the original host name in ``Host`` and TLS SNI, and enforces the
+policy's timeout and ``max_response_bytes``. ``Services.http_transport`` replaces it (the checks
+still run first).
 """
 
 from __future__ import annotations
@@ -223,9 +225,11 @@ def vet(function: str, url: str, policy: HttpPolicy) -> tuple[urllib.parse.Split
         raise HttpDenied(f"{function}: request to {shown} denied: {host} is a cloud metadata endpoint")
     addresses = resolve(function, parts)
     if not policy.allow_private_networks:
+        networks = [ipaddress.ip_network(n, strict=False) for n in policy.allow_networks]
         for address in addresses:
-            reason = non_public_reason(ipaddress.ip_address(address))
-            if reason:
+            ip = ipaddress.ip_address(address)
+            reason = non_public_reason(ip)
+            if reason and not any(ip.version == n.version and ip in n for n in networks):
                 raise HttpDenied(
                     f"{function}: request to {shown} denied: {host} resolves to {address}, a {reason} address "
                     "(private networks are not allowed)"
