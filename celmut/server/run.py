@@ -30,7 +30,9 @@ from celmut import cel, heap
 from celmut.kube import certs
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
-from celmut.server.app import ServerSettings, create_app
+from celmut.server.app import DEFAULT_EVALUATION_THREADS, ServerSettings, create_app
+from celmut.server.connections import LimitedServer, protocol_class
+from celmut.server.limits import ConnectionLimits
 from celmut.server.metrics import Metrics
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
@@ -40,6 +42,7 @@ if TYPE_CHECKING:  # the cluster connection loads the Kubernetes client: only wi
     from celmut.server.cluster import ClusterConnection
 
 log = logging.getLogger("celmut.server")
+MAINTENANCE_SECONDS = 10.0
 
 
 
@@ -56,6 +59,8 @@ class ServeConfig:
     timeout_seconds: float = 10.0
     reload_interval: float = 2.0
     max_body_bytes: int = 3 * 1024 * 1024
+    evaluation_threads: int = DEFAULT_EVALUATION_THREADS
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     from_cluster: bool = False
     kubeconfig: str | None = None  # None: in-cluster configuration, else ~/.kube/config
     background_users: tuple[str, ...] = (DEFAULT_BACKGROUND_USER,)  # skipBackgroundRequests ignores these
@@ -156,6 +161,8 @@ def make_server(
     settings = ServerSettings(
         timeout_seconds=config.timeout_seconds,
         max_body_bytes=config.max_body_bytes,
+        body_timeout=config.limits.body_timeout,
+        evaluation_threads=config.evaluation_threads,
         extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
         on_admitted=cluster.admitted if cluster is not None else None,
     )
@@ -174,17 +181,31 @@ def make_server(
             await asyncio.sleep(min(config.reload_interval, 1.0))
             watcher[0].check()
 
+    async def return_memory() -> None:
+        """After many connections closed, collect their garbage (a TLS transport and its protocol
+        form a cycle) and give the memory back: a burst of idle connections must not keep the RSS."""
+        seen = 0
+        while not stop.is_set():
+            await asyncio.sleep(MAINTENANCE_SECONDS)
+            if protocol.closed - seen >= 100:
+                seen = protocol.closed
+                heap.reclaim()
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         threading.Thread(target=poll_policies, name="celmut-policy-reload", daemon=True).start()
-        task = asyncio.get_running_loop().create_task(poll_certificates())
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(poll_certificates()), loop.create_task(return_memory())]
         try:
             yield
         finally:
             stop.set()
-            task.cancel()
+            for task in tasks:
+                task.cancel()
 
     app: FastAPI = create_app(store, settings, metrics, lifespan=lifespan)
+    limits = config.limits
+    protocol = protocol_class(limits)
     uv_config = uvicorn.Config(
         app,
         host=config.host,
@@ -194,13 +215,16 @@ def make_server(
         log_config=None,
         access_log=False,
         lifespan="on",
+        loop="asyncio",
+        http=protocol,  # connection cap and header deadline (celmut.server.connections)
+        timeout_keep_alive=max(1, round(limits.keep_alive_timeout)),
         timeout_graceful_shutdown=5,
-        h11_max_incomplete_event_size=64 * 1024,
+        h11_max_incomplete_event_size=64 * 1024,  # request line and headers; then 431
     )
     uv_config.load()
     assert uv_config.ssl is not None
     watcher.append(CertificateWatcher(uv_config.ssl, cert, key))
-    return uvicorn.Server(uv_config)
+    return LimitedServer(uv_config, limits)
 
 
 def bind(host: str, port: int) -> socket.socket:
