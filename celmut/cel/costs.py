@@ -26,6 +26,7 @@ request builds may exceed :data:`MAX_STRING_BYTES`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,7 @@ from celmut.cel.evalcontext import EvalContext
 # request can use is larger, so celmut refuses to build a larger string.
 MAX_STRING_BYTES = 3 * 1024 * 1024
 _CHUNK = 1024  # units accumulated before charging (a charge also checks the deadline)
+_MAX_REMEMBERED_PAIRS = 1 << 16  # the pair memo of one operation stays a few MB
 _SCALARS = (str, int, float, bool, bytes)
 _CONTAINERS = (dict, list, tuple, v.StructValue)
 _SIZE_PER_ELEMENT = 8  # a pointer in a list; bytes charged per element a list holds
@@ -177,7 +179,8 @@ class Equality:
         if known is not None:
             return known
         result = self._containers(a, b, ta, tb)
-        self._pairs[pair] = result
+        if len(self._pairs) < _MAX_REMEMBERED_PAIRS:
+            self._pairs[pair] = result
         return result
 
     def _containers(self, a: Any, b: Any, ta: type, tb: type) -> bool:
@@ -242,14 +245,43 @@ def contains(ctx: EvalContext, element: Any, container: Any) -> bool:
 
 
 def allocation_bytes(value: Any) -> int:
-    """The bytes a freshly built value adds (shallow: its elements are charged where they were built)."""
+    """About the bytes a freshly built value adds: its own size plus that of its elements, estimated
+    from a sample of at most 16 of them (a list of new integers or strings costs several times its
+    pointers); elements' own elements are charged where they were built."""
     cls = type(value)
     if cls is str or cls is bytes:
         return len(value) + 48
     if cls is list or cls is tuple:
-        return _SIZE_PER_ELEMENT * len(value) + 56
+        count = len(value)
+        return 56 + _SIZE_PER_ELEMENT * count + _sampled(value, count)
     if cls is dict or cls is v.StructValue:
-        return _SIZE_PER_ENTRY * len(value) + 64
+        count = len(value)
+        return 64 + _SIZE_PER_ENTRY * count + _sampled(list(itertools.islice(value.values(), _SAMPLE)), count)
+    return 0
+
+
+_SAMPLE = 16
+
+
+def _sampled(items: Any, count: int) -> int:
+    if not count:
+        return 0
+    sample = items[:: max(1, len(items) // _SAMPLE)][:_SAMPLE]
+    return count * sum(_element_bytes(x) for x in sample) // len(sample)
+
+
+def _element_bytes(item: Any) -> int:
+    cls = type(item)
+    if cls is int:
+        return 0 if -5 <= item <= 256 else 28 + 4 * (item.bit_length() // 30)  # CPython caches small ints
+    if cls is str or cls is bytes:
+        return 0 if len(item) <= 1 else len(item) + 48  # and one-character strings
+    if cls is float:
+        return 24
+    if cls is list or cls is tuple:
+        return 56 + _SIZE_PER_ELEMENT * len(item)
+    if cls is dict or cls is v.StructValue:
+        return 64 + _SIZE_PER_ENTRY * len(item)
     return 0
 
 

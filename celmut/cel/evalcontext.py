@@ -24,7 +24,7 @@ DEFAULT_TIMEOUT_SECONDS = 2.0
 # Bytes of values one request may build (strings, lists, maps: counted when built, freed or not).
 # Kubernetes bounds memory only through cost; a Python value costs more memory per cost unit than a
 # Go one, so celmut adds this ledger (sized in docs/security.md from measurements).
-REQUEST_ALLOCATION_BYTES = 64 * 1024 * 1024
+REQUEST_ALLOCATION_BYTES = 32 * 1024 * 1024
 _CLOCK_CHECK_UNITS = 2_000
 
 

@@ -46,11 +46,11 @@ def test_list_doubling_is_charged_per_element_copied(engine: str) -> None:
 
 
 def test_the_values_a_request_builds_are_capped_across_its_expressions(engine: str) -> None:
-    """Each evaluation builds 450,000 list elements (3.6 MB) within the per-expression cost limit;
-    the request's ledger (64 MiB) stops the eighteenth (before: nothing counted what was built)."""
+    """Each evaluation builds 450,000 integers (16 MB) within the per-expression cost limit; the
+    request's ledger (32 MiB) stops the third (before: nothing counted what was built)."""
     program = cel.Environment("kyverno", backend=engine).compile("lists.range(450000).size()")
     activation = cel.Activation(budget=cel.Budget(limit=10**9))  # the ledger alone
-    with pytest.raises(cel.CelCostError, match="built more than 67108864 bytes"):
+    with pytest.raises(cel.CelCostError, match="built more than 33554432 bytes"):
         for _ in range(30):
             assert program.evaluate(activation) == 450_000
 
