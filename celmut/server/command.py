@@ -100,7 +100,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=int,
         default=_EVALUATION_THREADS,
         metavar="N",
-        help="admissions evaluated at once, off the event loop; each may hold up to 64 MiB of CEL values "
+        help="admissions evaluated at once, off the event loop; each may build up to 32 MiB of CEL values "
         "(default %(default)s)",
     )
     flags.add(p)

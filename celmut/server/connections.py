@@ -35,7 +35,11 @@ class LimitedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with the header deadline, the connection cap and eviction."""
 
     limits = ConnectionLimits()
-    closed = 0  # connections closed so far, counted on the server's own subclass (protocol_class)
+    accepted = 0  # connections accepted so far (TLS handshake or not), on the server's own subclass
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        type(self).accepted += 1
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -57,7 +61,6 @@ class LimitedH11Protocol(H11Protocol):
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
-        type(self).closed += 1
         super().connection_lost(exc)
 
     def on_response_complete(self) -> None:
@@ -89,7 +92,7 @@ class LimitedH11Protocol(H11Protocol):
 
 def protocol_class(limits: ConnectionLimits) -> type[LimitedH11Protocol]:
     """The protocol uvicorn instantiates per connection, bound to ``limits`` (one class per server)."""
-    return type("CelmutH11Protocol", (LimitedH11Protocol,), {"limits": limits, "closed": 0})
+    return type("CelmutH11Protocol", (LimitedH11Protocol,), {"limits": limits, "accepted": 0})
 
 
 # asyncio gives every TLS connection a 256 KiB receive buffer, zero-filled when the connection is

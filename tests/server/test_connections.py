@@ -11,52 +11,20 @@ they closed), nothing closed, no cap.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import ssl
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.server.support import admission_request, pod, running_server
+from tests.server.support import admission_request, pod, read_all, running_server
 from tests.server.test_webhook import POLICY, write
 
 IDLE_CONNECTIONS = 2000
 RSS_BOUND_MB = 200  # over the server's RSS before the connections (measured: about 100)
 
 
-@dataclass
-class Served:
-    process: subprocess.Popen[bytes]
-    port: int
-    context: ssl.SSLContext
-
-    def rss_mb(self) -> int:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) // 1024
-        raise AssertionError("no VmRSS")
-
-    def tls(self, timeout: float = 30) -> ssl.SSLSocket:
-        raw = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
-        return self.context.wrap_socket(raw, server_hostname="127.0.0.1")
-
-    def get(self, path: str = "/healthz") -> bytes:
-        with self.tls() as connection:
-            connection.sendall(f"GET {path} HTTP/1.1\r\nHost: webhook\r\nConnection: close\r\n\r\n".encode())
-            return _read_all(connection)
-
-
-def _read_all(connection: socket.socket) -> bytes:
-    chunks = []
-    while chunk := connection.recv(65536):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _closed_by_server(connection: socket.socket) -> bool:
@@ -69,39 +37,6 @@ def _closed_by_server(connection: socket.socket) -> bool:
     except TimeoutError:
         return False
     return True
-
-
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[object]:
-    write(tmp_path, "noop", POLICY.format(name="noop", failure="Ignore", expression="'[]'"))
-    started: list[Served] = []
-
-    def start(*flags: str) -> Served:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        command = [sys.executable, "-m", "celmut.main", "serve", "--policies", str(tmp_path / "policies")]
-        command += ["--self-signed", "--cert-dir", str(tmp_path / "tls"), "--port", str(port), "--log-level", "ERROR"]
-        process = subprocess.Popen(
-            [*command, *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ)
-        )
-        served = Served(process, port, ssl.create_default_context())
-        started.append(served)
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, "celmut serve exited"
-            try:
-                served.context = ssl.create_default_context(cafile=str(tmp_path / "tls" / "ca.crt"))
-                if served.get().startswith(b"HTTP/1.1 200"):
-                    return served
-            except (OSError, ssl.SSLError):
-                assert time.monotonic() < deadline, "celmut serve did not start"
-                time.sleep(0.2)
-
-    yield start
-    for served in started:
-        served.process.terminate()
-        served.process.wait(30)
 
 
 def test_two_thousand_idle_connections_stay_under_the_rss_bound_and_a_client_is_served(serve) -> None:  # type: ignore[no-untyped-def]
@@ -138,7 +73,7 @@ def test_idle_slowloris_and_slow_body_connections_are_closed(serve) -> None:  # 
         assert _closed_by_server(slowloris)
     with served.tls() as slow_body:
         slow_body.sendall(b"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Length: 1000\r\n\r\n{")
-        answer = _read_all(slow_body)
+        answer = read_all(slow_body)
         assert answer.startswith(b"HTTP/1.1 408") and b"not received within 1 seconds" in answer
 
 

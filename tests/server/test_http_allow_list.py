@@ -20,13 +20,12 @@ from celmut.controller.run import Controller, ControllerConfig
 from celmut.main import main
 from tests.controller.support import connect
 from tests.fakekube import FakeApiServer
-from tests.server.support import admission_request, pod
-from tests.server.test_connections import Served, serve  # noqa: F401 - the fixture
+from tests.server.support import Served, admission_request, pod
 from tests.server.test_webhook import POLICY, write
 
 
 class _Team(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+    def do_GET(self) -> None:
         body = b'{"team": "payments"}'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

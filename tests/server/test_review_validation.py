@@ -150,7 +150,7 @@ def test_a_defect_of_celmut_follows_the_failure_policy_instead_of_a_500(tmp_path
 # --- fuzzing -------------------------------------------------------------------------------------------
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12,
 )
