@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from celmut.cel.errors import CelError, CelEvaluationError, CelInputError
+from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, CelInputError
 from celmut.cel.evalcontext import Budget
 from celmut.cel.lookups import NO_SERVICES, Services
 
@@ -63,9 +63,12 @@ class LazyVariables:
         try:
             value = program.evaluate(activation)
         except CelEvaluationError as ex:
-            error = CelEvaluationError(f"variable {name!r}: {ex.message}")
-            self._values[name] = _Failure(error)
-            raise error from ex
+            message = f"variable {name!r}: {ex.message}"
+            kind = CelCostError if isinstance(ex, CelCostError) else CelEvaluationError  # a limit stays a limit
+            # Memoised without a traceback: a raised error's frames hold this object, and a cycle
+            # through them would keep every value of the request until a full garbage collection.
+            self._values[name] = _Failure(kind(message))
+            raise kind(message) from None
         self._values[name] = value
         return value
 

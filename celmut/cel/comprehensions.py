@@ -2,7 +2,9 @@
 forms, transformList/transformMap/transformMapEntry and sortBy.
 
 Each iteration charges the static cost of the loop body, so a large range or a nested loop runs
-into the cost budget instead of running forever. Error handling follows cel-go: ``all``/``exists``
+into the cost budget instead of running forever (cel-go charges the loop's sub-expressions each time
+they run, interpreter/runtimecost.go); the lists and maps a macro builds are charged to the
+request's allocation. Error handling follows cel-go: ``all``/``exists``
 absorb an element's error when another element decides the result; every other macro propagates it.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from celmut.cel import ast
+from celmut.cel import ast, costs
 from celmut.cel import values as v
 from celmut.cel.errors import CelCostError, CelEvaluationError, describe
 from celmut.cel.evalcontext import EvalContext
@@ -74,7 +76,10 @@ def plan_comprehension(
                 if result is not (not stop):
                     error = error or no_such_overload(macro, result)
             if error is not None:
-                raise error
+                try:
+                    raise error
+                finally:
+                    error = None  # no cycle frame -> error -> traceback -> frame (its garbage holds the request)
             return not stop
 
         return quantifier
@@ -105,6 +110,7 @@ def plan_comprehension(
                     out.append(item[1] if two_vars else item)
                 elif keep is not False:
                     raise no_such_overload(macro, keep)
+            ctx.allocate(costs.allocation_bytes(out))
             return out
 
         return filter_
@@ -127,6 +133,7 @@ def plan_comprehension(
                 bind(ctx, item)
                 if selected(ctx, item):
                     out.append(body(ctx))
+            ctx.allocate(costs.allocation_bytes(out))
             return out
 
         return map_
@@ -139,6 +146,7 @@ def plan_comprehension(
                 bind(ctx, item)
                 if selected(ctx, item):
                     out[item[0]] = body(ctx)
+            ctx.allocate(costs.allocation_bytes(out))
             return out
 
         return transform_map
@@ -158,6 +166,7 @@ def plan_comprehension(
                     if key in out:
                         raise CelEvaluationError(f"insert failed: key {describe(key)} already exists")
                     out[v.require_map_key(key)] = value
+            ctx.allocate(costs.allocation_bytes(out))
             return out
 
         return transform_map_entry
@@ -169,6 +178,8 @@ def plan_comprehension(
             for item in items(ctx):
                 bind(ctx, item)
                 keyed.append((body(ctx), item))
+            ctx.charge(len(keyed) * max(1, len(keyed).bit_length()))  # the sort's comparisons
+            ctx.allocate(2 * costs.allocation_bytes(keyed))
             return [item for _, item in _stable_sort(keyed)]
 
         return sort_by

@@ -155,7 +155,7 @@ class Library:
                     member=member,
                     needs_context=context,
                     variadic=variadic,
-                    pure=pure and not context,
+                    pure=pure,  # every impure function says pure=False (context=True alone may only charge costs)
                     cost=cost,
                     guards=tuple(guard_for(p) for p in param_types),
                     since=since,

@@ -42,6 +42,9 @@ _CACHE_SIZE = 8192
 # Python frames an expression nested to cel-go's limit (250 levels, parser.MAX_NESTING) needs to be
 # parsed, checked, planned or lowered and evaluated: about six per level at most, measured.
 _RECURSION_HEADROOM = 5000
+# cel-go's parser refuses longer expressions before parsing (parser/parser.go, expressionSizeCodePointLimit
+# default 100_000); the API server runs with that default. Compiling one costs seconds and hundreds of MB.
+MAX_EXPRESSION_CODE_POINTS = 100_000
 _cache: OrderedDict[tuple[Any, str], Program] = OrderedDict()
 _cache_lock = threading.Lock()
 _function_tables: dict[str, dict[str, list[Overload]]] = {}
@@ -107,6 +110,10 @@ class Environment:
 
     def check(self, source: str) -> CheckResult:
         """Parse, expand macros and type-check; raises :class:`CelCompileError`."""
+        if len(source) > MAX_EXPRESSION_CODE_POINTS:
+            size, limit = len(source), MAX_EXPRESSION_CODE_POINTS
+            message = f"expression code point size exceeds limit: size: {size}, limit {limit}"
+            raise CelCompileError([Issue(message)], source)
         try:
             expr = parser.parse(source, self.profile.macros)
             return Checker(self.declarations, source).check(expr)

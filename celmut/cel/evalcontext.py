@@ -1,7 +1,12 @@
 """The state of one evaluation: variable bindings, macro-variable slots, cost accounting, services.
 
 An :class:`EvalContext` lives for one expression evaluation. The step budget is shared by all
-expressions of a request through :class:`Budget`, and so is the wall-clock deadline.
+expressions of a request through :class:`Budget`, and so are the wall-clock deadline and the bytes
+of values the request may build (:meth:`EvalContext.allocate`).
+
+Every charge checks the cost limits; every 2,000 units it also checks the deadline, so any
+operation that charges as it works (see :mod:`celmut.cel.costs`) can be stopped mid-way — on a
+worker thread too, which is what lets the webhook keep serving while one evaluation runs long.
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ from celmut.cel.errors import CelCostError
 PER_CALL_COST_LIMIT = 1_000_000
 REQUEST_COST_BUDGET = 10_000_000
 DEFAULT_TIMEOUT_SECONDS = 2.0
+# Bytes of values one request may build (strings, lists, maps: counted when built, freed or not).
+# Kubernetes bounds memory only through cost; a Python value costs more memory per cost unit than a
+# Go one, so celmut adds this ledger (sized in docs/security.md from measurements).
+REQUEST_ALLOCATION_BYTES = 32 * 1024 * 1024
+_CLOCK_CHECK_UNITS = 2_000
 
 
 @dataclass
@@ -26,6 +36,9 @@ class Budget:
     per_call_limit: int = PER_CALL_COST_LIMIT
     deadline: float | None = None  # time.monotonic() value
     spent: int = 0
+    max_bytes: int = REQUEST_ALLOCATION_BYTES
+    allocated: int = 0
+    exhausted: bool = False  # a limit stopped an evaluation (its garbage may be worth collecting)
 
     @classmethod
     def with_timeout(cls, seconds: float | None = DEFAULT_TIMEOUT_SECONDS, **kwargs: Any) -> Budget:
@@ -55,12 +68,24 @@ class EvalContext:
         if self.cost > self.limit:
             self._over_budget()
         if self.cost >= self.next_clock_check:
-            self.next_clock_check = self.cost + 2_000
+            self.next_clock_check = self.cost + _CLOCK_CHECK_UNITS
             deadline = self.budget.deadline
             if deadline is not None and time.monotonic() > deadline:
+                self.budget.exhausted = True
                 raise CelCostError("evaluation deadline exceeded")
 
+    def allocate(self, nbytes: int) -> None:
+        """Count bytes of values this request built; raise :class:`CelCostError` past its limit."""
+        budget = self.budget
+        budget.allocated += nbytes
+        if budget.allocated > budget.max_bytes:
+            budget.exhausted = True
+            raise CelCostError(
+                f"operation cancelled: the request built more than {budget.max_bytes} bytes of values"
+            )
+
     def _over_budget(self) -> None:
+        self.budget.exhausted = True
         if self.limit < self.budget.per_call_limit:
             raise CelCostError(f"operation cancelled: request cost budget of {self.budget.limit} units exhausted")
         raise CelCostError(f"operation cancelled: actual cost limit of {self.limit} units exceeded")

@@ -76,6 +76,7 @@ class HttpPolicy:
 
     allow: Sequence[str] = ()  # URL prefixes or glob patterns, e.g. "https://api.example.com/"
     allow_private_networks: bool = False  # loopback, RFC 1918, link-local, … (SSRF protection)
+    allow_networks: Sequence[str] = ()  # CIDRs reachable even when private, e.g. the cluster's Service CIDR
     timeout_seconds: float = 5.0
     max_response_bytes: int = 1 << 20
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from celmut.cel import ast
+from celmut.cel import ast, costs
 from celmut.cel import types as t
 from celmut.cel import values as v
 from celmut.cel.declarations import Overload
@@ -241,10 +241,10 @@ class Planner:
             if literal is None or type(literal) is bool:
                 return (lambda ctx: left(ctx) is not literal) if negate else (lambda ctx: left(ctx) is literal)
         right = self.plan(right_node)
-        equals = v.equals
+        equals = costs.equals  # charged by what it compares (cel-go runtimecost.go: equals, not_equals)
         if negate:
-            return lambda ctx: not equals(left(ctx), right(ctx))
-        return lambda ctx: equals(left(ctx), right(ctx))
+            return lambda ctx: not equals(ctx, left(ctx), right(ctx))
+        return lambda ctx: equals(ctx, left(ctx), right(ctx))
 
     def _in(self, node: ast.Call) -> Fn:
         element_node, container_node = node.args
@@ -262,7 +262,8 @@ class Planner:
 
             return in_strings
         container = self.plan(container_node)
-        return lambda ctx: _contains(element(ctx), container(ctx))
+        contains = costs.contains  # a list costs its length (cel-go runtimecost.go: in_list)
+        return lambda ctx: contains(ctx, element(ctx), container(ctx))
 
     def _ordering(self, node: ast.Call) -> Fn:
         left, right = (self.plan(a) for a in node.args)
@@ -274,6 +275,8 @@ class Planner:
             a, b = left(ctx), right(ctx)
             if type(a) is int and type(b) is int:
                 return test(-1 if a < b else (1 if a > b else 0))
+            if (type(a) is str or type(a) is bytes) and type(b) is type(a) and min(len(a), len(b)) > 10:
+                ctx.charge(min(len(a), len(b)) // 10)  # cel-go runtimecost.go: ceil(min(size) * 0.1)
             return test(compare(a, b, name))
 
         return ordered
@@ -317,11 +320,18 @@ class Planner:
 
     def _CreateList(self, node: ast.CreateList) -> Fn:
         elements = [(self.plan(e.value), e.optional) for e in node.elements]
+        size = costs.allocation_bytes([None] * len(elements))
         if not any(optional for _, optional in elements):
             fns = [fn for fn, _ in elements]
-            return lambda ctx: [fn(ctx) for fn in fns]
+
+            def create_plain_list(ctx: EvalContext) -> list[Any]:
+                ctx.allocate(size)
+                return [fn(ctx) for fn in fns]
+
+            return create_plain_list
 
         def create_list(ctx: EvalContext) -> list[Any]:
+            ctx.allocate(size)
             out = []
             for fn, optional in elements:
                 value = fn(ctx)
@@ -338,8 +348,10 @@ class Planner:
 
     def _CreateMap(self, node: ast.CreateMap) -> Fn:
         entries = [(self.plan(e.key), self.plan(e.value), e.optional) for e in node.entries]
+        size = costs.allocation_bytes(dict.fromkeys(range(len(entries))))
 
         def create_map(ctx: EvalContext) -> dict[Any, Any]:
+            ctx.allocate(size)
             out: dict[Any, Any] = {}
             for key_fn, value_fn, optional in entries:
                 key = v.require_map_key(key_fn(ctx))
@@ -360,8 +372,10 @@ class Planner:
     def _CreateStruct(self, node: ast.CreateStruct) -> Fn:
         type_name = node.type_name
         fields = [(f.name, self.plan(f.value), f.optional) for f in node.fields]
+        size = costs.allocation_bytes(dict.fromkeys(range(len(fields))))
 
         def create_struct(ctx: EvalContext) -> v.StructValue:
+            ctx.allocate(size)
             out: dict[str, Any] = {}
             for name, fn, optional in fields:
                 value = fn(ctx)
@@ -475,26 +489,13 @@ def _logical(operands: list[Fn], stop: bool, name: str) -> Fn:
             if value is not (not stop):
                 error = error or no_such_overload(name, value)
         if error is not None:
-            raise error
+            try:
+                raise error
+            finally:
+                error = None  # no cycle frame -> error -> traceback -> frame (its garbage holds the request)
         return not stop
 
     return logical
-
-
-def _contains(element: Any, container: Any) -> bool:
-    if isinstance(container, list | tuple):
-        if type(element) is str:
-            return any(type(item) is str and item == element for item in container)
-        equals = v.equals
-        return any(equals(element, item) for item in container)
-    if isinstance(container, dict):
-        if isinstance(element, dict | list | float) and not (type(element) is float and element.is_integer()):
-            return False
-        try:
-            return element in container
-        except TypeError:
-            return False
-    raise no_such_overload("@in", element, container)
 
 
 def _fails(error: CelEvaluationError, args: list[Fn]) -> Fn:
@@ -517,17 +518,19 @@ def _direct_call(name: str, overload: Overload, args: list[Fn]) -> Fn:
     cost = overload.cost
     if overload.needs_context or cost is not None:
         with_context = overload.needs_context
+        cost_with_context = costs.takes_context(cost)
 
         def call_with_context(ctx: EvalContext) -> Any:
             values = [a(ctx) for a in args]
             try:
                 if cost is not None:
-                    ctx.charge(cost(*values))
-                return impl(ctx, *values) if with_context else impl(*values)
+                    ctx.charge(cost(ctx, *values) if cost_with_context else cost(*values))
+                result = impl(ctx, *values) if with_context else impl(*values)
             except CelError:
                 raise
             except _IMPL_ERRORS as ex:
                 raise _impl_error(name, ex) from ex
+            return charge_result(ctx, name, result)
 
         return call_with_context
     if len(args) == 1:
@@ -569,6 +572,18 @@ def _direct_call(name: str, overload: Overload, args: list[Fn]) -> Fn:
     return call_n
 
 
+def charge_result(ctx: EvalContext, name: str, result: Any) -> Any:
+    """Count a value a costed library function built as the request's allocation; refuse a string
+    over :data:`celmut.cel.costs.MAX_STRING_BYTES`."""
+    cls = type(result)
+    if cls is str or cls is bytes:
+        costs.check_string_size(len(result), f"{name}()")
+        ctx.allocate(len(result) + 48)
+    elif cls is list or cls is dict:
+        ctx.allocate(costs.allocation_bytes(result))
+    return result
+
+
 def _dispatch_call(name: str, overloads: list[Overload], args: list[Fn]) -> Fn:
     """Pick the first overload whose parameter guards accept the runtime arguments."""
 
@@ -577,15 +592,15 @@ def _dispatch_call(name: str, overloads: list[Overload], args: list[Fn]) -> Fn:
         for overload in overloads:
             if overload.accepts(values):
                 try:
-                    if overload.cost is not None:
-                        ctx.charge(overload.cost(*values))
-                    if overload.needs_context:
-                        return overload.impl(ctx, *values)
-                    return overload.impl(*values)
+                    cost = overload.cost
+                    if cost is not None:
+                        ctx.charge(cost(ctx, *values) if costs.takes_context(cost) else cost(*values))
+                    result = overload.impl(ctx, *values) if overload.needs_context else overload.impl(*values)
                 except CelError:
                     raise
                 except _IMPL_ERRORS as ex:
                     raise _impl_error(name, ex) from ex
+                return charge_result(ctx, name, result) if cost is not None or overload.needs_context else result
         raise no_such_overload(name, *values)
 
     return dispatch

@@ -90,12 +90,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     flags.add(p)
+    flags.add_http(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     if not flags.use_for_process(args):
+        return 2
+    http_policy = flags.http_policy(args)
+    if http_policy is None:
         return 2
     if not args.policies and not args.from_cluster:
         print("error: give --policies PATH and/or --from-cluster", file=sys.stderr)
@@ -135,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         serve_admission_policies=args.serve_admission_policies,
         policy_selector=args.policy_selector,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
+        http_policy=http_policy,
     )
     controller = Controller(config, cluster)
     if args.dry_run:

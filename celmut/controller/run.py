@@ -82,6 +82,7 @@ class ControllerConfig:
     serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
     policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
+    http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
 
 
 class Controller:
@@ -103,7 +104,7 @@ class Controller:
         if self.policy_source is not None:
             sources.append(self.policy_source)
         settings = EngineSettings(
-            services=cel.Services(resources=self.lookup),
+            services=cel.Services(resources=self.lookup, http_policy=config.http_policy),
             timeout_seconds=config.timeout_seconds,
             opt_out=OwnerOptOut(self.caches, config.opt_out_label),
         )

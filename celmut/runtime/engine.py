@@ -16,6 +16,11 @@ result; ``failurePolicy: Fail`` denies the request, ``Ignore`` keeps the other p
 **MutatingAdmissionPolicy**: ``Ignore`` skips only the failing mutation and the next ones still
 apply; ``Fail`` denies. A MutatingAdmissionPolicy with ``reinvocationPolicy: IfNeeded`` runs a
 second time, after the first pass, when the object changed — as kube-apiserver reinvokes it.
+
+Sizes: a mutation whose result would unfold to more than ``max_object_bytes`` of JSON (values may
+share their parts, so it is measured without unfolding) fails like any other error, and so does a
+final patch over that size: the API server stores no object larger than its request limit (3 MiB,
+``MaxRequestBodyBytes`` in k8s.io/apiserver; etcd's own default is 1.5 MiB, ``--max-request-bytes``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 
 from celmut import cel
 from celmut.cel.activation import approximate_size
+from celmut.cel.costs import Measure
 from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import decode, matching, mutations, ownership
@@ -49,6 +55,7 @@ class AdmissionOptions:
     timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS
     max_input_bytes: int = 3 * 1024 * 1024
     opt_out: ownership.OptOut | None = None  # objects whose owners opted out of celmut (the webhook's label)
+    max_object_bytes: int = 3 * 1024 * 1024  # a mutation result, and the final patch, at most
 
 
 @dataclass
@@ -139,6 +146,13 @@ class AdmissionEngine:
                         message = f"policy {outcome.policy}: {outcome.path}: {outcome.reason}"
                         return AdmissionResult(False, original, original, [], outcomes, message, warnings, audit)
         patch = diff(original, current) if original is not None and current is not original else []
+        size = Measure().nbytes(patch) if patch else 0
+        if size > self.options.max_object_bytes:
+            message = f"the patch is about {size} bytes, over the limit of {self.options.max_object_bytes} bytes"
+            if any(o.status == "applied" and o.failure_policy == "Fail" for o in outcomes):
+                return AdmissionResult(False, original, original, [], outcomes, message, warnings, audit)
+            warnings.append(f"{message} (ignored: failurePolicy Ignore)")
+            return AdmissionResult(True, original, original, [], outcomes, "", warnings, audit)
         return AdmissionResult(True, original, current, patch, outcomes, "", warnings, audit)
 
     # --- per policy ----------------------------------------------------------------------------------
@@ -314,7 +328,10 @@ class AdmissionEngine:
             if value is not True:
                 error = error or PolicyFailure(condition.path, f"must evaluate to bool, got {type(value).__name__}")
         if error is not None:
-            raise error
+            try:
+                raise error
+            finally:
+                error = None  # no cycle frame -> error -> traceback -> frame (its garbage holds the request)
         return ""
 
     def apply_mutation(
@@ -334,6 +351,10 @@ class AdmissionEngine:
             result = mutation.program.evaluate(activation)
         except cel.CelError as ex:
             raise _expression_error(mutation, ex) from None
+        size = Measure().nbytes(result)  # before anything walks it: a result may share its parts
+        if size > self.options.max_object_bytes:
+            limit = self.options.max_object_bytes
+            raise PolicyFailure(mutation.path, f"the result is about {size} bytes of JSON, over the limit of {limit}")
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
         schemas = self.options.schemas
         schema = schemas.for_kind(api_version, kind)

@@ -1,12 +1,98 @@
-"""The admission request as the runtime sees it, from an AdmissionReview or from a bare object."""
+"""The admission request as the runtime sees it, from an AdmissionReview or from a bare object.
+
+:meth:`AdmissionInput.from_admission_request` checks the shape of every field it reads once, up
+front (admission.k8s.io/v1 ``AdmissionRequest``, ``authentication.k8s.io/v1`` ``UserInfo`` and the
+``ObjectMeta`` fields the runtime reads): a field of the wrong type is an :class:`InvalidRequest`
+naming it, never a failure deep inside an evaluation.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import kinds
 from celmut.cel.activation import admission_request
+from celmut.errors import CelmutError
+
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+
+class InvalidRequest(CelmutError, ValueError):
+    """An AdmissionRequest field has the wrong shape; ``field`` is its path (``request.userInfo.username``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field} {message}")
+        self.field = field
+
+
+def _optional(request: Mapping[str, Any], name: str, kind: type | tuple[type, ...], what: str, path: str) -> Any:
+    value = request.get(name)
+    if value is not None and not isinstance(value, kind):
+        raise InvalidRequest(f"{path}.{name}", f"must be {what}")
+    return value
+
+
+def _string_map(value: Any, path: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in value.items()):
+        raise InvalidRequest(path, "must be a map of strings to strings")
+
+
+def _group_version(request: Mapping[str, Any], name: str, last: str, required: bool) -> dict[str, str]:
+    value = request.get(name)
+    path = f"request.{name}"
+    if value is None and not required:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidRequest(path, "must be an object")
+    for key in ("group", "version", last):
+        _optional(value, key, str, "a string", path)
+    if required and not value.get(last):
+        raise InvalidRequest(f"{path}.{last}", "must be a non-empty string")
+    return value
+
+
+def _user_info(request: Mapping[str, Any]) -> dict[str, Any]:
+    user = _optional(request, "userInfo", dict, "an object", "request")
+    if user is None:
+        return {}
+    path = "request.userInfo"
+    _optional(user, "username", str, "a string", path)
+    _optional(user, "uid", str, "a string", path)
+    groups = _optional(user, "groups", list, "a list of strings", path)
+    if groups is not None and not all(isinstance(g, str) for g in groups):
+        raise InvalidRequest(f"{path}.groups", "must be a list of strings")
+    extra = _optional(user, "extra", dict, "a map of strings to lists of strings", path)
+    if extra is not None and not all(
+        isinstance(k, str) and isinstance(x, list) and all(isinstance(i, str) for i in x) for k, x in extra.items()
+    ):
+        raise InvalidRequest(f"{path}.extra", "must be a map of strings to lists of strings")
+    return dict(user)
+
+
+def _object(request: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """``object``/``oldObject``: null or an object whose ``ObjectMeta`` fields have their types."""
+    value = _optional(request, name, dict, "an object", "request")
+    if value is None:
+        return None
+    path = f"request.{name}"
+    _optional(value, "apiVersion", str, "a string", path)
+    _optional(value, "kind", str, "a string", path)
+    metadata = _optional(value, "metadata", dict, "an object", path)
+    if metadata is not None:
+        path += ".metadata"
+        for key in ("name", "generateName", "namespace", "uid", "resourceVersion"):
+            _optional(metadata, key, str, "a string", path)
+        _string_map(metadata.get("labels"), f"{path}.labels")
+        _string_map(metadata.get("annotations"), f"{path}.annotations")
+        owners = _optional(metadata, "ownerReferences", list, "a list of objects", path)
+        if owners is not None and not all(isinstance(o, dict) for o in owners):
+            raise InvalidRequest(f"{path}.ownerReferences", "must be a list of objects")
+    checked: dict[str, Any] = value
+    return checked
 
 
 @dataclass
@@ -63,25 +149,43 @@ class AdmissionInput:
     def from_admission_request(
         cls, request: dict[str, Any], *, namespace_object: dict[str, Any] | None = None, input_size: int | None = None
     ) -> AdmissionInput:
-        """From ``AdmissionReview.request`` (admission.k8s.io v1/v1beta1)."""
-        kind = request.get("kind") or {}
-        resource = request.get("resource") or {}
-        obj, old = request.get("object"), request.get("oldObject")
+        """From ``AdmissionReview.request`` (admission.k8s.io v1/v1beta1); raises
+        :class:`InvalidRequest` naming the first field of the wrong shape."""
+        if not isinstance(request, dict):
+            raise InvalidRequest("request", "must be an object")
+        uid = _optional(request, "uid", str, "a string", "request")
+        operation = request.get("operation")
+        if operation not in OPERATIONS:
+            raise InvalidRequest("request.operation", f"must be one of {', '.join(OPERATIONS)}")
+        kind = _group_version(request, "kind", "kind", required=True)
+        resource = _group_version(request, "resource", "resource", required=True)
+        _group_version(request, "requestKind", "kind", required=False)
+        _group_version(request, "requestResource", "resource", required=False)
+        strings = {
+            name: _optional(request, name, str, "a string", "request") or ""
+            for name in ("subResource", "requestSubResource", "name", "namespace")
+        }
+        user_info = _user_info(request)
+        obj, old = _object(request, "object"), _object(request, "oldObject")
+        if obj is None and old is None:
+            raise InvalidRequest("request.object", "is missing (the request carries neither object nor oldObject)")
+        dry_run = _optional(request, "dryRun", bool, "a boolean", "request")  # "false" is not a dry run
+        options = _optional(request, "options", dict, "an object", "request")
         return cls(
-            operation=str(request.get("operation", "")),
-            object=obj if isinstance(obj, dict) else None,
-            old_object=old if isinstance(old, dict) else None,
+            operation=operation,
+            object=obj,
+            old_object=old,
             kind=kinds.GroupVersionKind(kind.get("group", ""), kind.get("version", ""), kind.get("kind", "")),
             resource=kinds.GroupVersionResource(
                 resource.get("group", ""), resource.get("version", ""), resource.get("resource", "")
             ),
-            sub_resource=str(request.get("subResource") or ""),
-            name=str(request.get("name") or ""),
-            namespace=str(request.get("namespace") or ""),
-            user_info=dict(request.get("userInfo") or {}),
-            dry_run=bool(request.get("dryRun")),
-            uid=str(request.get("uid") or ""),
-            options=request.get("options"),
+            sub_resource=strings["subResource"],
+            name=strings["name"],
+            namespace=strings["namespace"],
+            user_info=user_info,
+            dry_run=dry_run is True,
+            uid=uid or "",
+            options=options,
             namespace_object=namespace_object,
             input_size=input_size,
         )

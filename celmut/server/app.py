@@ -5,34 +5,41 @@ policies with that failurePolicy (``celmut webhook-config`` registers one webhoo
 failurePolicy). ``GET /healthz`` (alive), ``/readyz`` (policies loaded and cluster caches synced),
 ``/metrics`` (Prometheus).
 
-The server never crashes on input: an oversized body is HTTP 413, malformed JSON or a non-review
-body HTTP 400 with a message, and an unexpected failure of celmut itself denies that one request
-with an internal error. Each request has a deadline below the webhook timeout; CEL evaluation that
-reaches it fails, and each policy's failurePolicy decides.
+The event loop reads request bodies (bounded in size and in time) and writes responses; each
+admission runs on a bounded pool of worker threads (:mod:`celmut.server.admission`), so one slow
+evaluation delays neither the probes nor other requests. The server never answers a 5xx for its
+input: an oversized body is HTTP 413, a body not sent in time 408, a malformed review 400 naming the
+field; a defect of celmut follows the failurePolicy. Each request has a deadline below the webhook
+timeout, counted from its arrival; CEL evaluation that reaches it fails, and each policy's
+failurePolicy decides.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
+from starlette.requests import ClientDisconnect
 
 from celmut import cel
-from celmut.runtime import AdmissionResult
 from celmut.server import review as reviews
+from celmut.server.admission import Admission
 from celmut.server.metrics import Metrics
 from celmut.service.store import PolicyStore
 
 log = logging.getLogger("celmut.server")
 
-DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit
+DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit (apiserver MaxRequestBodyBytes)
+DEFAULT_EVALUATION_THREADS = 4
 _FAILURE_POLICY_PATHS = {"fail": "Fail", "ignore": "Ignore"}
 
 
@@ -40,6 +47,8 @@ _FAILURE_POLICY_PATHS = {"fail": "Fail", "ignore": "Ignore"}
 class ServerSettings:
     timeout_seconds: float = 10.0  # the webhook timeout the API server uses
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout: float = 10.0  # seconds to receive a request body once its headers arrived
+    evaluation_threads: int = DEFAULT_EVALUATION_THREADS  # admissions evaluated at once
     extra_ready_checks: list[Callable[[], str]] = field(default_factory=list)  # '' when ready, else why not
     # told (object received, object admitted) for each CREATE admitted
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None
@@ -50,8 +59,12 @@ class ServerSettings:
         return max(self.timeout_seconds * 0.8, self.timeout_seconds - 1.0, 0.1)
 
 
-def _bad_request(message: str, code: int = 400) -> JSONResponse:
-    return JSONResponse({"kind": "Status", "status": "Failure", "message": message, "code": code}, status_code=code)
+def _bad_request(message: str, code: int = 400, *, close: bool = False) -> Response:
+    """A ``metav1.Status`` answer; ``close`` when the body was not read to its end (the connection
+    cannot carry another request)."""
+    headers = {"Connection": "close"} if close else None
+    body = reviews.status_body(message, code)
+    return Response(body, status_code=code, media_type="application/json", headers=headers)
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -77,42 +90,47 @@ def create_app(
 ) -> FastAPI:
     settings = settings or ServerSettings()
     metrics = metrics or Metrics()
-    app = FastAPI(title="celmut admission webhook", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    pool = ThreadPoolExecutor(max(settings.evaluation_threads, 1), thread_name_prefix="celmut-admission")
+    admission = Admission(metrics, settings.on_admitted)
+
+    @contextlib.asynccontextmanager
+    async def lifecycle(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            if lifespan is None:
+                yield
+            else:
+                async with lifespan(app):
+                    yield
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(title="celmut admission webhook", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifecycle)
     app.state.store = store
     app.state.metrics = metrics
 
     async def admit(request: Request, failure_policy: str | None) -> Response:
         started = time.perf_counter()
-        body = await _read_body(request, settings.max_body_bytes)
+        budget = cel.Budget.with_timeout(settings.deadline_seconds)  # from the request's arrival
+        try:
+            async with asyncio.timeout(settings.body_timeout):
+                body = await _read_body(request, settings.max_body_bytes)
+        except TimeoutError:
+            metrics.rejected("body_timeout")
+            return _bad_request(f"request body not received within {settings.body_timeout:g} seconds", 408, close=True)
+        except ClientDisconnect:  # the client went away mid-body: nobody to answer
+            log.debug("client disconnected while sending its request")
+            metrics.rejected("client_disconnect")
+            return Response(status_code=400)
         if body is None:
             metrics.rejected("too_large")
-            return _bad_request(f"request body exceeds the limit of {settings.max_body_bytes} bytes", 413)
-        try:
-            review = reviews.parse_review(body)
-        except reviews.ReviewError as ex:
-            metrics.rejected("bad_request")
-            return _bad_request(f"invalid AdmissionReview: {ex}")
+            return _bad_request(f"request body exceeds the limit of {settings.max_body_bytes} bytes", 413, close=True)
         engine = store.engine
         if engine is None:
             metrics.rejected("not_ready")
             return _bad_request("no policies loaded yet", 503)
-        services = engine.options.services
-        if review.request.dry_run:
-            services = dataclasses.replace(services, dry_run=True)
-        budget = cel.Budget.with_timeout(settings.deadline_seconds)
-        try:
-            result = engine.admit(review.request, budget, services=services, failure_policy=failure_policy)
-        except Exception:  # a defect in celmut: deny this request, keep serving
-            log.exception("internal error while admitting", extra={"uid": review.uid})
-            metrics.rejected("internal_error")
-            return Response(reviews.error_response(review, "celmut internal error"), media_type="application/json")
-        created = review.request.operation == "CREATE" and not review.request.dry_run and result.allowed
-        if settings.on_admitted is not None and created and result.object is not None:
-            settings.on_admitted(result.original, result.object)
-        seconds = time.perf_counter() - started
-        metrics.observe(review.request.operation, result, seconds)
-        _log(review, result, seconds)
-        return Response(reviews.build_response(review, result), media_type="application/json")
+        loop = asyncio.get_running_loop()
+        answer = await loop.run_in_executor(pool, admission.answer, body, engine, budget, failure_policy, started)
+        return Response(answer.body, status_code=answer.status, media_type="application/json")
 
     @app.post("/mutate")
     async def mutate(request: Request) -> Response:
@@ -143,23 +161,3 @@ def create_app(
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
     return app
-
-
-def _log(review: reviews.Review, result: AdmissionResult, seconds: float) -> None:
-    request = review.request
-    log.info(
-        "admission",
-        extra={
-            "uid": review.uid,
-            "operation": request.operation,
-            "kind": request.kind.kind,
-            "namespace": request.namespace,
-            "objectName": request.name or (request.subject.get("metadata") or {}).get("generateName", ""),
-            "dryRun": request.dry_run,
-            "allowed": result.allowed,
-            "applied": result.applied_policies,
-            "errors": [o.policy for o in result.outcomes if o.status == "error"],
-            "patchOps": len(result.patch),
-            "durationMs": round(seconds * 1000, 3),
-        },
-    )

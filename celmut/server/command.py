@@ -4,6 +4,9 @@ Policies come from ``--policies`` files and directories (reloaded when they chan
 is reported and the last good set stays) and, with ``--from-cluster``, from the cluster. TLS is
 mandatory: ``--tls-cert``/``--tls-key`` (reloaded when the files change) or ``--self-signed`` for
 development (prints the CA bundle). Exit code 2 when the policies or TLS files are unusable at start.
+
+Every connection is bounded (how many, and how long each stage may take) and every admission runs
+on a bounded pool of threads, so neither idle clients nor a slow policy can starve the others.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from celmut import logs
 from celmut.errors import ConfigurationError
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
+from celmut.server.limits import ConnectionLimits
 from celmut.service import flags
+
+_LIMITS = ConnectionLimits()
+_EVALUATION_THREADS = 4  # celmut.server.app.DEFAULT_EVALUATION_THREADS (that module loads FastAPI)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,15 +60,76 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     flags.add_policy_selector(p)
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    limits = p.add_argument_group("connections and admissions (each bounded; see docs/security.md)")
+    limits.add_argument(
+        "--max-connections",
+        type=int,
+        default=_LIMITS.max_connections,
+        metavar="N",
+        help="open connections at most; one more closes the one idle longest (default %(default)s)",
+    )
+    limits.add_argument(
+        "--tls-handshake-timeout",
+        type=float,
+        default=_LIMITS.handshake_timeout,
+        metavar="SECONDS",
+        help="close a connection whose TLS handshake takes longer (default %(default)s)",
+    )
+    limits.add_argument(
+        "--header-timeout",
+        type=float,
+        default=_LIMITS.header_timeout,
+        metavar="SECONDS",
+        help="close a connection whose request headers are not complete this long after it opened, or "
+        "after the first byte of a request on a kept-alive connection (default %(default)s)",
+    )
+    limits.add_argument(
+        "--body-timeout",
+        type=float,
+        default=_LIMITS.body_timeout,
+        metavar="SECONDS",
+        help="answer 408 when a request body is not complete this long after its headers (default %(default)s)",
+    )
+    limits.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=_LIMITS.keep_alive_timeout,
+        metavar="SECONDS",
+        help="close a connection idle this long between requests (default %(default)s)",
+    )
+    limits.add_argument(
+        "--evaluation-threads",
+        type=int,
+        default=_EVALUATION_THREADS,
+        metavar="N",
+        help="admissions evaluated at once, off the event loop; each may build up to 32 MiB of CEL values "
+        "(default %(default)s)",
+    )
     flags.add(p)
+    flags.add_http(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from celmut import cel
     from celmut.server.run import ServeConfig, serve  # FastAPI and uvicorn load only for this command
 
     logs.configure(args.log_level)
     if not flags.use_for_process(args):
+        return 2
+    http_policy = flags.http_policy(args)
+    if http_policy is None:
+        return 2
+    limits = ConnectionLimits(
+        max_connections=args.max_connections,
+        handshake_timeout=args.tls_handshake_timeout,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        keep_alive_timeout=args.keep_alive_timeout,
+    )
+    problem = limits.problem() or ("--evaluation-threads must be positive" if args.evaluation_threads < 1 else "")
+    if problem:
+        print(f"error: {problem}")
         return 2
     if args.tls_cert is None and not args.self_signed:
         raise ConfigurationError("TLS is required: give --tls-cert and --tls-key, or --self-signed")
@@ -84,5 +152,8 @@ def run(args: argparse.Namespace) -> int:
         opt_out_label=args.opt_out_label,
         serve_admission_policies=args.serve_admission_policies,
         policy_selector=args.policy_selector,
+        limits=limits,
+        evaluation_threads=args.evaluation_threads,
+        services=cel.Services(http_policy=http_policy),
     )
     return serve(config)

@@ -16,15 +16,21 @@ import orjson
 
 from celmut.errors import CelmutError
 from celmut.runtime import AdmissionInput, AdmissionResult
+from celmut.runtime.request import InvalidRequest
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
-OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 MAX_WARNINGS = 20  # the API server caps the warnings it forwards; keep responses small
 MAX_WARNING_LENGTH = 256
 
 
 class ReviewError(CelmutError, ValueError):
-    """The body is not a usable AdmissionReview; the message says what is wrong (HTTP 400)."""
+    """The body is not a usable AdmissionReview; the message says what is wrong (HTTP 400), ``field``
+    names the field and ``uid`` is the request's uid when it could be read."""
+
+    def __init__(self, message: str, field: str = "", uid: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+        self.uid = uid
 
 
 @dataclass(frozen=True)
@@ -34,36 +40,34 @@ class Review:
     request: AdmissionInput
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ReviewError(message)
-
-
 def parse_review(body: bytes) -> Review:
-    """Decode and validate an AdmissionReview body."""
+    """Decode and validate an AdmissionReview body; a :class:`ReviewError` carries the uid when the
+    body has a readable one."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as ex:
         raise ReviewError(f"request body is not valid JSON: {ex.args[0].split(':')[0]}") from None
-    _require(isinstance(document, dict), "request body must be a JSON object (an AdmissionReview)")
-    api_version = document.get("apiVersion")
-    _require(document.get("kind") == "AdmissionReview", "kind must be AdmissionReview")
-    _require(api_version in API_VERSIONS, f"apiVersion must be one of {', '.join(API_VERSIONS)}")
+    if not isinstance(document, dict):
+        raise ReviewError("request body must be a JSON object (an AdmissionReview)")
     request = document.get("request")
-    _require(isinstance(request, dict), "request is missing")
-    uid = request.get("uid")
-    _require(isinstance(uid, str) and bool(uid), "request.uid is missing")
-    _require(request.get("operation") in OPERATIONS, f"request.operation must be one of {', '.join(OPERATIONS)}")
-    for field in ("kind", "resource"):
-        _require(isinstance(request.get(field), dict), f"request.{field} is missing")
-    for field in ("object", "oldObject"):
-        value = request.get(field)
-        _require(value is None or isinstance(value, dict), f"request.{field} must be an object")
-    _require(
-        request.get("object") is not None or request.get("oldObject") is not None,
-        "request carries neither object nor oldObject",
-    )
-    return Review(str(api_version), uid, AdmissionInput.from_admission_request(request, input_size=len(body)))
+    uid = request.get("uid") if isinstance(request, dict) else None
+    uid = uid if isinstance(uid, str) else ""
+
+    def require(condition: bool, message: str, field: str) -> None:
+        if not condition:
+            raise ReviewError(message, field, uid)
+
+    api_version = document.get("apiVersion")
+    require(document.get("kind") == "AdmissionReview", "kind must be AdmissionReview", "kind")
+    require(api_version in API_VERSIONS, f"apiVersion must be one of {', '.join(API_VERSIONS)}", "apiVersion")
+    if not isinstance(request, dict):
+        raise ReviewError("request is missing", "request", uid)
+    require(bool(uid), "request.uid is missing", "request.uid")
+    try:
+        admission = AdmissionInput.from_admission_request(request, input_size=len(body))
+    except InvalidRequest as ex:
+        raise ReviewError(str(ex), ex.field, uid) from None
+    return Review(str(api_version), uid, admission)
 
 
 def _warnings(result: AdmissionResult) -> list[str]:
@@ -87,11 +91,26 @@ def build_response(review: Review, result: AdmissionResult) -> bytes:
     return orjson.dumps({"apiVersion": review.api_version, "kind": "AdmissionReview", "response": response})
 
 
-def error_response(review: Review, message: str) -> bytes:
-    """Deny with an internal error (used when celmut itself fails for a request)."""
-    response = {
-        "uid": review.uid,
-        "allowed": False,
-        "status": {"code": 500, "message": message, "reason": "InternalError"},
-    }
+def error_response(review: Review, message: str, *, admit: bool) -> bytes:
+    """celmut itself failed for this request: admit it unchanged (with a warning) when the
+    failurePolicy of the policies it serves says Ignore, else deny with an internal error."""
+    response: dict[str, Any] = {"uid": review.uid, "allowed": admit}
+    if admit:
+        response["warnings"] = [f"{message} (ignored: failurePolicy Ignore)"]
+    else:
+        response["status"] = {"code": 500, "message": message, "reason": "InternalError"}
     return orjson.dumps({"apiVersion": review.api_version, "kind": "AdmissionReview", "response": response})
+
+
+def status_body(message: str, code: int, *, field: str = "", uid: str = "") -> bytes:
+    """A ``metav1.Status`` failure; ``details.causes`` names the field, ``details.uid`` the request."""
+    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message}
+    status["code"] = code
+    details: dict[str, Any] = {}
+    if uid:
+        details["uid"] = uid
+    if field:
+        details["causes"] = [{"field": field, "message": message}]
+    if details:
+        status["details"] = details
+    return orjson.dumps(status)

@@ -12,15 +12,23 @@ load it): the names below are :mod:`celmut.cel.backends.select`'s (``tests/servi
 
 ``--policy-selector`` (serve, controller): which cluster MutatingPolicies are celmut's
 (:mod:`celmut.policy.selection`); a bad selector is refused by argparse (exit 2, naming it).
+
+``--http-allow`` and friends (serve, controller): the allow-list of CEL's HTTP calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
+import urllib.parse
+from typing import TYPE_CHECKING
 
 from celmut.policy.selection import AUTO, OWNED_BY_CELMUT, PolicySelection, PolicySelectorError
+
+if TYPE_CHECKING:  # the CEL layer loads only when a command runs
+    from celmut.cel.lookups import HttpPolicy
 
 EXIT_BAD_INPUT = 2
 CHOICES = ("auto", "celpy", "cpp")  # select.CHOICES
@@ -77,4 +85,65 @@ def add_policy_selector(parser: argparse.ArgumentParser) -> None:
         help=f"the cluster MutatingPolicies celmut serves, a label selector as for kubectl get -l "
         f"(e.g. {OWNED_BY_CELMUT}; '' for all); default {AUTO}: all of them, or once Kyverno is detected "
         f"(its policy CRDs or webhooks) only those labelled {OWNED_BY_CELMUT}",
+    )
+
+
+def add_http(parser: argparse.ArgumentParser) -> None:
+    """The HTTP allow-list of CEL's ``http.Get``/``http.Post`` (Kyverno's http library)."""
+    group = parser.add_argument_group(
+        "CEL HTTP calls (http.Get/http.Post)",
+        "Denied unless the URL matches --http-allow, and only to public addresses: a host resolving to "
+        "a loopback, private (RFC 1918), link-local (cloud metadata), CGNAT, multicast or reserved "
+        "address is refused, also inside IPv6 (mapped, 6to4, Teredo, NAT64); connections go to the "
+        "vetted address (no second DNS lookup), without credentials in URLs or redirects.",
+    )
+    group.add_argument(
+        "--http-allow",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a URL prefix (https://api.example.com/teams/) or pattern with * (https://*.example.com/) "
+        "that CEL may call; repeat for more (default: none, every call is denied)",
+    )
+    group.add_argument(
+        "--http-allow-network",
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="a network CEL may reach even though it is private, e.g. the cluster's Service CIDR 10.96.0.0/12 "
+        "(the URL must still match --http-allow)",
+    )
+    group.add_argument(
+        "--http-allow-private-networks",
+        action="store_true",
+        help="allow every non-public address, cloud metadata endpoints included (not recommended)",
+    )
+    group.add_argument(
+        "--http-timeout", type=float, default=5.0, metavar="SECONDS", help="timeout of one HTTP call (default 5)"
+    )
+
+
+def http_policy(args: argparse.Namespace) -> HttpPolicy | None:
+    """The allow-list the flags describe; None (after printing why) when a CIDR or URL is invalid."""
+    for network in args.http_allow_network:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            print(f"error: --http-allow-network {network!r} is not a CIDR (e.g. 10.96.0.0/12)", file=sys.stderr)
+            return None
+    for url in args.http_allow:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            print(f"error: --http-allow {url!r} is not an http(s) URL with a host", file=sys.stderr)
+            return None
+    if args.http_timeout <= 0:
+        print("error: --http-timeout must be positive", file=sys.stderr)
+        return None
+    from celmut.cel.lookups import HttpPolicy
+
+    return HttpPolicy(
+        allow=tuple(args.http_allow),
+        allow_private_networks=args.http_allow_private_networks,
+        allow_networks=tuple(args.http_allow_network),
+        timeout_seconds=args.http_timeout,
     )

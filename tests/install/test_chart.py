@@ -406,3 +406,44 @@ def test_gpu_slicing_and_pod_mutations_become_policies(rendered: dict[str, list[
     )
     assert errors == []
     assert {d.content["metadata"]["name"] for d in expanded} == {"podmutation-spot-web", "podmutation-label-batch"}
+
+
+# --- limits, the HTTP allow-list and the NetworkPolicy (issue 17) -----------------------------------------
+
+
+def test_connection_limits_and_evaluation_threads_reach_the_webhook(rendered: dict[str, list[Obj]]) -> None:
+    default = parsed_args(container(rendered["default"], "celmut-webhook")["args"])
+    assert (default.max_connections, default.tls_handshake_timeout, default.header_timeout) == (1000, 5.0, 5.0)
+    assert (default.body_timeout, default.keep_alive_timeout, default.evaluation_threads) == (10.0, 30.0, 4)
+    full = parsed_args(container(rendered["full"], "celmut-webhook")["args"])
+    assert (full.max_connections, full.tls_handshake_timeout, full.header_timeout) == (200, 3.0, 2.5)
+    assert (full.body_timeout, full.keep_alive_timeout, full.evaluation_threads) == (6.0, 60.0, 2)
+
+
+def test_the_http_allow_list_reaches_the_webhook_and_the_controller(rendered: dict[str, list[Obj]]) -> None:
+    for deployment in ("celmut-webhook", "celmut-controller"):
+        default = parsed_args(container(rendered["default"], deployment)["args"])
+        assert (default.http_allow, default.http_allow_network, default.http_allow_private_networks) == ([], [], False)
+        full = parsed_args(container(rendered["full"], deployment)["args"])
+        assert full.http_allow == ["https://teams.example.com/api/", "https://*.corp.example.com/"]
+        assert (full.http_allow_network, full.http_timeout) == (["10.96.0.0/12"], 2.0)
+
+
+def test_the_network_policy_lets_only_the_api_server_reach_the_webhook(rendered: dict[str, list[Obj]]) -> None:
+    assert objects(rendered["default"], "NetworkPolicy") == []
+    policy = one(rendered["full"], "NetworkPolicy", "celmut-webhook")["spec"]
+    pod_labels = one(rendered["full"], "Deployment", "celmut-webhook")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8443}]
+    assert rule["from"] == [
+        {"ipBlock": {"cidr": "10.0.0.0/28"}},
+        {"ipBlock": {"cidr": "192.168.10.5/32"}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+    ]
+
+
+def test_a_network_policy_without_api_server_addresses_is_refused(helm: Path) -> None:
+    with pytest.raises(AssertionError, match=r"networkPolicy\.apiServerCIDRs"):
+        helm_tool.template(helm, None, "--set", "networkPolicy.enabled=true")

@@ -1,10 +1,13 @@
-"""Start the real webhook (uvicorn, TLS, loopback port) in a thread for a test, and build reviews."""
+"""Start the real webhook (uvicorn, TLS, loopback port) in a thread for a test, or as its own
+process (``celmut serve``, :class:`Served`, the ``serve`` fixture of conftest.py), and build reviews."""
 
 from __future__ import annotations
 
 import base64
 import json
+import socket
 import ssl
+import subprocess
 import threading
 import time
 import uuid
@@ -123,3 +126,33 @@ def decoded_patch(review: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     assert response["patchType"] == "JSONPatch"
     return json.loads(base64.b64decode(response["patch"]))
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[bytes]
+    port: int
+    context: ssl.SSLContext
+
+    def rss_mb(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+        raise AssertionError("no VmRSS")
+
+    def tls(self, timeout: float = 30) -> ssl.SSLSocket:
+        raw = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        return self.context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+    def get(self, path: str = "/healthz") -> bytes:
+        with self.tls() as connection:
+            connection.sendall(f"GET {path} HTTP/1.1\r\nHost: webhook\r\nConnection: close\r\n\r\n".encode())
+            return read_all(connection)
+
+
+
+def read_all(connection: socket.socket) -> bytes:
+    chunks = []
+    while chunk := connection.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -24,6 +24,10 @@ value with nanoseconds is redone on cel-python, so results stay exact to the nan
 else (an optional, a library object, a uint or a timestamp inside a container) is
 *unrepresentable*: the evaluation is then redone on cel-python.
 
+Cost: a list or map crossing into cel-cpp (a policy variable, a library result) is charged its
+unfolded size first (:class:`celmut.cel.costs.Measure`): cel-cpp copies it into a tree, so a value
+sharing its parts would otherwise unfold uncharged (and unbounded) inside the C++ runtime.
+
 Errors: cel-cpp turns a Python exception into an error value carrying its message, so the original
 :class:`~celmut.cel.errors.CelError` is kept in the evaluation state and the message carries only a
 token (``celmut-error#3``); the program re-raises the kept error. Cost errors are re-raised even
@@ -41,13 +45,14 @@ from typing import Any
 
 from cel_expr_python import cel
 
+from celmut.cel import costs
 from celmut.cel import types as t
 from celmut.cel import values as v
 from celmut.cel.activation import Activation
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.planner import _IMPL_ERRORS, _impl_error
+from celmut.cel.planner import _IMPL_ERRORS, _impl_error, charge_result
 from celmut.cel.values import no_such_overload
 
 ANY = cel.Type("any")
@@ -258,6 +263,11 @@ def _result_check(result_type: cel.Type) -> Callable[[Any, BridgeState], Any]:
                 # cel-expr-python passes datetime/timedelta, which stop at microseconds
                 raise _rerun(state, "a timestamp or duration with nanoseconds cannot enter cel-cpp")
             return value.to_datetime() if cls is v.Timestamp else value.to_timedelta()
+        if isinstance(value, dict | list | tuple):
+            try:
+                state.ctx.charge(costs.traversal_cost(value) + 1)  # what converting it unfolds
+            except CelError as ex:
+                raise _fail(state, ex) from None
         try:
             return to_cpp(value)
         except Unrepresentable as ex:
@@ -281,9 +291,12 @@ def _dispatcher(name: str, result_type: cel.Type) -> Callable[..., Any]:
             values = tuple(from_cpp(a) for a in args[:-1])
             for overload in overloads:
                 if direct or overload.accepts(values):
-                    if overload.cost is not None:
-                        ctx.charge(overload.cost(*values))
+                    cost = overload.cost
+                    if cost is not None:
+                        ctx.charge(cost(ctx, *values) if costs.takes_context(cost) else cost(*values))
                     result = overload.impl(ctx, *values) if overload.needs_context else overload.impl(*values)
+                    if cost is not None or overload.needs_context:
+                        result = charge_result(ctx, name, result)  # as the cel-python planner does
                     break
             else:
                 raise no_such_overload(name, *values)

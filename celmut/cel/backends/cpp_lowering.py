@@ -35,6 +35,7 @@ from typing import Any
 
 from celmut.cel import ast
 from celmut.cel import types as t
+from celmut.cel.backends import cpp_bounds
 from celmut.cel.backends import cpp_bridge as bridge
 from celmut.cel.backends import cpp_projection as projection
 from celmut.cel.backends.base import BackendOptions
@@ -122,6 +123,10 @@ def lower(checked: CheckResult, functions: Mapping[str, list[Overload]], options
     except Unrepresentable as ex:
         raise Fallback(str(ex)) from None
     lowering.check_boundary()
+    try:  # what cel-cpp could not charge (celmut.cel.backends.cpp_bounds)
+        cpp_bounds.check(checked.expr, checked.types, lambda node: id(node) in lowering.python_calls)
+    except cpp_bounds.Unbounded as ex:
+        raise Fallback(f"cel-cpp cannot charge its work: {ex}") from None
     optional = result.kind == "optional_type"
     if optional:
         text = f"({text}).optMap({OPTIONAL_VAR}, [{OPTIONAL_VAR}]).orValue([])"
@@ -163,6 +168,7 @@ class _Lowering(Unparser):
         self.bound = 0
         self.calls_python = False
         self.python_args: list[ast.Node] = []  # arguments passed to Python library functions
+        self.python_calls: set[int] = set()  # ids of the call nodes running Python implementations
         self.groups = _registered_groups(options.profile)
         self.scopes: list[set[str]] = []
         self.hoisted: dict[str, Hoisted] = {}
@@ -374,6 +380,7 @@ class _Lowering(Unparser):
         if (name, member, len(arg_nodes)) not in self.groups:
             raise Fallback(f"{name}() with {len(arg_nodes)} arguments has no registered implementation")
         self.python_args.extend(arg_nodes)
+        self.python_calls.add(id(node))
         if all(o.result.kind == "bytes" for o in candidates):
             raise Fallback(f"{name}() returns bytes, which cel-expr-python 0.1.3 cuts at the first NUL byte")
         self.calls_python = True

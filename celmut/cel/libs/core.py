@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, cast
 
-from celmut.cel import regex
+from celmut.cel import costs, regex
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
@@ -27,8 +27,16 @@ UintType = v.UintType
 
 
 def _concat_cost(a: Any, b: Any) -> int:
-    if isinstance(a, str | bytes | list):
-        return (len(a) + len(b)) // 64
+    """cel-go runtimecost.go: ``add_string``/``add_bytes`` cost ``ceil((size(a) + size(b)) * 0.1)``;
+    ``add_list`` is O(1) there (a view), but celmut copies, so one unit per element. A string over
+    :data:`celmut.cel.costs.MAX_STRING_BYTES` is refused before it is built."""
+    ta = type(a)
+    if ta is str or ta is bytes:
+        length = len(a) + len(b) if type(b) is ta else 0
+        costs.check_string_size(length, "_+_")
+        return costs.string_cost(length)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) + len(b)
     return 0
 
 

@@ -209,6 +209,33 @@ def planned_node_cel(pins: Sequence[Pin]) -> str:
     return f'{head}\n[\n{entries}\n].filter(node, node != "")[?0].orValue("")'
 
 
+# cel-go refuses an expression over 100,000 code points (parser/parser.go expressionSizeCodePointLimit),
+# and so does celmut: a large plan is split into variables of at most this size, tried in order.
+MAX_CHUNK_CODE_POINTS = 90_000
+
+
+def planned_node_variables(pins: Sequence[Pin]) -> list[dict[str, str]]:
+    """``plannedNode``: one variable for a plan that fits in one expression, else one per chunk of
+    pins and a ``plannedNode`` taking the first chunk's node that is not ``""`` (evaluated lazily,
+    so the first matching pin still wins)."""
+    chunks: list[list[Pin]] = [[]]
+    size = 0
+    for pin in pins:
+        length = len(pin_cel(pin)) + 8
+        if chunks[-1] and size + length > MAX_CHUNK_CODE_POINTS:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(pin)
+        size += length
+    if len(chunks) == 1:
+        return [pl.variable("plannedNode", planned_node_cel(pins))]
+    chain = '""'
+    for index in reversed(range(len(chunks))):
+        chain = f'variables.plannedNode{index} != "" ? variables.plannedNode{index} :\n{chain}'
+    parts = [pl.variable(f"plannedNode{i}", planned_node_cel(chunk)) for i, chunk in enumerate(chunks)]
+    return [*parts, pl.variable("plannedNode", chain)]
+
+
 _REQUIRED = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"
 _TERM = '{"matchExpressions": [variables.hostnameRequirement]}'
 _REQUIRED_VALUE = f'{{"nodeSelectorTerms": [{_TERM}]}}'
@@ -238,7 +265,7 @@ def build_policy(plan: Plan) -> dict[str, Any]:
         *pl.workload_variables(),
         pl.variable("podLabels", "object.metadata.?labels.orValue({})"),
         pl.variable("podName", 'object.metadata.?name.orValue("")'),
-        pl.variable("plannedNode", planned_node_cel(plan.pins)),
+        *planned_node_variables(plan.pins),
         pl.variable(
             "hostnameRequirement",
             f'{{"key": {pl.cel_string(HOSTNAME)}, "operator": "In", "values": dyn([variables.plannedNode])}}',

@@ -67,3 +67,24 @@ readOnlyRootFilesystem: true
 capabilities:
   drop: [ALL]
 {{- end -}}
+
+{{/* The HTTP allow-list of CEL's http.Get/Post, as `serve` and `controller` flags. */}}
+{{- define "celmut.httpArgs" -}}
+{{- with .Values.httpAllowList }}
+{{- range .urls }}
+- --http-allow
+- {{ . | quote }}
+{{- end }}
+{{- range .networks }}
+- --http-allow-network
+- {{ . | quote }}
+{{- end }}
+{{- if .privateNetworks }}
+- --http-allow-private-networks
+{{- end }}
+{{- if ne (toString .timeoutSeconds) "5" }}
+- --http-timeout
+- {{ .timeoutSeconds | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}

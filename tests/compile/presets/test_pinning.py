@@ -281,6 +281,21 @@ def test_a_plan_of_1000_pins_compiles_and_pins_the_last() -> None:
     assert pinned_node(result) == "node-999"
 
 
+def test_a_large_plan_is_split_into_expressions_cel_go_accepts() -> None:
+    """cel-go refuses expressions over 100,000 code points (parser.go expressionSizeCodePointLimit):
+    1,000 pins (185,000 code points) become chunks tried in order, and the first match wins."""
+    pins = [STATEFULSET | {"ordinal": i, "node": f"node-{i}"} for i in range(999)]
+    pins.append(STATEFULSET | {"ordinal": 0, "node": "never"})  # a later pin for the same pod
+    compilation = compile_documents([Document("plan.yaml", 0, plan(*pins))])
+    assert not compilation.errors
+    (policy,) = compilation.policies.mutating_policies
+    expressions = [v.expression for v in policy.variables]
+    assert max(len(e) for e in expressions) < 100_000
+    assert sum(1 for v in policy.variables if v.name.startswith("plannedNode")) > 2
+    (result,) = admit([plan(*pins)], db(0))
+    assert pinned_node(result) == "node-0"
+
+
 def test_a_configmap_without_the_label_is_not_a_plan() -> None:
     unlabelled = configmap(DB0)
     unlabelled["metadata"]["labels"] = {}

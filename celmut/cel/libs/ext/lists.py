@@ -14,7 +14,9 @@ is already flat passes through at run time)
 ``<list(T)>.sortBy(<var>, <keyExpr>) -> <list(T)>``  ``[3, 1, 2].sortBy(e, -e) == [3, 2, 1]``
 
 Functions that build lists cost their output size, so ``lists.range(100000000)`` exhausts the budget
-before anything is allocated.
+before anything is allocated. The size of a flattened list is counted once per distinct sublist, so
+lists that share their parts cannot make the count itself unbounded; ``distinct`` charges every
+comparison by what it walks (:class:`celmut.cel.costs.Equality`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import functools
 import math
 from typing import Any
 
+from celmut.cel import costs
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
+from celmut.cel.evalcontext import EvalContext
 from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.ext.lists")
@@ -68,21 +72,27 @@ def slice_(items: list[Any], start: int, end: int) -> list[Any]:
     return list(items[start:end])
 
 
-def _flat_size(items: Any, depth: int) -> int:
-    """How many elements flattening ``items`` to ``depth`` produces (walked, not built)."""
+def _flat_size(items: Any, depth: int, memo: dict[tuple[int, int], int]) -> int:
+    """How many elements flattening ``items`` to ``depth`` produces (counted, not built; each
+    distinct sublist once per depth, so shared sublists do not unfold)."""
+    key = (id(items), depth)
+    found = memo.get(key)
+    if found is not None:
+        return found
     count = 0
     for item in items:
         if depth > 0 and isinstance(item, list | tuple):
-            count += _flat_size(item, depth - 1)
+            count += _flat_size(item, depth - 1, memo)
         else:
             count += 1
+    memo[key] = count
     return count
 
 
 def _flatten_cost(items: Any, depth: Any = 1) -> int:
     if not isinstance(items, list | tuple) or type(depth) is not int or depth < 0:
         return 0
-    return _flat_size(items, depth)
+    return _flat_size(items, depth, {})
 
 
 def _flatten(items: Any, depth: int, out: list[Any]) -> None:
@@ -128,25 +138,30 @@ def _distinct_key(value: Any) -> Any:
     return None
 
 
-@method("distinct", "list(T)", (), "list(T)", cost=_size, since=2)
-def distinct(items: list[Any]) -> list[Any]:
-    """The first occurrence of each value, in order, under CEL equality (``1``, ``1u``, ``1.0`` are equal)."""
+@method("distinct", "list(T)", (), "list(T)", cost=_size, context=True, since=2)
+def distinct(ctx: EvalContext, items: list[Any]) -> list[Any]:
+    """The first occurrence of each value, in order, under CEL equality (``1``, ``1u``, ``1.0`` are
+    equal); comparisons of lists and maps are charged by what they walk."""
     if not isinstance(items, list | tuple):
         raise no_such_overload("distinct", items)
     seen: set[Any] = set()
     others: list[Any] = []
     out: list[Any] = []
-    for item in items:
-        key = _distinct_key(item)
-        if key is not None:
-            if key in seen:
+    comparison = costs.Equality(ctx)
+    try:
+        for item in items:
+            key = _distinct_key(item)
+            if key is not None:
+                if key in seen:
+                    continue
+                seen.add(key)
+            elif any(comparison.equal(item, other) for other in others):
                 continue
-            seen.add(key)
-        elif any(v.equals(item, other) for other in others):
-            continue
-        else:
-            others.append(item)
-        out.append(item)
+            else:
+                others.append(item)
+            out.append(item)
+    finally:
+        comparison.done()
     return out
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from celmut.cel import values as v
+from celmut.cel import costs
 from celmut.cel.declarations import Library
+from celmut.cel.evalcontext import EvalContext
 from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("cel.lib.ext.sets")
@@ -22,6 +23,8 @@ fn = LIBRARY.function
 
 
 def _product_cost(a: Any, b: Any) -> int:
+    """cel-go ext/sets.go ``trackSetsCost``: ``1 + m*n*f`` (shallow sizes); the comparisons then
+    charge what they walk (:class:`celmut.cel.costs.Equality`)."""
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) * len(b)
     return 0
@@ -32,24 +35,38 @@ def _lists(name: str, a: Any, b: Any) -> None:
         raise no_such_overload(name, a, b)
 
 
-def _contains(items: list[Any] | tuple[Any, ...], element: Any) -> bool:
-    equals = v.equals
-    return any(equals(element, item) for item in items)
+def _contains(comparison: costs.Equality, items: list[Any] | tuple[Any, ...], element: Any) -> bool:
+    equal = comparison.equal
+    return any(equal(element, item) for item in items)
 
 
-@fn("sets.contains", ("list(T)", "list(T)"), "bool", cost=_product_cost)
-def contains(items: list[Any], sublist: list[Any]) -> bool:
+@fn("sets.contains", ("list(T)", "list(T)"), "bool", cost=_product_cost, context=True)
+def contains(ctx: EvalContext, items: list[Any], sublist: list[Any]) -> bool:
     _lists("sets.contains", items, sublist)
-    return all(_contains(items, element) for element in sublist)
+    comparison = costs.Equality(ctx)
+    try:
+        return all(_contains(comparison, items, element) for element in sublist)
+    finally:
+        comparison.done()
 
 
-@fn("sets.equivalent", ("list(T)", "list(T)"), "bool", cost=lambda a, b: 2 * _product_cost(a, b))
-def equivalent(a: list[Any], b: list[Any]) -> bool:
+@fn("sets.equivalent", ("list(T)", "list(T)"), "bool", cost=lambda a, b: 2 * _product_cost(a, b), context=True)
+def equivalent(ctx: EvalContext, a: list[Any], b: list[Any]) -> bool:
     _lists("sets.equivalent", a, b)
-    return all(_contains(a, element) for element in b) and all(_contains(b, element) for element in a)
+    comparison = costs.Equality(ctx)
+    try:
+        return all(_contains(comparison, a, element) for element in b) and all(
+            _contains(comparison, b, element) for element in a
+        )
+    finally:
+        comparison.done()
 
 
-@fn("sets.intersects", ("list(T)", "list(T)"), "bool", cost=_product_cost)
-def intersects(a: list[Any], b: list[Any]) -> bool:
+@fn("sets.intersects", ("list(T)", "list(T)"), "bool", cost=_product_cost, context=True)
+def intersects(ctx: EvalContext, a: list[Any], b: list[Any]) -> bool:
     _lists("sets.intersects", a, b)
-    return any(_contains(b, element) for element in a)
+    comparison = costs.Equality(ctx)
+    try:
+        return any(_contains(comparison, b, element) for element in a)
+    finally:
+        comparison.done()

@@ -34,6 +34,7 @@ import math
 import types
 from typing import Any
 
+from celmut.cel import costs
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
@@ -128,6 +129,7 @@ def _replace_cost(text: Any, old: Any, new: Any, limit: Any = -1) -> int:
     count = len(text) + 1 if old == "" else text.count(old)
     if limit >= 0:
         count = min(count, limit)
+    costs.check_string_size(len(text) + count * (len(new) - len(old)), "replace()")
     return (len(text) + count * len(new)) // 10
 
 
@@ -189,7 +191,10 @@ def reverse(text: str) -> str:
 def _join_cost(items: Any, sep: Any = "") -> int:
     if not isinstance(items, list | tuple):
         return 0
-    return len(items) + sum(len(s) for s in items if isinstance(s, str)) // 10
+    separators = max(len(items) - 1, 0) * (len(sep) if isinstance(sep, str) else 0)
+    length = sum(len(s) for s in items if isinstance(s, str)) + separators
+    costs.check_string_size(length, "join()")
+    return len(items) + length // 10
 
 
 @method("join", "list(string)", (), "string", cost=_join_cost)
@@ -417,8 +422,15 @@ def _parse_clause(spec: str, start: int) -> tuple[int, str, int | None]:
 
 
 def _format_cost(spec: Any, args: Any) -> int:
-    size = len(args) if isinstance(args, list | tuple) else 0
-    return (len(spec) // 10 if isinstance(spec, str) else 0) + size
+    """cel-go charges ``ceil(size(format) * 0.1)`` (runtimecost.go, ExtFormatString) and not the
+    arguments; celmut renders them, so it also charges their traversal, and refuses before
+    rendering an output over :data:`celmut.cel.costs.MAX_STRING_BYTES` (arguments that share their
+    parts are measured without unfolding them)."""
+    if not isinstance(spec, str):
+        return 0
+    measure = costs.Measure()
+    costs.check_string_size(len(spec) + measure.nbytes(args), "format()")
+    return costs.string_cost(len(spec)) + measure.cost(args)
 
 
 @method("format", "string", ("list(dyn)",), "string", cost=_format_cost, since=1)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from celmut.cel import costs
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
@@ -59,26 +60,11 @@ def element_kind(value: Any) -> str | None:
     return None
 
 
-def traversal_cost(value: Any) -> int:
-    """Kubernetes' ``traversalCost``: a tenth per string character, one per other leaf."""
-    cost = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str | bytes):
-            cost += int(len(item) * 0.1)
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        else:
-            cost += 1
-    return cost
-
-
 def _list_cost(items: Any, *_: Any) -> int:
-    return traversal_cost(items) if isinstance(items, list | tuple) else 0
+    """Kubernetes' ``traversalCost`` of the list (library/cost.go): a tenth per string byte, one per
+    other leaf — plus one per container, counted once per distinct object
+    (:func:`celmut.cel.costs.traversal_cost`)."""
+    return costs.traversal_cost(items) if isinstance(items, list | tuple) else 0
 
 
 def _checked(name: str, items: Any, kinds: tuple[str, ...]) -> Any:

@@ -20,15 +20,17 @@ http.Client(<string> caBundle) -> <http.Context>
         http.Client(variables.ca).Get("https://internal.example.com/data")
 
 Security (celmut's; Kyverno has a CIDR block-list): a request is denied unless its URL matches
-``Services.http_policy.allow`` (an empty list denies everything) and every address its host
-resolves to is public, unless ``allow_private_networks`` is set. Only ``http`` and ``https`` URLs
-without credentials or dot segments are accepted. An allow entry without ``*``/``?`` is a URL
-prefix with Kyverno's rules: same scheme, host and effective port, and a path equal to the entry's
-or below it at a ``/`` boundary. An entry with wildcards is matched component-wise: in the host,
-``*`` stands for part of one DNS label (``https://*.example.com/``); in the path, for any text. The
-default transport connects to the vetted address itself (no second DNS lookup, so no DNS
-rebinding), sends the original host name in ``Host`` and TLS SNI, and enforces the policy's timeout
-and ``max_response_bytes``. ``Services.http_transport`` replaces it (the checks still run first).
+``Services.http_policy.allow`` (an empty list denies everything) and every address its host resolves
+to is public, unless ``allow_private_networks`` is set or the address is in one of the
+``allow_networks`` CIDRs (e.g. the cluster's Service network, for an in-cluster service). Only
+``http`` and ``https`` URLs without credentials or dot segments are accepted. An allow entry without
+``*``/``?`` is a URL prefix with Kyverno's rules: same scheme, host and effective port, and a path
+equal to the entry's or below it at a ``/`` boundary. An entry with wildcards is matched
+component-wise: in the host, ``*`` stands for part of one DNS label (``https://*.example.com/``); in
+the path, for any text. The default transport connects to the vetted address itself (no second DNS
+lookup, so no DNS rebinding), sends the original host name in ``Host`` and TLS SNI, and enforces the
+policy's timeout and ``max_response_bytes``. ``Services.http_transport`` replaces it (the checks
+still run first).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Any
 
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
-from celmut.cel.libs.kyverno.json import go_decode_first, go_json
+from celmut.cel.libs.kyverno.json import encoding_cost, go_decode_first, go_json
 from celmut.cel.lookups import HttpPolicy, LookupFailed
 
 LIBRARY = Library("kyverno.http")
@@ -223,9 +225,11 @@ def vet(function: str, url: str, policy: HttpPolicy) -> tuple[urllib.parse.Split
         raise HttpDenied(f"{function}: request to {shown} denied: {host} is a cloud metadata endpoint")
     addresses = resolve(function, parts)
     if not policy.allow_private_networks:
+        networks = [ipaddress.ip_network(n, strict=False) for n in policy.allow_networks]
         for address in addresses:
-            reason = non_public_reason(ipaddress.ip_address(address))
-            if reason:
+            ip = ipaddress.ip_address(address)
+            reason = non_public_reason(ip)
+            if reason and not any(ip.version == n.version and ip in n for n in networks):
                 raise HttpDenied(
                     f"{function}: request to {shown} denied: {host} resolves to {address}, a {reason} address "
                     "(private networks are not allowed)"
@@ -391,14 +395,22 @@ def make_client(function: str, ca_bundle: Any) -> HttpClient:
     return HttpClient(ca_bundle)
 
 
+def _body_cost(url: Any, body: Any, *_: Any) -> int:
+    return encoding_cost(body)  # the JSON body is printed before it is sent
+
+
+def _client_body_cost(client: Any, url: Any, body: Any, *_: Any) -> int:
+    return encoding_cost(body)
+
+
 def _declare(get: str, post: str, client: str) -> None:
     @fn(f"http.{get}", ("string",), "dyn", context=True, pure=False)
     @fn(f"http.{get}", ("string", _HEADERS), "dyn", context=True, pure=False)
     def http_get(ctx: Any, url: Any, headers: Any = None) -> Any:
         return send(ctx, f"http.{get}", DEFAULT_CLIENT, "GET", url, None, headers)
 
-    @fn(f"http.{post}", ("string", "dyn"), "dyn", context=True, pure=False)
-    @fn(f"http.{post}", ("string", "dyn", _HEADERS), "dyn", context=True, pure=False)
+    @fn(f"http.{post}", ("string", "dyn"), "dyn", context=True, pure=False, cost=_body_cost)
+    @fn(f"http.{post}", ("string", "dyn", _HEADERS), "dyn", context=True, pure=False, cost=_body_cost)
     def http_post(ctx: Any, url: Any, body: Any, headers: Any = None) -> Any:
         return send(ctx, f"http.{post}", DEFAULT_CLIENT, "POST", url, body, headers)
 
@@ -411,8 +423,8 @@ def _declare(get: str, post: str, client: str) -> None:
     def client_get(ctx: Any, receiver: HttpClient, url: Any, headers: Any = None) -> Any:
         return send(ctx, f"http.{get}", receiver, "GET", url, None, headers)
 
-    @method(post, "http.Context", ("string", "dyn"), "dyn", context=True, pure=False)
-    @method(post, "http.Context", ("string", "dyn", _HEADERS), "dyn", context=True, pure=False)
+    @method(post, "http.Context", ("string", "dyn"), "dyn", context=True, pure=False, cost=_client_body_cost)
+    @method(post, "http.Context", ("string", "dyn", _HEADERS), "dyn", context=True, pure=False, cost=_client_body_cost)
     def client_post(ctx: Any, receiver: HttpClient, url: Any, body: Any, headers: Any = None) -> Any:
         return send(ctx, f"http.{post}", receiver, "POST", url, body, headers)
 

@@ -33,6 +33,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from celmut.cel import costs
 from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
@@ -186,13 +187,26 @@ def to_cel_value(value: Any) -> Any:
     return value
 
 
-@fn("json.unmarshal", ("dyn",), "dyn")
+def encoding_cost(value: Any) -> int:
+    """What printing ``value`` as JSON walks (Kubernetes' ``traversalCost``); refuses, before
+    printing, a text over :data:`celmut.cel.costs.MAX_STRING_BYTES` (a value sharing its parts is
+    measured without unfolding it). Shared with the HTTP library's request bodies."""
+    measure = costs.Measure()
+    costs.check_string_size(measure.nbytes(value), "JSON encoding")
+    return measure.cost(value)
+
+
+def _parse_cost(text: Any) -> int:
+    return costs.string_cost(len(text)) if isinstance(text, str) else 0
+
+
+@fn("json.unmarshal", ("dyn",), "dyn", cost=_parse_cost)
 def unmarshal(text: Any) -> Any:
     if not isinstance(text, str):
         raise CelEvaluationError(f"type conversion error from '{v.type_name(text)}' to 'string'")
     return go_unmarshal(text)
 
 
-@fn("json.marshal", ("dyn",), "string")
+@fn("json.marshal", ("dyn",), "string", cost=encoding_cost)
 def marshal(value: Any) -> str:
     return go_json(value)

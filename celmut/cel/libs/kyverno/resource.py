@@ -41,7 +41,7 @@ from typing import Any
 
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
-from celmut.cel.libs.kyverno.json import to_cel_value
+from celmut.cel.libs.kyverno.json import encoding_cost, to_cel_value
 from celmut.cel.lookups import LookupFailed, LookupUnavailable, ResourceLookup
 from celmut.cel.values import no_such_overload
 
@@ -184,6 +184,10 @@ def _gvr(function: str, value: Any) -> GroupVersionResource:
     return value
 
 
+def _data_cost(*args: Any) -> int:
+    return encoding_cost(args[-1])  # the object is encoded to be sent to the API server
+
+
 def _declare(get: str, lst: str, post: str, to_gvr: str) -> None:
     """Declare every overload of Kyverno's ``resource`` library under the given names."""
 
@@ -231,12 +235,12 @@ def _declare(get: str, lst: str, post: str, to_gvr: str) -> None:
         g = _gvr(lst, gvr)
         return do_list(ctx, lst, g.api_version, g.resource, _policy_namespace(ctx, lst), labels)
 
-    @fn(post, ("string", "string", "string", "map(string, dyn)"), _OBJECT, context=True, pure=False)
+    @fn(post, ("string", "string", "string", "map(string, dyn)"), _OBJECT, context=True, pure=False, cost=_data_cost)
     def post_cluster(ctx: Any, api_version: Any, resource: Any, namespace: Any, data: Any) -> Any:
         _refuse_in_namespaced_policy(ctx, post)
         return do_post(ctx, post, api_version, resource, namespace, data)
 
-    @fn(post, ("string", "string", "map(string, dyn)"), _OBJECT, context=True, pure=False)
+    @fn(post, ("string", "string", "map(string, dyn)"), _OBJECT, context=True, pure=False, cost=_data_cost)
     def post_implied(ctx: Any, api_version: Any, resource: Any, data: Any) -> Any:
         # cluster policy: a cluster-scoped create (namespace ""); namespaced policy: its namespace
         namespace = ctx.services.namespaced_policy_namespace or ""

@@ -1,0 +1,122 @@
+"""One admission, from the request body to the response bytes: what a worker thread runs.
+
+The event loop only reads bodies and writes responses; everything that depends on the policies —
+decoding the review, CEL, building the patch, logging — runs here, on a bounded thread pool, so a
+slow evaluation never delays ``/healthz``, ``/readyz`` or other requests (Python switches threads
+every few milliseconds, and every CEL operation checks the request's deadline as it is charged,
+:mod:`celmut.cel.costs`).
+
+Nothing here answers with a 5xx: a malformed review is a 400 naming the field; a defect in celmut
+is answered as the failurePolicy of the policies served says (``Ignore``: admitted unchanged, with
+a warning; ``Fail``: denied). After a request a limit stopped, the cyclic garbage it left (the
+frames of the exceptions that stopped it) is collected at once: :func:`celmut.heap.settle` raised
+the collector's thresholds, so it would otherwise stay for a long time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from celmut import cel, heap
+from celmut.runtime import AdmissionEngine, AdmissionResult
+from celmut.server import review as reviews
+from celmut.server.metrics import Metrics
+
+log = logging.getLogger("celmut.server")
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What every admission of one server shares."""
+
+    metrics: Metrics
+    on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None  # (received, admitted)
+
+    def answer(
+        self, body: bytes, engine: AdmissionEngine, budget: cel.Budget, failure_policy: str | None, started: float
+    ) -> Answer:
+        """The response to one request body (run on a worker thread)."""
+        try:
+            return self._answer(body, engine, budget, failure_policy, started)
+        finally:
+            if budget.exhausted:
+                heap.reclaim()
+
+    def _answer(
+        self, body: bytes, engine: AdmissionEngine, budget: cel.Budget, failure_policy: str | None, started: float
+    ) -> Answer:
+        try:
+            review = reviews.parse_review(body)
+        except reviews.ReviewError as ex:
+            self.metrics.rejected("bad_request")
+            message = f"invalid AdmissionReview: {ex}"
+            return Answer(400, reviews.status_body(message, 400, field=ex.field, uid=ex.uid))
+        try:
+            return Answer(200, self._admit(review, engine, budget, failure_policy, started))
+        except Exception:  # a defect in celmut: answer this request as its failurePolicy says, keep serving
+            log.exception("internal error while admitting", extra={"uid": review.uid})
+            self.metrics.rejected("internal_error")
+            admit = not fails_closed(engine, failure_policy)
+            return Answer(200, reviews.error_response(review, "celmut internal error", admit=admit))
+
+    def _admit(
+        self,
+        review: reviews.Review,
+        engine: AdmissionEngine,
+        budget: cel.Budget,
+        failure_policy: str | None,
+        started: float,
+    ) -> bytes:
+        request = review.request
+        services = engine.options.services
+        if request.dry_run:
+            services = dataclasses.replace(services, dry_run=True)
+        result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
+        created = request.operation == "CREATE" and not request.dry_run and result.allowed
+        if self.on_admitted is not None and created and result.object is not None:
+            self.on_admitted(result.original, result.object)
+        answer = reviews.build_response(review, result)
+        seconds = time.perf_counter() - started
+        self.metrics.observe(request.operation, result, seconds)
+        _log(review, result, seconds)
+        return answer
+
+
+def fails_closed(engine: AdmissionEngine, failure_policy: str | None) -> bool:
+    """Whether a request celmut could not evaluate must be denied: the webhook serves
+    ``failurePolicy: Fail`` policies (``/mutate/fail``, or ``/mutate`` with any such policy)."""
+    if failure_policy is not None:
+        return failure_policy == "Fail"
+    return any(p.failure_policy == "Fail" for p in engine.policies if p.admission)
+
+
+def _log(review: reviews.Review, result: AdmissionResult, seconds: float) -> None:
+    request = review.request
+    metadata = request.subject.get("metadata") or {}
+    log.info(
+        "admission",
+        extra={
+            "uid": review.uid,
+            "operation": request.operation,
+            "kind": request.kind.kind,
+            "namespace": request.namespace,
+            "objectName": request.name or metadata.get("generateName", ""),
+            "dryRun": request.dry_run,
+            "allowed": result.allowed,
+            "applied": result.applied_policies,
+            "errors": [o.policy for o in result.outcomes if o.status == "error"],
+            "patchOps": len(result.patch),
+            "durationMs": round(seconds * 1000, 3),
+        },
+    )

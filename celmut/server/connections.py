@@ -1,0 +1,120 @@
+"""Bounded connections for the webhook: how many, and how long each may idle at every stage.
+
+uvicorn's HTTP/1.1 protocol (h11) closes a connection only when it stays idle after a response
+(``timeout_keep_alive``); before the first request, while headers trickle in (slowloris) or while a
+body is sent byte by byte, it waits for ever, and asyncio gives a TLS handshake 60 seconds. The
+:class:`ConnectionLimits` below close a connection when:
+
+* its TLS handshake takes longer than ``handshake_timeout`` (asyncio's ``ssl_handshake_timeout``);
+* the headers of a request are not complete ``header_timeout`` after the connection opened or, on a
+  kept-alive connection, after the first byte of the next request arrived;
+* the body is not complete ``body_timeout`` after the headers (the app answers 408);
+* it idles between requests longer than ``keep_alive_timeout`` (uvicorn's own timer).
+
+At most ``max_connections`` connections are open: one more evicts the connection that has idled
+longest without a request in progress (else it is refused), so idle connections can never lock a
+real client out. Connections still in their TLS handshake are bounded by the handshake timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import asyncio.sslproto
+import functools
+import socket
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from celmut.server.limits import ConnectionLimits
+
+
+class LimitedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with the header deadline, the connection cap and eviction."""
+
+    limits = ConnectionLimits()
+    accepted = 0  # connections accepted so far (TLS handshake or not), on the server's own subclass
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        type(self).accepted += 1
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._idle_since = self.loop.time()
+        if len(self.connections) > self.limits.max_connections:
+            self._make_room()
+        self._arm(self.limits.header_timeout)
+
+    def data_received(self, data: bytes) -> None:
+        if self._deadline is None and self.conn.their_state is h11.IDLE:
+            self._arm(self.limits.header_timeout)  # the next request on a kept-alive connection
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE and self._deadline is not None:
+            self._deadline.cancel()  # headers complete: the app bounds the body (body_timeout)
+            self._deadline = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        self._idle_since = self.loop.time()
+        super().on_response_complete()
+
+    def _arm(self, seconds: float) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(seconds, self._expire)
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _busy(self) -> bool:
+        return self.cycle is not None and not self.cycle.response_complete
+
+    def _make_room(self) -> None:
+        """Close the connection idle the longest; refuse this one when every other one is busy."""
+        idle = [c for c in self.connections if isinstance(c, LimitedH11Protocol) and c is not self and not c._busy()]
+        if not idle:
+            self.transport.close()
+            return
+        oldest = min(idle, key=lambda c: c._idle_since)
+        oldest.transport.close()
+
+
+def protocol_class(limits: ConnectionLimits) -> type[LimitedH11Protocol]:
+    """The protocol uvicorn instantiates per connection, bound to ``limits`` (one class per server)."""
+    return type("CelmutH11Protocol", (LimitedH11Protocol,), {"limits": limits, "accepted": 0})
+
+
+# asyncio gives every TLS connection a 256 KiB receive buffer, zero-filled when the connection is
+# accepted (``SSLProtocol.max_size``): 2,000 idle connections held 512 MB. A TLS record carries at most
+# 16 KiB, so a buffer of that size reads as well and costs a sixteenth.
+TLS_READ_BUFFER_BYTES = 16 * 1024
+
+
+class LimitedServer(uvicorn.Server):
+    """uvicorn's server, with a TLS handshake timeout on its listening sockets (uvicorn does not pass
+    asyncio's ``ssl_handshake_timeout``) and TLS read buffers of :data:`TLS_READ_BUFFER_BYTES`."""
+
+    def __init__(self, config: uvicorn.Config, limits: ConnectionLimits) -> None:
+        super().__init__(config)
+        self.limits = limits
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER_BYTES  # this process serves only the webhook
+        loop: Any = asyncio.get_running_loop()
+        create_server = loop.create_server
+        loop.create_server = functools.partial(create_server, ssl_handshake_timeout=self.limits.handshake_timeout)
+        try:
+            await super().startup(sockets)
+        finally:
+            del loop.create_server  # the bound method of the loop's class again
