@@ -50,6 +50,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="with --from-cluster, also serve the cluster's MutatingAdmissionPolicies: only for an API server "
         "without the MutatingAdmissionPolicy plugin (one with it applies them itself, before celmut)",
     )
+    p.add_argument(
+        "--record-provenance",
+        action="store_true",
+        help="write celmut.io/mutated-by (each policy that changed the object, and its fields) on every object "
+        'a policy mutates; without it, only policies annotated celmut.io/record-provenance: "true" record themselves',
+    )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     flags.add(p)
     p.set_defaults(run=run)
@@ -83,5 +89,6 @@ def run(args: argparse.Namespace) -> int:
         background_users=tuple(args.background_user or (DEFAULT_BACKGROUND_USER,)),
         opt_out_label=args.opt_out_label,
         serve_admission_policies=args.serve_admission_policies,
+        record_provenance=args.record_provenance,
     )
     return serve(config)

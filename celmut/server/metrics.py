@@ -34,6 +34,13 @@ class Metrics:
         self.policy_errors = Counter(
             "celmut_policy_errors", "Policy evaluation errors", ["policy", "failure_policy"], registry=self.registry
         )
+        self.mutations = Counter(
+            "celmut_mutations",
+            "Policies that matched a request, by policy and outcome: applied, unchanged, excepted "
+            "(a PolicyException), skipped (a matchCondition is false), error",
+            ["policy", "outcome"],
+            registry=self.registry,
+        )
         self.policies_loaded = Gauge("celmut_policies_loaded", "Policies in service", registry=self.registry)
         self.policies_invalid = Gauge(
             "celmut_policies_invalid", "Policy documents rejected by the last reload", registry=self.registry
@@ -52,6 +59,8 @@ class Metrics:
         for policy in result.outcomes:
             if policy.status in ("applied", "unchanged", "error"):
                 self.policy_latency.labels(policy.policy).observe(policy.seconds)
+            if policy.status != "skipped" or policy.cause == "matchCondition":
+                self.mutations.labels(policy.policy, policy.status).inc()
             if policy.status == "error":
                 self.policy_errors.labels(policy.policy, policy.failure_policy).inc()
 
