@@ -16,11 +16,21 @@ import sys
 from collections.abc import Sequence
 
 from celmut import __version__
-from celmut.cli import apply_cmd, compile_cmd, eval_cmd, manifests_cmd, suite_cmd, webhook_config_cmd
+from celmut.cli import apply_cmd, compile_cmd, eval_cmd, explain_cmd, manifests_cmd, suite_cmd, webhook_config_cmd
 from celmut.controller import command as controller_cmd
 from celmut.server import command as serve_cmd
 
-COMMANDS = (eval_cmd, apply_cmd, suite_cmd, compile_cmd, serve_cmd, webhook_config_cmd, controller_cmd, manifests_cmd)
+COMMANDS = (
+    eval_cmd,
+    apply_cmd,
+    explain_cmd,
+    suite_cmd,
+    compile_cmd,
+    serve_cmd,
+    webhook_config_cmd,
+    controller_cmd,
+    manifests_cmd,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -37,6 +37,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--old-resource", action="append", default=[], metavar="PATH", help="old objects, for UPDATE")
     p.add_argument("-o", "--output", default="yaml", choices=("yaml", "json", "patch"), help="output format")
     p.add_argument("--detailed-results", action="store_true", help="print every policy's outcome to stderr")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="instead of the objects, print per resource each field changed with the policy and mutation that "
+        "changed it, and each policy not applied with the reason (a table; -o json for JSON)",
+    )
     flags.add(p)
     p.set_defaults(run=run)
 
@@ -69,14 +75,23 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     for warning in offline.compilation.compiled.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    runs = offline.admit(resources, args.operation, old_objects)
+    runs = offline.admit(resources, args.operation, old_objects, explain=args.explain)
     scanned = offline.scan()
-    _print_output(args.output, runs, scanned)
+    if args.explain:
+        from celmut.cli import explain_render
+
+        sys.stdout.write(explain_render.render(explain_render.explain_runs(runs, scanned), _explain_format(args)))
+    else:
+        _print_output(args.output, runs, scanned)
     _print_summary(runs, scanned, detailed=args.detailed_results)
     failed = any(not r.result.allowed or r.result.errored for r in runs) or any(
         t.outcome.status == "error" for r in runs for t in r.targets
     )
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _explain_format(args: argparse.Namespace) -> str:
+    return "json" if args.output == "json" else "table"
 
 
 def _targets(runs: list[ResourceRun], scanned: list[TargetResult]) -> list[TargetResult]:
