@@ -41,6 +41,7 @@ class Metrics:
             ["policy", "outcome"],
             registry=self.registry,
         )
+        self._mutation_counts: dict[tuple[str, str], Counter] = {}
         self.policies_loaded = Gauge("celmut_policies_loaded", "Policies in service", registry=self.registry)
         self.policies_invalid = Gauge(
             "celmut_policies_invalid", "Policy documents rejected by the last reload", registry=self.registry
@@ -60,9 +61,17 @@ class Metrics:
             if policy.status in ("applied", "unchanged", "error"):
                 self.policy_latency.labels(policy.policy).observe(policy.seconds)
             if policy.status != "skipped" or policy.cause == "matchCondition":
-                self.mutations.labels(policy.policy, policy.status).inc()
+                self._mutation_count(policy.policy, policy.status).inc()
             if policy.status == "error":
                 self.policy_errors.labels(policy.policy, policy.failure_policy).inc()
+
+    def _mutation_count(self, policy: str, outcome: str) -> Counter:
+        """The child of ``celmut_mutations_total`` (``labels()`` costs ~2 µs; a request counts ~10)."""
+        key = (policy, outcome)
+        child = self._mutation_counts.get(key)
+        if child is None:  # two threads may both create it: labels() returns the same child
+            child = self._mutation_counts[key] = self.mutations.labels(policy, outcome)
+        return child
 
     def rejected(self, reason: str) -> None:
         self.requests.labels("", reason).inc()
