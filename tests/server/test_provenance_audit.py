@@ -123,3 +123,48 @@ def test_the_fake_api_server_drops_keys_kube_apiserver_refuses() -> None:
     assert audit_key_error("fail.mutate.celmut.io/-leading")
     assert not is_valid_key("a/b") and not is_valid_key("a" * 64) and is_valid_key("skipped")
 
+
+
+IGNORED_LABEL = {
+    "apiVersion": "policies.kyverno.io/v1",
+    "kind": "MutatingPolicy",
+    "metadata": {"name": "cost-center"},
+    "spec": {
+        "failurePolicy": "Ignore",
+        "autogen": {"podControllers": {"controllers": []}},
+        "matchConstraints": {
+            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+        },
+        "mutations": [
+            {
+                "patchType": "JSONPatch",
+                "jsonPatch": {"expression": '[JSONPatch{op: "add", path: "/metadata/labels/cost-center", value: "42"}]'},
+            }
+        ],
+    },
+}
+
+
+def test_a_reinvoked_webhook_answers_so_that_no_annotation_is_dropped(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    """With reinvocationPolicy IfNeeded, the Ignore webhook's change makes kube-apiserver call the Fail
+    webhook again; its second answer changes nothing, so it carries no 'applied' and the same
+    'skipped': nothing the API server would refuse to overwrite."""
+    from celmut.install.manifests import InstallOptions, webhook_configuration
+
+    extra = tmp_path / "cost-center.yaml"
+    extra.write_text(yaml.safe_dump(IGNORED_LABEL))
+    fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    configuration = webhook_configuration(InstallOptions(reinvocation_policy="IfNeeded"))
+    with celmut_in_cluster(
+        fake_apiserver, tmp_path, policy_paths=(POLICIES, str(extra)), configuration=configuration
+    ) as servers:
+        wait_for_policies(servers, "add-team", "cost-center")
+        core = kubernetes.client.CoreV1Api(fake_apiserver.api_client())
+        created = core.create_namespaced_pod("shop", shop_pod())
+        assert created.metadata.labels == {"app": "web", "team": "payments", "cost-center": "42"}
+    calls = fake_apiserver.webhooks.calls_to(webhook="fail.mutate.celmut.io", kind="Pod")
+    assert [c.reinvoke for c in calls] == [False, True]
+    assert all(call.audit_dropped == () for call in fake_apiserver.webhooks.calls_to(kind="Pod"))
+    first, again = (dict(c.audit_annotations) for c in calls)
+    assert "fail.mutate.celmut.io/applied" in first and "fail.mutate.celmut.io/applied" not in again
+    assert again["fail.mutate.celmut.io/skipped"] == first["fail.mutate.celmut.io/skipped"]
