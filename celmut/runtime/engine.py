@@ -31,9 +31,9 @@ from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import decode, matching, mutations, ownership
 from celmut.runtime.failures import DecodeFailure, MutationError, ParamError, PolicyFailure
+from celmut.runtime.mutated_by import Recorder
 from celmut.runtime.params import resolve_params
 from celmut.runtime.patch import diff
-from celmut.runtime.provenance import Recorder
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import AdmissionResult, Cause, MutationStep, PolicyOutcome, Status
 from celmut.runtime.schemas import SchemaRegistry
@@ -168,6 +168,8 @@ class AdmissionEngine:
             yield self._run_mutating_policy(policy, context, current)
 
     def _outcome(self, policy: CompiledPolicy, status: Status, reason: str = "", **extra: Any) -> PolicyOutcome:
+        if status == "error":
+            extra.setdefault("cause", "error")
         return PolicyOutcome(
             policy.display_name,
             policy.kind,
@@ -201,23 +203,16 @@ class AdmissionEngine:
             result = current
             notes: list[str] = []
             steps: list[MutationStep] | None = [] if context.explain else None
-            for index, mutation in enumerate(policy.mutations):
-                before = result
-                claims: list[str] | None = [] if steps is not None else None
-                result = self.apply_mutation(policy, mutation, activation, result, notes, claims=claims)
-                if steps is not None:
-                    steps.append(MutationStep(index, mutation.path, before, result, tuple(claims or ())))
+            for index in range(len(policy.mutations)):
+                result = self._step(policy, index, activation, result, notes, steps)
             audit = self._audit(policy, activation)
         except PolicyFailure as failure:
-            return self._outcome(policy, "error", failure.message, path=failure.path, cause="error"), current
+            return self._outcome(policy, "error", failure.message, path=failure.path), current
         reason = "; ".join(notes)
         if result is current or result == current:
-            unchanged = self._outcome(policy, "unchanged", reason, audit_annotations=audit)
-            unchanged.steps = steps
-            return unchanged, current
-        applied = self._outcome(policy, "applied", reason, before=current, after=result, audit_annotations=audit)
-        applied.steps = steps
-        return applied, result
+            return self._outcome(policy, "unchanged", reason, audit_annotations=audit, steps=steps), current
+        changes = {"before": current, "after": result, "steps": steps}
+        return self._outcome(policy, "applied", reason, audit_annotations=audit, **changes), result
 
     def _run_admission_policy(
         self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
@@ -245,9 +240,7 @@ class AdmissionEngine:
                     skipped = self._outcome(policy, "skipped", str(ex), binding=binding.name, cause="paramNotFound")
                     yield skipped, current
                 else:
-                    failed = self._outcome(policy, "error", str(ex), path="paramRef", binding=binding.name)
-                    failed.cause = "error"
-                    yield failed, current
+                    yield self._outcome(policy, "error", str(ex), path="paramRef", binding=binding.name), current
                 continue
             for params in param_sets:
                 outcome, current = self._run_binding(policy, binding.name, params, context, current)
@@ -263,8 +256,7 @@ class AdmissionEngine:
             if policy.failure_policy == "Ignore":
                 reason = f"match condition error ignored: {failure}"
                 return self._outcome(policy, "skipped", reason, binding=binding, cause="error"), current
-            outcome = self._outcome(policy, "error", failure.message, path=failure.path, binding=binding, cause="error")
-            return outcome, current
+            return self._outcome(policy, "error", failure.message, path=failure.path, binding=binding), current
         if false is not None:
             skipped = self._skipped_by_condition(policy, false)
             skipped.binding = binding
@@ -275,32 +267,40 @@ class AdmissionEngine:
         result = current
         ignored: list[str] = []
         steps: list[MutationStep] | None = [] if context.explain else None
-        for index, mutation in enumerate(policy.mutations):
-            before = result
-            claims: list[str] | None = [] if steps is not None else None
+        for index in range(len(policy.mutations)):
             try:
-                result = self.apply_mutation(policy, mutation, activation, result, ignored, context.encoded, claims)
+                result = self._step(policy, index, activation, result, ignored, steps, context.encoded)
             except PolicyFailure as failure:
                 if policy.failure_policy == "Fail" or isinstance(failure, DecodeFailure):
-                    outcome = self._outcome(
-                        policy, "error", failure.message, path=failure.path, binding=binding, cause="error"
-                    )
+                    outcome = self._outcome(policy, "error", failure.message, path=failure.path, binding=binding)
                     outcome.failure_policy = "Fail"
                     return outcome, current
-                ignored.append(str(failure))
-                claims = None  # this mutation was skipped (failurePolicy Ignore)
-            if steps is not None and claims is not None:
-                steps.append(MutationStep(index, mutation.path, before, result, tuple(claims)))
+                ignored.append(str(failure))  # only this mutation is skipped (failurePolicy Ignore)
         reason = "; ".join(f"ignored: {i}" for i in ignored)
         if result is current or result == current:
-            unchanged = self._outcome(policy, "unchanged", reason, binding=binding)
-            unchanged.steps = steps
-            return unchanged, current
-        applied = self._outcome(policy, "applied", reason, before=current, after=result, binding=binding)
-        applied.steps = steps
-        return applied, result
+            return self._outcome(policy, "unchanged", reason, binding=binding, steps=steps), current
+        changes = {"before": current, "after": result, "steps": steps}
+        return self._outcome(policy, "applied", reason, binding=binding, **changes), result
 
     # --- steps --------------------------------------------------------------------------------------
+
+    def _step(
+        self,
+        policy: CompiledPolicy,
+        index: int,
+        activation: cel.Activation,
+        obj: dict[str, Any],
+        notes: list[str],
+        steps: list[MutationStep] | None,
+        encoded: decode.EncodedObjects | None = None,
+    ) -> dict[str, Any]:
+        """Apply mutation ``index``; when explaining (``steps`` is a list), record what it did."""
+        mutation = policy.mutations[index]
+        claims: list[str] | None = [] if steps is not None else None
+        result = self.apply_mutation(policy, mutation, activation, obj, notes, encoded, claims)
+        if steps is not None:
+            steps.append(MutationStep(index, mutation.path, obj, result, tuple(claims or ())))
+        return result
 
     def _precheck(self, policy: CompiledPolicy, context: RequestContext) -> tuple[Cause, str]:
         """Why the policy does not see this request at all (cause, prose), or ("", "")."""

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from celmut.runtime import AdmissionInput
+from celmut.runtime.mutated_by import MAX_MUTATED_BY_BYTES
 from celmut.runtime.provenance import (
-    MAX_MUTATED_BY_BYTES,
     MUTATED_BY_ANNOTATION,
     RECORDER,
     AppliedMutation,
