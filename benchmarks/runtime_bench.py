@@ -1,6 +1,11 @@
 """Policy runtime benchmark: one admission request through 20 MutatingPolicies (5 matching) on a
 ~6 KB Pod. Prints p50/p99 latency and throughput; never asserts on time.
 
+Then the cost of provenance (issue 18), side by side in the same run: the webhook's work per request
+(admit + AdmissionReview response) without and with the provenance audit annotations (on by default),
+with the ``celmut.io/mutated-by`` summary on the object (``serve --record-provenance``), and with
+per-mutation explanations (``explain``: what ``celmut apply --explain`` pays, never the webhook).
+
     python benchmarks/runtime_bench.py [--requests N]
 """
 
@@ -13,10 +18,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import per_call_us, table
 from workloads import pod_size_bytes, realistic_pod
 
 from celmut.compile.pipeline import compile_documents
-from celmut.runtime import AdmissionInput
+from celmut.runtime import AdmissionInput, AdmissionResult
+from celmut.runtime.provenance import from_outcomes
+from celmut.server import review as reviews
+from celmut.server.audit import provenance_annotations
 from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.sources.documents import Document
 from policies import benchmark_policies
@@ -58,6 +67,64 @@ def main() -> None:
     print(
         f"  throughput {args.requests / elapsed:,.0f} requests/s on one core; patch has {len(result.patch)} operations"
     )
+    provenance_costs(compilation, pod, size)
+
+
+ROUNDS = 7
+
+
+def provenance_costs(compilation: object, pod: dict[str, object], size: int) -> None:
+    """µs per request of the webhook's work with each provenance setting, and the ratio to none."""
+    engine = assemble_engine(compilation, EngineSettings())  # type: ignore[arg-type]
+    recording = assemble_engine(compilation, EngineSettings(record_provenance=True))  # type: ignore[arg-type]
+    review = reviews.Review("admission.k8s.io/v1", "uid", AdmissionInput.from_object(pod))
+
+    def request() -> AdmissionInput:
+        fresh = AdmissionInput.from_object(pod)
+        fresh.input_size = size
+        return fresh
+
+    def without_annotations(result: AdmissionResult) -> AdmissionResult:
+        return AdmissionResult(result.allowed, result.original, result.object, result.patch, [], "", result.warnings)
+
+    def no_provenance() -> object:  # the response of a result with no outcomes builds no annotations
+        return reviews.build_response(review, without_annotations(engine.admit(request())))
+
+    def audit_annotations() -> object:  # what `celmut serve` does
+        return reviews.build_response(review, engine.admit(request()))
+
+    def record_on_object() -> object:  # serve --record-provenance
+        return reviews.build_response(review, recording.admit(request()))
+
+    def explained() -> object:  # celmut apply --explain, celmut explain
+        result = engine.admit(request(), explain=True)
+        return from_outcomes(result.outcomes, result.object).to_dict()
+
+    sample = engine.admit(request())
+    annotations = provenance_annotations(sample)
+    variants = [
+        ("no provenance (admit + response)", no_provenance),
+        ("audit annotations (default)", audit_annotations),
+        ("+ celmut.io/mutated-by on the object", record_on_object),
+        ("explain (per mutation, CLI only)", explained),
+    ]
+    # Interleaved rounds, each variant beside the baseline: a busy shared machine drifts between rounds,
+    # the ratio within a round does not; the medians of both are printed.
+    costs: dict[str, list[float]] = {name: [] for name, _ in variants}
+    ratios: dict[str, list[float]] = {name: [] for name, _ in variants}
+    for _ in range(ROUNDS):
+        base = per_call_us(no_provenance, min_time=0.3, repeats=3)
+        for name, fn in variants:
+            cost = base if fn is no_provenance else per_call_us(fn, min_time=0.3, repeats=3)
+            costs[name].append(cost)
+            ratios[name].append(cost / base)
+    rows = [
+        [name, f"{statistics.median(costs[name]):,.0f}", f"{statistics.median(ratios[name]):.2f}×"]
+        for name, _ in variants
+    ]
+    sizes = ", ".join(f"{key} {len(value)} B" for key, value in annotations.items())
+    title = f"\nProvenance, same run (auditAnnotations: {sizes})"
+    print(table(title, ["webhook work per request", "µs", "ratio"], rows))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 
 from celmut import __version__
-from celmut.cli import apply_cmd, compile_cmd, eval_cmd, manifests_cmd, suite_cmd, webhook_config_cmd
+from celmut.cli import apply_cmd, compile_cmd, eval_cmd, explain_cmd, manifests_cmd, suite_cmd, webhook_config_cmd
 from celmut.cli.help import (
     BAD_INPUT,
     EXIT_BAD_INPUT,
@@ -39,6 +39,7 @@ from celmut.server import command as serve_cmd
 COMMANDS: tuple[ModuleType, ...] = (
     eval_cmd,
     apply_cmd,
+    explain_cmd,
     suite_cmd,
     compile_cmd,
     serve_cmd,

@@ -54,6 +54,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--detailed-results", action="store_true", help="print every policy's outcome to stderr")
     inputs.add_skip_unsupported(p)
     console.add_color_flag(p)
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="instead of the objects, print per resource each field changed with the policy and mutation that "
+        "changed it, and each policy not applied with the reason (a table; -o json for JSON)",
+    )
     flags.add(p)
     p.set_defaults(run=run)
 
@@ -93,9 +99,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if not offline.compilation.compiled.policies:
         raise ConfigurationError(f"no policies found in {', '.join(args.policies)}")
-    runs = offline.admit(resources, args.operation, old_objects)
+    runs = offline.admit(resources, args.operation, old_objects, explain=args.explain)
     scanned = offline.scan()
-    if args.diff:
+    if args.explain:
+        from celmut.cli import explain_render
+
+        sys.stdout.write(explain_render.render(explain_render.explain_runs(runs, scanned), _explain_format(args)))
+    elif args.diff:
         _print_diffs(runs, scanned, console.palette(args))
     else:
         _print_output(args.output, runs, scanned)
@@ -104,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
         t.outcome.status == "error" for r in runs for t in r.targets
     )
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _explain_format(args: argparse.Namespace) -> str:
+    return "json" if args.output == "json" else "table"
 
 
 def _targets(runs: list[ResourceRun], scanned: list[TargetResult]) -> list[TargetResult]:

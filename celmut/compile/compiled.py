@@ -82,6 +82,7 @@ class CompiledPolicy:
     param_kind: tuple[str, str] | None = None  # (apiVersion, kind) for MutatingAdmissionPolicy params
     timeout_seconds: int | None = None
     restart_policy: str = "deferred"  # "immediate": the controller may replace pods (PodMutation presets)
+    record_provenance: bool = False  # write celmut.io/mutated-by on the objects it changes
     definition: Any = field(default=None, compare=False, repr=False)  # the source model
 
     @property

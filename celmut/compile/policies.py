@@ -170,6 +170,7 @@ def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> 
         autogen=variant,
         timeout_seconds=policy.timeout_seconds,
         restart_policy=policy.restart_policy,
+        record_provenance=policy.record_provenance,
         definition=policy,
     )
 
@@ -208,6 +209,7 @@ def compile_admission_policy(
         reinvocation_policy=policy.reinvocation_policy,
         bindings=compiled_bindings,
         param_kind=(policy.param_kind.api_version, policy.param_kind.kind) if policy.param_kind else None,
+        record_provenance=policy.record_provenance,
         definition=policy,
     )
 

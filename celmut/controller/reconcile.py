@@ -25,10 +25,11 @@ from celmut.compile.compiled import CompiledPolicy
 from celmut.controller import pods
 from celmut.controller.workqueue import TokenBucket
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests
-from celmut.kube.events import post_event
+from celmut.kube.events import MAX_MESSAGE, post_event
 from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.runtime.mutate_existing import Target, mutate_target
 from celmut.runtime.patch import diff
+from celmut.runtime.provenance import AppliedMutation, changes_of, describe
 
 log = logging.getLogger("celmut.controller")
 
@@ -97,6 +98,7 @@ class Outcome:
     needs_restart: list[dict[str, Any]] = field(default_factory=list)  # changes a running pod cannot take
     message: str = ""
     retry_after: float | None = None  # queue again after this many seconds
+    failed: list[str] = field(default_factory=list)  # the policies whose evaluation failed
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -205,10 +207,12 @@ class Reconciler:
     # --- evaluation (pure, given the loaded policies) ------------------------------------------------
 
     def evaluate(
-        self, loaded: LoadedPolicies, obj: dict[str, Any], work: Work
+        self, loaded: LoadedPolicies, obj: dict[str, Any], work: Work, failed: list[str] | None = None
     ) -> tuple[dict[str, Any], list[Change], list[str]]:
-        """(the mutated object, what each mutation changed, errors) for one target."""
+        """(the mutated object, what each mutation changed, errors) for one target; the policies that
+        failed are added to ``failed``."""
         current, changes, errors = obj, [], []
+        failed = failed if failed is not None else []
         tasks = sorted(work.values(), key=lambda t: t.policy.order_key)
         size = approximate_size([obj, obj], loaded.all.options.max_input_bytes)  # once, not once per policy
         for task in (t for t in tasks if t.target is not None):
@@ -217,6 +221,7 @@ class Reconciler:
             result = mutate_target(loaded.all, task.target, current, input_size=size)
             if result.outcome.status == "error":
                 errors.append(f"policy {result.policy}: {result.outcome.path}: {result.outcome.reason}")
+                failed.append(result.policy)
             elif result.mutated is not None and result.patch:
                 changes += [Change(result.policy, step.path, step.patch) for step in result.steps]
                 current = result.mutated
@@ -229,6 +234,7 @@ class Reconciler:
                     continue
                 if outcome.status == "error":
                     errors.append(f"policy {outcome.policy}: {outcome.path}: {outcome.reason}")
+                    failed.append(outcome.policy)
                 elif outcome.status == "applied" and outcome.patch:
                     changes.append(Change(outcome.policy, "admission (drift)", outcome.patch))
             if admitted.allowed and admitted.object is not None:
@@ -267,15 +273,16 @@ class Reconciler:
         )
         for _attempt in range(self.max_conflicts):
             evaluating = time.perf_counter()
-            final, changes, errors = self.evaluate(loaded, obj, work)
+            failed: list[str] = []
+            final, changes, errors = self.evaluate(loaded, obj, work, failed)
             self._timed("CEL", evaluating)
             patch = diff(obj, final) if final is not obj else []
             if errors and not patch:
-                return Outcome(key, "failed", message="; ".join(errors))
+                return Outcome(key, "failed", message="; ".join(errors), failed=failed)
             if not patch:
                 return Outcome(key, "unchanged")
             accepted, needs_restart = pods.split_live_change(obj, final) if key.is_pod else (patch, [])
-            outcome = Outcome(key, "unchanged", accepted, changes, needs_restart, "; ".join(errors))
+            outcome = Outcome(key, "unchanged", accepted, changes, needs_restart, "; ".join(errors), failed=failed)
             if self.dry_run:
                 outcome.action = "would-evict" if needs_restart and restart else "would-patch"
                 return outcome
@@ -358,11 +365,14 @@ class Reconciler:
         if not self.events:
             return
         policies = ", ".join(sorted({c.policy for c in changes}))
+        head = f"{verb} celmut policy {policies}: "
+        fields = describe(
+            (AppliedMutation(c.policy, "", c.mutation, None, changes_of(c.patch)) for c in changes),
+            MAX_MESSAGE - len(head),
+        )
         calling = time.perf_counter()
         try:
-            post_event(
-                self.cluster, obj, reason=reason, message=f"{verb} celmut policy {policies}", component=COMPONENT
-            )
+            post_event(self.cluster, obj, reason=reason, message=head + fields, component=COMPONENT)
         except ClusterError as ex:  # an Event is best effort
             log.warning("could not record an event", extra={"error": str(ex)})
         finally:

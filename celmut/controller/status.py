@@ -31,6 +31,13 @@ class ControllerMetrics:
         self.triggers = Counter("celmut_controller_triggers", "Watch events treated as triggers", registry=r)
         self.scans = Counter("celmut_controller_scans", "Scans by reason", ["reason"], registry=r)
         self.leader = Gauge("celmut_controller_leader", "1 while this instance holds the lease", registry=r)
+        self.mutations = Counter(
+            "celmut_mutations",
+            "Policies that changed a target, by policy and outcome: applied (written), would-patch or "
+            "would-evict (dry run), waiting, refused or idle (not written yet), error",
+            ["policy", "outcome"],
+            registry=r,
+        )
 
     def observe(self, outcome: Outcome) -> None:
         self.outcomes.labels(outcome.action).inc()
@@ -40,6 +47,11 @@ class ControllerMetrics:
             self.evictions.labels(outcome.action).inc()
         if outcome.action == "failed":
             self.errors.inc()
+        written = "applied" if outcome.action in ("patched", "evicted") else outcome.action
+        for policy in dict.fromkeys(c.policy for c in outcome.changes):
+            self.mutations.labels(policy, written).inc()
+        for policy in outcome.failed:
+            self.mutations.labels(policy, "error").inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

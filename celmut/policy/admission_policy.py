@@ -15,7 +15,7 @@ from typing import Any
 from celmut.policy.errors import FieldError
 from celmut.policy.fields import Reader
 from celmut.policy.match import LabelSelector, MatchResources, parse_match_resources, parse_selector
-from celmut.policy.mutating_policy import Mutation, NamedExpression, parse_named_expressions
+from celmut.policy.mutating_policy import Mutation, NamedExpression, parse_named_expressions, record_provenance
 
 GROUP = "admissionregistration.k8s.io"
 VERSIONS = ("v1alpha1", "v1beta1", "v1")
@@ -42,6 +42,7 @@ class MutatingAdmissionPolicy:
     failure_policy: str = "Fail"
     reinvocation_policy: str = "Never"
     param_kind: ParamKind | None = None
+    record_provenance: bool = False  # celmut.io/record-provenance
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -106,6 +107,7 @@ def parse_admission_policy(doc: dict[str, Any], source: str, errors: list[FieldE
             "reinvocationPolicy", required=reinvocation_required, default="Never", enum=("Never", "IfNeeded")
         ),
         param_kind=param_kind,
+        record_provenance=record_provenance(meta),
         raw=doc,
     )
 

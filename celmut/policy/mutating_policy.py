@@ -40,6 +40,15 @@ _SPEC_FIELDS = (
 # the background controller replaces running pods whose changes a running pod cannot take.
 RESTART_POLICY_ANNOTATION = "celmut.io/restart-policy"
 RESTART_POLICIES = ("deferred", "immediate")
+# celmut's extension: "true" makes the webhook record the policy, and the fields it changed, in the
+# ``celmut.io/mutated-by`` annotation of each object it mutates (``serve --record-provenance``: all).
+RECORD_PROVENANCE_ANNOTATION = "celmut.io/record-provenance"
+
+
+def record_provenance(metadata: Reader) -> bool:
+    """The policy's ``celmut.io/record-provenance`` annotation ("true" or "false", default false)."""
+    value = metadata.child("annotations").string(RECORD_PROVENANCE_ANNOTATION, default="false", enum=("true", "false"))
+    return value == "true"
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9](/([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -106,6 +115,7 @@ class MutatingPolicy:
     timeout_seconds: int | None = None
     audit_annotations: tuple[AuditAnnotation, ...] = ()
     restart_policy: str = "deferred"  # RESTART_POLICY_ANNOTATION: may the controller replace pods?
+    record_provenance: bool = False  # RECORD_PROVENANCE_ANNOTATION
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -241,5 +251,6 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
         timeout_seconds=spec.child("webhookConfiguration").integer("timeoutSeconds", minimum=1, maximum=30),
         audit_annotations=audit,
         restart_policy=restart_policy or "deferred",
+        record_provenance=record_provenance(meta),
         raw=doc,
     )

@@ -37,10 +37,11 @@ from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import decode, matching, mutations, ownership
 from celmut.runtime.failures import DecodeFailure, MutationError, ParamError, PolicyFailure
+from celmut.runtime.mutated_by import Recorder
 from celmut.runtime.params import resolve_params
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
-from celmut.runtime.results import AdmissionResult, PolicyOutcome, Status
+from celmut.runtime.results import AdmissionResult, Cause, MutationStep, PolicyOutcome, Status
 from celmut.runtime.schemas import SchemaRegistry
 from celmut.runtime.typenames import check_type_names, json_patch_values
 
@@ -56,6 +57,7 @@ class AdmissionOptions:
     max_input_bytes: int = 3 * 1024 * 1024
     opt_out: ownership.OptOut | None = None  # objects whose owners opted out of celmut (the webhook's label)
     max_object_bytes: int = 3 * 1024 * 1024  # a mutation result, and the final patch, at most
+    record_provenance: bool = False  # every policy records itself in celmut.io/mutated-by (else only those opted in)
 
 
 @dataclass
@@ -69,6 +71,10 @@ class ExceptionMatch:
     def variable(self) -> dict[str, list[str]]:
         """The CEL ``exceptions`` variable."""
         return {"allowedImages": list(self.allowed_images), "allowedValues": list(self.allowed_values)}
+
+
+def condition_reason(condition: CompiledExpression) -> str:
+    return f"matchCondition {condition.name!r} is false"
 
 
 def _expression_error(expression: CompiledExpression | Any, error: cel.CelError) -> PolicyFailure:
@@ -90,6 +96,8 @@ class AdmissionEngine:
         self.policies = sorted(policies, key=lambda p: p.order_key)
         self.exceptions = list(exceptions)
         self.options = options or AdmissionOptions()
+        opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
+        self.recorder = Recorder(self.options.record_provenance, opted_in)
 
     # --- public ------------------------------------------------------------------------------------
 
@@ -100,12 +108,15 @@ class AdmissionEngine:
         *,
         services: cel.Services | None = None,
         failure_policy: str | None = None,
+        explain: bool = False,
     ) -> AdmissionResult:
         """Run every admission-enabled policy on ``request``.
 
         ``services`` replaces the engine's lookups for this request (a dry-run request gets ones
         without side effects); ``failure_policy`` restricts the run to the policies with that
-        failurePolicy (one webhook per failurePolicy, as Kyverno registers them).
+        failurePolicy (one webhook per failurePolicy, as Kyverno registers them); ``explain`` keeps,
+        for each applied policy, the object after each of its mutations (``PolicyOutcome.steps``),
+        which :mod:`celmut.runtime.provenance` turns into who changed which field.
         """
         budget = budget or cel.Budget.with_timeout(self.options.timeout_seconds)
         original = request.object
@@ -115,7 +126,7 @@ class AdmissionEngine:
         outcomes: list[PolicyOutcome] = []
         warnings: list[str] = []
         audit: dict[str, str] = {}
-        context = RequestContext(self, request, budget, services or self.options.services)
+        context = RequestContext(self, request, budget, services or self.options.services, explain=explain)
         reinvoke: list[CompiledPolicy] = []
         for policy in self.policies:
             if not policy.admission or (policy.mutate_existing and policy.target is not None):
@@ -153,6 +164,11 @@ class AdmissionEngine:
                 return AdmissionResult(False, original, original, [], outcomes, message, warnings, audit)
             warnings.append(f"{message} (ignored: failurePolicy Ignore)")
             return AdmissionResult(True, original, original, [], outcomes, "", warnings, audit)
+        if patch and self.recorder.active and current is not None:
+            stamped = self.recorder.record(current, outcomes, patch)
+            if stamped is not current:  # one more operation after the policies' (a valid RFC 6902 sequence)
+                patch += diff(current, stamped)
+                current = stamped
         return AdmissionResult(True, original, current, patch, outcomes, "", warnings, audit)
 
     # --- per policy ----------------------------------------------------------------------------------
@@ -166,6 +182,8 @@ class AdmissionEngine:
             yield self._run_mutating_policy(policy, context, current)
 
     def _outcome(self, policy: CompiledPolicy, status: Status, reason: str = "", **extra: Any) -> PolicyOutcome:
+        if status == "error":
+            extra.setdefault("cause", "error")
         return PolicyOutcome(
             policy.display_name,
             policy.kind,
@@ -179,51 +197,53 @@ class AdmissionEngine:
         self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
     ) -> tuple[PolicyOutcome, dict[str, Any] | None]:
         request = context.request
-        skip = self._precheck(policy, context)
+        cause, skip = self._precheck(policy, context)
         if skip:
-            return self._outcome(policy, "skipped", skip), current
+            return self._skipped_by_match(policy, cause, skip), current
         exceptions = self.match_exceptions(policy, context, current)
         if exceptions.skipped_by is not None:
-            return self._outcome(policy, "excepted", f"PolicyException {exceptions.skipped_by}"), current
+            name = exceptions.skipped_by
+            excepted = self._outcome(policy, "excepted", f"PolicyException {name}", cause="exception", cause_name=name)
+            return excepted, current
         activation = context.activation(policy, current, exceptions=exceptions.variable())
         try:
-            skip = self.check_conditions(policy.match_conditions, activation)
-            if skip:
-                return self._outcome(policy, "skipped", skip), current
+            false = self.false_condition(policy.match_conditions, activation)
+            if false is not None:
+                return self._skipped_by_condition(policy, false), current
             if request.object is None or current is None:
                 return self._outcome(
-                    policy, "skipped", f"{request.operation} requests carry no object to mutate"
+                    policy, "skipped", f"{request.operation} requests carry no object to mutate", cause="noObject"
                 ), current
             result = current
             notes: list[str] = []
-            for mutation in policy.mutations:
-                result = self.apply_mutation(policy, mutation, activation, result, notes)
+            steps: list[MutationStep] | None = [] if context.explain else None
+            for index in range(len(policy.mutations)):
+                result = self._step(policy, index, activation, result, notes, steps)
             audit = self._audit(policy, activation)
         except PolicyFailure as failure:
             return self._outcome(policy, "error", failure.message, path=failure.path), current
         reason = "; ".join(notes)
         if result is current or result == current:
-            return self._outcome(policy, "unchanged", reason, audit_annotations=audit), current
-        return self._outcome(policy, "applied", reason, before=current, after=result, audit_annotations=audit), result
+            return self._outcome(policy, "unchanged", reason, audit_annotations=audit, steps=steps), current
+        changes = {"before": current, "after": result, "steps": steps}
+        return self._outcome(policy, "applied", reason, audit_annotations=audit, **changes), result
 
     def _run_admission_policy(
         self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
     ) -> Iterable[tuple[PolicyOutcome, dict[str, Any] | None]]:
-        skip = self._precheck(policy, context)
+        cause, skip = self._precheck(policy, context)
         if skip:
-            yield self._outcome(policy, "skipped", skip), current
+            yield self._skipped_by_match(policy, cause, skip), current
             return
         if not policy.bindings:
-            yield self._outcome(policy, "skipped", "no MutatingAdmissionPolicyBinding refers to this policy"), current
+            reason = "no MutatingAdmissionPolicyBinding refers to this policy"
+            yield self._outcome(policy, "skipped", reason, cause="noBinding"), current
             return
         for binding in policy.bindings:
             if binding.match is not None:
                 reason = matching.match_reason(binding.match, context.request, context.namespace_labels())
                 if reason:
-                    yield (
-                        self._outcome(policy, "skipped", f"binding {binding.name}: {reason}", binding=binding.name),
-                        current,
-                    )
+                    yield self._skipped_by_match(policy, "matchConstraints", reason, binding.name), current
                     continue
             try:
                 param_sets = resolve_params(
@@ -231,7 +251,8 @@ class AdmissionEngine:
                 )
             except ParamError as ex:
                 if ex.allow:
-                    yield self._outcome(policy, "skipped", str(ex), binding=binding.name), current
+                    skipped = self._outcome(policy, "skipped", str(ex), binding=binding.name, cause="paramNotFound")
+                    yield skipped, current
                 else:
                     yield self._outcome(policy, "error", str(ex), path="paramRef", binding=binding.name), current
                 continue
@@ -244,46 +265,80 @@ class AdmissionEngine:
     ) -> tuple[PolicyOutcome, dict[str, Any] | None]:
         activation = context.activation(policy, current, params=params)
         try:
-            skip = self.check_conditions(policy.match_conditions, activation)
+            false = self.false_condition(policy.match_conditions, activation)
         except PolicyFailure as failure:
             if policy.failure_policy == "Ignore":
-                return self._outcome(
-                    policy, "skipped", f"match condition error ignored: {failure}", binding=binding
-                ), current
+                reason = f"match condition error ignored: {failure}"
+                return self._outcome(policy, "skipped", reason, binding=binding, cause="error"), current
             return self._outcome(policy, "error", failure.message, path=failure.path, binding=binding), current
-        if skip:
-            return self._outcome(policy, "skipped", skip, binding=binding), current
+        if false is not None:
+            skipped = self._skipped_by_condition(policy, false)
+            skipped.binding = binding
+            return skipped, current
         if context.request.object is None or current is None:
-            return self._outcome(policy, "skipped", "the request carries no object to mutate", binding=binding), current
+            reason = "the request carries no object to mutate"
+            return self._outcome(policy, "skipped", reason, binding=binding, cause="noObject"), current
         result = current
         ignored: list[str] = []
-        for mutation in policy.mutations:
+        steps: list[MutationStep] | None = [] if context.explain else None
+        for index in range(len(policy.mutations)):
             try:
-                result = self.apply_mutation(policy, mutation, activation, result, ignored, context.encoded)
+                result = self._step(policy, index, activation, result, ignored, steps, context.encoded)
             except PolicyFailure as failure:
                 if policy.failure_policy == "Fail" or isinstance(failure, DecodeFailure):
                     outcome = self._outcome(policy, "error", failure.message, path=failure.path, binding=binding)
                     outcome.failure_policy = "Fail"
                     return outcome, current
-                ignored.append(str(failure))
+                ignored.append(str(failure))  # only this mutation is skipped (failurePolicy Ignore)
         reason = "; ".join(f"ignored: {i}" for i in ignored)
         if result is current or result == current:
-            return self._outcome(policy, "unchanged", reason, binding=binding), current
-        return self._outcome(policy, "applied", reason, before=current, after=result, binding=binding), result
+            return self._outcome(policy, "unchanged", reason, binding=binding, steps=steps), current
+        changes = {"before": current, "after": result, "steps": steps}
+        return self._outcome(policy, "applied", reason, binding=binding, **changes), result
 
     # --- steps --------------------------------------------------------------------------------------
 
-    def _precheck(self, policy: CompiledPolicy, context: RequestContext) -> str:
+    def _step(
+        self,
+        policy: CompiledPolicy,
+        index: int,
+        activation: cel.Activation,
+        obj: dict[str, Any],
+        notes: list[str],
+        steps: list[MutationStep] | None,
+        encoded: decode.EncodedObjects | None = None,
+    ) -> dict[str, Any]:
+        """Apply mutation ``index``; when explaining (``steps`` is a list), record what it did."""
+        mutation = policy.mutations[index]
+        claims: list[str] | None = [] if steps is not None else None
+        result = self.apply_mutation(policy, mutation, activation, obj, notes, encoded, claims)
+        if steps is not None:
+            steps.append(MutationStep(index, mutation.path, obj, result, tuple(claims or ())))
+        return result
+
+    def _precheck(self, policy: CompiledPolicy, context: RequestContext) -> tuple[Cause, str]:
+        """Why the policy does not see this request at all (cause, prose), or ("", "")."""
         request = context.request
         if policy.kind == "NamespacedMutatingPolicy" and request.namespace != policy.namespace:
-            return f"NamespacedMutatingPolicy applies only in namespace {policy.namespace!r}"
+            return "namespace", f"NamespacedMutatingPolicy applies only in namespace {policy.namespace!r}"
         if policy.semantics != "kubernetes":  # Kyverno's [ReplicaSet,*,*] resource filter, for owned ones
             controlled = ownership.controlled_replicaset(request.subject)
             if controlled:
-                return controlled
+                return "controlledReplicaSet", controlled
         if policy.skip_background_requests and request.user_info.get("username") in self.options.background_usernames:
-            return "request from celmut's background controller (skipBackgroundRequests)"
-        return matching.match_reason(policy.match, request, context.namespace_labels())
+            return "backgroundRequest", "request from celmut's background controller (skipBackgroundRequests)"
+        reason = matching.match_reason(policy.match, request, context.namespace_labels())
+        return ("matchConstraints", reason) if reason else ("", "")
+
+    def _skipped_by_match(self, policy: CompiledPolicy, cause: Cause, reason: str, binding: str = "") -> PolicyOutcome:
+        """Skipped before any CEL ran; for matchConstraints, ``cause_name`` names the field that did not match."""
+        name = matching.REASON_FIELDS.get(reason, "") if cause == "matchConstraints" else ""
+        prose = f"binding {binding}: {reason}" if binding else reason
+        return self._outcome(policy, "skipped", prose, cause=cause, cause_name=name, binding=binding)
+
+    def _skipped_by_condition(self, policy: CompiledPolicy, condition: CompiledExpression) -> PolicyOutcome:
+        reason = condition_reason(condition)
+        return self._outcome(policy, "skipped", reason, cause="matchCondition", cause_name=condition.name)
 
     def match_exceptions(
         self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
@@ -313,9 +368,18 @@ class AdmissionEngine:
                 found.skipped_by = f"{exception.namespace}/{exception.name}" if exception.namespace else exception.name
         return found
 
-    @staticmethod
-    def check_conditions(conditions: Sequence[CompiledExpression], activation: cel.Activation) -> str:
+    @classmethod
+    def check_conditions(cls, conditions: Sequence[CompiledExpression], activation: cel.Activation) -> str:
         """'' when all are true; the reason when one is false; raises when one errs and none is false."""
+        false = cls.false_condition(conditions, activation)
+        return condition_reason(false) if false is not None else ""
+
+    @staticmethod
+    def false_condition(
+        conditions: Sequence[CompiledExpression], activation: cel.Activation
+    ) -> CompiledExpression | None:
+        """The first condition that is false (None when all are true); raises when one errs and none is
+        false, as Kubernetes' matchConditions do."""
         error: PolicyFailure | None = None
         for condition in conditions:
             try:
@@ -324,7 +388,7 @@ class AdmissionEngine:
                 error = error or _expression_error(condition, ex)
                 continue
             if value is False:
-                return f"matchCondition {condition.name!r} is false"
+                return condition
             if value is not True:
                 error = error or PolicyFailure(condition.path, f"must evaluate to bool, got {type(value).__name__}")
         if error is not None:
@@ -332,7 +396,7 @@ class AdmissionEngine:
                 raise error
             finally:
                 error = None  # no cycle frame -> error -> traceback -> frame (its garbage holds the request)
-        return ""
+        return None
 
     def apply_mutation(
         self,
@@ -342,10 +406,12 @@ class AdmissionEngine:
         obj: dict[str, Any],
         notes: list[str] | None = None,
         encoded: decode.EncodedObjects | None = None,
+        claims: list[str] | None = None,
     ) -> dict[str, Any]:
         """Evaluate one mutation against ``obj`` and apply it; a failed JSONPatch ``test`` leaves
         ``obj`` unchanged and adds a note. ``encoded`` remembers, for the request, which objects are
-        already in the API server's encoding."""
+        already in the API server's encoding; ``claims`` (when explaining) receives the pointers the
+        mutation writes, whether or not their values change."""
         activation.with_object(obj)
         try:
             result = mutation.program.evaluate(activation)
@@ -355,6 +421,8 @@ class AdmissionEngine:
         if size > self.options.max_object_bytes:
             limit = self.options.max_object_bytes
             raise PolicyFailure(mutation.path, f"the result is about {size} bytes of JSON, over the limit of {limit}")
+        if claims is not None:
+            claims += mutations.written_pointers(mutation.patch_type, result)
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
         schemas = self.options.schemas
         schema = schemas.for_kind(api_version, kind)
@@ -381,6 +449,8 @@ class AdmissionEngine:
         except mutations.TestFailed as skipped:
             if notes is not None:
                 notes.append(f"{mutation.path}: {skipped}")
+            if claims is not None:
+                claims.clear()  # the whole mutation was skipped: it wrote nothing
             return obj
         except MutationError as ex:
             raise PolicyFailure(mutation.path, str(ex)) from None
@@ -402,9 +472,16 @@ class RequestContext:
     """Per-request state shared by all policies: CEL request, namespace labels, budget."""
 
     def __init__(
-        self, engine: AdmissionEngine, request: AdmissionInput, budget: cel.Budget, services: cel.Services | None = None
+        self,
+        engine: AdmissionEngine,
+        request: AdmissionInput,
+        budget: cel.Budget,
+        services: cel.Services | None = None,
+        *,
+        explain: bool = False,
     ) -> None:
         self.engine = engine
+        self.explain = explain  # keep each mutation's result (PolicyOutcome.steps)
         self.request = request
         self.budget = budget
         self.services = services or engine.options.services

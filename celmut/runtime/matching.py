@@ -18,6 +18,18 @@ from celmut.runtime.request import AdmissionInput
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
+NAMESPACE_SELECTOR_MISMATCH = "namespaceSelector does not match"
+OBJECT_SELECTOR_MISMATCH = "objectSelector does not match"
+EXCLUDED = "excluded by excludeResourceRules"
+NO_RULE_MATCHES = "no resourceRule matches"
+#: The matchConstraints field behind each reason :func:`match_reason` gives.
+REASON_FIELDS = {
+    NAMESPACE_SELECTOR_MISMATCH: "namespaceSelector",
+    OBJECT_SELECTOR_MISMATCH: "objectSelector",
+    EXCLUDED: "excludeResourceRules",
+    NO_RULE_MATCHES: "resourceRules",
+}
+
 
 def _listed(values: tuple[str, ...], value: str) -> bool:
     return "*" in values or value in values
@@ -92,19 +104,19 @@ def match_reason(
 ) -> str:
     """'' when the request matches; otherwise why it does not."""
     if not namespace_selector_matches(match, request, namespace_labels):
-        return "namespaceSelector does not match"
+        return NAMESPACE_SELECTOR_MISMATCH
     if not match.object_selector.is_empty:
         new_labels = selectors.labels_of(request.object)
         old_labels = selectors.labels_of(request.old_object)
         new_ok = request.object is not None and selectors.matches(match.object_selector, new_labels)
         old_ok = request.old_object is not None and selectors.matches(match.object_selector, old_labels)
         if not (new_ok or old_ok):
-            return "objectSelector does not match"
+            return OBJECT_SELECTOR_MISMATCH
     for rule in match.exclude_resource_rules:
         if rule_matches(rule, request, check_operation=check_operation):
-            return "excluded by excludeResourceRules"
+            return EXCLUDED
     if match.resource_rules and not any(
         rule_matches(rule, request, check_operation=check_operation) for rule in match.resource_rules
     ):
-        return "no resourceRule matches"
+        return NO_RULE_MATCHES
     return ""

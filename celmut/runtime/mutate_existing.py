@@ -37,15 +37,9 @@ from celmut.runtime.engine import AdmissionEngine, RequestContext
 from celmut.runtime.failures import PolicyFailure
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
-from celmut.runtime.results import PolicyOutcome
+from celmut.runtime.results import MutationStep, PolicyOutcome
 
-
-@dataclass(frozen=True)
-class MutationStep:
-    """What one mutation changed (for reports that name the mutation behind each change)."""
-
-    path: str  # e.g. spec.mutations[1]
-    patch: list[dict[str, Any]]
+__all__ = ["MutationStep", "Target", "TargetResult", "mutate_existing", "mutate_target", "resolve_targets"]
 
 
 @dataclass
@@ -137,7 +131,9 @@ def mutate_target(
     name = target.policy.display_name
     if target.error:
         policy = target.policy
-        failed = PolicyOutcome(name, policy.kind, "error", target.error, target.error_path, policy.failure_policy)
+        failed = PolicyOutcome(
+            name, policy.kind, "error", target.error, target.error_path, policy.failure_policy, cause="error"
+        )
         return TargetResult(name, target.obj, None, [], failed, target.sub_resource, target.trigger_label)
     current = target.obj if obj is None else obj
     request = target.trigger
@@ -290,29 +286,42 @@ def _mutate_target(
     name = policy.display_name
     controlled = ownership.controlled_replicaset(target) if policy.semantics != "kubernetes" else ""
     if controlled:
-        return PolicyOutcome(name, policy.kind, "skipped", controlled), None, []
+        return PolicyOutcome(name, policy.kind, "skipped", controlled, cause="controlledReplicaSet"), None, []
     context = _context(engine, request)
     steps: list[MutationStep] = []
     try:
         exceptions = engine.match_exceptions(policy, context, target)
         if exceptions.skipped_by is not None:
-            return PolicyOutcome(name, policy.kind, "excepted", f"PolicyException {exceptions.skipped_by}"), None, []
+            excepted = PolicyOutcome(
+                name,
+                policy.kind,
+                "excepted",
+                f"PolicyException {exceptions.skipped_by}",
+                cause="exception",
+                cause_name=exceptions.skipped_by,
+            )
+            return excepted, None, []
         activation = context.activation(policy, target, exceptions=exceptions.variable())
-        skip = engine.check_conditions(policy.target_match_conditions, activation)
-        if skip:
-            reason = skip.replace("matchCondition", "targetMatchCondition")
-            return PolicyOutcome(name, policy.kind, "skipped", reason), None, []
+        false = engine.false_condition(policy.target_match_conditions, activation)
+        if false is not None:
+            reason = f"targetMatchCondition {false.name!r} is false"
+            skipped = PolicyOutcome(
+                name, policy.kind, "skipped", reason, cause="targetMatchCondition", cause_name=false.name
+            )
+            return skipped, None, []
         result = target
-        for mutation in policy.mutations:
+        for index, mutation in enumerate(policy.mutations):
             before = result
             result = engine.apply_mutation(policy, mutation, activation, result)
             if result is not before:
-                changed = diff(before, result)
-                if changed:
-                    steps.append(MutationStep(mutation.path, changed))
+                step = MutationStep(index, mutation.path, before, result)
+                if step.patch:
+                    steps.append(step)
     except PolicyFailure as failure:
-        outcome = PolicyOutcome(name, policy.kind, "error", failure.message, failure.path, policy.failure_policy)
+        outcome = PolicyOutcome(
+            name, policy.kind, "error", failure.message, failure.path, policy.failure_policy, cause="error"
+        )
         return outcome, None, []
     if result is target or result == target:
         return PolicyOutcome(name, policy.kind, "unchanged"), result, []
-    return PolicyOutcome(name, policy.kind, "applied", before=target, after=result), result, steps
+    return PolicyOutcome(name, policy.kind, "applied", before=target, after=result, steps=steps), result, steps

@@ -14,7 +14,7 @@ import jsonpatch
 import jsonpointer
 
 from celmut.cel import values
-from celmut.jsonutil import json_copy
+from celmut.jsonutil import escape_pointer, json_copy
 from celmut.runtime.failures import MergeError, MutationError
 from celmut.runtime.merge import apply_configuration
 from celmut.runtime.schemas import Schema
@@ -185,3 +185,34 @@ def _refuse_bytes(value: Any, schema: Schema | None, path: str) -> None:
         items = schema.items if schema is not None else None
         for index, item in enumerate(value):
             _refuse_bytes(item, items, f"{path}[{index}]")
+
+
+def written_pointers(patch_type: str, result: Any) -> list[str]:
+    """The pointers one mutation's result writes, for explanations: the paths of its JSONPatch
+    operations (and a move's source), or the leaves of its ApplyConfiguration (a list as a whole:
+    where its items land depends on the merge). A result that cannot be applied writes nothing here;
+    applying it fails on its own."""
+    out: list[str] = []
+    if patch_type == "JSONPatch":
+        for item in result if isinstance(result, list) else ():
+            if not isinstance(item, dict) or item.get("op") not in ("add", "replace", "remove", "move", "copy"):
+                continue
+            if item.get("op") == "move" and isinstance(item.get("from"), str):
+                out.append(item["from"])
+            if isinstance(item.get("path"), str):
+                out.append(item["path"])
+        return out
+    if isinstance(result, dict):
+        applied = values.to_plain(result)
+        for key, value in applied.items():
+            if key not in ("apiVersion", "kind"):  # they name the object; the merge does not write them
+                _leaves(value, "/" + escape_pointer(str(key)), out)
+    return out
+
+
+def _leaves(value: Any, pointer: str, out: list[str]) -> None:
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            _leaves(item, f"{pointer}/{escape_pointer(str(key))}", out)
+    else:
+        out.append(pointer)

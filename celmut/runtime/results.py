@@ -9,6 +9,40 @@ from celmut.runtime.patch import diff
 
 Status = Literal["applied", "unchanged", "skipped", "excepted", "error"]
 
+# Why a policy did not apply, as a code every surface can render (the ``reason`` is the prose).
+Cause = Literal[
+    "",  # it applied, or matched and changed nothing
+    "matchConstraints",  # namespaceSelector, objectSelector, resource rules or exclusions (of a MAP binding too)
+    "matchCondition",  # ``cause_name``: the first condition that is false
+    "targetMatchCondition",  # mutateExisting: the first targetMatchCondition that is false
+    "exception",  # a PolicyException (``cause_name``: namespace/name)
+    "error",  # evaluation failed; the failurePolicy decided what happened to the request
+    "namespace",  # a NamespacedMutatingPolicy only sees its own namespace (Kyverno)
+    "controlledReplicaSet",  # Kyverno's resource filter: a ReplicaSet its Deployment manages
+    "backgroundRequest",  # skipBackgroundRequests: a request from celmut's own controller (Kyverno)
+    "noBinding",  # a MutatingAdmissionPolicy no binding refers to
+    "paramNotFound",  # a binding's params are missing and parameterNotFoundAction is Allow
+    "noObject",  # DELETE and CONNECT carry no object to mutate
+]
+
+
+@dataclass
+class MutationStep:
+    """What one mutation changed: the object before and after it, and their diff (computed on first use)."""
+
+    index: int  # position in the policy's mutations
+    path: str  # e.g. spec.mutations[1]
+    before: Any = field(repr=False)
+    after: Any = field(repr=False)
+    claims: tuple[str, ...] = ()  # the pointers it writes, changed or not (recorded when explaining)
+    _patch: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def patch(self) -> list[dict[str, Any]]:
+        if self._patch is None:
+            self._patch = diff(self.before, self.after)
+        return self._patch
+
 
 @dataclass
 class PolicyOutcome:
@@ -27,6 +61,9 @@ class PolicyOutcome:
     before: Any = field(default=None, repr=False)  # the object this policy received …
     after: Any = field(default=None, repr=False)  # … and the one it produced (when it changed it)
     _patch: list[dict[str, Any]] | None = field(default=None, repr=False)
+    cause: Cause = ""  # why it did not apply, as a code (``reason`` says it in prose)
+    cause_name: str = ""  # the matchCondition or PolicyException named by ``cause``
+    steps: list[MutationStep] | None = field(default=None, repr=False)  # per mutation, when explaining
 
     @property
     def patch(self) -> list[dict[str, Any]]:
@@ -41,7 +78,7 @@ class PolicyOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"policy": self.policy, "kind": self.kind, "status": self.status}
-        for key in ("reason", "path", "binding"):
+        for key in ("reason", "path", "binding", "cause"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.patch:

@@ -59,6 +59,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "without the MutatingAdmissionPolicy plugin (one with it applies them itself, before celmut)",
     )
     flags.add_policy_selector(p)
+    p.add_argument(
+        "--record-provenance",
+        action="store_true",
+        help="write celmut.io/mutated-by (each policy that changed the object, and its fields) on every object "
+        'a policy mutates; without it, only policies annotated celmut.io/record-provenance: "true" record themselves',
+    )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     limits = p.add_argument_group("connections and admissions (each bounded; see docs/security.md)")
     limits.add_argument(
@@ -155,5 +161,6 @@ def run(args: argparse.Namespace) -> int:
         limits=limits,
         evaluation_threads=args.evaluation_threads,
         services=cel.Services(http_policy=http_policy),
+        record_provenance=args.record_provenance,
     )
     return serve(config)

@@ -34,6 +34,14 @@ class Metrics:
         self.policy_errors = Counter(
             "celmut_policy_errors", "Policy evaluation errors", ["policy", "failure_policy"], registry=self.registry
         )
+        self.mutations = Counter(
+            "celmut_mutations",
+            "Policies that matched a request, by policy and outcome: applied, unchanged, excepted "
+            "(a PolicyException), skipped (a matchCondition is false), error",
+            ["policy", "outcome"],
+            registry=self.registry,
+        )
+        self._mutation_counts: dict[tuple[str, str], Counter] = {}
         self.policies_loaded = Gauge("celmut_policies_loaded", "Policies in service", registry=self.registry)
         self.policies_invalid = Gauge(
             "celmut_policies_invalid", "Policy documents rejected by the last reload", registry=self.registry
@@ -52,8 +60,18 @@ class Metrics:
         for policy in result.outcomes:
             if policy.status in ("applied", "unchanged", "error"):
                 self.policy_latency.labels(policy.policy).observe(policy.seconds)
+            if policy.status != "skipped" or policy.cause == "matchCondition":
+                self._mutation_count(policy.policy, policy.status).inc()
             if policy.status == "error":
                 self.policy_errors.labels(policy.policy, policy.failure_policy).inc()
+
+    def _mutation_count(self, policy: str, outcome: str) -> Counter:
+        """The child of ``celmut_mutations_total`` (``labels()`` costs ~2 µs; a request counts ~10)."""
+        key = (policy, outcome)
+        child = self._mutation_counts.get(key)
+        if child is None:  # two threads may both create it: labels() returns the same child
+            child = self._mutation_counts[key] = self.mutations.labels(policy, outcome)
+        return child
 
     def rejected(self, reason: str) -> None:
         self.requests.labels("", reason).inc()

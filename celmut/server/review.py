@@ -3,7 +3,8 @@
 :func:`parse_review` validates the request and builds the runtime's :class:`AdmissionInput`;
 :func:`build_response` answers with the same apiVersion, the request uid, ``allowed``, a base64
 RFC 6902 ``patch`` with ``patchType: JSONPatch`` (omitted when nothing changed), ``warnings``,
-``auditAnnotations`` and, for a denial, a ``status`` naming the policy and expression.
+``auditAnnotations`` (the policies' own, and who changed what: :mod:`celmut.server.audit`) and, for
+a denial, a ``status`` naming the policy and expression.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import orjson
 from celmut.errors import CelmutError
 from celmut.runtime import AdmissionInput, AdmissionResult
 from celmut.runtime.request import InvalidRequest
+from celmut.server.audit import provenance_annotations
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 MAX_WARNINGS = 20  # the API server caps the warnings it forwards; keep responses small
@@ -86,8 +88,9 @@ def build_response(review: Review, result: AdmissionResult) -> bytes:
     warnings = _warnings(result)
     if warnings:
         response["warnings"] = warnings
-    if result.audit_annotations:
-        response["auditAnnotations"] = result.audit_annotations
+    annotations = {**result.audit_annotations, **provenance_annotations(result)}
+    if annotations:
+        response["auditAnnotations"] = annotations
     return orjson.dumps({"apiVersion": review.api_version, "kind": "AdmissionReview", "response": response})
 
 

@@ -75,6 +75,7 @@ class ServeConfig:
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # also followed through owners (the objectSelector cannot)
     serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
     policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
+    record_provenance: bool = False  # celmut.io/mutated-by on every object a policy changes
     services: cel.Services = field(default_factory=cel.Services)
 
 
@@ -130,6 +131,7 @@ def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> E
         timeout_seconds=config.timeout_seconds,
         background_usernames=frozenset(config.background_users),
         opt_out=cluster.opt_out if cluster is not None else None,
+        record_provenance=config.record_provenance,
     )
 
 

@@ -34,6 +34,7 @@ class EngineSettings:
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
     kubernetes_version: str | None = None  # built-in schemas of this version (default: the newest bundled)
     opt_out: OptOut | None = None  # objects opted out through their owners (the webhook and controller)
+    record_provenance: bool = False  # every policy writes celmut.io/mutated-by (else only those opted in)
 
 
 def is_crd(content: object) -> bool:
@@ -61,5 +62,6 @@ def assemble_engine(
         timeout_seconds=settings.timeout_seconds,
         max_input_bytes=settings.max_input_bytes,
         opt_out=settings.opt_out,
+        record_provenance=settings.record_provenance,
     )
     return AdmissionEngine(compilation.compiled, options=options)

@@ -100,13 +100,19 @@ class OfflineCluster:
         return request
 
     def admit(
-        self, resources: Sequence[dict[str, Any]], operation: str = "CREATE", old: Sequence[dict[str, Any] | None] = ()
+        self,
+        resources: Sequence[dict[str, Any]],
+        operation: str = "CREATE",
+        old: Sequence[dict[str, Any] | None] = (),
+        *,
+        explain: bool = False,
     ) -> list[ResourceRun]:
+        """Admit each resource in order; ``explain`` records each mutation's change (provenance)."""
         runs: list[ResourceRun] = []
         for index, resource in enumerate(resources):
             old_object = old[index] if index < len(old) else None
             request = self.request_for(resource, operation, old_object)
-            result = self.engine.admit(request)
+            result = self.engine.admit(request, explain=explain)
             run = ResourceRun(resource, result)
             if result.allowed and result.object is not None:
                 self.cluster.put(result.object)

@@ -90,6 +90,12 @@ OFFLINE = [
     Case("apply: a classic ClusterPolicy", ("apply", "{bad}/classic.yaml", "-r", POD), "Write the rule as a MutatingPolicy"),
     Case("apply: a policy directory without policies", ("apply", "{bad}/empty-dir", "-r", POD), "no policies found in"),
     Case("apply: stdin for the policies and the resources", ("apply", "-", "-r", "-"), "can be read once"),
+    Case("explain: a missing object file", ("explain", "-f", "{bad}/nope.yaml", POLICIES), "nope.yaml: no such file"),
+    Case("explain: no policies for -f", ("explain", "-f", POD), "give the policies to explain it with"),
+    Case("explain: a field that is not a JSON pointer", ("explain", "-f", POD, POLICIES, "--field", "metadata"),
+         "expected a JSON pointer"),
+    Case("explain: invalid YAML", ("explain", "-f", "{bad}/broken.yaml", POLICIES), "broken.yaml: invalid YAML at line 3"),
+    Case("explain: a ConfigMap as a policy", ("explain", "-f", POD, "{bad}/configmap.yaml"), "not a policy"),
     Case("test: a path that does not exist", ("test", "{bad}/nope"), "nope: no such file or directory"),
     Case("test: a suite naming missing files", ("test", "{bad}/suite-missing"), "missing-policy.yaml: no such file"),
     Case("test: a suite that is a scalar", ("test", "{bad}/suite-scalar"), "a Test must be a map, not a string"),
@@ -173,11 +179,14 @@ VALID = {  # enough arguments that only the unknown flag is wrong
     "apply": ["apply", "policies"],
     "test": ["test", "tests"],
     "compile": ["compile", "presets"],
+    "explain": ["explain", "-f", "pod.yaml", "policies"],
     "webhook-config": ["webhook-config", "--ca-bundle", "ca.crt"],
 }
 
 
-@pytest.mark.parametrize("command", ["eval", "apply", "test", "compile", "serve", "webhook-config", "controller", "manifests"])
+@pytest.mark.parametrize(
+    "command", ["eval", "apply", "explain", "test", "compile", "serve", "webhook-config", "controller", "manifests"]
+)
 def test_an_unknown_flag_prints_the_usage_of_its_subcommand(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main([*VALID.get(command, [command]), "--no-such-flag"])

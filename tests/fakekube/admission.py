@@ -50,6 +50,8 @@ class Attributes:
     #: Set by a plugin whose change requires the chain to run again (``SetShouldReinvoke``).
     should_reinvoke: bool = False
     is_reinvoke: bool = False
+    #: The request's audit annotations (``AddAnnotation``): what the audit event of the request carries.
+    audit_annotations: dict[str, str] = field(default_factory=dict)
     uid: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     def admission_request(self) -> Obj:

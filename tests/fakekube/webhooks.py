@@ -20,7 +20,11 @@ its predicates:
 * the JSON patch of the response is applied (a patch that does not apply is a 500);
 * ``reinvocationPolicy: IfNeeded``: a webhook that changed the object marks every webhook invoked before
   it for re-invocation and asks the chain for a second pass; at that pass webhooks run again only if
-  marked (or if another plugin changed the object since the webhooks' last output).
+  marked (or if another plugin changed the object since the webhooks' last output);
+* ``auditAnnotations`` of a response (allowed or not) are added to the request's as ``<webhook>/<key>``;
+  a key that is not then a qualified name with exactly one ``/``, or that would overwrite a different
+  value (a reinvoked webhook answering otherwise), is only logged and dropped (``attributes.go``
+  ``AddAnnotation``/``checkKeyFormat``): the call records what was kept and what was dropped.
 
 Every call is recorded in :attr:`MutatingWebhooks.calls` for tests to inspect.
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import re
 import ssl
 import threading
 import urllib.parse
@@ -61,6 +66,27 @@ class WebhookCall:
     reinvoke: bool
     outcome: str  # patched | unchanged | denied | failed-ignored | failed
     message: str = ""
+    audit_annotations: tuple[tuple[str, str], ...] = ()  # added to the request, as "<webhook>/<key>"
+    audit_dropped: tuple[str, ...] = ()  # keys the API server logged and dropped
+
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def audit_key_error(key: str) -> str:
+    """Why kube-apiserver refuses an audit annotation key ('' when it accepts it): ``checkKeyFormat``
+    (exactly one ``/``) and apimachinery's ``IsQualifiedName`` (a DNS subdomain prefix of at most 253
+    characters, a name of at most 63)."""
+    parts = key.split("/")
+    if len(parts) != 2:
+        return "annotation key has invalid format, the right format is a DNS subdomain prefix and '/' and key name"
+    prefix, name = parts
+    if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
+        return f"prefix part {prefix!r} must be a DNS-1123 subdomain"
+    if not name or len(name) > 63 or not _QUALIFIED_NAME_PART.fullmatch(name):
+        return f"name part {name!r} must be a qualified name of at most 63 characters"
+    return ""
 
 
 def _rule_matches(rule: Obj, attrs: Attributes) -> bool:
@@ -181,9 +207,17 @@ class MutatingWebhooks:
             base = endpoints[turn % len(endpoints)]
         return base + (service.get("path") or "")
 
-    def _record(self, webhook: str, url: str, attrs: Attributes, outcome: str, message: str = "") -> None:
+    def _record(
+        self,
+        webhook: str,
+        url: str,
+        attrs: Attributes,
+        outcome: str,
+        message: str = "",
+        audit: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ()),
+    ) -> None:
         call = WebhookCall(
-            webhook, url, attrs.operation, attrs.rtype.kind, attrs.namespace, attrs.is_reinvoke, outcome, message
+            webhook, url, attrs.operation, attrs.rtype.kind, attrs.namespace, attrs.is_reinvoke, outcome, message, *audit
         )
         with self._lock:
             self.calls.append(call)
@@ -206,27 +240,45 @@ class MutatingWebhooks:
                 return False
             self._record(name, url, attrs, "failed", message)
             raise errors.ApiError(500, f"Internal error occurred: {message}", "InternalError") from None
+        audit = _add_audit_annotations(name, response, attrs)
         if not response.get("allowed"):
             status = response.get("status") or {}
             message = f'admission webhook "{name}" denied the request'
             if status.get("message"):
                 message += f": {status['message']}"
-            self._record(name, url, attrs, "denied", message)
+            self._record(name, url, attrs, "denied", message, audit)
             raise errors.ApiError(max(int(status.get("code") or 0), 400), message, status.get("reason") or None)
         patch = response.get("patch")
         if not patch:
-            self._record(name, url, attrs, "unchanged")
+            self._record(name, url, attrs, "unchanged", audit=audit)
             return False
         try:
             operations = json.loads(base64.b64decode(patch))
             patched = jsonpatch.JsonPatch(operations).apply(copy_of(attrs.obj))
         except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as ex:
-            self._record(name, url, attrs, "failed", str(ex))
+            self._record(name, url, attrs, "failed", str(ex), audit)
             raise errors.ApiError(500, f"Internal error occurred: {ex}", "InternalError") from None
         changed = patched != attrs.obj
         attrs.obj = patched
-        self._record(name, url, attrs, "patched" if changed else "unchanged")
+        self._record(name, url, attrs, "patched" if changed else "unchanged", audit=audit)
         return bool(changed)
+
+
+def _add_audit_annotations(
+    webhook: str, response: Obj, attrs: Attributes
+) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """``for k, v := range result.AuditAnnotations { AddAnnotation(h.Name + "/" + k, v) }``: (kept, dropped)."""
+    kept: list[tuple[str, str]] = []
+    dropped: list[str] = []
+    for key, value in (response.get("auditAnnotations") or {}).items():
+        full = f"{webhook}/{key}"
+        previous = attrs.audit_annotations.get(full)
+        if audit_key_error(full) or (previous is not None and previous != value):
+            dropped.append(full)
+            continue
+        attrs.audit_annotations[full] = str(value)
+        kept.append((full, str(value)))
+    return tuple(kept), tuple(dropped)
 
 
 def copy_of(obj: Obj) -> Obj:

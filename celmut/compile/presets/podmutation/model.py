@@ -24,6 +24,7 @@ from celmut.cel.regex import compile_pattern
 from celmut.compile.presets.placement import SPOT_MODES
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
+from celmut.policy.mutating_policy import RECORD_PROVENANCE_ANNOTATION
 from celmut.sources.documents import Document
 
 API_GROUP = "pod-mutations.cast.ai"
@@ -38,6 +39,7 @@ COPIED_ANNOTATIONS = (
     f"{API_GROUP}/pod-mutation-id",
     f"{API_GROUP}/pod-mutation-name",
     f"{API_GROUP}/pod-mutation-source",
+    RECORD_PROVENANCE_ANNOTATION,  # the generated policy records itself in celmut.io/mutated-by
 )
 
 _SPEC_FIELDS = ("filterV2", "filter", "patchesV2", "patches", "restartPolicy", "spotConfig", "distributionGroups")

@@ -1,0 +1,328 @@
+"""Provenance: who changed which field of an object, and why the other policies did not apply.
+
+One model for every surface (the webhook's audit annotations, ``celmut apply --explain``,
+``celmut explain``, the controller's Events), built from what evaluation already produced: each
+:class:`~celmut.runtime.results.PolicyOutcome` keeps the object before and after its policy (and,
+when the engine was asked to explain, after each mutation: ``steps``), and the diff between them is
+the change. Nothing here runs unless a surface asks for it. The records are plain slotted
+dataclasses, never changed once built (the webhook builds a few per request; frozen ones cost twice as much).
+
+* :class:`AppliedMutation` — one mutation (or, when steps were not recorded, one policy) and the
+  fields it added, replaced or removed, as RFC 6901 pointers;
+* :class:`NotApplied` — a policy considered but not applied, with its :data:`~celmut.runtime.results.Cause`
+  (matchConstraints, a matchCondition by name, a PolicyException by name, an error under
+  ``failurePolicy: Ignore``, Kyverno's own reasons) and the prose reason.
+
+:mod:`celmut.runtime.mutated_by` writes a compact summary of it on the object itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from celmut.runtime.patch import diff
+from celmut.runtime.results import MutationStep, PolicyOutcome
+
+MUTATED_BY_ANNOTATION = "celmut.io/mutated-by"  # the summary on the object (celmut.runtime.mutated_by)
+RECORDER = "celmut"  # the name provenance gives celmut's own change (the summary annotation)
+
+
+@dataclass(slots=True)
+class FieldChange:
+    """One field a mutation changed: ``op`` is ``add``, ``replace`` or ``remove``."""
+
+    op: str
+    path: str  # RFC 6901 pointer
+    value: Any = None  # the new value (add/replace); never rendered in the audit log
+
+    def to_dict(self, *, values: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op, "path": self.path}
+        if values and self.op != "remove":
+            out["value"] = self.value
+        return out
+
+
+@dataclass(slots=True)
+class AppliedMutation:
+    """The fields one mutation of one policy changed (``mutation`` is '' when only the policy's whole
+    change is known: the engine was not asked to explain)."""
+
+    policy: str
+    kind: str
+    mutation: str  # e.g. spec.mutations[1]
+    index: int | None
+    changes: tuple[FieldChange, ...]
+    binding: str = ""
+    reinvoked: bool = False
+    trigger: str = ""  # mutateExisting: the trigger that led to this target
+    kept: tuple[str, ...] = ()  # pointers it writes that already had its value (known when explaining)
+
+    def pointers(self, op: str | None = None) -> list[str]:
+        return [c.path for c in self.changes if op is None or c.op == op]
+
+    def to_dict(self, *, values: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"policy": self.policy, "kind": self.kind}
+        if self.mutation:
+            out["mutation"] = self.mutation
+            out["index"] = self.index
+        for key in ("binding", "trigger"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if self.reinvoked:
+            out["reinvoked"] = True
+        out["changes"] = [c.to_dict(values=values) for c in self.changes]
+        if self.kept:
+            out["kept"] = list(self.kept)
+        return out
+
+
+@dataclass(slots=True)
+class NotApplied:
+    """A policy considered but not applied (or matched and changed nothing), and why."""
+
+    policy: str
+    kind: str
+    status: str  # skipped | excepted | error | unchanged
+    cause: str  # a results.Cause; '' for unchanged
+    name: str  # the matchCondition or PolicyException ``cause`` names
+    reason: str  # prose
+    failure_policy: str = "Fail"
+    path: str = ""  # the failing expression, for errors
+    binding: str = ""
+
+    @property
+    def selects_resource(self) -> bool:
+        """False when the policy's resource rules do not even name this kind of request (a Deployment
+        policy on a Pod, an autogen variant): reports that answer "why not" can leave those out."""
+        return not (self.cause == "matchConstraints" and self.name == "resourceRules")
+
+    @property
+    def summary(self) -> str:
+        """A short reason: ``matchCondition is-prod``, ``PolicyException default/skip``, ``error (Ignore): …``."""
+        if self.cause == "matchCondition" or self.cause == "targetMatchCondition":
+            return f"{self.cause} {self.name}"
+        if self.cause == "exception":
+            return f"PolicyException {self.name}"
+        if self.cause == "error":
+            where = f"{self.path}: " if self.path else ""
+            return f"error (failurePolicy {self.failure_policy}): {where}{self.reason}"
+        if self.cause == "matchConstraints":
+            return f"matchConstraints: {self.reason}"
+        if self.status == "unchanged":
+            return f"unchanged: {self.reason}" if self.reason else "unchanged"
+        return f"{self.cause}: {self.reason}" if self.cause else self.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"policy": self.policy, "kind": self.kind, "status": self.status}
+        if self.cause:
+            out["cause"] = self.cause
+        if self.name:
+            out["name"] = self.name
+        out["reason"] = self.reason
+        if self.status == "error":
+            out["failurePolicy"] = self.failure_policy
+        for key in ("path", "binding"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Every change to one object, in the order it was made, and every policy that did not apply."""
+
+    applied: tuple[AppliedMutation, ...] = ()
+    not_applied: tuple[NotApplied, ...] = ()
+
+    def touching(self, pointer: str) -> list[AppliedMutation]:
+        """The mutations that changed ``pointer``, a field inside it or a field that contains it: why
+        is this field here (or not)."""
+        return [
+            m
+            for m in self.applied
+            if any(_related(c.path, pointer) for c in m.changes) or any(_related(k, pointer) for k in m.kept)
+        ]
+
+    def by_policy(self) -> dict[str, dict[str, list[str]]]:
+        """Per applied policy, its pointers by op (``{"add": [...], "replace": [...]}``), in order."""
+        out: dict[str, dict[str, list[str]]] = {}
+        for mutation in self.applied:
+            if not mutation.changes:
+                continue
+            ops = out.setdefault(mutation.policy, {})
+            for change in mutation.changes:
+                paths = ops.setdefault(change.op, [])
+                if change.path not in paths:
+                    paths.append(change.path)
+        return out
+
+    def to_dict(self, *, values: bool = True) -> dict[str, Any]:
+        return {
+            "applied": [m.to_dict(values=values) for m in self.applied],
+            "notApplied": [n.to_dict() for n in self.not_applied],
+        }
+
+
+def describe(applied: Iterable[AppliedMutation], limit: int) -> str:
+    """One line naming each mutation and the fields it changed, at most ``limit`` characters:
+    ``add-team spec.mutations[0]: add /metadata/labels/team; set-cpu spec.mutations[1]: replace …``;
+    fields that do not fit are counted (``… and 3 more fields``)."""
+    parts: list[str] = []
+    pending = [(m, c) for m in applied for c in m.changes]
+    used = 0
+    previous: AppliedMutation | None = None
+    for position, (mutation, change) in enumerate(pending):
+        field_text = f"{change.op} {change.path}"
+        if mutation is not previous:
+            head = " ".join(p for p in (mutation.policy, short_mutation_path(mutation.mutation)) if p)
+            text = ("; " if parts else "") + f"{head}: {field_text}"
+        else:
+            text = f", {field_text}"
+        after = len(pending) - position - 1  # room for the count of those after this one, should they not fit
+        if used + len(text) + (len(_more_fields(after)) if after else 0) > limit:
+            parts.append(_more_fields(after + 1))  # fits: the previous field left room for it
+            break
+        parts.append(text)
+        used += len(text)
+        previous = mutation
+    return "".join(parts)
+
+
+def short_mutation_path(path: str) -> str:
+    """``spec.mutations[1]`` for ``spec.mutations[1].jsonPatch.expression``."""
+    head, found, _ = path.partition("].")
+    return head + "]" if found else path
+
+
+def _more_fields(count: int) -> str:
+    return f" … and {count} more field{'s' if count > 1 else ''}"
+
+
+def _related(path: str, pointer: str) -> bool:
+    """Whether two pointers are the same field or one contains the other (``…/-``, a JSONPatch append,
+    stands for its list)."""
+    path, pointer = path.removesuffix("/-"), pointer.rstrip("/").removesuffix("/-")
+    return path == pointer or path.startswith(pointer + "/") or pointer.startswith(path + "/")
+
+
+def changes_of(patch: Iterable[dict[str, Any]]) -> tuple[FieldChange, ...]:
+    return tuple(FieldChange(op["op"], op["path"], op.get("value")) for op in patch)
+
+
+_MISSING = object()
+Pointers = list[tuple[str, list[str]]]  # (pointer, its unescaped tokens)
+
+
+def pointers_of(patch: Iterable[dict[str, Any]]) -> Pointers:
+    """The pointers of a patch, split once for every policy :func:`attributed` looks them up in."""
+    out: Pointers = []
+    for op in patch:
+        path = op["path"]
+        tokens = path.split("/")[1:]
+        out.append((path, [t.replace("~1", "/").replace("~0", "~") if "~" in t else t for t in tokens]))
+    return out
+
+
+def _child(node: Any, token: str) -> Any:
+    if type(node) is dict:
+        return node.get(token, _MISSING)
+    if type(node) is list and token.isdigit() and int(token) < len(node):
+        return node[int(token)]
+    return _MISSING
+
+
+def attributed(outcome: PolicyOutcome, pointers: Pointers) -> tuple[FieldChange, ...]:
+    """The pointers of the admission's whole change (``pointers``, from :func:`pointers_of`) this
+    policy took part in: each whose value differs between the object the policy received and the one it
+    produced, as an ``add`` (absent before), ``remove`` (absent after) or ``replace``.
+
+    The webhook's way to name each policy's fields: a walk down both objects per pointer that stops at
+    the first subtree they share (copy-on-write) instead of a diff of the whole object per policy. A
+    field a policy set and a later one removed is in neither."""
+    before, after = outcome.before, outcome.after
+    changes: list[FieldChange] = []
+    for path, tokens in pointers:
+        old, new = before, after
+        for token in tokens:  # _child, inlined for dicts: this loop runs per pointer and policy
+            if old is new:
+                break
+            old = old.get(token, _MISSING) if type(old) is dict else _child(old, token)
+            new = new.get(token, _MISSING) if type(new) is dict else _child(new, token)
+        if old is new or (type(old) is type(new) and old == new):
+            continue
+        if old is _MISSING:
+            changes.append(FieldChange("add", path, new))
+        elif new is _MISSING:
+            changes.append(FieldChange("remove", path))
+        else:
+            changes.append(FieldChange("replace", path, new))
+    return tuple(changes)
+
+
+def _applied(outcome: PolicyOutcome, trigger: str = "", pointers: Pointers | None = None) -> list[AppliedMutation]:
+    steps: Sequence[MutationStep] | None = outcome.steps
+    common: dict[str, Any] = {"binding": outcome.binding, "reinvoked": outcome.reinvoked, "trigger": trigger}
+    if steps is None:
+        if outcome.status != "applied":
+            return []
+        changes = attributed(outcome, pointers) if pointers is not None else changes_of(outcome.patch)
+        return [AppliedMutation(outcome.policy, outcome.kind, "", None, changes, **common)]
+    out: list[AppliedMutation] = []
+    for step in steps:
+        changes = changes_of(step.patch) if step.after is not step.before else ()
+        kept = tuple(
+            dict.fromkeys(c for c in step.claims if not any(_related(c, change.path) for change in changes))
+        )
+        if changes or kept:
+            out.append(
+                AppliedMutation(outcome.policy, outcome.kind, step.path, step.index, changes, kept=kept, **common)
+            )
+    return out
+
+
+def not_applied(outcome: PolicyOutcome) -> NotApplied:
+    return NotApplied(
+        outcome.policy,
+        outcome.kind,
+        outcome.status,
+        outcome.cause,
+        outcome.cause_name,
+        outcome.reason,
+        outcome.failure_policy,
+        outcome.path,
+        outcome.binding,
+    )
+
+
+def from_outcomes(
+    outcomes: Iterable[PolicyOutcome],
+    final: dict[str, Any] | None = None,
+    *,
+    patch: Sequence[dict[str, Any]] | None = None,
+    trigger: str = "",
+) -> Provenance:
+    """The provenance of one object from the outcomes of its policies, in evaluation order.
+
+    ``final`` (the object admitted) reveals celmut's own change after the policies: the
+    ``celmut.io/mutated-by`` summary, attributed to :data:`RECORDER`. A policy whose steps were not
+    recorded (the engine was not asked to explain) is described by its own diff, or, given ``patch``
+    (the admission's whole change), by the operations of ``patch`` it took part in (:func:`attributed`)."""
+    applied: list[AppliedMutation] = []
+    skipped: list[NotApplied] = []
+    last: Any = None
+    pointers = pointers_of(patch) if patch is not None else None
+    for outcome in outcomes:
+        status = outcome.status
+        mutations = _applied(outcome, trigger, pointers) if status == "applied" or status == "unchanged" else []
+        applied += mutations
+        if outcome.status == "applied":
+            last = outcome.after
+        elif not mutations:  # an unchanged policy that writes fields already set is explained by them
+            skipped.append(not_applied(outcome))
+    if final is not None and last is not None and final is not last:
+        recorded = diff(last, final)
+        if recorded:
+            applied.append(AppliedMutation(RECORDER, RECORDER, MUTATED_BY_ANNOTATION, None, changes_of(recorded)))
+    return Provenance(tuple(applied), tuple(skipped))
