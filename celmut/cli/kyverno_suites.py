@@ -257,7 +257,7 @@ class _SuiteRunner:
         return row
 
     def note(self, expected: ExpectedResult, text: str) -> None:
-        self.run.notes.append(f"{self.suite.path}: results[{expected.index}] (policy {expected.policy}): {text}")
+        self.run.notes.append(f"results[{expected.index}] (policy {expected.policy}): {text}")
 
     def check(self, expected: ExpectedResult) -> None:
         refs = self.selector.resources(expected)

@@ -132,7 +132,7 @@ def _print_test(test: TestRun, colors: console.Palette, args: argparse.Namespace
         print()
     details = suite_report.test_details(test, colors)
     if details:
-        sys.stdout.write(details + "\n")
+        sys.stdout.write(details)
 
 
 def _print_summary(
