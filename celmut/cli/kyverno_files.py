@@ -72,9 +72,10 @@ def _list(value: Any, where: str, source: str) -> list[Any]:
     return value
 
 
-def unwrap_cluster_resources(documents: Iterable[Document], base: Path) -> list[Document]:
+def unwrap_cluster_resources(documents: Iterable[Document], base: Path | None = None) -> list[Document]:
     """The documents with each ClusterResource wrapper replaced by its ``spec.resources`` and the
-    CRDs its ``spec.crds`` name (paths relative to ``base``)."""
+    CRDs its ``spec.crds`` name (paths relative to ``base``: a Test's directory; by default the
+    wrapper file's)."""
     out: list[Document] = []
     for document in documents:
         if not is_cli_kind(document.content, "ClusterResource"):
@@ -88,7 +89,7 @@ def unwrap_cluster_resources(documents: Iterable[Document], base: Path) -> list[
         for index, path in enumerate(_list(spec.get("crds"), "spec.crds", document.source)):
             if not isinstance(path, str):
                 raise DocumentError(document.source, f"spec.crds[{index}]: must be a file name")
-            out += load_documents(base / path)
+            out += load_documents((base if base is not None else Path(document.path).parent) / path)
     return out
 
 

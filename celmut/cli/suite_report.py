@@ -14,7 +14,6 @@ evaluated rows are ``skipped``, a test that could not run an ``error``), which C
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
@@ -22,36 +21,12 @@ from typing import Any
 import yaml
 
 from celmut.cli import suite_compare
+from celmut.cli.boxes import box_table
 from celmut.cli.console import Palette
 from celmut.cli.kyverno_suites import FAIL, NOT_EVALUATED, PASS, Row, TestRun
 
 HEADERS = ("ID", "POLICY", "RULE", "RESOURCE", "RESULT", "REASON")
 FORMATS = ("table", "json", "yaml", "markdown", "junit")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _width(text: str) -> int:
-    return len(_ANSI.sub("", text))
-
-
-def box_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A table boxed like Kyverno's (``│`` columns, ``─`` rules); the first column is right-aligned."""
-    widths = [max([_width(h), *(_width(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-
-    def line(left: str, middle: str, right: str) -> str:
-        return left + middle.join("─" * (w + 2) for w in widths) + right
-
-    def cells(values: Sequence[str]) -> str:
-        padded = [
-            " " * (w - _width(v)) + v if i == 0 else v + " " * (w - _width(v))
-            for i, (v, w) in enumerate(zip(values, widths, strict=True))
-        ]
-        return "│ " + " │ ".join(padded) + " │"
-
-    out = [line("┌", "┬", "┐"), cells(headers), line("├", "┼", "┤")]
-    out += [cells(r) for r in rows]
-    out.append(line("└", "┴", "┘"))
-    return "\n".join(out) + "\n"
 
 
 def _result(row: Row, colors: Palette) -> str:
