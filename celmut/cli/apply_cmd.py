@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
             "--context-file": [args.context_file] if args.context_file else [],
         }
     )
+    apply_report.check_destination(args.output_file, args.output_dir)
     backend = flags.chosen(args)
     if backend is None:
         return EXIT_BAD_INPUT

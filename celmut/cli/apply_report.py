@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from celmut.cli import output
 from celmut.cli.boxes import box_table
 from celmut.cli.console import Palette
+from celmut.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from celmut.runtime.mutate_existing import TargetResult
@@ -87,6 +88,19 @@ def table(found: Sequence[PolicyResult], colors: Palette, *, detailed: bool) -> 
         for i, r in enumerate(found, 1)
     ]
     return box_table(headers, rows)
+
+
+def check_destination(output_file: str | None, output_dir: str | None) -> None:
+    """Refuse an output path that cannot be written before anything runs (kyverno apply checks it
+    first too: ``checkMutateLogPath``), naming the flag."""
+    if output_file is not None:
+        target = Path(output_file)
+        if target.is_dir():
+            raise ConfigurationError(f"--output-file {output_file}: is a directory (use --output-dir for one)")
+        if not target.parent.is_dir():
+            raise ConfigurationError(f"--output-file {output_file}: no such directory: {target.parent}")
+    if output_dir is not None and Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise ConfigurationError(f"--output-dir {output_dir}: not a directory (use --output-file for one file)")
 
 
 def write_file(path: Path, objects: Sequence[dict[str, Any]]) -> None:

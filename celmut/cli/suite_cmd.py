@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from celmut.cli import console
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from celmut.errors import ConfigurationError
 from celmut.service import flags
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from celmut.cli.suite_spec import CaseSelector, find_test_files
 
     selector = CaseSelector.parse(args.test_case_selector)
+    if args.junit and not Path(args.junit).parent.is_dir():  # refused before any test runs
+        raise ConfigurationError(f"--junit {args.junit}: no such directory: {Path(args.junit).parent}")
     backend = flags.chosen(args)
     if backend is None:
         return EXIT_BAD_INPUT
