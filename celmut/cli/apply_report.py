@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from celmut.cli import output
 from celmut.cli.boxes import box_table
 from celmut.cli.console import Palette
+from celmut.cli.suite_rows import NOT_MATCHED, resource_name
 from celmut.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from celmut.runtime.results import PolicyOutcome
     from celmut.service.offline import ResourceRun
 
-# Why a policy did not apply that means it did not select the resource: no result, as in Kyverno.
-NOT_SELECTED = {"matchConstraints", "namespace", "controlledReplicaSet", "backgroundRequest", "noBinding", "noObject"}
 
 
 @dataclass(frozen=True)
@@ -41,20 +40,12 @@ class PolicyResult:
     message: str
 
 
-def resource_name(obj: dict[str, Any]) -> str:
-    """``apiVersion/Kind/namespace/name``, as the Kyverno CLI's newer tables name resources."""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name") or meta.get("generateName")
-    parts = [obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"), name]
-    return "/".join(str(p) for p in parts if p)
-
-
 def _result(outcome: PolicyOutcome) -> str | None:
     if outcome.status == "error" or outcome.cause == "error":
         return "error"
     if outcome.status in ("applied", "unchanged"):
         return "pass"
-    if outcome.status == "skipped" and outcome.cause in NOT_SELECTED:
+    if outcome.status == "skipped" and outcome.cause in NOT_MATCHED:
         return None
     return "skip"
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from celmut import kinds
 from celmut.cli import kyverno_files, suite_compare
+from celmut.cli.suite_rows import DIFF_MESSAGE, FAIL, NOT_EVALUATED, NOT_MATCHED, PASS, Row, TestRun, resource_name
 from celmut.cli.suite_spec import CaseSelector, ExpectedResult, Suite, load_suite
 from celmut.compile.pipeline import read_paths
 from celmut.errors import CelmutError
@@ -50,50 +51,6 @@ from celmut.service.offline_context import ContextFileEntry, GlobalEntry, Static
 from celmut.sources.documents import Document, DocumentError, kubernetes_objects, load_documents
 from celmut.sources.kyverno_values import Values, load_values, parse_values
 
-PASS, FAIL, NOT_EVALUATED = "Pass", "Fail", "Not evaluated"
-# Why a policy did not apply that means it did not match the resource: Kyverno returns no rule
-# response then, which kyverno test reports as Excluded.
-NOT_MATCHED = {"matchConstraints", "namespace", "controlledReplicaSet", "backgroundRequest", "noBinding", "noObject"}
-DIFF_MESSAGE = "Patched resource didn't match the patched resource in the test result"
-
-
-@dataclass
-class Row:
-    """One line of the results table."""
-
-    id: int
-    policy: str
-    rule: str
-    resource: str
-    result: str  # Pass, Fail or Not evaluated
-    reason: str
-    message: str = ""
-    counted: str = "pass"  # pass | skip | fail | other: which of Kyverno's counters it adds to
-    expected_doc: dict[str, Any] | None = None  # for a Resource diff: the two documents compared
-    actual_doc: dict[str, Any] | None = None
-    patched_file: str = ""
-
-    @property
-    def failed(self) -> bool:
-        return self.result == FAIL
-
-
-@dataclass
-class TestRun:
-    path: Path
-    name: str
-    rows: list[Row] = field(default_factory=list)
-    not_evaluated: list[Row] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # where a result passes only as Kyverno lets it
-    warnings: list[str] = field(default_factory=list)
-    progress: list[str] = field(default_factory=list)  # Kyverno's "Loading …" lines
-    error: str = ""  # the test could not run
-    file_errors: list[str] = field(default_factory=list)  # patchedResources files that could not be read
-
-    @property
-    def passed(self) -> bool:
-        return not self.error and not self.file_errors and not any(row.failed for row in self.rows)
-
 
 @dataclass
 class _Subject:
@@ -105,9 +62,7 @@ class _Subject:
 
     @property
     def display(self) -> str:
-        meta = self.obj.get("metadata") or {}
-        parts = [self.obj.get("apiVersion"), self.obj.get("kind"), meta.get("namespace"), meta.get("name")]
-        return "/".join(str(p) for p in parts if p)
+        return resource_name(self.obj)
 
 
 def _plural(count: int, word: str, plural: str) -> str:

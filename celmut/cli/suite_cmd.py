@@ -27,7 +27,7 @@ from celmut.errors import ConfigurationError
 from celmut.service import flags
 
 if TYPE_CHECKING:
-    from celmut.cli.kyverno_suites import Row, TestRun
+    from celmut.cli.suite_rows import Row, TestRun
 
 OUTPUT_FORMATS = ("table", "json", "yaml", "markdown", "junit")
 EXIT_CODES = {

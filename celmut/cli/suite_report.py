@@ -23,7 +23,7 @@ import yaml
 from celmut.cli import suite_compare
 from celmut.cli.boxes import box_table
 from celmut.cli.console import Palette
-from celmut.cli.kyverno_suites import FAIL, NOT_EVALUATED, PASS, Row, TestRun
+from celmut.cli.suite_rows import FAIL, NOT_EVALUATED, PASS, Row, TestRun
 
 HEADERS = ("ID", "POLICY", "RULE", "RESOURCE", "RESULT", "REASON")
 FORMATS = ("table", "json", "yaml", "markdown", "junit")
