@@ -67,10 +67,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("apply", help="apply policies to resources offline, like kyverno apply", description=__doc__)
     p.add_argument("policies", nargs="+", metavar="POLICY_PATH", help="policy files or directories ('-': stdin)")
     p.add_argument(
-        "-r", "--resource", action="append", default=[], metavar="PATH", help="resources to admit ('-': stdin)"
-    )
+        "-r", "--resource", "--resources", action="append", default=[], metavar="PATH",
+        help="resources to admit ('-': stdin)",
+    )  # fmt: skip
+    p.add_argument(
+        "-e", "--exception", "--exceptions", dest="exceptions", action="append", default=[], metavar="PATH",
+        help="PolicyException files or directories, as kyverno apply -e (exceptions may also sit among the policies)",
+    )  # fmt: skip
     p.add_argument("--cluster-resources", action="append", default=[], metavar="PATH", help="objects lookups see")
-    p.add_argument("--target-resources", action="append", default=[], metavar="PATH", help="existing objects")
+    p.add_argument(
+        "--target-resources", "--target-resource", action="append", default=[], metavar="PATH", help="existing objects"
+    )
     p.add_argument("-f", "--values-file", "--values", dest="values", metavar="FILE", help="Kyverno CLI values file")
     p.add_argument(
         "-s", "--set", action="append", default=[], metavar="KEY=VALUE", help="a value, as in a values file's "
@@ -129,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     inputs.check_stdin(
         {
             "the policies": args.policies,
+            "--exception": args.exceptions,
             "-r": args.resource,
             "--cluster-resources": args.cluster_resources,
             "--target-resources": args.target_resources,
@@ -200,6 +208,12 @@ def _load(
     if args.values and args.set:
         raise ConfigurationError("pass the values either with --set or with --values-file, not both (as kyverno)")
     policies, read_errors = read_paths(*args.policies)
+    exceptions, exception_errors = read_paths(*args.exceptions)
+    for document in exceptions:
+        if not kyverno_files.is_policy_exception(document.content):
+            what = kyverno_files.describe(document.content)
+            raise ConfigurationError(f"{document.source}: {what}: not a PolicyException (given with --exception)")
+    policies, read_errors = policies + exceptions, read_errors + exception_errors
     cluster = kyverno_files.unwrap_cluster_resources(inputs.object_documents(args.cluster_resources))
     cluster += inputs.object_documents(args.target_resources)
     images, entries = StaticImages(), StaticGlobalContext()

@@ -193,3 +193,20 @@ def mock_entries(items: Any, source: str, base: Path) -> list[MockEntry]:
         compiled = compile_path(field_path, f"{source}: {where}.fieldPath") if field_path else None
         out.append(MockEntry(name, root, compiled, projections))
     return out
+
+
+def is_policy_exception(content: Any) -> bool:
+    """A Kyverno ``PolicyException`` (``policies.kyverno.io``), what ``kyverno apply -e`` reads."""
+    if not isinstance(content, dict):
+        return False
+    group = str(content.get("apiVersion") or "").rpartition("/")[0]
+    return content.get("kind") == "PolicyException" and group == "policies.kyverno.io"
+
+
+def describe(content: Any) -> str:
+    """``Kind name`` of an object, or what the document is instead (``a string``)."""
+    if not isinstance(content, dict):
+        return describe_type(content)
+    meta = content.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return f"{content.get('kind') or 'an object without kind'} {name or ''}".strip()

@@ -129,3 +129,20 @@ def test_a_path_given_to_dash_o_points_to_output_file(capsys: pytest.CaptureFixt
 def test_remove_color_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, POLICY, "-r", POD, "--cluster-resources", CLUSTER, "--diff", "--remove-color")
     assert code == 0 and "+    web-replicas: '4'" in out and "\x1b[" not in out
+
+
+def test_exceptions_given_with_dash_e_skip_the_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    """kyverno apply -e/--exception: the exception's policy is skipped (counted as skip) and the
+    header says how many exceptions were read (apply/command.go, "with %d exception(s)")."""
+    exception = str(DATA / "exception.yaml")
+    for flag in ("-e", "--exception", "--exceptions"):
+        code, out, err = run(capsys, POLICY, "--resources", POD, flag, exception)
+        assert code == 0, err
+        assert "annotations" not in yaml.safe_load(out)["metadata"]
+        assert err.splitlines()[0] == "Applying 1 policy rule(s) to 1 resource(s) with 1 exception(s)..."
+        assert err.splitlines()[-1] == "pass: 0, fail: 0, warn: 0, error: 0, skip: 1"
+
+
+def test_a_policy_given_with_dash_e_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, POLICY, "-r", POD, "-e", POLICY)
+    assert code == 2 and f"{POLICY}: MutatingPolicy stamp-request: not a PolicyException (given with --exception)" in err
