@@ -18,7 +18,11 @@ _CODES = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "bold": "1"}
 
 def add_color_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--no-color", action="store_true", help="no colour even on a terminal (also: the NO_COLOR environment variable)"
+        "--no-color",
+        "--remove-color",
+        dest="no_color",
+        action="store_true",
+        help="no colour even on a terminal (also: the NO_COLOR environment variable; --remove-color is kyverno's name)",
     )
 
 

@@ -1,184 +1,381 @@
-"""Run Kyverno CLI test files (``kyverno-test.yaml``, ``cli.kyverno.io/v1alpha1`` ``Test``).
+"""Run a Kyverno CLI Test the way ``kyverno test`` does, and report one row per expected result.
 
-A test names policies, resources, optional exceptions, clusterResources, targetResources and a
-values file, and lists expected results: for a policy and resources (``ns/name`` or ``name``), a
-``result`` of pass, skip, fail or error, and optionally ``patchedResources`` — the expected objects,
-compared the way Kyverno does (tidy both: drop nulls, empty maps and lists; then equal).
+The evaluation: the Test's policies and exceptions are compiled once; its resources (a namespaced one
+without a namespace is in ``default``) are admitted in order over a cluster made of its
+``clusterResources`` (``ClusterResource`` wrappers unwrapped), ``targetResources``,
+``paramResources`` and the ``context`` file's resources; ``image.GetMetadata`` and
+``globalContext.Get`` read the context file and ``globalContextEntries`` mocks
+(:mod:`celmut.cli.kyverno_files`); then mutateExisting policies scan the targets.
+
+The rows follow ``cmd/cli/kubectl-kyverno/commands/test/output.go`` ``printTestResult`` and
+``command.go`` ``checkResult``:
+
+* a result's ``resources`` (``name`` or ``namespace/name``; the kind is not used) select the admitted
+  resources and mutateExisting targets; when none is found, every resource is checked;
+* per resource, the policy's outcome: not matched → ``Pass`` ``Excluded`` (counted as a skip, whatever
+  the expected result); otherwise ``pass`` (it applied or changed nothing), ``skip`` (a matchCondition
+  was false, an exception applied) or ``error``, compared with the expected ``result`` after the
+  resource is compared with its ``patchedResources`` document (:mod:`celmut.cli.suite_compare`):
+  ``Resource diff``, ``Want X, got Y`` or ``Ok``;
+* a ``patchedResources`` file with no document for the resource: the result is dropped, as Kyverno
+  drops it (celmut says so in a note; ``failOnMissingResources: true`` fails it instead); a file that
+  cannot be read is a ``Resource error`` row and makes the run exit 2;
+* nothing found at all: ``Fail`` ``Not found``;
+* results for policy kinds celmut does not run (ValidatingPolicy, ImageValidatingPolicy, a classic
+  ClusterPolicy …) are not evaluated: rows of their own, listed at the end.
+
+Where a suite only passes through one of Kyverno's leniencies (an Excluded row expected to pass, a
+dropped result, a policy or resource name found nowhere), the run passes as ``kyverno test`` does and
+a note says why.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from celmut import kinds
+from celmut.cli import kyverno_files, suite_compare
+from celmut.cli.suite_rows import DIFF_MESSAGE, FAIL, NOT_EVALUATED, NOT_MATCHED, PASS, Row, TestRun, resource_name
+from celmut.cli.suite_spec import CaseSelector, ExpectedResult, Suite, load_suite
 from celmut.compile.pipeline import read_paths
+from celmut.errors import CelmutError
+from celmut.policy.unsupported import KYVERNO_CLASSIC_GROUP, OTHER_ENGINES
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.runtime.results import PolicyOutcome
+from celmut.service.assembly import is_crd
 from celmut.service.offline import OfflineCluster, ResourceRun
-from celmut.sources.documents import DocumentError, describe_type, kubernetes_objects, load_documents, load_single
-from celmut.sources.kyverno_values import load_values
-
-TEST_FILE_NAMES = ("kyverno-test.yaml", "kyverno-test.yml")
-
-
-@dataclass
-class ResultRow:
-    test: str
-    policy: str
-    resource: str
-    expected: str
-    actual: str
-    reason: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.expected == self.actual
+from celmut.service.offline_context import ContextFileEntry, GlobalEntry, StaticGlobalContext, StaticImages
+from celmut.sources.documents import Document, DocumentError, kubernetes_objects, load_documents
+from celmut.sources.kyverno_values import Values, load_values, parse_values
 
 
 @dataclass
-class TestRun:
-    path: Path
-    name: str
-    rows: list[ResultRow] = field(default_factory=list)
-    error: str = ""
+class _Subject:
+    """A resource a result can name: an admitted input, or a mutateExisting target."""
+
+    obj: dict[str, Any]
+    run: ResourceRun | None = None
+    targets: list[TargetResult] = field(default_factory=list)
 
     @property
-    def passed(self) -> bool:
-        return not self.error and all(row.passed for row in self.rows)
+    def display(self) -> str:
+        return resource_name(self.obj)
 
 
-def find_test_files(paths: list[str]) -> list[Path]:
-    found: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_file():
-            found.append(path)
-        elif path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.name in TEST_FILE_NAMES)
+def _plural(count: int, word: str, plural: str) -> str:
+    return f"{count} {word if count == 1 else plural}"
+
+
+def _other_engine_kind(document: Document) -> str:
+    """The kind of a policy another engine runs (ValidatingPolicy, classic ClusterPolicy …), or ""."""
+    doc = document.content
+    if not isinstance(doc, dict):
+        return ""
+    group = str(doc.get("apiVersion") or "").rpartition("/")[0]
+    kind = str(doc.get("kind") or "")
+    if kind in OTHER_ENGINES.get(group, ()) or (group == KYVERNO_CLASSIC_GROUP and kind in ("ClusterPolicy", "Policy")):
+        return kind
+    return ""
+
+
+class _SuiteRunner:
+    def __init__(self, suite: Suite, backend: str | None, selector: CaseSelector) -> None:
+        self.suite = suite
+        self.backend = backend
+        self.selector = selector
+        self.run = TestRun(suite.path, suite.name, warnings=list(suite.warnings))
+        self.patched_cache: dict[str, list[dict[str, Any]] | str] = {}
+        self.other_policies: dict[str, str] = {}  # name → kind, for policies another engine runs
+        self.celmut_policies: set[str] = set()
+        self.subjects: list[_Subject] = []
+        self.next_id = 1
+
+    def path(self, name: str) -> Path:
+        return self.suite.base / name
+
+    def paths(self, names: Sequence[str]) -> list[Path]:
+        return [self.path(n) for n in names]
+
+    # --- loading ------------------------------------------------------------------------------------
+
+    def execute(self) -> TestRun:
+        suite, run = self.suite, self.run
+        run.progress.append(f"Loading test {suite.name} ( {suite.path} ) ...")
+        try:
+            offline, resources = self.load()
+        except CelmutError as ex:  # a file it names is missing or of the wrong shape, a bad mock or entry
+            run.error = str(ex)
+            return run
+        if offline.compilation.errors:
+            run.error = "; ".join(str(e) for e in offline.compilation.errors)
+            return run
+        run.warnings += offline.compilation.compiled.warnings
+        compiled = offline.compilation.compiled
+        self.celmut_policies = {p.name for p in compiled.policies}
+        count = len({(p.kind, p.namespace, p.name) for p in compiled.policies}) + len(self.other_policies)
+        excepting = _plural(len(compiled.exceptions), "exception", "exceptions")
+        exceptions = f" with {excepting}" if compiled.exceptions else ""
+        run.progress.append(
+            f"  Applying {_plural(count, 'policy', 'policies')} to "
+            f"{_plural(len(resources), 'resource', 'resources')}{exceptions} ..."
+        )
+        runs = offline.admit(resources)
+        targets = [t for r in runs for t in r.targets] + offline.scan()
+        self.subjects = [_Subject(r.resource, run=r) for r in runs]
+        by_identity: dict[tuple[str, str, str, str], _Subject] = {}
+        for target in targets:
+            identity = suite_compare.identity(target.target)
+            if identity not in by_identity:
+                by_identity[identity] = _Subject(target.target)
+                self.subjects.append(by_identity[identity])
+            by_identity[identity].targets.append(target)
+        run.progress.append("  Checking results ...")
+        for expected in suite.results:
+            if self.selector.selects(expected):
+                self.check(expected)
+        return run
+
+    def load(self) -> tuple[OfflineCluster, list[dict[str, Any]]]:
+        suite, run = self.suite, self.run
+        values = Values()
+        if suite.variables or suite.values:
+            run.progress.append("  Loading values/variables ...")
+            if suite.variables:
+                values = load_values(self.path(suite.variables))
+            if suite.values:
+                values = parse_values(suite.values, f"{suite.path}: values")
+        user_info: dict[str, Any] = {}
+        if suite.userinfo:
+            run.progress.append("  Loading user infos ...")
+            user_info = kyverno_files.load_user_info(self.path(suite.userinfo))
+        run.progress.append("  Loading policies ...")
+        documents, read_errors = read_paths(*map(str, self.paths(suite.policies + suite.exceptions)))
+        if read_errors:
+            raise DocumentError(str(suite.path), "; ".join(str(e) for e in read_errors))
+        policies = []
+        for document in documents:
+            other = _other_engine_kind(document)
+            if other:
+                self.other_policies[str((document.content.get("metadata") or {}).get("name") or "")] = other
+            else:
+                policies.append(document)
+        run.progress.append("  Loading resources ...")
+        given = load_documents(*self.paths(suite.cluster_resources))
+        cluster = kyverno_files.unwrap_cluster_resources(given, suite.base)
+        if suite.cluster_resources:
+            run.progress.append("Loading Kubernetes resources ...")
+        targets = load_documents(*self.paths(suite.target_resources))
+        cluster += load_documents(*self.paths(suite.param_resources))
+        images, entries = StaticImages(), StaticGlobalContext()
+        if suite.context:
+            context = kyverno_files.load_context(self.path(suite.context))
+            cluster += [Document(f"{suite.context} spec.resources", i, o) for i, o in enumerate(context.resources)]
+            images = StaticImages(context.images)
+            for name, projections in context.global_context.items():
+                entries.entries[name] = ContextFileEntry(name, projections)
+            run.warnings += context.warnings
+        mocks: dict[str, GlobalEntry] = {
+            m.name: m for m in kyverno_files.mock_entries(suite.global_context_entries, str(suite.path), suite.base)
+        }
+        entries.entries.update(mocks)
+        kubernetes_objects(cluster)
+        crds = [d.content for d in [*cluster, *documents] if is_crd(d.content)]
+        table = kinds.KindTable(crds)
+        # Targets are read like resources (defaulted), the rest of the cluster as given (Kyverno reads
+        # clusterResources and context resources without YamlToUnstructured).
+        for document, obj in zip(targets, kubernetes_objects(targets), strict=True):
+            cluster.append(Document(document.path, document.index, kyverno_files.default_namespace(obj, table)))
+        inputs = kubernetes_objects(load_documents(*self.paths(suite.resources)))
+        resources = [kyverno_files.default_namespace(obj, table) for obj in inputs]
+        if suite.exceptions:
+            run.progress.append("  Loading exceptions ...")
+        offline = OfflineCluster.build(
+            policies, cluster, values, self.backend, images=images, global_context=entries, user_info=user_info
+        )
+        return offline, resources
+
+    # --- results ------------------------------------------------------------------------------------
+
+    def row(self, expected: ExpectedResult, resource: str, result: str, reason: str, **extra: Any) -> Row:
+        row = Row(self.next_id, expected.policy, expected.rule, resource, result, reason, **extra)
+        if result == PASS:
+            row.counted = "skip" if expected.result == "skip" or reason == "Excluded" else "pass"
+        elif result == FAIL:
+            row.counted = "fail"
         else:
-            raise DocumentError(str(path), "no such file or directory")
-    return found
+            row.counted = "other"
+        if result != NOT_EVALUATED:
+            self.next_id += 1
+        return row
+
+    def note(self, expected: ExpectedResult, text: str) -> None:
+        self.run.notes.append(f"results[{expected.index}] (policy {expected.policy}): {text}")
+
+    def check(self, expected: ExpectedResult) -> None:
+        refs = self.selector.resources(expected)
+        other_kind = expected.other_kind or (
+            self.other_policies.get(expected.policy_name, "")
+            if expected.policy_name not in self.celmut_policies
+            else ""
+        )
+        if other_kind:
+            for ref in refs or ("",):
+                self.run.not_evaluated.append(
+                    self.row(expected, ref, NOT_EVALUATED, f"{other_kind}: celmut runs mutating policies only")
+                )
+            return
+        if expected.policy_name not in self.celmut_policies:
+            self.note(
+                expected,
+                "no such policy among this test's policies; kyverno test reports each resource it names as "
+                "Excluded, a pass",
+            )
+        chosen = [s for s in self.subjects if any(_names(s.obj, r) for r in refs)]
+        specs = expected.resource_specs
+        chosen += [s for s in self.subjects if s not in chosen and any(_specified(s.obj, spec) for spec in specs)]
+        if not chosen:
+            if refs or expected.resource_specs:
+                self.note(
+                    expected,
+                    f"none of its resources ({', '.join(refs) or 'resourceSpecs'}) is among the test's resources or "
+                    "targets; as kyverno test does, every resource is checked",
+                )
+            chosen = list(self.subjects)
+        for subject in chosen:
+            rows, dropped = self.subject_rows(expected, subject)
+            if not rows and not dropped:
+                rows = [self.row(expected, subject.display, FAIL, "Not found", message="Not found")]
+            self.run.rows += rows
+
+    def subject_rows(self, expected: ExpectedResult, subject: _Subject) -> tuple[list[Row], bool]:
+        rows: list[Row] = []
+        dropped = False
+        if subject.run is not None:
+            run = subject.run
+            outcomes = [o for o in run.result.outcomes if _policy_name(o.policy) == expected.policy_name]
+            evaluated = [o for o in outcomes if not (o.status == "skipped" and o.cause in NOT_MATCHED)]
+            if not evaluated:
+                why = next((o.reason for o in outcomes if o.reason), "the policy does not match this resource")
+                rows.append(self.row(expected, subject.display, PASS, "Excluded", message=f"Excluded: {why}"))
+                if expected.result != "skip":
+                    self.note(
+                        expected,
+                        f"{subject.display} is Excluded ({why}); kyverno test reports that as a pass whatever the "
+                        f"expected result ({expected.result})",
+                    )
+            else:
+                status, message = _status(evaluated)
+                actual = run.result.object if run.result.object is not None else run.resource
+                row = self.compare(expected, subject, status, message, actual)
+                dropped = row is None
+                rows += [row] if row is not None else []
+        for target in subject.targets:
+            if _policy_name(target.policy) != expected.policy_name:
+                continue
+            status, message = _status([target.outcome])
+            actual = target.mutated if target.mutated is not None else target.target
+            row = self.compare(expected, subject, status, message, actual)
+            if row is None:
+                dropped = True
+                continue
+            if row.failed and expected.result == "fail":  # output.go: success := ok || result == fail
+                row.result, row.counted = PASS, "pass"
+                self.note(
+                    expected,
+                    f"target {subject.display}: kyverno test counts a failed check as a pass when the expected "
+                    "result is fail",
+                )
+            rows.append(row)
+        return rows, dropped
+
+    def compare(
+        self, expected: ExpectedResult, subject: _Subject, status: str, message: str, actual: dict[str, Any]
+    ) -> Row | None:
+        """The row for one outcome (checkResult), or None when Kyverno drops it."""
+        display = subject.display
+        if expected.patched:
+            documents = self.patched(expected.patched)
+            if isinstance(documents, str):
+                return self.row(expected, display, FAIL, "Resource error", message=documents)
+            wanted = suite_compare.find_expected(documents, actual)
+            if wanted is None:
+                missing = f"{expected.patched} has no document for {display}"
+                if expected.fail_on_missing:
+                    message = f"{missing} (failOnMissingResources)"
+                    return self.row(expected, display, FAIL, "Resource error", message=message)
+                self.note(
+                    expected,
+                    f"{missing}: kyverno test drops this result (failOnMissingResources: true fails it instead)",
+                )
+                return None
+            if not suite_compare.matches(wanted, actual):
+                return self.row(
+                    expected,
+                    display,
+                    FAIL,
+                    "Resource diff",
+                    message=DIFF_MESSAGE,
+                    expected_doc=wanted,
+                    actual_doc=actual,
+                    patched_file=expected.patched,
+                )
+        if status != expected.result:
+            return self.row(expected, display, FAIL, f"Want {expected.result}, got {status}", message=message)
+        return self.row(expected, display, PASS, "Ok", message=message)
+
+    def patched(self, name: str) -> list[dict[str, Any]] | str:
+        """The documents of a patchedResources file, read on first need; an error text when unreadable."""
+        if name not in self.patched_cache:
+            try:
+                self.patched_cache[name] = kubernetes_objects(load_documents(self.path(name)))
+            except DocumentError as ex:
+                self.patched_cache[name] = f"Error: failed to load resource ({ex})"
+                self.run.file_errors.append(f"{self.suite.path}: patchedResources: {ex}")
+        return self.patched_cache[name]
 
 
-def tidy(value: Any) -> Any:
-    """Kyverno's tidy: drop nulls, empty maps and empty lists, recursively."""
-    if isinstance(value, dict):
-        out = {k: tidy(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v not in (None, {}, [])}
-    if isinstance(value, list):
-        return [v for v in (tidy(v) for v in value) if v not in (None, {}, [])]
-    return value
+def _policy_name(display: str) -> str:
+    """A policy outcome's name, without its namespace and autogen suffix (``ns/p (autogen defaults)`` → p)."""
+    return display.partition(" (autogen")[0].rpartition("/")[2]
 
 
-def _ref(obj: dict[str, Any]) -> tuple[str, str, str]:
+def _names(obj: dict[str, Any], ref: str) -> bool:
+    """Whether ``ref`` (``name`` or ``namespace/name``) names ``obj``; an object without a namespace
+    is in ``default``, as Kyverno reads every resource."""
+    namespace, _, name = ref.rpartition("/")
     meta = obj.get("metadata") or {}
-    return str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    return meta.get("name") == name and (not namespace or namespace == (meta.get("namespace") or "default"))
 
 
-def _matches_ref(obj: dict[str, Any], kind: str, ref: str) -> bool:
-    obj_kind, namespace, name = _ref(obj)
-    ref_namespace, _, ref_name = ref.rpartition("/")
-    return (not kind or obj_kind == kind) and name == ref_name and (not ref_namespace or ref_namespace == namespace)
+def _specified(obj: dict[str, Any], spec: dict[str, str]) -> bool:
+    """``resourceSpecs``: group/version, namespace and name (output.go)."""
+    group, version = spec.get("group", ""), spec.get("version", "")
+    api_version = f"{group}/{version}" if group else version
+    meta = obj.get("metadata") or {}
+    return (
+        obj.get("apiVersion") == api_version
+        and spec.get("namespace", "") == (meta.get("namespace") or "default")
+        and meta.get("name") == spec.get("name")
+    )
 
 
-def _status(outcomes: list[PolicyOutcome]) -> tuple[str, str]:
-    statuses = [o.status for o in outcomes]
-    if "error" in statuses:
-        return "error", next(o.reason for o in outcomes if o.status == "error")
-    if "applied" in statuses or "unchanged" in statuses:
-        return "pass", ""
-    return "skip", "; ".join(o.reason for o in outcomes if o.reason)
+def _status(outcomes: Sequence[PolicyOutcome]) -> tuple[str, str]:
+    """Kyverno's result for a MutatingPolicy's rule response: error, pass (applied or changed nothing)
+    or skip (a matchCondition was false, an exception applied), with its message."""
+    for wanted, statuses in (("error", ("error",)), ("pass", ("applied", "unchanged"))):
+        found = [o for o in outcomes if o.status in statuses or (wanted == "error" and o.cause == "error")]
+        if found:
+            return wanted, found[0].reason or ("success" if wanted == "pass" else "")
+    return "skip", "; ".join(o.reason for o in outcomes if o.reason) or "skip"
 
 
-def run_test_file(path: Path, backend: str | None = None) -> TestRun:
-    base = path.parent
+def run_test_file(path: Path, backend: str | None = None, selector: CaseSelector | None = None) -> TestRun:
+    """Run one Test file; a file of the wrong shape gives a run with ``error`` set."""
     try:
-        spec = load_single(path)
-        if not isinstance(spec, dict):
-            raise DocumentError(str(path), f"a Test must be a map, not {describe_type(spec)}")
+        suite = load_suite(path)
     except DocumentError as ex:
         return TestRun(path, path.name, error=str(ex))
-    metadata = spec.get("metadata")
-    named = metadata.get("name") if isinstance(metadata, dict) else None
-    run = TestRun(path, str(named or spec.get("name") or path.name))
-
-    def files(key: str) -> list[str]:
-        value = spec.get(key) or []
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
-            raise DocumentError(str(path), f"{key}: must be a file name or a list of file names")
-        return [str(base / item) for item in items]
-
-    read_errors: list[Exception] = []
-    try:
-        policies, read_errors = read_paths(*files("policies"), *files("exceptions"))
-        resources = kubernetes_objects(load_documents(*files("resources")))
-        cluster = load_documents(*files("clusterResources"), *files("targetResources"))
-        kubernetes_objects(cluster)
-        values_files = files("variables") or files("values")
-        values = load_values(values_files[0]) if values_files else None
-        results = spec.get("results") or []
-        if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
-            raise DocumentError(str(path), "results: must be a list of maps")
-    except DocumentError as ex:
-        run.error = "; ".join(str(e) for e in [*read_errors, ex])
-        return run
-    offline = OfflineCluster.build(policies, cluster, values, backend, read_errors)
-    if offline.compilation.errors:
-        run.error = "; ".join(str(e) for e in offline.compilation.errors)
-        return run
-    runs = offline.admit(resources)
-    scanned = offline.scan()
-    for expected in results:
-        run.rows += _check(run.name, base, expected, runs, scanned)
-    return run
-
-
-def _check(
-    test: str, base: Path, expected: dict[str, Any], runs: list[ResourceRun], scanned: list[TargetResult]
-) -> list[ResultRow]:
-    policy = str(expected.get("policy", ""))
-    kind = str(expected.get("kind", ""))
-    want = str(expected.get("result", "pass"))
-    patched_file = expected.get("patchedResources") or expected.get("patchedResource")
-    patched: list[dict[str, Any]] = []
-    patched_error = ""
-    if patched_file:  # as Kyverno: an unreadable file is a failed row ("Resource error"), the others go on
-        try:
-            patched = kubernetes_objects(load_documents(base / str(patched_file)))
-        except DocumentError as ex:
-            patched_error = f"patchedResources: {ex}"
-    refs = expected.get("resources") or ([expected["resource"]] if expected.get("resource") else [])
-    refs = [refs] if isinstance(refs, str) else refs
-    rows = []
-    for ref in refs:
-        actual, reason, final = _actual(policy, kind, str(ref), runs, scanned)
-        if patched_error:
-            actual, reason = "fail", patched_error
-        elif actual == "pass" and patched and final is not None:
-            expected_doc = next((d for d in patched if _ref(d) == _ref(final)), None)
-            if expected_doc is None:
-                actual, reason = "fail", "no document for this resource in patchedResources"
-            elif tidy(expected_doc) != tidy(final):
-                actual, reason = "fail", "the patched resource differs from patchedResources"
-        rows.append(ResultRow(test, policy, f"{kind} {ref}".strip(), want, actual, reason))
-    return rows
-
-
-def _actual(
-    policy: str, kind: str, ref: str, runs: list[ResourceRun], scanned: list[TargetResult]
-) -> tuple[str, str, dict[str, Any] | None]:
-    def named(name: str) -> bool:
-        return name == policy or name.startswith(f"{policy} (autogen")
-
-    for target in [t for r in runs for t in r.targets] + scanned:
-        if named(target.policy) and _matches_ref(target.target, kind, ref):
-            status, reason = _status([target.outcome])
-            return status, reason, target.mutated if target.mutated is not None else target.target
-    for run in runs:
-        if _matches_ref(run.resource, kind, ref):
-            if not run.result.allowed and any(named(o.policy) for o in run.result.outcomes if o.status == "error"):
-                return "error", run.result.message, None
-            status, reason = _status([o for o in run.result.outcomes if named(o.policy)])
-            return status, reason, run.result.object
-    return "skip", "resource not found in the test's resources or targets", None
+    return _SuiteRunner(suite, backend, selector or CaseSelector()).execute()

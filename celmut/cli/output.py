@@ -60,12 +60,15 @@ def diff_label(obj: dict[str, Any]) -> str:
     return ".".join(p for p in parts if p)
 
 
-def unified_diff(before: dict[str, Any], after: dict[str, Any], colors: Palette) -> str:
-    """The unified diff from ``before`` to ``after`` (their YAML), '' when they are equal."""
+def unified_diff(
+    before: dict[str, Any], after: dict[str, Any], colors: Palette, *, labels: tuple[str, str] = ("input", "mutated")
+) -> str:
+    """The unified diff from ``before`` to ``after`` (their YAML), '' when they are equal; the file
+    names are ``<labels[0]>/<diff_label>`` and ``<labels[1]>/<diff_label>``."""
     label = diff_label(after)
     old = yaml.safe_dump(before, sort_keys=False, default_flow_style=False).splitlines(keepends=True)
     new = yaml.safe_dump(after, sort_keys=False, default_flow_style=False).splitlines(keepends=True)
-    lines = list(difflib.unified_diff(old, new, f"input/{label}", f"mutated/{label}"))
+    lines = list(difflib.unified_diff(old, new, f"{labels[0]}/{label}", f"{labels[1]}/{label}"))
     if not lines:
         return ""
     out = []

@@ -234,6 +234,7 @@ def compile_policy_set(policies: PolicySet, backend: str | None = None) -> Compi
     """Compile everything in ``policies``; rejected policies are reported in ``errors``."""
     result = CompiledPolicySet(errors=list(policies.errors))
     for mpol in policies.mutating_policies:
+        result.warnings.extend(f"{mpol.source}: {mpol.kind} {mpol.name}: {w}" for w in mpol.warnings)
         try:
             result.policies.extend(compile_mutating_policy(mpol, backend))
         except PolicyError as ex:

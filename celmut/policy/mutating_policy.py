@@ -116,6 +116,7 @@ class MutatingPolicy:
     audit_annotations: tuple[AuditAnnotation, ...] = ()
     restart_policy: str = "deferred"  # RESTART_POLICY_ANNOTATION: may the controller replace pods?
     record_provenance: bool = False  # RECORD_PROVENANCE_ANNOTATION
+    warnings: tuple[str, ...] = ()  # accepted but worth saying (a condition name that is not qualified)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -129,8 +130,16 @@ class MutatingPolicy:
 
 
 def parse_named_expressions(
-    spec: Reader, field_name: str, *, identifiers: bool, max_items: int | None = None
+    spec: Reader,
+    field_name: str,
+    *,
+    identifiers: bool,
+    max_items: int | None = None,
+    lenient_names: list[str] | None = None,
 ) -> tuple[NamedExpression, ...]:
+    """The named expressions at ``field_name``. A name must be a CEL identifier (variables) or a
+    qualified name (conditions); with ``lenient_names`` (a list of warnings), a condition name that is
+    not a qualified name is only a warning added there."""
     out: list[NamedExpression] = []
     seen: set[str] = set()
     for item in spec.items(field_name, max_items=max_items):
@@ -138,7 +147,12 @@ def parse_named_expressions(
         expression = item.string("expression", required=True)
         if name:
             pattern = _IDENTIFIER if identifiers else _QUALIFIED_NAME
-            if not pattern.match(name):
+            if not pattern.match(name) and lenient_names is not None and not identifiers:
+                lenient_names.append(
+                    f"{item.at('name')}: {name!r} is not a qualified name; accepted as Kyverno does for a "
+                    "MutatingPolicy, but the API server refuses it in a MutatingAdmissionPolicy or webhook"
+                )
+            elif not pattern.match(name):
                 what = "a CEL identifier" if identifiers else "a qualified name"
                 item.fail(f"Invalid value: {name!r}: must be {what}", "name")
             if name in seen:
@@ -225,6 +239,9 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
             "evaluation",
         )
     controllers, generate_map = _parse_autogen(spec)
+    # Kyverno compiles MutatingPolicy condition names without checking them (pkg/cel/policies/mpol/
+    # compiler/compiler.go: conditions are only compiled), and public policies use sentences as names.
+    warnings: list[str] = []
     audit = tuple(
         AuditAnnotation(
             item.string("key", required=True), item.string("valueExpression", required=True), item.at("valueExpression")
@@ -238,13 +255,17 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
         namespace=namespace,
         source=source,
         match_constraints=match,
-        match_conditions=parse_named_expressions(spec, "matchConditions", identifiers=False, max_items=64),
+        match_conditions=parse_named_expressions(
+            spec, "matchConditions", identifiers=False, max_items=64, lenient_names=warnings
+        ),
         variables=parse_named_expressions(spec, "variables", identifiers=True),
         mutations=_parse_mutations(spec),
         failure_policy=spec.string("failurePolicy", default="Fail", enum=("Ignore", "Fail")),
         reinvocation_policy=spec.string("reinvocationPolicy", default="Never", enum=("Never", "IfNeeded")),
         target_match_constraints=target,
-        target_match_conditions=parse_named_expressions(spec, "targetMatchConditions", identifiers=False),
+        target_match_conditions=parse_named_expressions(
+            spec, "targetMatchConditions", identifiers=False, lenient_names=warnings
+        ),
         evaluation=evaluation,
         autogen_controllers=controllers,
         autogen_admission_policy=generate_map,
@@ -252,5 +273,6 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
         audit_annotations=audit,
         restart_policy=restart_policy or "deferred",
         record_provenance=record_provenance(meta),
+        warnings=tuple(warnings),
         raw=doc,
     )

@@ -4,7 +4,12 @@ engine over it, and the requests for each input resource.
 Offline, CEL is bounded by its cost budget alone, not by the webhook's wall-clock deadline: what
 ``apply`` prints and whether a ``test`` passes never depends on how busy the machine is (the cost
 budget already bounds the work, as kube-apiserver's does; the deadline exists to answer the API
-server in time, and there is no API server waiting here)."""
+server in time, and there is no API server waiting here).
+
+``image.GetMetadata`` and ``globalContext.Get`` are served from files too
+(:mod:`celmut.service.offline_context`): image data and global context values given by the caller
+(a Kyverno Context file, a Test's mocks), and the ``GlobalContextEntry`` objects among the cluster
+resources, whose data is read from those resources."""
 
 from __future__ import annotations
 
@@ -18,6 +23,12 @@ from celmut.policy import classify
 from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionResult
 from celmut.runtime.mutate_existing import TargetResult, mutate_existing
 from celmut.service.assembly import EngineSettings, assemble_engine, crds_in, is_crd
+from celmut.service.offline_context import (
+    StaticGlobalContext,
+    StaticImages,
+    cluster_entry,
+    is_global_context_entry,
+)
 from celmut.service.static_resources import StaticResources
 from celmut.sources.documents import Document
 from celmut.sources.kyverno_values import Values
@@ -50,6 +61,7 @@ class OfflineCluster:
     cluster: StaticResources
     engine: AdmissionEngine
     values: Values
+    user_info: dict[str, Any] = field(default_factory=dict)  # request.userInfo of every request
 
     @classmethod
     def build(
@@ -61,14 +73,23 @@ class OfflineCluster:
         read_errors: Sequence[Exception] = (),
         *,
         skip_unsupported: bool = False,
+        images: StaticImages | None = None,
+        global_context: StaticGlobalContext | None = None,
+        user_info: dict[str, Any] | None = None,
     ) -> OfflineCluster:
         """Compile the policies once, with the policy kinds (PolicyExceptions, …) found among the
         cluster resources, over a cluster made of those resources; ``read_errors`` (files that could
         not be read) lead the compilation's errors. A policy document celmut does not serve is an
-        error, or with ``skip_unsupported`` only listed (``compilation.unsupported``)."""
+        error, or with ``skip_unsupported`` only listed (``compilation.unsupported``).
+
+        ``images`` and ``global_context`` serve ``image.GetMetadata`` and ``globalContext.Get``; the
+        GlobalContextEntry objects among the cluster resources add entries (those given win, as the
+        Kyverno CLI's mocks do). A GlobalContextEntry that cannot be served offline raises
+        :class:`~celmut.errors.ConfigurationError` naming it."""
         values = values or Values()
         objects: list[dict[str, Any]] = list(values.namespace_objects())
         policies = list(policy_documents)
+        entries: list[Document] = []
         for document in cluster_documents:
             if not isinstance(document.content, dict):
                 continue
@@ -76,13 +97,23 @@ class OfflineCluster:
                 policies.append(document)
             else:
                 objects.append(document.content)
+                if is_global_context_entry(document.content):
+                    entries.append(document)
         compilation = compile_documents(policies, backend, skip_unsupported=skip_unsupported)
         compilation.compiled.errors[:0] = read_errors
         crds = [o for o in objects if is_crd(o)] + crds_in(compilation.other)
         cluster = StaticResources(objects, kind_table=kinds.KindTable(crds))
-        settings = EngineSettings(services=cel.Services(resources=cluster), timeout_seconds=None)
+        served = StaticGlobalContext()
+        for document in entries:
+            entry = cluster_entry(document.content, cluster, document.source)
+            served.entries[entry.name] = entry
+        served.entries.update(global_context.entries if global_context is not None else {})
+        # Always served offline, as by the Kyverno CLI's fake provider: a missing image is an error
+        # saying where image data goes, a missing entry is null.
+        services = cel.Services(resources=cluster, images=images or StaticImages(), global_context=served)
+        settings = EngineSettings(services=services, timeout_seconds=None)
         engine = assemble_engine(compilation, settings, crds)
-        return cls(compilation, cluster, engine, values)
+        return cls(compilation, cluster, engine, values, dict(user_info or {}))
 
     def request_for(self, resource: dict[str, Any], operation: str, old: dict[str, Any] | None) -> AdmissionInput:
         name = (resource.get("metadata") or {}).get("name", "")
@@ -91,6 +122,7 @@ class OfflineCluster:
             resource if operation != "DELETE" else None,
             operation,
             old_object=old if operation != "DELETE" else resource,
+            user_info=self.user_info,
             kind_table=self.engine.options.schemas.kinds,
         )
         sub = self.values.subresource_for(str(resource.get("kind", "")))

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 POD = str(ROOT / "examples/resources/pod.yaml")
 POLICIES = str(ROOT / "policies/examples")
 PRESET = str(ROOT / "presets/gpu-slicing.yaml")
+SUITE = str(ROOT / "tests/data/kyverno-tests/no-namespace")
 CLASSIC = "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: classic}\nspec: {rules: []}\n"
 LABEL_POLICY = """apiVersion: policies.kyverno.io/v1
 kind: MutatingPolicy
@@ -44,6 +45,15 @@ FILES = {
     "suite-bad-policy/kyverno-test.yaml": "name: t\npolicies: [../typo.yaml]\nresources: [../pod.yaml]\nresults: []\n",
     "pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec: {containers: []}\n",
     "empty-dir/.keep": "",
+    "context-images-scalar.yaml": "apiVersion: cli.kyverno.io/v1alpha1\nkind: Context\nspec: {images: 5}\n",
+    "userinfo-scalar.yaml": "apiVersion: cli.kyverno.io/v1alpha1\nkind: UserInfo\nuserInfo: 7\n",
+    "wrapper-scalar.yaml": "apiVersion: cli.kyverno.io/v1alpha1\nkind: ClusterResource\nspec: {resources: 5}\n",
+    "suite-bad-context/kyverno-test.yaml": "name: t\npolicies: [../pod.yaml]\nresources: [../pod.yaml]\n"
+    "context: ../context-images-scalar.yaml\nresults: []\n",
+    "suite-bad-gctx/kyverno-test.yaml": "name: t\npolicies: [../pod.yaml]\nresources: [../pod.yaml]\nresults: []\n"
+    "globalContextEntries: [{name: x, data: [], projections: [{name: p, path: '[*.a'}]}]\n",
+    "suite-bad-wrapper/kyverno-test.yaml": "name: t\npolicies: [../pod.yaml]\nresources: [../pod.yaml]\n"
+    "clusterResources: [../wrapper-scalar.yaml]\nresults: []\n",
 }
 
 
@@ -90,6 +100,32 @@ OFFLINE = [
     Case("apply: a classic ClusterPolicy", ("apply", "{bad}/classic.yaml", "-r", POD), "Write the rule as a MutatingPolicy"),
     Case("apply: a policy directory without policies", ("apply", "{bad}/empty-dir", "-r", POD), "no policies found in"),
     Case("apply: stdin for the policies and the resources", ("apply", "-", "-r", "-"), "can be read once"),
+    Case("apply: --set and --values-file together", ("apply", POLICIES, "-r", POD, "--set", "a=b", "-f", "{bad}/pod.yaml"),
+         "either with --set or with --values-file"),
+    Case("apply: --set without a value", ("apply", POLICIES, "-r", POD, "--set", "request.operation"),
+         "--set 'request.operation': expected KEY=VALUE"),
+    Case("apply: a missing -e exception file", ("apply", POLICIES, "-r", POD, "-e", "{bad}/nope.yaml"), "nope.yaml: no such file"),
+    Case("apply: a ConfigMap given with -e", ("apply", POLICIES, "-r", POD, "-e", "{bad}/configmap.yaml"),
+         "configmap.yaml: ConfigMap settings: not a PolicyException (given with --exception)"),
+    Case("apply: a scalar given with --exception", ("apply", POLICIES, "-r", POD, "--exception", "{bad}/scalar.yaml"),
+         "scalar.yaml: a string: not a PolicyException"),
+    Case("apply: a missing --userinfo file", ("apply", POLICIES, "-r", POD, "-u", "{bad}/nope.yaml"), "nope.yaml: no such file"),
+    Case("apply: --userinfo whose userInfo is a number", ("apply", POLICIES, "-r", POD, "-u", "{bad}/userinfo-scalar.yaml"),
+         "userInfo: must be a map, not a number"),
+    Case("apply: a missing --context-file", ("apply", POLICIES, "-r", POD, "--context-file", "{bad}/nope.yaml"),
+         "nope.yaml: no such file"),
+    Case("apply: --context-file whose spec.images is a number",
+         ("apply", POLICIES, "-r", POD, "--context-file", "{bad}/context-images-scalar.yaml"),
+         "spec.images: must be a list, not a number"),
+    Case("apply: a ClusterResource whose spec.resources is a number",
+         ("apply", POLICIES, "-r", POD, "--cluster-resources", "{bad}/wrapper-scalar.yaml"),
+         "wrapper-scalar.yaml: spec.resources: must be a list, not a number"),
+    Case("apply: --output-file in a missing directory", ("apply", POLICIES, "-r", POD, "--output-file", "{bad}/no/x.yaml"),
+         "--output-file {bad}/no/x.yaml: no such directory"),
+    Case("apply: --output-file that is a directory", ("apply", POLICIES, "-r", POD, "--output-file", "{bad}/empty-dir"),
+         "is a directory (use --output-dir"),
+    Case("apply: --output-dir that is a file", ("apply", POLICIES, "-r", POD, "--output-dir", "{bad}/pod.yaml"),
+         "pod.yaml: not a directory"),
     Case("explain: a missing object file", ("explain", "-f", "{bad}/nope.yaml", POLICIES), "nope.yaml: no such file"),
     Case("explain: no policies for -f", ("explain", "-f", POD), "give the policies to explain it with"),
     Case("explain: a field that is not a JSON pointer", ("explain", "-f", POD, POLICIES, "--field", "metadata"),
@@ -100,6 +136,15 @@ OFFLINE = [
     Case("test: a suite naming missing files", ("test", "{bad}/suite-missing"), "missing-policy.yaml: no such file"),
     Case("test: a suite that is a scalar", ("test", "{bad}/suite-scalar"), "a Test must be a map, not a string"),
     Case("test: a suite whose policy is unsupported", ("test", "{bad}/suite-bad-policy"), "did you mean MutatingPolicy"),
+    Case("test: a suite whose context file is malformed", ("test", "{bad}/suite-bad-context"),
+         "spec.images: must be a list, not a number"),
+    Case("test: a suite with an invalid JMESPath projection", ("test", "{bad}/suite-bad-gctx"),
+         "globalContextEntries[0].projections[0].path: invalid JMESPath"),
+    Case("test: a suite whose ClusterResource is malformed", ("test", "{bad}/suite-bad-wrapper"),
+         "spec.resources: must be a list, not a number"),
+    Case("test: a --test-case-selector with an unknown key", ("test", "{bad}/suite-scalar", "-t", "polcy=x"),
+         "expected policy=GLOB"),
+    Case("test: --junit in a missing directory", ("test", SUITE, "--junit", "{bad}/no/j.xml"), "--junit {bad}/no/j.xml: no such directory"),
     Case("compile: a missing file", ("compile", "{bad}/nope.yaml"), "nope.yaml: no such file"),
     Case("compile: a ConfigMap", ("compile", "{bad}/configmap.yaml"), "ConfigMap (v1) settings: not a policy"),
     Case("compile: policies but no preset", ("compile", POLICIES), "no preset documents found"),
@@ -151,7 +196,8 @@ def test_offline_commands_reject_bad_input_with_one_clear_error(
     out, err = capsys.readouterr()
     assert code == 2, err
     # `test` reports a test that cannot run in its table (stdout), then ends with an error line
-    assert case.message in (out + err if case.argv[0] == "test" else err), out + err
+    message = case.message.replace("{bad}", str(bad))
+    assert message in (out + err if case.argv[0] == "test" else err), out + err
     assert err.startswith("error: ") or "\nerror: " in err, err
     assert "Traceback" not in out + err and "internal error" not in err
 
@@ -172,6 +218,29 @@ def test_every_subcommand_has_bad_input_rows() -> None:
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     covered = {case.argv[0] for case in OFFLINE + PROCESSES}
     assert covered == set(subparsers.choices) and len(COMMANDS) == len(covered)
+
+
+REJECTED_BY_THE_PARSER = [
+    Case("apply: a path given to -o (kyverno's -o PATH is --output-file)", ("apply", POLICIES, "-r", POD, "-o", "out/x.yaml"),
+         "is not an output format (yaml, json, name, patch): celmut's -o is the format; to write the mutated resources "
+         "to a file as kyverno apply -o does, use --output-file out/x.yaml"),
+    Case("apply: a -o that is no format", ("apply", POLICIES, "-r", POD, "-o", "wide"), "invalid choice: 'wide'"),
+    Case("apply: --warn-exit-code that is no number", ("apply", POLICIES, "-r", POD, "--warn-exit-code", "x"),
+         "argument --warn-exit-code: invalid int value: 'x'"),
+    Case("apply: --table with --diff", ("apply", POLICIES, "-r", POD, "--table", "--diff"), "not allowed with argument"),
+    Case("apply: --output-file with --output-dir", ("apply", POLICIES, "-r", POD, "--output-file", "a", "--output-dir", "b"),
+         "not allowed with argument"),
+    Case("test: an unknown -o format", ("test", SUITE, "-o", "html"), "invalid choice: 'html'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", REJECTED_BY_THE_PARSER, ids=[c.name for c in REJECTED_BY_THE_PARSER])
+def test_flags_the_parser_rejects_exit_2_with_the_usage(case: Case, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(list(case.argv))
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"usage: celmut {case.argv[0]} ") and case.message in err, err
 
 
 VALID = {  # enough arguments that only the unknown flag is wrong

@@ -151,7 +151,8 @@ def test_kyverno_test_files_pass(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_wrong_expectation_fails_the_test_run(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "test", str(DATA / "failing-kyverno-tests" / "wrong-expectation"))
     assert code == 1
-    assert "want pass, got fail: the patched resource differs from patchedResources" in out
+    assert "│  1 │ add-env-label │      │ apps/v1/Deployment/shop/web        │ Fail   │ Resource diff │" in out
+    assert "-    env: staging\n+    env: production\n" in out  # the diff from expected to actual
 
 
 def test_console_script_is_installed() -> None:

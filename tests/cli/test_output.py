@@ -193,8 +193,9 @@ def test_test_results_are_coloured_on_a_terminal_only(monkeypatch: pytest.Monkey
     suite = str(ROOT / "tests/data/kyverno-tests/labels")
     code, out = run_on_terminal(monkeypatch, "test", suite)
     assert code == 0 and "\x1b[32mPass\x1b[0m" in out
-    code, plain = run_on_terminal(monkeypatch, "test", suite, "--no-color")
-    assert code == 0 and "  Pass  " in plain and not ANSI.search(plain)
+    for flag in ("--no-color", "--remove-color"):  # --remove-color: kyverno test's name
+        code, plain = run_on_terminal(monkeypatch, "test", suite, flag)
+        assert code == 0 and "│ Pass   │" in plain and not ANSI.search(plain)
 
 
 def test_a_failing_result_is_red_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

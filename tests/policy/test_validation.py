@@ -132,6 +132,18 @@ REJECTIONS = [
         "spec.matchConditions[0].expression: compilation failed: undefined field 'v'",
     ),
     (
+        # The API server validates a MAP's condition names (k8s.io/apiserver ValidateMatchConditions:
+        # a qualified name), so celmut keeps the rule there; MutatingPolicy: see the test below.
+        "MutatingAdmissionPolicy condition names must be qualified names",
+        MAP.format(
+            version="v1beta1",
+            spec="  matchConditions: [{name: 'Check if ttlSecondsAfterFinished is missing', expression: 'true'}]",
+            mutations=jsonpatch('[JSONPatch{op: "add", path: "/a", value: 1}]'),
+        ),
+        "spec.matchConditions[0].name: Invalid value: 'Check if ttlSecondsAfterFinished is missing': must be a "
+        "qualified name",
+    ),
+    (
         "MutatingAdmissionPolicy expression that always fails",
         MAP.format(
             version="v1beta1", spec="", mutations=jsonpatch('[JSONPatch{op: "add", path: "/a", value: int("twelve")}]')
@@ -169,3 +181,19 @@ def test_defaults_follow_kyverno() -> None:
     assert policy.failure_policy == "Fail" and policy.reinvocation_policy == "Never"
     assert policy.evaluation.admission and policy.evaluation.background and not policy.evaluation.mutate_existing
     assert policy.evaluation.skip_background_requests and not policy.evaluation.use_server_side_apply
+
+
+LONG_NAME = "Check if ttlSecondsAfterFinished is missing or greater than the default of one hour"
+
+
+@pytest.mark.parametrize("field", ["matchConditions", "targetMatchConditions"])
+def test_a_mutating_policy_condition_name_need_not_be_a_qualified_name(field: str) -> None:
+    """Kyverno compiles MutatingPolicy conditions without checking their names (pkg/cel/policies/mpol/
+    compiler/compiler.go), and a public policy names one with a sentence: accepted, with a warning."""
+    text = mpol("p", jsonpatch("[]"), extra=f"  {field}: [{{name: '{LONG_NAME}', expression: 'true'}}]")
+    compiled = compile_policy_set(parse(text))
+    assert not compiled.errors and [p.name for p in compiled.policies] == ["p"]
+    assert compiled.warnings == [
+        f"policies.yaml: MutatingPolicy p: spec.{field}[0].name: {LONG_NAME!r} is not a qualified name; accepted "
+        "as Kyverno does for a MutatingPolicy, but the API server refuses it in a MutatingAdmissionPolicy or webhook"
+    ]

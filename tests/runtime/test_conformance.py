@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from celmut.cel.backends.select import ENV_VAR
-from celmut.cli.kyverno_suites import tidy
+from celmut.cli.suite_compare import tidy
 from celmut.runtime import AdmissionInput
 from celmut.runtime.mutate_existing import mutate_existing
 from celmut.service.offline import OfflineCluster
