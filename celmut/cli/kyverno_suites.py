@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from celmut import kinds
-from celmut.cli import kyverno_files, suite_compare
+from celmut.cli import kyverno_files, suite_compare, suite_json
 from celmut.cli.suite_rows import DIFF_MESSAGE, FAIL, NOT_EVALUATED, NOT_MATCHED, PASS, Row, TestRun, resource_name
 from celmut.cli.suite_spec import CaseSelector, ExpectedResult, Suite, load_suite
 from celmut.compile.pipeline import read_paths
@@ -91,6 +91,8 @@ class _SuiteRunner:
         self.other_policies: dict[str, str] = {}  # name → kind, for policies another engine runs
         self.celmut_policies: set[str] = set()
         self.subjects: list[_Subject] = []
+        self.payloads: dict[str, suite_json.PayloadRun] = {}
+        self.policy_documents: list[Document] = []
         self.next_id = 1
 
     def path(self, name: str) -> Path:
@@ -123,6 +125,14 @@ class _SuiteRunner:
             f"{_plural(len(resources), 'resource', 'resources')}{exceptions} ..."
         )
         runs = offline.admit(resources)
+        if suite.json_payloads:
+            run.progress.append("  Loading JSON payloads ...")
+            ordered = suite_json.in_file_order(compiled.policies, self.policy_documents)
+            try:
+                self.payloads = suite_json.run_payloads(suite.json_payloads, suite.base, ordered, compiled.exceptions)
+            except DocumentError as ex:
+                run.error = f"failed to load JSON payload: {ex}"
+                return run
         targets = [t for r in runs for t in r.targets] + offline.scan()
         self.subjects = [_Subject(r.resource, run=r) for r in runs]
         by_identity: dict[tuple[str, str, str, str], _Subject] = {}
@@ -162,6 +172,7 @@ class _SuiteRunner:
                 self.other_policies[str((document.content.get("metadata") or {}).get("name") or "")] = other
             else:
                 policies.append(document)
+        self.policy_documents = policies
         run.progress.append("  Loading resources ...")
         given = load_documents(*self.paths(suite.cluster_resources))
         cluster = kyverno_files.unwrap_cluster_resources(given, suite.base)
@@ -227,6 +238,12 @@ class _SuiteRunner:
                     self.row(expected, ref, NOT_EVALUATED, f"{other_kind}: celmut runs mutating policies only")
                 )
             return
+        if self.payloads and any(ref in self.payloads for ref in refs):
+            self.payload_rows(expected, refs)
+            return
+        if self.payloads and not refs and not expected.resource_specs and not self.subjects:
+            self.note(expected, "names no JSON payload (resources: [PATH]); kyverno test checks nothing for it")
+            return
         if expected.policy_name not in self.celmut_policies:
             self.note(
                 expected,
@@ -249,6 +266,44 @@ class _SuiteRunner:
             if not rows and not dropped:
                 rows = [self.row(expected, subject.display, FAIL, "Not found", message="Not found")]
             self.run.rows += rows
+
+    def payload_rows(self, expected: ExpectedResult, refs: Sequence[str]) -> None:
+        """Rows for a result naming JSON documents by their declared paths (:mod:`celmut.cli.suite_json`)."""
+        for ref in refs:
+            payload = self.payloads.get(ref)
+            outcome = payload.outcome(expected.policy_name) if payload is not None else None
+            if payload is None or outcome is None:
+                self.run.rows.append(self.row(expected, ref, FAIL, "Not found", message="Not found"))
+                continue
+            status, message = suite_json.status(outcome), outcome.reason
+            if expected.patched:
+                available, actual = payload.snapshot(outcome)
+                try:
+                    wanted = suite_json.load_document(self.path(expected.patched))
+                except DocumentError as ex:
+                    self.run.file_errors.append(f"{self.suite.path}: patchedResources: {ex}")
+                    self.run.rows.append(self.row(expected, ref, FAIL, "Resource error", message=str(ex)))
+                    continue
+                if not available:
+                    why = (
+                        "no successfully patched JSON document is available; omit patchedResources for an error result"
+                    )
+                    self.run.rows.append(self.row(expected, ref, FAIL, "Resource error", message=why))
+                    continue
+                if not suite_json.json_equal(wanted, actual):
+                    self.run.rows.append(
+                        self.row(
+                            expected, ref, FAIL, "Resource diff", message=DIFF_MESSAGE,
+                            json_docs=(wanted, actual), patched_file=expected.patched,
+                        )
+                    )  # fmt: skip
+                    continue
+            if status != expected.result:
+                self.run.rows.append(
+                    self.row(expected, ref, FAIL, f"Want {expected.result}, got {status}", message=message)
+                )
+            else:
+                self.run.rows.append(self.row(expected, ref, PASS, "Ok", message=message))
 
     def subject_rows(self, expected: ExpectedResult, subject: _Subject) -> tuple[list[Row], bool]:
         rows: list[Row] = []
