@@ -93,6 +93,7 @@ class _SuiteRunner:
         self.subjects: list[_Subject] = []
         self.payloads: dict[str, suite_json.PayloadRun] = {}
         self.policy_documents: list[Document] = []
+        self.target_identities: set[tuple[str, str, str, str]] = set()
         self.next_id = 1
 
     def path(self, name: str) -> Path:
@@ -133,7 +134,10 @@ class _SuiteRunner:
             except DocumentError as ex:
                 run.error = f"failed to load JSON payload: {ex}"
                 return run
-        targets = [t for r in runs for t in r.targets] + offline.scan()
+        # kyverno test reports mutateExisting targets only for the Test's targetResources
+        # (processor/policy_processor.go evaluates p.TargetResources): a policy whose target is its
+        # own trigger (no targetMatchConstraints) adds no row beside the trigger's.
+        targets = [t for t in [t for r in runs for t in r.targets] + offline.scan() if self.is_declared_target(t)]
         self.subjects = [_Subject(r.resource, run=r) for r in runs]
         by_identity: dict[tuple[str, str, str, str], _Subject] = {}
         for target in targets:
@@ -198,7 +202,9 @@ class _SuiteRunner:
         # Targets are read like resources (defaulted), the rest of the cluster as given (Kyverno reads
         # clusterResources and context resources without YamlToUnstructured).
         for document, obj in zip(targets, kubernetes_objects(targets), strict=True):
-            cluster.append(Document(document.path, document.index, kyverno_files.default_namespace(obj, table)))
+            target = kyverno_files.default_namespace(obj, table)
+            self.target_identities.add(suite_compare.identity(target))
+            cluster.append(Document(document.path, document.index, target))
         inputs = kubernetes_objects(load_documents(*self.paths(suite.resources)))
         resources = [kyverno_files.default_namespace(obj, table) for obj in inputs]
         if suite.exceptions:
@@ -207,6 +213,9 @@ class _SuiteRunner:
             policies, cluster, values, self.backend, images=images, global_context=entries, user_info=user_info
         )
         return offline, resources
+
+    def is_declared_target(self, target: TargetResult) -> bool:
+        return suite_compare.identity(target.target) in self.target_identities
 
     # --- results ------------------------------------------------------------------------------------
 

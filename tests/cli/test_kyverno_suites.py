@@ -288,10 +288,17 @@ def test_results_naming_no_json_payload_check_nothing_and_say_so(capsys: pytest.
     assert "\nTest Summary: 0 tests passed and 0 tests failed\n" in out
 
 
+def test_mutate_existing_targets_are_reported_only_for_target_resources(capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream mutate-existing-same-trigger-and-target's shape: one row, not the trigger twice."""
+    code, out, err = run(capsys, str(SUITES / "mutate-existing-own-trigger"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == ["1 | stamp-queues |  | v1/Service/jobs/queue | Pass | Ok"]
+
+
 def test_every_suite_passes_as_a_user_runs_it() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "celmut", "test", str(SUITES)], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Test Summary: 26 tests passed and 0 tests failed" in result.stdout
+    assert "Test Summary: 27 tests passed and 0 tests failed" in result.stdout
     assert "Traceback" not in result.stderr
