@@ -177,6 +177,8 @@ class _SuiteRunner:
             else:
                 policies.append(document)
         self.policy_documents = policies
+        policies, unbound = kyverno_files.bind_unbound_admission_policies(policies)
+        run.notes += unbound
         run.progress.append("  Loading resources ...")
         given = load_documents(*self.paths(suite.cluster_resources))
         cluster = kyverno_files.unwrap_cluster_resources(given, suite.base)
@@ -428,7 +430,11 @@ def _specified(obj: dict[str, Any], spec: dict[str, str]) -> bool:
 
 def _status(outcomes: Sequence[PolicyOutcome]) -> tuple[str, str]:
     """Kyverno's result for a MutatingPolicy's rule response: error, pass (applied or changed nothing)
-    or skip (a matchCondition was false, an exception applied), with its message."""
+    or skip (a matchCondition was false, an exception applied), with its message. A
+    MutatingAdmissionPolicy that changed nothing is a skip, "mutation had no effect"
+    (pkg/admissionpolicy/mutate.go ``mutateResource``)."""
+    if outcomes and all(o.kind == "MutatingAdmissionPolicy" and o.status == "unchanged" for o in outcomes):
+        return "skip", "mutation had no effect"
     for wanted, statuses in (("error", ("error",)), ("pass", ("applied", "unchanged"))):
         found = [o for o in outcomes if o.status in statuses or (wanted == "error" and o.cause == "error")]
         if found:

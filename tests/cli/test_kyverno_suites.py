@@ -295,10 +295,21 @@ def test_mutate_existing_targets_are_reported_only_for_target_resources(capsys: 
     assert rows(tables(out)[0]) == ["1 | stamp-queues |  | v1/Service/jobs/queue | Pass | Ok"]
 
 
+def test_an_unbound_admission_policy_applies_as_in_the_kyverno_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream test-mutating-admission-policy/with-apply-configuration's shape (a MAP, no binding)."""
+    code, out, err = run(capsys, str(SUITES / "admission-policy-unbound"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == [
+        "1 | tier-secrets |  | v1/Secret/vault/plain | Pass | Ok",
+        "2 | tier-secrets |  | v1/Secret/vault/tiered | Pass | Ok",  # no effect: skip, as expected
+    ]
+    assert "note: MutatingAdmissionPolicy tier-secrets has no binding: applied to everything" in out
+
+
 def test_every_suite_passes_as_a_user_runs_it() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "celmut", "test", str(SUITES)], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Test Summary: 27 tests passed and 0 tests failed" in result.stdout
+    assert "Test Summary: 29 tests passed and 0 tests failed" in result.stdout
     assert "Traceback" not in result.stderr
