@@ -130,7 +130,13 @@ class _SuiteRunner:
             run.progress.append("  Loading JSON payloads ...")
             ordered = suite_json.in_file_order(compiled.policies, self.policy_documents)
             try:
-                self.payloads = suite_json.run_payloads(suite.json_payloads, suite.base, ordered, compiled.exceptions)
+                self.payloads = suite_json.run_payloads(
+                    suite.json_payloads,
+                    suite.base,
+                    ordered,
+                    compiled.exceptions,
+                    kubernetes_mode=suite.legacy_json_payload,
+                )
             except DocumentError as ex:
                 run.error = f"failed to load JSON payload: {ex}"
                 return run
@@ -252,9 +258,11 @@ class _SuiteRunner:
         if self.payloads and any(ref in self.payloads for ref in refs):
             self.payload_rows(expected, refs)
             return
-        if self.payloads and not refs and not expected.resource_specs and not self.subjects:
-            self.note(expected, "names no JSON payload (resources: [PATH]); kyverno test checks nothing for it")
-            return
+        if self.payloads and not refs and not expected.resource_specs:
+            # output.go: "The test specifies no resources, check all results" (JSON documents included)
+            self.payload_rows(expected, list(self.payloads))
+            if not self.subjects:
+                return
         if expected.policy_name not in self.celmut_policies:
             self.note(
                 expected,

@@ -2,9 +2,12 @@
 
 Each document is mutated by the Test's MutatingPolicies in the order its policy files declare them
 (:func:`celmut.runtime.documents.mutate_document`): JSON-mode policies apply, Kubernetes-mode ones are
-skipped (``processor/json.go``). A result names documents by their exact declared paths
-(``resources: [nested/input.json]``); its ``patchedResources`` is the complete document expected after
-that policy, compared as JSON values, integers exactly (``commands/test/json.go``
+skipped (``processor/json.go``), except on the older single ``jsonPayload``, which every
+MutatingPolicy mutates, its matchConstraints aside (the processor that added
+test/cli/test-mutating-policy/json-payload and non-k8s-json). A result without ``resources``
+checks every document, as ``printTestResult`` checks every result then. A result names documents by
+their exact declared paths (``resources: [nested/input.json]``); its ``patchedResources`` is the
+complete document expected after that policy, compared as JSON values, integers exactly (``commands/test/json.go``
 ``compareJSONDocument``). When a policy fails on a document, no snapshot of that document is
 available (Kyverno clears them): a result expecting one fails; ``result: error`` is how a test expects
 the failure.
@@ -89,12 +92,14 @@ def run_payloads(
     base: Path,
     policies: Sequence[CompiledPolicy],
     exceptions: Sequence[CompiledException],
+    *,
+    kubernetes_mode: bool = False,
 ) -> dict[str, PayloadRun]:
     """Each declared document, loaded and mutated; a DocumentError for one that cannot be read."""
     runs: dict[str, PayloadRun] = {}
     for name in declared:
         document = load_document(base / name)
-        runs[name] = PayloadRun(name, mutate_document(policies, document, exceptions))
+        runs[name] = PayloadRun(name, mutate_document(policies, document, exceptions, kubernetes_mode=kubernetes_mode))
     return runs
 
 

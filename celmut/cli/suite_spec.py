@@ -90,6 +90,7 @@ class Suite:
     context: str = ""
     global_context_entries: Any = None
     json_payloads: list[str] = field(default_factory=list)  # JSON documents, by their declared paths
+    legacy_json_payload: bool = False  # the single ``jsonPayload``: every MutatingPolicy mutates it
     results: list[ExpectedResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -176,6 +177,7 @@ def load_suite(path: Path) -> Suite:
     # ``jsonPayload`` (one document, the older field) and ``jsonPayloads``: documents JSON-mode
     # MutatingPolicies mutate; results name them by these exact paths (test.go, JSON document mutation).
     suite.json_payloads = _strings(spec, "jsonPayload", source) + _strings(spec, "jsonPayloads", source)
+    suite.legacy_json_payload = bool(spec.get("jsonPayload")) and not spec.get("jsonPayloads")
     fail_on_missing = spec.get("failOnMissingResources", False)
     if not isinstance(fail_on_missing, bool):
         raise DocumentError(source, "failOnMissingResources: must be true or false")

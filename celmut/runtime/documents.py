@@ -57,13 +57,18 @@ def mutate_document(
     document: Any,
     exceptions: Iterable[CompiledException] = (),
     services: cel.Services | None = None,
+    *,
+    kubernetes_mode: bool = False,
 ) -> DocumentResult:
-    """Run the JSON-mode ``policies`` on ``document``, which is not modified."""
+    """Run the JSON-mode ``policies`` on ``document``, which is not modified. With
+    ``kubernetes_mode`` the other MutatingPolicies run on it too, without their matchConstraints:
+    the Kyverno CLI's older single ``jsonPayload`` (processor/policy_processor.go at the commit that
+    added test/cli/test-mutating-policy/json-payload: ``celengine.RequestFromJSON``)."""
     outcomes: list[DocumentOutcome] = []
     excepting = list(exceptions)
     current = document
     for policy in policies:
-        if not policy.json_mode:
+        if not policy.json_mode and not kubernetes_mode:
             reason = "Kubernetes-mode MutatingPolicy skipped for JSON document; set spec.evaluation.mode to JSON"
             outcomes.append(DocumentOutcome(policy, "skipped", reason, current))
             continue
@@ -118,6 +123,11 @@ def _run(
             activation.with_object(current)
             result = _evaluate(mutation.program, mutation.path, activation)
             try:
+                if mutation.patch_type == "ApplyConfiguration":  # a Kubernetes-mode policy on an object
+                    if not isinstance(current, dict):
+                        raise MutationError("an ApplyConfiguration needs an object document")
+                    current = mutations.apply_object(current, result, None, replace_atomic=False)
+                    continue
                 current = mutations.patch_document(current, mutations.patch_operations(result))
             except mutations.TestFailed as failed:  # the whole policy is rolled back
                 return DocumentOutcome(policy, "skipped", f"{mutation.path}: {failed}", document, tuple(applied))

@@ -273,19 +273,32 @@ def test_a_json_document_that_differs_fails_with_a_diff(capsys: pytest.CaptureFi
     assert "Traceback" not in out + err
 
 
-def test_results_naming_no_json_payload_check_nothing_and_say_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """A result without resources in a Test with a jsonPayload (upstream non-k8s-json's shape): kyverno
-    test's printTestResult loops over the result's resources, so it checks nothing."""
-    (tmp_path / "policy.yaml").write_text((SUITES / "json-document-error" / "policies.yaml").read_text())
-    (tmp_path / "doc.json").write_text('{"user": "bob"}')
+def test_the_single_json_payload_is_mutated_by_every_mutating_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream json-payload and non-k8s-json's shape: the older ``jsonPayload`` field, a
+    Kubernetes-mode policy, a result without resources (output.go then checks every result)."""
+    code, out, err = run(capsys, str(SUITES / "json-payload-single"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == ["1 | stamp-order |  | order.json | Pass | Ok"]
+
+
+def test_a_kubernetes_mode_policy_skips_json_payloads(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``jsonPayloads`` (JSON document mutation): a Kubernetes-mode MutatingPolicy is skipped
+    (processor/json.go), so a result expecting pass fails, and one expecting skip passes."""
+    single = SUITES / "json-payload-single"
+    for name in ("policy.yaml", "order.json"):
+        (tmp_path / name).write_text((single / name).read_text())
     (tmp_path / "kyverno-test.yaml").write_text(
         "apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\nmetadata: {name: t}\npolicies: [policy.yaml]\n"
-        "jsonPayload: doc.json\nresults: [{policy: set-theme, isMutatingPolicy: true, kind: '', result: pass}]\n"
+        "jsonPayloads: [order.json]\nresults:\n"
+        "- {policy: stamp-order, isMutatingPolicy: true, resources: [order.json], result: skip}\n"
+        "- {policy: stamp-order, isMutatingPolicy: true, result: pass}\n"
     )
     code, out, err = run(capsys, str(tmp_path))
-    assert code == 0, out + err
-    assert "results[0] (policy set-theme): names no JSON payload" in out + err
-    assert "\nTest Summary: 0 tests passed and 0 tests failed\n" in out
+    assert code == 1, out + err
+    assert rows(tables(out)[0]) == [
+        "1 | stamp-order |  | order.json | Pass | Ok",
+        "2 | stamp-order |  | order.json | Fail | Want pass, got skip",
+    ]
 
 
 def test_mutate_existing_targets_are_reported_only_for_target_resources(capsys: pytest.CaptureFixture[str]) -> None:
@@ -311,5 +324,5 @@ def test_every_suite_passes_as_a_user_runs_it() -> None:
         [sys.executable, "-m", "celmut", "test", str(SUITES)], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Test Summary: 29 tests passed and 0 tests failed" in result.stdout
+    assert "Test Summary: 30 tests passed and 0 tests failed" in result.stdout
     assert "Traceback" not in result.stderr

@@ -94,3 +94,15 @@ def test_json_equality_is_by_value_but_a_boolean_is_not_a_number() -> None:
     assert json_equal({"a": [1, 2.0]}, {"a": [1.0, 2]})
     assert not json_equal({"on": True}, {"on": 1})
     assert not json_equal(None, {}) and json_equal(None, None)
+
+
+def test_kubernetes_mode_runs_every_policy_on_the_older_single_payload() -> None:
+    """The single ``jsonPayload``: a Kubernetes-mode policy mutates it, matchConstraints aside, and
+    its matchConditions still decide."""
+    text = mpol("pods-only", jsonpatch('[JSONPatch{op: "add", path: "/a", value: 1}]'),
+                extra="  matchConditions: [{name: has-b, expression: has(object.b)}]")  # fmt: skip
+    compiled = compile_text(text)
+    applied = mutate_document(compiled.policies, {"b": 2}, kubernetes_mode=True)
+    skipped = mutate_document(compiled.policies, {"c": 3}, kubernetes_mode=True)
+    assert [(o.status, o.document) for o in applied.outcomes] == [("applied", {"b": 2, "a": 1})]
+    assert [o.status for o in skipped.outcomes] == ["skipped"]
