@@ -214,6 +214,9 @@ def _load(
             what = kyverno_files.describe(document.content)
             raise ConfigurationError(f"{document.source}: {what}: not a PolicyException (given with --exception)")
     policies, read_errors = policies + exceptions, read_errors + exception_errors
+    policies, unbound = kyverno_files.bind_unbound_admission_policies(policies)
+    for note in unbound:
+        console.warning(note)
     cluster = kyverno_files.unwrap_cluster_resources(inputs.object_documents(args.cluster_resources))
     cluster += inputs.object_documents(args.target_resources)
     images, entries = StaticImages(), StaticGlobalContext()

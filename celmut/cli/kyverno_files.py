@@ -210,3 +210,44 @@ def describe(content: Any) -> str:
     meta = content.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     return f"{content.get('kind') or 'an object without kind'} {name or ''}".strip()
+
+
+def bind_unbound_admission_policies(documents: list[Document]) -> tuple[list[Document], list[str]]:
+    """``documents`` plus a binding for each MutatingAdmissionPolicy no binding refers to, and a note
+    per policy so bound.
+
+    The Kyverno CLI mutates with such a policy as if it were bound to everything its
+    matchConstraints match ("no bindings: offline CEL matcher", pkg/admissionpolicy/mutate.go
+    ``Mutate``), where an API server would never run it. A policy with ``paramKind`` is left alone:
+    without a binding there are no params to give it.
+    """
+    bound: set[str] = set()
+    unbound: list[tuple[str, str]] = []
+    for document in documents:
+        content = document.content if isinstance(document.content, dict) else {}
+        api_version = str(content.get("apiVersion") or "")
+        if not api_version.startswith("admissionregistration.k8s.io/"):
+            continue
+        spec = content.get("spec") if isinstance(content.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        if content.get("kind") == "MutatingAdmissionPolicyBinding":
+            bound.add(str(spec.get("policyName") or ""))
+        elif content.get("kind") == "MutatingAdmissionPolicy" and not spec.get("paramKind"):
+            name = str((content.get("metadata") or {}).get("name") or "")
+            unbound.append((name, api_version))
+    added: list[Document] = []
+    notes: list[str] = []
+    for name, api_version in unbound:
+        if name and name not in bound:
+            binding = {
+                "apiVersion": api_version,
+                "kind": "MutatingAdmissionPolicyBinding",
+                "metadata": {"name": f"{name}-unbound"},
+                "spec": {"policyName": name},
+            }
+            added.append(Document(f"(kyverno CLI) binding for {name}", len(added), binding))
+            notes.append(
+                f"MutatingAdmissionPolicy {name} has no binding: applied to everything its matchConstraints "
+                "match, as the Kyverno CLI does (an API server would not run it)"
+            )
+    return documents + added, notes

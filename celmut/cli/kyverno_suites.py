@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from celmut import kinds
-from celmut.cli import kyverno_files, suite_compare
+from celmut.cli import kyverno_files, suite_compare, suite_json
 from celmut.cli.suite_rows import DIFF_MESSAGE, FAIL, NOT_EVALUATED, NOT_MATCHED, PASS, Row, TestRun, resource_name
 from celmut.cli.suite_spec import CaseSelector, ExpectedResult, Suite, load_suite
 from celmut.compile.pipeline import read_paths
@@ -91,6 +91,9 @@ class _SuiteRunner:
         self.other_policies: dict[str, str] = {}  # name → kind, for policies another engine runs
         self.celmut_policies: set[str] = set()
         self.subjects: list[_Subject] = []
+        self.payloads: dict[str, suite_json.PayloadRun] = {}
+        self.policy_documents: list[Document] = []
+        self.target_identities: set[tuple[str, str, str, str]] = set()
         self.next_id = 1
 
     def path(self, name: str) -> Path:
@@ -123,7 +126,24 @@ class _SuiteRunner:
             f"{_plural(len(resources), 'resource', 'resources')}{exceptions} ..."
         )
         runs = offline.admit(resources)
-        targets = [t for r in runs for t in r.targets] + offline.scan()
+        if suite.json_payloads:
+            run.progress.append("  Loading JSON payloads ...")
+            ordered = suite_json.in_file_order(compiled.policies, self.policy_documents)
+            try:
+                self.payloads = suite_json.run_payloads(
+                    suite.json_payloads,
+                    suite.base,
+                    ordered,
+                    compiled.exceptions,
+                    kubernetes_mode=suite.legacy_json_payload,
+                )
+            except DocumentError as ex:
+                run.error = f"failed to load JSON payload: {ex}"
+                return run
+        # kyverno test reports mutateExisting targets only for the Test's targetResources
+        # (processor/policy_processor.go evaluates p.TargetResources): a policy whose target is its
+        # own trigger (no targetMatchConstraints) adds no row beside the trigger's.
+        targets = [t for t in [t for r in runs for t in r.targets] + offline.scan() if self.is_declared_target(t)]
         self.subjects = [_Subject(r.resource, run=r) for r in runs]
         by_identity: dict[tuple[str, str, str, str], _Subject] = {}
         for target in targets:
@@ -162,6 +182,9 @@ class _SuiteRunner:
                 self.other_policies[str((document.content.get("metadata") or {}).get("name") or "")] = other
             else:
                 policies.append(document)
+        self.policy_documents = policies
+        policies, unbound = kyverno_files.bind_unbound_admission_policies(policies)
+        run.notes += unbound
         run.progress.append("  Loading resources ...")
         given = load_documents(*self.paths(suite.cluster_resources))
         cluster = kyverno_files.unwrap_cluster_resources(given, suite.base)
@@ -187,7 +210,9 @@ class _SuiteRunner:
         # Targets are read like resources (defaulted), the rest of the cluster as given (Kyverno reads
         # clusterResources and context resources without YamlToUnstructured).
         for document, obj in zip(targets, kubernetes_objects(targets), strict=True):
-            cluster.append(Document(document.path, document.index, kyverno_files.default_namespace(obj, table)))
+            target = kyverno_files.default_namespace(obj, table)
+            self.target_identities.add(suite_compare.identity(target))
+            cluster.append(Document(document.path, document.index, target))
         inputs = kubernetes_objects(load_documents(*self.paths(suite.resources)))
         resources = [kyverno_files.default_namespace(obj, table) for obj in inputs]
         if suite.exceptions:
@@ -196,6 +221,9 @@ class _SuiteRunner:
             policies, cluster, values, self.backend, images=images, global_context=entries, user_info=user_info
         )
         return offline, resources
+
+    def is_declared_target(self, target: TargetResult) -> bool:
+        return suite_compare.identity(target.target) in self.target_identities
 
     # --- results ------------------------------------------------------------------------------------
 
@@ -227,6 +255,14 @@ class _SuiteRunner:
                     self.row(expected, ref, NOT_EVALUATED, f"{other_kind}: celmut runs mutating policies only")
                 )
             return
+        if self.payloads and any(ref in self.payloads for ref in refs):
+            self.payload_rows(expected, refs)
+            return
+        if self.payloads and not refs and not expected.resource_specs:
+            # output.go: "The test specifies no resources, check all results" (JSON documents included)
+            self.payload_rows(expected, list(self.payloads))
+            if not self.subjects:
+                return
         if expected.policy_name not in self.celmut_policies:
             self.note(
                 expected,
@@ -249,6 +285,44 @@ class _SuiteRunner:
             if not rows and not dropped:
                 rows = [self.row(expected, subject.display, FAIL, "Not found", message="Not found")]
             self.run.rows += rows
+
+    def payload_rows(self, expected: ExpectedResult, refs: Sequence[str]) -> None:
+        """Rows for a result naming JSON documents by their declared paths (:mod:`celmut.cli.suite_json`)."""
+        for ref in refs:
+            payload = self.payloads.get(ref)
+            outcome = payload.outcome(expected.policy_name) if payload is not None else None
+            if payload is None or outcome is None:
+                self.run.rows.append(self.row(expected, ref, FAIL, "Not found", message="Not found"))
+                continue
+            status, message = suite_json.status(outcome), outcome.reason
+            if expected.patched:
+                available, actual = payload.snapshot(outcome)
+                try:
+                    wanted = suite_json.load_document(self.path(expected.patched))
+                except DocumentError as ex:
+                    self.run.file_errors.append(f"{self.suite.path}: patchedResources: {ex}")
+                    self.run.rows.append(self.row(expected, ref, FAIL, "Resource error", message=str(ex)))
+                    continue
+                if not available:
+                    why = (
+                        "no successfully patched JSON document is available; omit patchedResources for an error result"
+                    )
+                    self.run.rows.append(self.row(expected, ref, FAIL, "Resource error", message=why))
+                    continue
+                if not suite_json.json_equal(wanted, actual):
+                    self.run.rows.append(
+                        self.row(
+                            expected, ref, FAIL, "Resource diff", message=DIFF_MESSAGE,
+                            json_docs=(wanted, actual), patched_file=expected.patched,
+                        )
+                    )  # fmt: skip
+                    continue
+            if status != expected.result:
+                self.run.rows.append(
+                    self.row(expected, ref, FAIL, f"Want {expected.result}, got {status}", message=message)
+                )
+            else:
+                self.run.rows.append(self.row(expected, ref, PASS, "Ok", message=message))
 
     def subject_rows(self, expected: ExpectedResult, subject: _Subject) -> tuple[list[Row], bool]:
         rows: list[Row] = []
@@ -364,7 +438,11 @@ def _specified(obj: dict[str, Any], spec: dict[str, str]) -> bool:
 
 def _status(outcomes: Sequence[PolicyOutcome]) -> tuple[str, str]:
     """Kyverno's result for a MutatingPolicy's rule response: error, pass (applied or changed nothing)
-    or skip (a matchCondition was false, an exception applied), with its message."""
+    or skip (a matchCondition was false, an exception applied), with its message. A
+    MutatingAdmissionPolicy that changed nothing is a skip, "mutation had no effect"
+    (pkg/admissionpolicy/mutate.go ``mutateResource``)."""
+    if outcomes and all(o.kind == "MutatingAdmissionPolicy" and o.status == "unchanged" for o in outcomes):
+        return "skip", "mutation had no effect"
     for wanted, statuses in (("error", ("error",)), ("pass", ("applied", "unchanged"))):
         found = [o for o in outcomes if o.status in statuses or (wanted == "error" and o.cause == "error")]
         if found:

@@ -17,6 +17,8 @@ sorted keys (so key order never shows), from expected to actual.
 
 from __future__ import annotations
 
+import difflib
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -95,3 +97,16 @@ def diff(expected: dict[str, Any], actual: dict[str, Any], colors: Palette) -> s
     """The unified diff from the expected document to the actual one (both normalized)."""
     before, after = normalize(expected, managed_by=False), normalize(actual, managed_by=False)
     return output.unified_diff(before, after, colors, labels=("expected", "actual"))
+
+
+def json_diff(expected: Any, actual: Any, colors: Palette, name: str) -> str:
+    """The unified diff between two JSON documents of any root type, as indented JSON with sorted keys."""
+    old, new = (json.dumps(doc, indent=2, sort_keys=True).splitlines(keepends=True) for doc in (expected, actual))
+    lines = difflib.unified_diff(old, new, f"expected/{name}", f"actual/{name}")
+    out = []
+    for line in lines:
+        text = line.rstrip("\n")
+        paint = colors.bold if line.startswith(("---", "+++")) else colors.cyan if line.startswith("@@") else None
+        paint = paint or (colors.red if line.startswith("-") else colors.green if line.startswith("+") else None)
+        out.append((paint(text) if paint else text) + "\n")
+    return "".join(out)

@@ -54,6 +54,8 @@ def results_table(rows: Sequence[Row], colors: Palette, *, detailed: bool = Fals
 
 
 def row_diff(row: Row, colors: Palette) -> str:
+    if row.json_docs is not None:
+        return suite_compare.json_diff(*row.json_docs, colors, row.resource)
     if row.expected_doc is None or row.actual_doc is None:
         return ""
     return suite_compare.diff(row.expected_doc, row.actual_doc, colors)

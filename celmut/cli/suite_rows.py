@@ -30,6 +30,7 @@ class Row:
     expected_doc: dict[str, Any] | None = None  # for a Resource diff: the two documents compared
     actual_doc: dict[str, Any] | None = None
     patched_file: str = ""
+    json_docs: tuple[Any, Any] | None = None  # for a JSON document's Resource diff: (expected, actual)
 
     @property
     def failed(self) -> bool:

@@ -42,13 +42,11 @@ RESULT_FIELDS = {
 TEST_FIELDS = {
     "apiVersion", "kind", "metadata", "name", "policies", "resources", "targetResources", "paramResources",
     "variables", "values", "userinfo", "exceptions", "context", "clusterResources", "results",
-    "globalContextEntries", "failOnMissingResources",
+    "globalContextEntries", "failOnMissingResources", "jsonPayload", "jsonPayloads",
 }  # fmt: skip
 # Kyverno fields for what celmut does not evaluate: named in a warning when a suite uses them.
 NOT_EVALUATED_FIELDS = {
     "checks": "kyverno-json checks are not evaluated by celmut",
-    "jsonPayload": "JSON payloads (MutatingPolicy mode JSON) are not evaluated by celmut",
-    "jsonPayloads": "JSON payloads (MutatingPolicy mode JSON) are not evaluated by celmut",
     "httpPayloads": "HTTP payloads are not evaluated by celmut",
     "envoyPayloads": "Envoy payloads are not evaluated by celmut",
     "apiCallResponses": "apiCall mocks serve classic policies' context only; MutatingPolicies do not read them",
@@ -91,6 +89,8 @@ class Suite:
     userinfo: str = ""
     context: str = ""
     global_context_entries: Any = None
+    json_payloads: list[str] = field(default_factory=list)  # JSON documents, by their declared paths
+    legacy_json_payload: bool = False  # the single ``jsonPayload``: every MutatingPolicy mutates it
     results: list[ExpectedResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -174,6 +174,10 @@ def load_suite(path: Path) -> Suite:
     else:
         suite.values = values
     suite.global_context_entries = spec.get("globalContextEntries")
+    # ``jsonPayload`` (one document, the older field) and ``jsonPayloads``: documents JSON-mode
+    # MutatingPolicies mutate; results name them by these exact paths (test.go, JSON document mutation).
+    suite.json_payloads = _strings(spec, "jsonPayload", source) + _strings(spec, "jsonPayloads", source)
+    suite.legacy_json_payload = bool(spec.get("jsonPayload")) and not spec.get("jsonPayloads")
     fail_on_missing = spec.get("failOnMissingResources", False)
     if not isinstance(fail_on_missing, bool):
         raise DocumentError(source, "failOnMissingResources: must be true or false")

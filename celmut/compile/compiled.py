@@ -83,6 +83,7 @@ class CompiledPolicy:
     timeout_seconds: int | None = None
     restart_policy: str = "deferred"  # "immediate": the controller may replace pods (PodMutation presets)
     record_provenance: bool = False  # write celmut.io/mutated-by on the objects it changes
+    json_mode: bool = False  # spec.evaluation.mode JSON: mutates JSON documents, never admission requests
     definition: Any = field(default=None, compare=False, repr=False)  # the source model
 
     @property

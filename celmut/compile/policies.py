@@ -113,6 +113,8 @@ def _forbid_http(compiler: _Compiler) -> None:
 def compile_mutating_policy(policy: MutatingPolicy, backend: str | None = None) -> list[CompiledPolicy]:
     """The policy and its autogen variants; raises :class:`PolicyError` listing every problem."""
     compiled = [_compile_mpol(policy, "", backend)]
+    if policy.is_json_mode:  # a document policy has no Pod controllers to follow
+        return compiled
     for variant, variant_policy in autogen.autogen_variants(policy).items():
         compiled.append(_compile_mpol(variant_policy, variant, backend))
     return compiled
@@ -160,7 +162,8 @@ def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> 
         mutations=mutations,
         failure_policy=policy.failure_policy,
         reinvocation_policy=policy.reinvocation_policy,
-        admission=policy.evaluation.admission,
+        # a JSON-mode policy never enters the Kubernetes plane, whatever its admission defaults say
+        admission=policy.evaluation.admission and not policy.is_json_mode,
         mutate_existing=policy.evaluation.mutate_existing,
         skip_background_requests=policy.evaluation.skip_background_requests,
         use_server_side_apply=policy.evaluation.use_server_side_apply,
@@ -171,6 +174,7 @@ def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> 
         timeout_seconds=policy.timeout_seconds,
         restart_policy=policy.restart_policy,
         record_provenance=policy.record_provenance,
+        json_mode=policy.is_json_mode,
         definition=policy,
     )
 

@@ -5,6 +5,11 @@ Defaults and checks follow Kyverno (semantics document §1): failurePolicy Fail,
 Never, admission enabled, background enabled, mutateExisting disabled, skipBackgroundRequests true,
 useServerSideApply false; ``matchConstraints`` needs at least one resource rule; admission and
 mutateExisting cannot both be disabled; at most 64 match conditions with unique names.
+
+``spec.evaluation.mode: JSON`` makes a document policy (Kyverno's JSON document mutation, run by
+``kyverno apply --json`` / a Test's ``jsonPayloads``): no ``matchConstraints`` needed, JSONPatch
+mutations only, no mutateExisting, target matching, server-side apply or reinvocation
+(``docs/proposals/json-document-mutation.md``, "Field and expression contract").
 """
 
 from __future__ import annotations
@@ -120,6 +125,11 @@ class MutatingPolicy:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
+    def is_json_mode(self) -> bool:
+        """A document policy: it mutates JSON documents, never Kubernetes admission requests."""
+        return self.evaluation.mode == "JSON"
+
+    @property
     def is_namespaced(self) -> bool:
         return self.kind == "NamespacedMutatingPolicy"
 
@@ -191,6 +201,22 @@ def _parse_evaluation(spec: Reader) -> Evaluation:
     )
 
 
+def _check_json_mode(spec: Reader, evaluation: Evaluation, mutations: tuple[Mutation, ...], reinvocation: str) -> None:
+    """What a JSON-mode policy cannot use: it has no admission request, cluster or schema."""
+    for index, mutation in enumerate(mutations):
+        if mutation.patch_type != "JSONPatch":
+            spec.fail("Forbidden: a JSON-mode policy mutates with JSONPatch only", f"mutations[{index}].patchType")
+    if evaluation.mutate_existing:
+        spec.fail("Forbidden: a JSON-mode policy cannot mutate existing resources", "evaluation.mutateExisting")
+    if evaluation.use_server_side_apply:
+        spec.fail("Forbidden: a JSON-mode policy does not use server-side apply", "evaluation.useServerSideApply")
+    for name in ("targetMatchConstraints", "targetMatchConditions"):
+        if spec.has(name):
+            spec.fail("Forbidden: a JSON-mode policy has no targets", name)
+    if reinvocation == "IfNeeded":
+        spec.fail("Forbidden: a JSON-mode policy runs once per document", "reinvocationPolicy")
+
+
 def _parse_autogen(spec: Reader) -> tuple[tuple[str, ...] | None, bool]:
     autogen = spec.child("autogen")
     controllers = autogen.child("podControllers").string_list("controllers")
@@ -216,10 +242,12 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
     spec = Reader(doc.get("spec"), "spec", errors)
     spec.unknown_fields(_SPEC_FIELDS)
 
-    if not spec.has("matchConstraints"):
+    evaluation = _parse_evaluation(spec)
+    json_mode = evaluation.mode == "JSON"
+    if not spec.has("matchConstraints") and not json_mode:
         spec.fail("Required value: matchConstraints must be set", "matchConstraints")
     match = parse_match_resources(spec.child("matchConstraints"))
-    if spec.has("matchConstraints") and not match.resource_rules:
+    if spec.has("matchConstraints") and not match.resource_rules and not json_mode:
         spec.fail("Required value: at least one resource rule is needed", "matchConstraints.resourceRules")
 
     target: TargetMatchConstraints | None = None
@@ -232,7 +260,6 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
             expression_path=target_reader.at("expression"),
         )
 
-    evaluation = _parse_evaluation(spec)
     if not evaluation.admission and not evaluation.mutate_existing:
         spec.fail(
             "Invalid value: admission and mutateExisting cannot both be disabled; the policy would never apply",
@@ -248,6 +275,10 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
         )
         for item in spec.items("auditAnnotations")
     )
+    mutations = _parse_mutations(spec)
+    reinvocation = spec.string("reinvocationPolicy", default="Never", enum=("Never", "IfNeeded"))
+    if json_mode:
+        _check_json_mode(spec, evaluation, mutations, reinvocation)
     return MutatingPolicy(
         kind=kind,
         api_version=doc.get("apiVersion", ""),
@@ -259,9 +290,9 @@ def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldEr
             spec, "matchConditions", identifiers=False, max_items=64, lenient_names=warnings
         ),
         variables=parse_named_expressions(spec, "variables", identifiers=True),
-        mutations=_parse_mutations(spec),
+        mutations=mutations,
         failure_policy=spec.string("failurePolicy", default="Fail", enum=("Ignore", "Fail")),
-        reinvocation_policy=spec.string("reinvocationPolicy", default="Never", enum=("Never", "IfNeeded")),
+        reinvocation_policy=reinvocation,
         target_match_constraints=target,
         target_match_conditions=parse_named_expressions(
             spec, "targetMatchConditions", identifiers=False, lenient_names=warnings

@@ -93,7 +93,8 @@ class AdmissionEngine:
         if isinstance(policies, CompiledPolicySet):
             exceptions = list(exceptions) + policies.exceptions
             policies = policies.policies
-        self.policies = sorted(policies, key=lambda p: p.order_key)
+        # JSON-mode MutatingPolicies mutate documents (runtime/documents.py), never admission requests.
+        self.policies = sorted((p for p in policies if not p.json_mode), key=lambda p: p.order_key)
         self.exceptions = list(exceptions)
         self.options = options or AdmissionOptions()
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)

@@ -110,7 +110,17 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
 
     ``obj`` is not modified: each operation copies only the containers on its path.
     """
-    document: Any = obj
+    document = patch_document(obj, operations)
+    if not isinstance(document, dict):
+        # An operation on the root (path "") can replace the whole document; the API server then fails
+        # to decode the result into an object, and so does this.
+        raise MutationError(f"the patched object must be an object, got {values.type_name(document)}")
+    return document
+
+
+def patch_document(document: Any, operations: list[dict[str, Any]]) -> Any:
+    """``document`` (any JSON value) patched; a path of ``""`` is the root, which an operation may
+    replace with a value of another type. Raises :class:`TestFailed` as :func:`apply_json_patch`."""
     try:
         for operation in operations:
             op = dict(operation)
@@ -133,10 +143,6 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
         raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
     except jsonpatch.JsonPatchException as ex:
         raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
-    if not isinstance(document, dict):
-        # An operation on the root (path "") can replace the whole document; the API server then fails
-        # to decode the result into an object, and so does this.
-        raise MutationError(f"the patched object must be an object, got {values.type_name(document)}")
     return document
 
 

@@ -146,3 +146,13 @@ def test_exceptions_given_with_dash_e_skip_the_policy(capsys: pytest.CaptureFixt
 def test_a_policy_given_with_dash_e_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, POLICY, "-r", POD, "-e", POLICY)
     assert code == 2 and f"{POLICY}: MutatingPolicy stamp-request: not a PolicyException (given with --exception)" in err
+
+
+def test_apply_mutates_with_an_unbound_admission_policy_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """kyverno apply uses the same processor: a MAP without a binding mutates (admissionpolicy/mutate.go)."""
+    suite = SUITES / "admission-policy-unbound"
+    code, out, err = run(capsys, str(suite / "policy.yaml"), "--resource", str(suite / "secrets.yaml"))
+    assert code == 0, err
+    plain = next(doc for doc in yaml.safe_load_all(out) if doc and doc["metadata"]["name"] == "plain")
+    assert plain["metadata"]["labels"] == {"tier": "bronze"}
+    assert "warning: MutatingAdmissionPolicy tier-secrets has no binding: applied to everything" in err

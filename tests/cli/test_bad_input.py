@@ -54,6 +54,12 @@ FILES = {
     "globalContextEntries: [{name: x, data: [], projections: [{name: p, path: '[*.a'}]}]\n",
     "suite-bad-wrapper/kyverno-test.yaml": "name: t\npolicies: [../pod.yaml]\nresources: [../pod.yaml]\n"
     "clusterResources: [../wrapper-scalar.yaml]\nresults: []\n",
+    "not-json.json": '{"a": 1,\n',
+    "json-policy.yaml": "apiVersion: policies.kyverno.io/v1\nkind: MutatingPolicy\nmetadata: {name: j}\n"
+    "spec: {evaluation: {mode: JSON}, mutations: []}\n",
+    "suite-bad-json/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayloads: [../not-json.json]\nresults: []\n",
+    "suite-missing-json/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayload: nowhere.json\nresults: []\n",
+    "suite-json-scalar/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayloads: 5\nresults: []\n",
 }
 
 
@@ -142,6 +148,12 @@ OFFLINE = [
          "globalContextEntries[0].projections[0].path: invalid JMESPath"),
     Case("test: a suite whose ClusterResource is malformed", ("test", "{bad}/suite-bad-wrapper"),
          "spec.resources: must be a list, not a number"),
+    Case("test: a JSON payload that is not JSON names the file and position", ("test", "{bad}/suite-bad-json"),
+         "not-json.json: not a JSON document: Expecting property name enclosed in double quotes at line 2"),
+    Case("test: a JSON payload that does not exist names it", ("test", "{bad}/suite-missing-json"),
+         "failed to load JSON payload: {bad}/suite-missing-json/nowhere.json: no such file"),
+    Case("test: jsonPayloads that is not a list of files", ("test", "{bad}/suite-json-scalar"),
+         "jsonPayloads: must be a file name or a list of file names"),
     Case("test: a --test-case-selector with an unknown key", ("test", "{bad}/suite-scalar", "-t", "polcy=x"),
          "expected policy=GLOB"),
     Case("test: --junit in a missing directory", ("test", SUITE, "--junit", "{bad}/no/j.xml"), "--junit {bad}/no/j.xml: no such directory"),

@@ -234,10 +234,95 @@ def test_junit_xml_for_ci(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert ET.fromstring(out).get("skipped") == "2"
 
 
+def test_json_payloads_are_mutated_by_json_mode_policies_in_file_order(capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream test/cli/test-mutating-policy/json-document-mutation's shape: results name documents
+    by their declared paths and compare each policy's own output, integers above 2^53 exact."""
+    code, out, err = run(capsys, str(SUITES / "json-documents"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == [
+        "1 | tag-origin |  | ledger.json | Pass | Ok",
+        "2 | copy-origin |  | ledger.json | Pass | Ok",  # needs tag-origin's field: file order, not by name
+        "3 | guarded-rebate |  | ledger.json | Pass | Ok",  # a failed test rolled the policy back: skip
+        "4 | review-open |  | archive/ledger.json | Pass | Ok",  # matchCondition false: skip
+        "5 | mark-small |  | ledger.json | Pass | Ok",  # PolicyException: skip
+        "6 | mark-small |  | archive/ledger.json | Pass | Ok",
+    ]
+    assert "\nTest Summary: 6 tests passed and 0 tests failed\n" in out
+
+
+def test_a_json_document_root_can_change_type(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(SUITES / "json-document-roots"))
+    assert code == 0, out + err
+    assert [r.split(" | ")[1] for r in rows(tables(out)[0])] == ["listify", "first-item", "as-text"]
+
+
+def test_a_failing_json_policy_is_an_error_result_and_stops_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(SUITES / "json-document-error"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0])[1] == "2 | rename-missing |  | settings.json | Pass | Ok"
+
+
+def test_a_json_document_that_differs_fails_with_a_diff(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(FAILING / "json-document-mismatch"))
+    assert code == 1, out + err
+    assert rows(tables(out)[0]) == [
+        "1 | increment |  | counter.json | Fail | Resource diff",
+        "2 | increment |  | flags.json | Fail | Resource error",  # the run failed: no document published
+    ]
+    assert "--- expected/counter.json\n+++ actual/counter.json\n@@ -1 +1 @@\n-5\n+4\n" in out
+    assert "Traceback" not in out + err
+
+
+def test_the_single_json_payload_is_mutated_by_every_mutating_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream json-payload and non-k8s-json's shape: the older ``jsonPayload`` field, a
+    Kubernetes-mode policy, a result without resources (output.go then checks every result)."""
+    code, out, err = run(capsys, str(SUITES / "json-payload-single"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == ["1 | stamp-order |  | order.json | Pass | Ok"]
+
+
+def test_a_kubernetes_mode_policy_skips_json_payloads(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``jsonPayloads`` (JSON document mutation): a Kubernetes-mode MutatingPolicy is skipped
+    (processor/json.go), so a result expecting pass fails, and one expecting skip passes."""
+    single = SUITES / "json-payload-single"
+    for name in ("policy.yaml", "order.json"):
+        (tmp_path / name).write_text((single / name).read_text())
+    (tmp_path / "kyverno-test.yaml").write_text(
+        "apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\nmetadata: {name: t}\npolicies: [policy.yaml]\n"
+        "jsonPayloads: [order.json]\nresults:\n"
+        "- {policy: stamp-order, isMutatingPolicy: true, resources: [order.json], result: skip}\n"
+        "- {policy: stamp-order, isMutatingPolicy: true, result: pass}\n"
+    )
+    code, out, err = run(capsys, str(tmp_path))
+    assert code == 1, out + err
+    assert rows(tables(out)[0]) == [
+        "1 | stamp-order |  | order.json | Pass | Ok",
+        "2 | stamp-order |  | order.json | Fail | Want pass, got skip",
+    ]
+
+
+def test_mutate_existing_targets_are_reported_only_for_target_resources(capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream mutate-existing-same-trigger-and-target's shape: one row, not the trigger twice."""
+    code, out, err = run(capsys, str(SUITES / "mutate-existing-own-trigger"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == ["1 | stamp-queues |  | v1/Service/jobs/queue | Pass | Ok"]
+
+
+def test_an_unbound_admission_policy_applies_as_in_the_kyverno_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream test-mutating-admission-policy/with-apply-configuration's shape (a MAP, no binding)."""
+    code, out, err = run(capsys, str(SUITES / "admission-policy-unbound"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == [
+        "1 | tier-secrets |  | v1/Secret/vault/plain | Pass | Ok",
+        "2 | tier-secrets |  | v1/Secret/vault/tiered | Pass | Ok",  # no effect: skip, as expected
+    ]
+    assert "note: MutatingAdmissionPolicy tier-secrets has no binding: applied to everything" in out
+
+
 def test_every_suite_passes_as_a_user_runs_it() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "celmut", "test", str(SUITES)], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Test Summary: 15 tests passed and 0 tests failed" in result.stdout
+    assert "Test Summary: 30 tests passed and 0 tests failed" in result.stdout
     assert "Traceback" not in result.stderr

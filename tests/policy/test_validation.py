@@ -27,7 +27,24 @@ def errors_of(text: str) -> list[str]:
     return [str(e) for e in compiled.errors]
 
 
+JSON_MODE = "  evaluation: {mode: JSON}"
+
 REJECTIONS = [
+    (
+        "a JSON-mode policy mutates with JSONPatch only (kyverno json-document-mutation design)",
+        mpol("p", applyconfig("Object{}"), extra=JSON_MODE),
+        "spec.mutations[0].patchType: Forbidden: a JSON-mode policy mutates with JSONPatch only",
+    ),
+    (
+        "a JSON-mode policy cannot mutate existing resources",
+        mpol("p", jsonpatch("[]"), extra="  evaluation: {mode: JSON, mutateExisting: {enabled: true}}"),
+        "spec.evaluation.mutateExisting: Forbidden: a JSON-mode policy cannot mutate existing resources",
+    ),
+    (
+        "a JSON-mode policy runs once per document",
+        mpol("p", jsonpatch("[]"), extra=JSON_MODE + "\n  reinvocationPolicy: IfNeeded"),
+        "spec.reinvocationPolicy: Forbidden: a JSON-mode policy runs once per document",
+    ),
     (
         "CEL compile error names the field path and position",
         mpol("p", applyconfig("Object{metadata: Object.metadata{labels: object.nope(}}")),
@@ -197,3 +214,19 @@ def test_a_mutating_policy_condition_name_need_not_be_a_qualified_name(field: st
         f"policies.yaml: MutatingPolicy p: spec.{field}[0].name: {LONG_NAME!r} is not a qualified name; accepted "
         "as Kyverno does for a MutatingPolicy, but the API server refuses it in a MutatingAdmissionPolicy or webhook"
     ]
+
+
+def test_a_json_mode_policy_needs_no_match_constraints() -> None:
+    """Kyverno's document compiler accepts a JSON-mode policy without matchConstraints (upstream
+    test/cli/test-mutating-policy/json-document-mutation); a Kubernetes-mode one still needs them."""
+    policy = """
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: stamp}
+spec:
+  evaluation: {mode: %s}
+  mutations:
+%s"""
+    compiled = compile_policy_set(parse(policy % ("JSON", jsonpatch('[JSONPatch{op: "add", path: "/a", value: 1}]'))))
+    assert not compiled.errors and [(p.name, p.json_mode) for p in compiled.policies] == [("stamp", True)]
+    assert "spec.matchConstraints: Required value" in errors_of(policy % ("Kubernetes", jsonpatch("[]")))[0]
