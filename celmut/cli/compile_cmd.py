@@ -4,11 +4,19 @@ PodMutations, spot webhook values files, GPU slicing configurations and pod pinn
 ordinary MutatingPolicies; this prints them as YAML so they can be read, tested, edited and applied
 anywhere a hand-written policy runs. Policies already written as policies are checked, not printed.
 ``-`` reads standard input.
+
+``--to-map`` prints instead, for every MutatingPolicy and every preset, the Kubernetes
+MutatingAdmissionPolicy and binding that apply it natively — the API server runs them itself, with
+no webhook at all — exactly as the controller generates them for
+``spec.autogen.mutatingAdmissionPolicy.enabled`` (names ``mpol-<name>``, PolicyExceptions folded in).
+When one cannot be converted, nothing is printed and the first construct in the way is named (exit 2).
+MutatingAdmissionPolicies and bindings among the files are printed unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -17,13 +25,37 @@ from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_OK
 from celmut.errors import ConfigurationError
 from celmut.service import flags
 
-EXIT_CODES = {EXIT_OK: "the policies were printed", EXIT_BAD_INPUT: BAD_INPUT + "; no preset among the files"}
+if TYPE_CHECKING:
+    from celmut.sources.documents import Document
+
+EXIT_CODES = {
+    EXIT_OK: "the policies were printed",
+    EXIT_BAD_INPUT: BAD_INPUT + "; no preset among the files; with --to-map, a policy that cannot be converted",
+}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compile", help="print the policies presets compile to", description=__doc__)
     p.add_argument("paths", nargs="+", metavar="FILE", help="preset files or directories ('-': stdin)")
     inputs.add_skip_unsupported(p)
+    p.add_argument(
+        "--to-map",
+        action="store_true",
+        help="print the MutatingAdmissionPolicies and bindings that apply the policies and presets natively",
+    )
+    p.add_argument(
+        "--map-api-version",
+        choices=("v1", "v1beta1", "v1alpha1"),
+        default="v1",
+        help="with --to-map: the admissionregistration.k8s.io version to write (v1: Kubernetes 1.36+; default v1)",
+    )
+    p.add_argument(
+        "--opt-out-label",
+        default=None,
+        metavar="LABEL",
+        help="with --to-map: objects carrying this label are left alone, as celmut's webhook leaves them "
+        "(default celmut.io/ignore; '' for none)",
+    )
     flags.add(p)
     p.set_defaults(run=run)
 
@@ -43,8 +75,41 @@ def run(args: argparse.Namespace) -> int:
     if not inputs.report(compilation, skip_unsupported=args.skip_unsupported):
         return EXIT_BAD_INPUT
     expanded, _ = presets.expand(documents)
+    if args.to_map:
+        print(yaml.safe_dump_all(_native(args, expanded), sort_keys=False, width=120), end="")
+        return EXIT_OK
     generated = [d.content for d in expanded if d.path.startswith("<generated")]
     if not generated:
         raise ConfigurationError("no preset documents found (PodMutation, spot values, GPU slicing, pinning plan)")
     print(yaml.safe_dump_all(generated, sort_keys=False, width=120), end="")
     return EXIT_OK
+
+
+def _native(args: argparse.Namespace, documents: list[Document]) -> list[dict[str, Any]]:
+    """The MutatingAdmissionPolicies and bindings of every policy, in file order; raises naming the first
+    policy that cannot be converted (nothing is printed then: half a set must not be applied)."""
+    from celmut.compile import to_map
+    from celmut.compile.presets.base import GENERATED_BY
+    from celmut.compile.presets.placement import readable
+    from celmut.policy.loader import load_policy_documents
+    from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+
+    policies = load_policy_documents(documents)
+    api_version = f"{to_map.GROUP}/{args.map_api_version}"
+    label = DEFAULT_OPT_OUT_LABEL if args.opt_out_label is None else args.opt_out_label
+    out: list[dict[str, Any]] = []
+    for policy in policies.mutating_policies:
+        try:
+            natives = to_map.convert(policy, policies.exceptions, api_version=api_version, opt_out_label=label)
+        except to_map.NotConvertible as ex:
+            origin = ((policy.raw.get("metadata") or {}).get("annotations") or {}).get(GENERATED_BY)
+            where = f"{origin}: " if origin else f"{policy.source}: "
+            raise ConfigurationError(
+                f"{where}{policy.kind} {policy.name} cannot run as a MutatingAdmissionPolicy: {ex.reason}"
+            ) from None
+        out += [readable(document) for native in natives for document in (native.policy, native.binding)]
+    out += [p.raw for p in policies.admission_policies]
+    out += [d.content for d in documents if (d.content or {}).get("kind") == "MutatingAdmissionPolicyBinding"]
+    if not out:
+        raise ConfigurationError("no MutatingPolicy or preset to convert among the files")
+    return out
