@@ -336,7 +336,7 @@ def _own_conditions(policy: MutatingPolicy, variant: str, preset: bool) -> list[
         if reads and not preset:
             raise NotConvertible(
                 "variables-in-match-conditions",
-                f"{origin} uses variables, which the match conditions of a MutatingAdmissionPolicy cannot see",
+                f"{origin} uses variables, which the match conditions of a MutatingAdmissionPolicy cannot see{_KEPT}",
             )
         if reads:
             try:

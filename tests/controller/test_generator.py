@@ -253,3 +253,57 @@ def test_next_to_kyverno_celmut_generates_nothing(fake_apiserver: FakeApiServer,
     assert found is not None and found["reason"] == "KyvernoDetected"
     assert "generated" not in status(fake, "team") and "message" not in status(fake, "team").get("conditionStatus", {})
     assert not fake.store.list(MAPS)
+
+
+def test_a_changed_policy_updates_its_map(cluster_crds: FakeApiServer, tmp_path: Path) -> None:
+    """mpol.go updateMP requeues on a spec change; controllerutils.Update rewrites the MAP's spec."""
+    fake = cluster_crds
+    fake.store.create(native())
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+        eventually(lambda: generated(fake), what="the MAP")
+        policy = fake.store.get(MPOL, "team")
+        changed = '[JSONPatch{op: "add", path: "/metadata/labels/changed", value: "yes"}]'
+        policy["spec"]["mutations"] = [{"patchType": "JSONPatch", "jsonPatch": {"expression": changed}}]
+        fake.store.update(policy)
+        eventually(
+            lambda: fake.store.get(MAPS, "mpol-team")["spec"]["mutations"] == policy["spec"]["mutations"],
+            what="the MAP updated",
+        )
+    assert status(fake, "team")["generated"] is True
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"evaluation": {"useServerSideApply": True}},
+            "skip generating MutatingAdmissionPolicy: useServerSideApply is enabled, which mutates atomic fields "
+            "that a native MutatingAdmissionPolicy rejects.",
+        ),
+        (
+            {
+                "variables": [{"name": "ns", "expression": "request.namespace"}],
+                "matchConditions": [{"name": "shop", "expression": 'variables.ns == "shop"'}],
+            },
+            "skip generating MutatingAdmissionPolicy: spec.matchConditions[0] (shop) uses variables, which the match "
+            "conditions of a MutatingAdmissionPolicy cannot see; the policy stays in celmut's webhook",
+        ),
+    ],
+    ids=["generate-map.go mapFullSkipReason: useServerSideApply", "kyverno/api Variables: not in matchConditions"],
+)
+def test_a_policy_that_stops_converting_loses_its_map_and_says_why(
+    cluster_crds: FakeApiServer, tmp_path: Path, spec: Obj, message: str
+) -> None:
+    """generate-map.go: a whole-policy blocker deletes the owned MAP and binding, generated=false + reason."""
+    fake = cluster_crds
+    fake.store.create(native())
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+        eventually(lambda: generated(fake), what="the MAP")
+        policy = fake.store.get(MPOL, "team")
+        policy["spec"].update(spec)
+        fake.store.update(policy)
+        eventually(lambda: not fake.store.list(MAPS) and not fake.store.list(BINDINGS), what="the MAP deleted")
+        eventually(lambda: status(fake, "team").get("generated") is False, what="generated=false")
+    assert status(fake, "team")["conditionStatus"]["message"] == message
+    found = condition(fake, "team")
+    assert found is not None and found["status"] == "False" and found["message"] == message
