@@ -157,7 +157,14 @@ class AdmissionPolicyGenerator:
     # --- syncing -----------------------------------------------------------------------------------
 
     def sync(self, source: ClusterPolicySource) -> SyncOutcome:
-        """One pass over every MutatingPolicy celmut owns; errors are logged, counted, retried later."""
+        """One pass over every MutatingPolicy celmut owns; errors are logged, counted, retried later.
+
+        Nothing is done before every watch has listed once, nor while the MutatingPolicy API is not
+        served (discovery failing for a moment): an empty policy list then would delete every generated
+        MAP. A CRD really removed takes its policies with it, and garbage collection their MAPs."""
+        if not source.synced() or source.api_version("MutatingPolicy") is None:
+            self._next = time.monotonic() + self.retry_seconds
+            return SyncOutcome()
         ownership = source.ownership or source.current_ownership()
         map_version = source.api_version("MutatingAdmissionPolicy")
         api_version = (

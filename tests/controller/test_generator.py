@@ -307,3 +307,17 @@ def test_a_policy_that_stops_converting_loses_its_map_and_says_why(
     assert status(fake, "team")["conditionStatus"]["message"] == message
     found = condition(fake, "team")
     assert found is not None and found["status"] == "False" and found["message"] == message
+
+
+def test_generated_maps_survive_while_the_policy_api_is_not_served(cluster_crds: FakeApiServer, tmp_path: Path) -> None:
+    """A moment of failing discovery must not read as "no policies" and delete every generated MAP (the
+    webhook would then serve them again, and the MAPs be re-created: churn with no reason)."""
+    fake = cluster_crds
+    fake.store.create(native())
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+        eventually(lambda: generated(fake), what="the MAP")
+    fake.fail_next("GET", "^/apis/policies.kyverno.io", 503, times=None)
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True) as controller:
+        assert controller.generator is not None and controller.policy_source is not None
+        outcome = controller.generator.sync(controller.policy_source)
+        assert outcome.deleted == [] and generated(fake)
