@@ -114,6 +114,9 @@ class AdmissionPolicyGenerator:
         self.opt_out_label = opt_out_label
         self.retry_seconds = retry_seconds
         self._next: float | None = None  # sync again unprompted: after a failure, or when an exception expires
+        # (kind, name) -> (resourceVersion, what was written) of each object as this generator last wrote it:
+        # what the API server stored in answer (its defaults, another webhook's change) is not a hand edit.
+        self._written: dict[tuple[str, str], tuple[str, tuple[Any, ...]]] = {}
 
     def due(self) -> bool:
         """Whether to sync although nothing changed (a failed write to retry, an exception that expired)."""
@@ -214,12 +217,14 @@ class AdmissionPolicyGenerator:
         if found is not None and not _celmuts(found):
             who = (found.get("metadata") or {}).get("labels", {}).get(to_map.MANAGED_BY[0], "not labelled")
             return [f"{name}: a {kind} of that name exists and is not celmut's ({to_map.MANAGED_BY[0]}: {who})"]
-        if found is not None and _kept(found) == _kept(document):
+        wanted = _kept(document)
+        ours = self._written.get((kind, name))
+        if found is not None and (_kept(found) == wanted or ours == (_version(found), wanted)):
             return []
         resource = _RESOURCES[kind]
         try:
             if found is None:
-                self.cluster.create(document["apiVersion"], resource, "", document)
+                stored = self.cluster.create(document["apiVersion"], resource, "", document)
                 outcome.created.append(name)
             else:
                 meta = found.get("metadata") or {}
@@ -232,7 +237,7 @@ class AdmissionPolicyGenerator:
                         "resourceVersion": meta.get("resourceVersion"),
                     },
                 }
-                self.cluster.replace(document["apiVersion"], resource, "", name, replacement)
+                stored = self.cluster.replace(document["apiVersion"], resource, "", name, replacement)
                 outcome.updated.append(name)
         except ClusterError as ex:
             verb = "create" if found is None else "update"
@@ -240,10 +245,13 @@ class AdmissionPolicyGenerator:
             outcome.failed.append(name)
             return [f"{name}: failed to {verb} {kind.lower()} {name}: {ex}"]
         log.info("generated %s %s", kind, "created" if found is None else "updated", extra={"object": name})
+        if isinstance(stored, dict):
+            self._written[(kind, name)] = (_version(stored), wanted)
         return []
 
     def _delete(self, obj: Obj, outcome: SyncOutcome) -> None:
         kind, name = str(obj.get("kind")), str(obj["metadata"]["name"])
+        self._written.pop((kind, name), None)
         try:
             self.cluster.delete(str(obj.get("apiVersion")), _RESOURCES[kind], "", name)
         except NotFound:
@@ -272,6 +280,10 @@ class AdmissionPolicyGenerator:
                 "could not write the policy's status", extra={"policy": policy["metadata"]["name"], "error": str(ex)}
             )
             outcome.failed.append(str(policy["metadata"]["name"]))
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _celmuts(obj: Mapping[str, Any]) -> bool:

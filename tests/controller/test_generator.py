@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from celmut.controller.generator import CONDITION_TYPE, NO_API
+from celmut.controller.generator import CONDITION_TYPE, NO_API, AdmissionPolicyGenerator
 from tests.fakekube import FakeApiServer
+from tests.fakekube.defaults import admission_policy_defaults
 from tests.kube.conftest import eventually, label_policy
 from tests.kube.crds import crds_next_to_kyverno, policy_crds
 
@@ -227,7 +228,7 @@ def test_a_map_of_that_name_that_is_not_celmuts_is_left_alone(cluster_crds: Fake
     fake.store.create(native())
     with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
         eventually(lambda: "is not celmut's" in str(status(fake, "team")), what="the status")
-    assert fake.store.get(MAPS, "mpol-team")["spec"] == theirs["spec"]
+    assert fake.store.get(MAPS, "mpol-team")["spec"] == admission_policy_defaults(copy.deepcopy(theirs))["spec"]
     assert not fake.store.list(BINDINGS)
 
 
@@ -321,3 +322,59 @@ def test_generated_maps_survive_while_the_policy_api_is_not_served(cluster_crds:
         assert controller.generator is not None and controller.policy_source is not None
         outcome = controller.generator.sync(controller.policy_source)
         assert outcome.deleted == [] and generated(fake)
+
+
+def test_once_in_sync_a_pass_writes_nothing(cluster_crds: FakeApiServer, tmp_path: Path) -> None:
+    """The API server's defaults (admissionregistration/v1 defaults.go; the fake applies them) are not a
+    hand edit: otherwise every pass rewrites the MAP, whose watch event triggers the next pass, forever."""
+    fake = cluster_crds
+    fake.store.create(native())
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True) as controller:
+        eventually(lambda: generated(fake) and status(fake, "team").get("generated") is True, what="the MAP")
+        assert controller.generator is not None and controller.policy_source is not None
+        eventually(lambda: controller.policy_source is not None and bool(controller.policy_source.objects_of(
+            "MutatingAdmissionPolicyBinding")), what="the source seeing the binding")  # fmt: skip
+        assert fake.store.get(MAPS, "mpol-team")["spec"]["matchConstraints"]["matchPolicy"] == "Equivalent"
+        outcome = controller.generator.sync(controller.policy_source)
+        assert (outcome.created, outcome.updated, outcome.deleted, outcome.failed) == ([], [], [], [])
+        # A new leader (nothing remembered of what it wrote) finds nothing to rewrite either.
+        fresh = AdmissionPolicyGenerator(controller.generator.cluster, opt_out_label=controller.generator.opt_out_label)
+        outcome = fresh.sync(controller.policy_source)
+        assert (outcome.created, outcome.updated, outcome.deleted, outcome.failed) == ([], [], [], [])
+
+
+@pytest.mark.fakekube(webhooks=True)
+def test_a_webhook_changing_the_map_is_not_fought_but_a_later_hand_edit_is_repaired(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Another mutating webhook may change what the generator writes (here: a timeout-like matchCondition).
+    Kyverno's map.go updateMAP would requeue and rewrite after every such change, without end; celmut
+    takes what the API server stored in answer to its own write, and still repairs later edits."""
+    from tests.fakekube.stub_webhook import StubWebhook, configuration
+
+    fake = fake_apiserver
+    for definition in policy_crds():
+        fake.store.create(definition)
+    guard = {"name": "guard", "expression": "true"}
+
+    def add_guard(request: Obj) -> tuple[list[Obj] | None, str | None]:
+        conditions = (request["object"]["spec"].get("matchConditions") or [])
+        if guard in conditions:
+            return None, None
+        return [{"op": "add", "path": "/spec/matchConditions/-", "value": guard}], None
+
+    with StubWebhook(tmp_path, add_guard) as stub:
+        rules = [{"apiGroups": ["admissionregistration.k8s.io"], "apiVersions": ["v1"],
+                  "operations": ["CREATE", "UPDATE"], "resources": ["mutatingadmissionpolicies"]}]  # fmt: skip
+        fake.store.create(configuration("guard", stub.registration("guard.example.io", rules)))
+        fake.store.create(native())
+        with running(fake, tmp_path, no_files(tmp_path), from_cluster=True) as controller:
+            eventually(lambda: generated(fake) and status(fake, "team").get("generated") is True, what="the MAP")
+            assert controller.generator is not None and controller.policy_source is not None
+            assert guard in fake.store.get(MAPS, "mpol-team")["spec"]["matchConditions"]
+            outcome = controller.generator.sync(controller.policy_source)
+            assert (outcome.created, outcome.updated) == ([], [])
+            edited = fake.store.get(MAPS, "mpol-team")
+            edited["spec"]["mutations"] = []
+            fake.store.update(edited)
+            eventually(lambda: fake.store.get(MAPS, "mpol-team")["spec"]["mutations"], what="the repair")

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from . import errors
-from .defaults import crd_status, now, qos_class
+from .defaults import admission_policy_defaults, crd_status, now, qos_class
 from .history import History, key_of
 from .patches import APPLY_PATCH, MERGE_PATCH, apply_patch
 from .resources import CRD_GVR, Registry, ResourceType
@@ -85,7 +85,10 @@ class Store(History):
                 f"({rtype.api_version}) or kind {obj.get('kind')} is not {rtype.kind}"
             )
         rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        return {"apiVersion": rtype.api_version, "kind": rtype.kind, **rest}
+        canonical = {"apiVersion": rtype.api_version, "kind": rtype.kind, **rest}
+        if rtype.builtin and rtype.kind == "MutatingAdmissionPolicy":
+            return admission_policy_defaults(canonical)
+        return canonical
 
     # -- reads -------------------------------------------------------------------------------------
     def get_entry(self, resource: str | ResourceType, name: str, namespace: str | None = None) -> Entry:
