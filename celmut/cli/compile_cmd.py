@@ -108,8 +108,8 @@ def _native(args: argparse.Namespace, documents: list[Document]) -> list[dict[st
                 f"{where}{policy.kind} {policy.name} cannot run as a MutatingAdmissionPolicy: {ex.reason}"
             ) from None
         out += [readable(document) for native in natives for document in (native.policy, native.binding)]
-    out += [p.raw for p in policies.admission_policies]
-    out += [d.content for d in documents if (d.content or {}).get("kind") == "MutatingAdmissionPolicyBinding"]
+    native_kinds = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+    out += [d.content for d in documents if (d.content or {}).get("kind") in native_kinds]  # as they are, in order
     if not out:
         raise ConfigurationError("no MutatingPolicy or preset to convert among the files")
     return out

@@ -158,3 +158,14 @@ spec:
   matchConstraints: {resourceRules: [{apiGroups: [nothing.example], apiVersions: [v1], operations: [CREATE], resources: [nothing]}]}
   mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[]'}}]
 """
+
+
+def test_maps_and_bindings_among_the_files_are_printed_unchanged(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, "compile", "--to-map", str(ROOT / "policies/examples"))
+    assert code == 0 and out.count("kind: MutatingAdmissionPolicyBinding") > 1  # pairs stay in order
+    native = written(tmp_path, "native.yaml", out)
+    code, again, err = run(capsys, "compile", "--to-map", str(native))
+    assert code == 0, err
+    assert list(yaml.safe_load_all(again)) == list(yaml.safe_load_all(out))

@@ -120,3 +120,24 @@ def test_the_policy_is_applied_once_by_the_webhook_then_by_its_map_then_by_the_w
             assert message.startswith(
                 "skip generating MutatingAdmissionPolicy: spec.matchConstraints.namespaceSelector"
             )
+
+
+@pytest.mark.fakekube(webhooks=True, native_map=True)
+def test_a_binding_the_api_server_refuses_leaves_the_policy_in_the_webhook_applied_once(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """The MAP is written first and its binding last (a MAP without a binding applies to nothing); when
+    the binding is refused, the webhook keeps serving the policy and the pod gets the toleration once."""
+    fake = fake_apiserver
+    fake.fail_next("POST", "/mutatingadmissionpolicybindings$", 500, times=None, message="refused by the test")
+    with celmut_in_cluster(fake, tmp_path, replicas=1) as servers:
+        assert fake.native_map is not None
+        fake.store.create(POLICY)
+        (tmp_path / "none").mkdir()
+        with running(fake, tmp_path, tmp_path / "none", from_cluster=True):
+            eventually(lambda: "refused by the test" in str(fake.store.get(MPOL, "spot").get("status")), what="status")
+            assert fake.store.exists("mutatingadmissionpolicies", "mpol-spot")  # inert: no binding
+            eventually(lambda: "spot" in served(servers), timeout=10, what="the webhook serving the policy")
+            assert create_pod(fake, "pod") == [{"key": "spot", "operator": "Exists"}]
+            assert fake.native_map.invocations == 0
+            assert fake.store.get(MPOL, "spot")["status"]["generated"] is False
