@@ -7,6 +7,7 @@ real client; the fake's garbage collector is on where deletion with the policy i
 from __future__ import annotations
 
 import copy
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -378,3 +379,22 @@ def test_a_webhook_changing_the_map_is_not_fought_but_a_later_hand_edit_is_repai
             edited["spec"]["mutations"] = []
             fake.store.update(edited)
             eventually(lambda: fake.store.get(MAPS, "mpol-team")["spec"]["mutations"], what="the repair")
+
+
+def test_an_exception_leaves_the_map_when_it_expires(cluster_crds: FakeApiServer, tmp_path: Path) -> None:
+    """kyverno/api PolicyException.IsExpired: an expired exception no longer applies. Kyverno's generator
+    keeps it in the MAP (nothing requeues at expiresAt); celmut's leader re-generates when it expires."""
+    fake = cluster_crds
+    fake.store.create(native())
+    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=2)
+    fake.store.create(exception("soon", "team", "true", expiresAt=soon.strftime("%Y-%m-%dT%H:%M:%SZ")))
+
+    def folded() -> bool:
+        conditions = fake.store.get(MAPS, "mpol-team")["spec"].get("matchConditions") or []
+        return any(c["name"] == "soon-0" for c in conditions)
+
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+        eventually(lambda: generated(fake), what="the MAP")
+        if datetime.datetime.now(datetime.UTC) < soon - datetime.timedelta(milliseconds=500):
+            assert folded()  # (on a slow machine it may have expired already: only the end state is certain)
+        eventually(lambda: generated(fake) and not folded(), timeout=15, what="the expired exception taken out")
