@@ -169,3 +169,40 @@ def test_maps_and_bindings_among_the_files_are_printed_unchanged(
     code, again, err = run(capsys, "compile", "--to-map", str(native))
     assert code == 0, err
     assert list(yaml.safe_load_all(again)) == list(yaml.safe_load_all(out))
+
+
+def _workload(kind: str, name: str, template: dict[str, object], **meta: object) -> dict[str, object]:
+    group = "batch/v1" if kind in ("Job", "CronJob") else "apps/v1"
+    spec: dict[str, object] = {"template": template}
+    if kind == "CronJob":
+        spec = {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template}}}
+    return {"apiVersion": group, "kind": kind, "metadata": {"name": name, "namespace": "shop", **meta}, "spec": spec}
+
+
+def test_the_differential_covers_every_autogen_variant(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The pod-controller variants (kyverno generate-map.go desiredMAPVariants: mpol-<name>-defaults and
+    -cronjobs) mutate each controller kind as the policy's autogen does; a ReplicaSet with a controller is
+    left alone by both (celmut's ReplicaSet filter, carried into the MAP as a match condition)."""
+    template = {"spec": {"containers": [{"name": "app", "image": "nginx"}]}}
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u", "controller": True}
+    workloads = [
+        _workload(kind, kind.lower(), template) for kind in ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
+    ] + [_workload("ReplicaSet", "free", template), _workload("ReplicaSet", "owned", template, ownerReferences=[owner])]
+    resources = written(tmp_path, "workloads.yaml", yaml.safe_dump_all(workloads))
+    source = ROOT / "policies/examples/default-security-context.yaml"
+    code, out, err = run(capsys, "compile", "--to-map", str(source))
+    assert code == 0, err
+    assert {"mpol-default-security-context-defaults", "mpol-default-security-context-cronjobs"} <= {
+        d["metadata"]["name"] for d in yaml.safe_load_all(out)
+    }
+    native = written(tmp_path, "native.yaml", out)
+
+    def apply(policy: Path) -> list[dict[str, object]]:
+        code, printed, err = run(capsys, "apply", str(policy), "-r", str(resources), "-o", "json")
+        assert code == 0, err
+        return list(json.loads(printed)["items"])
+
+    by_policy, by_map = apply(source), apply(native)
+    assert by_map == by_policy
+    changed = {str(o["metadata"]["name"]) for o, w in zip(by_policy, workloads, strict=True) if o != w}  # type: ignore[index]
+    assert changed == {"deployment", "statefulset", "daemonset", "job", "cronjob", "free"}
