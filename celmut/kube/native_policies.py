@@ -56,6 +56,10 @@ class NativeIndex:
         """(policy name, its MutatingAdmissionPolicies) for each policy the API server applies."""
         by_name = {str(o["metadata"]["name"]): o for o in maps}
         bound = {str(o["metadata"]["name"]): o for o in bindings}
+        policies = list(policies)
+        present = {str((p.get("metadata") or {}).get("uid") or "") for p in policies}
+        for gone in set(self._expected) - present:  # deleted policies: not kept for ever
+            del self._expected[gone]
         if not by_name or not bound:
             return ()
         native: list[tuple[str, str]] = []
