@@ -278,13 +278,17 @@ def convert(
     *,
     api_version: str = API_VERSIONS[0],
     opt_out_label: str = "",
+    scope: Mapping[str, Any] | None = None,
     now: datetime.datetime | None = None,
 ) -> list[NativePolicy]:
     """The MutatingAdmissionPolicies (and bindings) that apply ``policy`` natively, the policy's own first;
     raises :class:`NotConvertible` naming the first construct that prevents it (:data:`RULES`).
 
     ``exceptions``: the PolicyExceptions celmut serves (those naming the policy are folded in);
-    ``opt_out_label``: objects carrying it are left alone, as celmut's webhook leaves them ('' for none).
+    ``opt_out_label``: objects carrying it are left alone, as celmut's webhook leaves them ('' for none);
+    ``scope``: the ``namespaceSelector`` and ``objectSelector`` of the webhook that served the policy
+    (celmut's own namespace, kube-system for Fail policies...), carried into ``matchConstraints`` so that
+    the MAP reaches no object the webhook was never sent (the policy itself has no selectors: a rule).
     The whole-policy switches (enabled, JSON mode, server-side apply) are the caller's: :func:`skip_reason`."""
     if policy.is_namespaced:
         raise NotConvertible("namespaced", skip_reason(policy)[1])
@@ -319,6 +323,9 @@ def convert(
                 f"{MAX_CONDITIONS}",
             )
         document = _document(policy, variant_policy, variant, conditions, api_version)
+        for selector in ("namespaceSelector", "objectSelector"):
+            if (scope or {}).get(selector):
+                document["spec"]["matchConstraints"][selector] = dict(scope or {})[selector]
         if len(binding_name(document["metadata"]["name"])) > MAX_NAME:
             raise NotConvertible(
                 "name-too-long",

@@ -10,6 +10,10 @@ cluster match: create, update what differs, delete what is no longer wanted, and
 status as Kyverno does (``status.generated``, ``status.conditionStatus.message``: "" once generated, else
 why not) plus the condition ``celmut.io/MutatingAdmissionPolicy`` naming the generated objects.
 
+The MAP keeps the namespaceSelector and objectSelector of celmut's webhook for the policy's failurePolicy
+(``fail.mutate.celmut.io``/``ignore.mutate.celmut.io``, read from the cluster at each pass): Kyverno's
+generator drops selectors, which would start mutating celmut's own namespace and kube-system.
+
 Nothing is ever applied twice or half: the API server applies a MAP once its binding exists, and
 celmut's webhook stops serving the policy only once every MAP of it exists with its binding
 (:mod:`celmut.kube.native_policies`). So the MAPs are written first and the bindings last; when any
@@ -52,6 +56,10 @@ _RESOURCES = {
     "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
     "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings",
 }
+# celmut's webhooks, one per failurePolicy (celmut/install/webhook_config.py): a policy is sent only what
+# its webhook's namespaceSelector and objectSelector let through, so its MAP gets the same selectors.
+WEBHOOKS = {"Fail": "fail.mutate.celmut.io", "Ignore": "ignore.mutate.celmut.io"}
+Scopes = dict[str, dict[str, Any]]
 # The API server's defaults (admissionregistration/v1 defaults.go), so that a stored object is not
 # taken for a hand edit because it carries them.
 _MATCH_DEFAULTS = {"matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {}}
@@ -124,8 +132,26 @@ class AdmissionPolicyGenerator:
 
     # --- deciding ----------------------------------------------------------------------------------
 
+    def webhook_scopes(self) -> Scopes | str:
+        """failurePolicy -> the selectors of celmut's webhook serving such policies (none without one);
+        a message when they cannot be told (several webhooks of one name). Raises ClusterError."""
+        listed = self.cluster.list("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations")
+        scopes: Scopes = {}
+        for failure_policy, name in WEBHOOKS.items():
+            found = [w for c in listed.get("items") or [] for w in c.get("webhooks") or [] if w.get("name") == name]
+            if len(found) > 1:
+                return f"{len(found)} webhooks are named {name}: which selectors the MAP must keep cannot be told"
+            if found:
+                scopes[failure_policy] = {k: found[0].get(k) or {} for k in ("namespaceSelector", "objectSelector")}
+        return scopes
+
     def decide(
-        self, policy: Obj, ownership: Ownership, exceptions: list[PolicyException], api_version: str | None
+        self,
+        policy: Obj,
+        ownership: Ownership,
+        exceptions: list[PolicyException],
+        api_version: str | None,
+        scopes: Scopes | str = "",
     ) -> Decision:
         errors: list[FieldError] = []
         model = parse_mutating_policy(policy, f"MutatingPolicy/{(policy.get('metadata') or {}).get('name')}", errors)
@@ -145,8 +171,14 @@ class AdmissionPolicyGenerator:
             return Decision([], False, reason, ("False", "NotGenerated", reason))
         if api_version is None:
             return Decision([], False, NO_API, ("False", "NotGenerated", NO_API))
+        if isinstance(scopes, str) and scopes:
+            message = f"failed to generate MutatingAdmissionPolicy: {scopes}"
+            return Decision([], False, message, ("False", "Failed", message))
+        scope = scopes.get(model.failure_policy) if isinstance(scopes, dict) else None
         try:
-            natives = to_map.convert(model, exceptions, api_version=api_version, opt_out_label=self.opt_out_label)
+            natives = to_map.convert(
+                model, exceptions, api_version=api_version, opt_out_label=self.opt_out_label, scope=scope
+            )
         except to_map.NotConvertible as ex:
             message = f"skip generating MutatingAdmissionPolicy: {ex.reason}"
             if ex.rule in ("kubernetes-cel", "condition-names", "too-many-conditions", "name-too-long"):
@@ -176,11 +208,17 @@ class AdmissionPolicyGenerator:
         exceptions = _exceptions(source.objects_of("PolicyException"), ownership)
         existing = {(kind, str(o["metadata"]["name"])): o for kind in _RESOURCES for o in source.objects_of(kind)}
         outcome = SyncOutcome()
+        try:
+            scopes = self.webhook_scopes() if api_version is not None else {}
+        except ClusterError as ex:  # not knowing them must not delete what is generated: retried later
+            log.warning("could not read celmut's webhook configuration", extra={"error": str(ex)})
+            self._next = time.monotonic() + self.retry_seconds
+            return outcome
         wanted: set[tuple[str, str]] = set()
         for policy in source.objects_of("MutatingPolicy"):
             if not ownership.selects("MutatingPolicy", policy):
                 continue
-            decision = self.decide(policy, ownership, exceptions, api_version)
+            decision = self.decide(policy, ownership, exceptions, api_version, scopes)
             wanted |= {(n.policy["kind"], n.name) for n in decision.natives}  # kept, even inert after a failure
             decision = self._apply(decision, existing, outcome)
             wanted |= {(n.binding["kind"], n.binding_name) for n in decision.natives}

@@ -398,3 +398,31 @@ def test_an_exception_leaves_the_map_when_it_expires(cluster_crds: FakeApiServer
         if datetime.datetime.now(datetime.UTC) < soon - datetime.timedelta(milliseconds=500):
             assert folded()  # (on a slow machine it may have expired already: only the end state is certain)
         eventually(lambda: generated(fake) and not folded(), timeout=15, what="the expired exception taken out")
+
+
+def test_two_celmut_webhooks_of_one_name_leave_the_policy_in_the_webhook(
+    cluster_crds: FakeApiServer, tmp_path: Path
+) -> None:
+    """Whose selectors the MAP must keep cannot be told: generated=false with the reason, no MAP."""
+    fake = cluster_crds
+    for name in ("one", "two"):
+        fake.store.create(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": name},
+                "webhooks": [
+                    {
+                        "name": "fail.mutate.celmut.io",
+                        "clientConfig": {"url": "https://127.0.0.1:1/mutate/fail"},
+                        "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"],
+                    }
+                ],
+            }
+        )
+    fake.store.create(native())
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+        eventually(lambda: "webhooks are named fail.mutate.celmut.io" in str(status(fake, "team")), what="status")
+    assert status(fake, "team")["generated"] is False
+    assert not fake.store.list(MAPS)

@@ -141,3 +141,38 @@ def test_a_binding_the_api_server_refuses_leaves_the_policy_in_the_webhook_appli
             assert create_pod(fake, "pod") == [{"key": "spot", "operator": "Exists"}]
             assert fake.native_map.invocations == 0
             assert fake.store.get(MPOL, "spot")["status"]["generated"] is False
+
+
+@pytest.mark.fakekube(webhooks=True, native_map=True)
+def test_the_map_reaches_no_namespace_the_webhook_was_never_sent(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    """celmut's Fail webhook is never sent kube-system nor celmut's own namespace (install/webhook_config.py);
+    Kyverno's generator drops selectors (builder.go), celmut copies its webhook's into the MAP, so turning
+    generation on does not start mutating pods there."""
+    fake = fake_apiserver
+    with celmut_in_cluster(fake, tmp_path, replicas=1) as servers:
+        fake.store.create(POLICY)
+        eventually(lambda: "spot" in served(servers), timeout=10, what="the webhook serving the policy")
+        assert not create_pod_in(fake, "kube-system", "before")
+        (tmp_path / "none").mkdir()
+        with running(fake, tmp_path, tmp_path / "none", from_cluster=True):
+            eventually(lambda: fake.store.exists("mutatingadmissionpolicybindings", "mpol-spot-binding"), what="MAP")
+            eventually(lambda: all(sees_binding(s) for s in servers), timeout=10, what="the webhooks seeing it")
+            webhook = next(
+                w
+                for c in fake.store.list("mutatingwebhookconfigurations")
+                for w in c["webhooks"]
+                if w["name"] == "fail.mutate.celmut.io"
+            )
+            match = fake.store.get("mutatingadmissionpolicies", "mpol-spot")["spec"]["matchConstraints"]
+            assert match["namespaceSelector"] == webhook["namespaceSelector"]
+            assert match["objectSelector"] == webhook["objectSelector"]
+            assert not create_pod_in(fake, "kube-system", "after")
+            assert not create_pod_in(fake, "celmut", "own")
+            assert create_pod_in(fake, "default", "served") == [{"key": "spot", "operator": "Exists"}]
+            assert fake.native_map is not None and fake.native_map.invocations == 1
+
+
+def create_pod_in(fake: FakeApiServer, namespace: str, name: str) -> list[Obj]:
+    body = {**pod(name), "metadata": {"name": name, "namespace": namespace}}
+    kubernetes.client.CoreV1Api(fake.api_client()).create_namespaced_pod(namespace, body)
+    return list(fake.store.get("pods", name, namespace)["spec"].get("tolerations") or [])
