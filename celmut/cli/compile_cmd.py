@@ -8,7 +8,9 @@ anywhere a hand-written policy runs. Policies already written as policies are ch
 ``--to-map`` prints instead, for every MutatingPolicy and every preset, the Kubernetes
 MutatingAdmissionPolicy and binding that apply it natively — the API server runs them itself, with
 no webhook at all — exactly as the controller generates them for
-``spec.autogen.mutatingAdmissionPolicy.enabled`` (names ``mpol-<name>``, PolicyExceptions folded in).
+``spec.autogen.mutatingAdmissionPolicy.enabled`` (names ``mpol-<name>``, PolicyExceptions folded in,
+the namespace and object selectors of celmut's webhook for ``--namespace`` and the exclusions kept;
+``--unscoped`` leaves them out).
 When one cannot be converted, nothing is printed and the first construct in the way is named (exit 2).
 MutatingAdmissionPolicies and bindings among the files are printed unchanged.
 """
@@ -56,6 +58,27 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="with --to-map: objects carrying this label are left alone, as celmut's webhook leaves them "
         "(default celmut.io/ignore; '' for none)",
     )
+    p.add_argument(
+        "--namespace",
+        default="celmut",
+        metavar="NS",
+        help="with --to-map: celmut's namespace, which the MAPs, like the webhook, never reach (default celmut)",
+    )
+    p.add_argument(
+        "--exclude-namespace", action="append", default=[], metavar="NS", help="with --to-map: never reached (repeat)"
+    )
+    p.add_argument(
+        "--fail-exclude-namespace",
+        action="append",
+        default=None,
+        metavar="NS",
+        help="with --to-map: never reached by failurePolicy Fail policies (repeat; default kube-system)",
+    )
+    p.add_argument(
+        "--unscoped",
+        action="store_true",
+        help="with --to-map: only the policies' own match, without the webhook's namespace and object selectors",
+    )
     flags.add(p)
     p.set_defaults(run=run)
 
@@ -97,10 +120,17 @@ def _native(args: argparse.Namespace, documents: list[Document]) -> list[dict[st
     policies = load_policy_documents(documents)
     api_version = f"{to_map.GROUP}/{args.map_api_version}"
     label = DEFAULT_OPT_OUT_LABEL if args.opt_out_label is None else args.opt_out_label
+    scopes = {} if args.unscoped else _webhook_scopes(args, label)
     out: list[dict[str, Any]] = []
     for policy in policies.mutating_policies:
         try:
-            natives = to_map.convert(policy, policies.exceptions, api_version=api_version, opt_out_label=label)
+            natives = to_map.convert(
+                policy,
+                policies.exceptions,
+                api_version=api_version,
+                opt_out_label=label,
+                scope=scopes.get(policy.failure_policy),
+            )
         except to_map.NotConvertible as ex:
             origin = ((policy.raw.get("metadata") or {}).get("annotations") or {}).get(GENERATED_BY)
             where = f"{origin}: " if origin else f"{policy.source}: "
@@ -113,3 +143,25 @@ def _native(args: argparse.Namespace, documents: list[Document]) -> list[dict[st
     if not out:
         raise ConfigurationError("no MutatingPolicy or preset to convert among the files")
     return out
+
+
+def _webhook_scopes(args: argparse.Namespace, opt_out_label: str) -> dict[str, dict[str, Any]]:
+    """failurePolicy -> the namespace and object selectors celmut's webhook for it has with these settings
+    (``celmut manifests``' and the chart's), which the controller copies into a generated MAP."""
+    from celmut.install.webhook_config import Bucket, WebhookSettings, webhook_entry
+
+    fail_excluded = ("kube-system",) if args.fail_exclude_namespace is None else args.fail_exclude_namespace
+    settings = WebhookSettings(
+        own_namespace=args.namespace,
+        excluded_namespaces=tuple(n for n in args.exclude_namespace if n),
+        fail_excluded_namespaces=tuple(n for n in fail_excluded if n),
+        opt_out_label=opt_out_label,
+    )
+    scopes: dict[str, dict[str, Any]] = {}
+    for failure_policy in ("Fail", "Ignore"):
+        entry = webhook_entry(Bucket(failure_policy, [], 10, "Never"), settings)
+        scopes[failure_policy] = {
+            "namespaceSelector": entry["namespaceSelector"],
+            "objectSelector": entry["objectSelector"] if opt_out_label else {},
+        }
+    return scopes

@@ -98,6 +98,42 @@ def test_what_cannot_move_into_the_api_server_exits_2_naming_it_and_prints_nothi
     assert says in err and "Traceback" not in err
 
 
+FAIL_POLICY = """apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: strict}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]}
+  mutations: [{patchType: JSONPatch, jsonPatch: {expression: '[JSONPatch{op: "add", path: "/metadata/labels/x", value: "y"}]'}}]
+"""
+
+
+def test_the_maps_keep_the_webhooks_selectors_as_the_controller_copies_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """install/webhook_config.py: the Fail webhook is never sent celmut's namespace nor kube-system, the
+    Ignore webhook never celmut's namespace; both skip objects with the opt-out label."""
+    strict = str(written(tmp_path, "strict.yaml", FAIL_POLICY))  # failurePolicy Fail (the default)
+    ignore = str(ROOT / "policies/examples/default-security-context.yaml")  # failurePolicy Ignore
+    policies = (strict, ignore)
+    code, out, err = run(capsys, "compile", "--to-map", "--namespace", "ops", "--exclude-namespace", "lab", *policies)
+    assert code == 0, err
+    selectors = {
+        d["metadata"]["name"]: d["spec"]["matchConstraints"]
+        for d in yaml.safe_load_all(out)
+        if d["kind"] == "MutatingAdmissionPolicy"
+    }
+    excluded = {n: m["namespaceSelector"]["matchExpressions"][0]["values"] for n, m in selectors.items()}
+    assert excluded["mpol-strict"] == ["ops", "lab", "kube-system"]
+    assert excluded["mpol-default-security-context"] == ["ops", "lab"]
+    assert {str(m["objectSelector"]) for m in selectors.values()} == {
+        str({"matchExpressions": [{"key": "celmut.io/ignore", "operator": "DoesNotExist"}]})
+    }
+    code, out, _ = run(capsys, "compile", "--to-map", "--unscoped", *policies)
+    assert code == 0
+    for document in yaml.safe_load_all(out):
+        assert "namespaceSelector" not in document["spec"].get("matchConstraints", {})
+
+
 # --- the differential --------------------------------------------------------------------------------
 
 
@@ -129,7 +165,7 @@ def applied(capsys: pytest.CaptureFixture[str], *policies: Path) -> list[dict[st
 def test_apply_gives_the_same_objects_for_a_policy_and_for_its_generated_map(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, source: Path
 ) -> None:
-    code, out, err = run(capsys, "compile", "--to-map", str(source))
+    code, out, err = run(capsys, "compile", "--to-map", "--unscoped", str(source))
     if str(source.relative_to(ROOT)) not in CONVERTS:  # said so, by name (the rows above pin the messages)
         assert code == 2 and "cannot run as a MutatingAdmissionPolicy" in err, err
         return
@@ -143,7 +179,7 @@ def test_apply_gives_the_same_objects_for_a_policy_and_for_its_generated_map(
 
 def test_the_differential_covers_a_podmutation(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = written(tmp_path, "pm.yaml", PODMUTATION)
-    code, out, err = run(capsys, "compile", "--to-map", str(source))
+    code, out, err = run(capsys, "compile", "--to-map", "--unscoped", str(source))
     assert code == 0, err
     by_policy, by_map = applied(capsys, source), applied(capsys, written(tmp_path, "native.yaml", out))
     assert by_map == by_policy
@@ -190,7 +226,7 @@ def test_the_differential_covers_every_autogen_variant(capsys: pytest.CaptureFix
     ] + [_workload("ReplicaSet", "free", template), _workload("ReplicaSet", "owned", template, ownerReferences=[owner])]
     resources = written(tmp_path, "workloads.yaml", yaml.safe_dump_all(workloads))
     source = ROOT / "policies/examples/default-security-context.yaml"
-    code, out, err = run(capsys, "compile", "--to-map", str(source))
+    code, out, err = run(capsys, "compile", "--to-map", "--unscoped", str(source))
     assert code == 0, err
     assert {"mpol-default-security-context-defaults", "mpol-default-security-context-cronjobs"} <= {
         d["metadata"]["name"] for d in yaml.safe_load_all(out)
