@@ -157,6 +157,7 @@ def test_the_map_reaches_no_namespace_the_webhook_was_never_sent(fake_apiserver:
         with running(fake, tmp_path, tmp_path / "none", from_cluster=True):
             eventually(lambda: fake.store.exists("mutatingadmissionpolicybindings", "mpol-spot-binding"), what="MAP")
             eventually(lambda: all(sees_binding(s) for s in servers), timeout=10, what="the webhooks seeing it")
+            eventually(lambda: "spot" not in served(servers), timeout=10, what="the webhook leaving the policy")
             webhook = next(
                 w
                 for c in fake.store.list("mutatingwebhookconfigurations")
