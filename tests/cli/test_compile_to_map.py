@@ -242,3 +242,56 @@ def test_the_differential_covers_every_autogen_variant(capsys: pytest.CaptureFix
     assert by_map == by_policy
     changed = {str(o["metadata"]["name"]) for o, w in zip(by_policy, workloads, strict=True) if o != w}  # type: ignore[index]
     assert changed == {"deployment", "statefulset", "daemonset", "job", "cronjob", "free"}
+
+
+EXCEPTIONS = """apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata: {name: both-conditions, namespace: shop}
+spec:
+  policyRefs: [{name: strict, kind: MutatingPolicy}]
+  matchConditions:
+  - {name: in-shop, expression: 'request.namespace == "shop"'}
+  - {name: marked, expression: '"skip" in object.metadata.?labels.orValue({})'}
+---
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata: {name: expired, namespace: shop}
+spec:
+  policyRefs: [{name: strict, kind: MutatingPolicy}]
+  expiresAt: "2020-01-01T00:00:00Z"
+  matchConditions: [{name: everything, expression: "true"}]
+---
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata: {name: another-policy, namespace: shop}
+spec:
+  policyRefs: [{name: other, kind: MutatingPolicy}]
+  matchConditions: [{name: all, expression: "true"}]
+"""
+
+
+def test_the_differential_covers_folded_exceptions(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """builder.go negateExceptionMatchConditions folds the exceptions in; celmut's engine skips a policy
+    only when all conditions of one exception hold, and ignores expired ones (kyverno/api IsExpired) and
+    those naming another policy — the MAP must skip exactly the same objects."""
+    policy = written(tmp_path, "strict.yaml", FAIL_POLICY)
+    exceptions = written(tmp_path, "exceptions.yaml", EXCEPTIONS)
+    pods = [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
+         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        for name, ns, labels in [("skipped", "shop", {"skip": "1"}), ("unmarked", "shop", {"app": "a"}),
+                                 ("elsewhere", "lab", {"skip": "1"})]
+    ]  # fmt: skip
+    resources = written(tmp_path, "pods.yaml", yaml.safe_dump_all(pods))
+    code, out, err = run(capsys, "compile", "--to-map", "--unscoped", str(policy), str(exceptions))
+    assert code == 0, err
+    native = written(tmp_path, "native.yaml", out)
+
+    def labelled(*paths: Path) -> dict[str, bool]:
+        code, printed, err = run(capsys, "apply", *map(str, paths), "-r", str(resources), "-o", "json")
+        assert code == 0, err
+        return {o["metadata"]["name"]: "x" in o["metadata"]["labels"] for o in json.loads(printed)["items"]}
+
+    expected = {"skipped": False, "unmarked": True, "elsewhere": True}
+    assert labelled(policy, exceptions) == expected
+    assert labelled(native) == expected
