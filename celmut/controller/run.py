@@ -233,7 +233,10 @@ class Controller:
     def sync_admission_policies(self) -> None:
         """The leader keeps the MutatingAdmissionPolicies generated from policies (after each reload)."""
         if self.generator is not None and self.policy_source is not None:
-            self.generator.sync(self.policy_source)
+            outcome = self.generator.sync(self.policy_source)
+            for action, names in vars(outcome).items():
+                if names:
+                    self.metrics.generated.labels(action).inc(len(names))
 
     def _watch_triggers(self, api_version: str, resource: str) -> None:
         cache = self.caches.cache(api_version, resource, wait=False)

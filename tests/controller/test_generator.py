@@ -85,8 +85,9 @@ def test_a_policy_asking_for_one_gets_a_labelled_owned_map_and_binding_and_kyver
     fake = cluster_crds
     fake.store.create(native())
     uid = fake.store.get(MPOL, "team")["metadata"]["uid"]
-    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True) as controller:
         eventually(lambda: generated(fake) and status(fake, "team").get("generated") is True, what="the MAP")
+        assert controller.metrics.generated.labels("created")._value.get() == 2  # the MAP and its binding
     policy = fake.store.get(MAPS, "mpol-team")
     binding = fake.store.get(BINDINGS, "mpol-team-binding")
     owner = [{"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "name": "team", "uid": uid}]
