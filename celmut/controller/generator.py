@@ -217,6 +217,8 @@ class AdmissionPolicyGenerator:
         wanted: set[tuple[str, str]] = set()
         for policy in source.objects_of("MutatingPolicy"):
             if not ownership.selects("MutatingPolicy", policy):
+                if _has_condition(policy):  # celmut generated for it before: its MAPs go (below), say so
+                    self._write_status(source, policy, Decision([], False, None, None), outcome)
                 continue
             decision = self.decide(policy, ownership, exceptions, api_version, scopes)
             wanted |= {(n.policy["kind"], n.name) for n in decision.natives}  # kept, even inert after a failure
@@ -318,6 +320,11 @@ class AdmissionPolicyGenerator:
                 "could not write the policy's status", extra={"policy": policy["metadata"]["name"], "error": str(ex)}
             )
             outcome.failed.append(str(policy["metadata"]["name"]))
+
+
+def _has_condition(policy: Mapping[str, Any]) -> bool:
+    holder = (policy.get("status") or {}).get("conditionStatus") or {}
+    return any(isinstance(c, dict) and c.get("type") == CONDITION_TYPE for c in holder.get("conditions") or [])
 
 
 def _version(obj: Mapping[str, Any]) -> str:

@@ -427,3 +427,21 @@ def test_two_celmut_webhooks_of_one_name_leave_the_policy_in_the_webhook(
         eventually(lambda: "webhooks are named fail.mutate.celmut.io" in str(status(fake, "team")), what="status")
     assert status(fake, "team")["generated"] is False
     assert not fake.store.list(MAPS)
+
+
+def test_a_policy_the_selector_stops_selecting_loses_its_map_and_its_generated_status(
+    cluster_crds: FakeApiServer, tmp_path: Path
+) -> None:
+    """Nothing serves it any more (another engine may): no MAP, and no status left saying there is one."""
+    fake = cluster_crds
+    policy = native()
+    policy["metadata"]["labels"] = {"team": "a"}
+    fake.store.create(policy)
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True, policy_selector="team=a"):
+        eventually(lambda: generated(fake) and status(fake, "team").get("generated") is True, what="the MAP")
+        policy = fake.store.get(MPOL, "team")
+        policy["metadata"]["labels"] = {"team": "b"}
+        fake.store.update(policy)
+        eventually(lambda: not fake.store.list(MAPS), what="the MAP deleted")
+        eventually(lambda: status(fake, "team").get("generated") is False, what="generated=false")
+        eventually(lambda: condition(fake, "team") is None, what="celmut's condition removed")
