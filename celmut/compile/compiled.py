@@ -6,6 +6,7 @@ it came from so an evaluation error can name it (``spec.mutations[1].jsonPatch.e
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -108,6 +109,11 @@ class CompiledException:
     images: tuple[str, ...] = ()
     allowed_values: tuple[str, ...] = ()
     priority: int = 0
+    expires_at: datetime.datetime | None = None  # spec.expiresAt: from then on it skips nothing
+
+    def expired(self, now: datetime.datetime) -> bool:
+        """kyverno/api PolicyException.IsExpired: ``spec.expiresAt`` has passed."""
+        return self.expires_at is not None and now >= self.expires_at
 
     def refers_to(self, name: str, kind: str) -> bool:
         return any(ref_name == name and (not ref_kind or ref_kind == kind) for ref_name, ref_kind in self.policy_refs)

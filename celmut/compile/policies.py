@@ -231,6 +231,7 @@ def compile_exception(exception: PolicyException, backend: str | None = None) ->
         images=exception.images,
         allowed_values=exception.allowed_values,
         priority=exception.priority,
+        expires_at=exception.expires_at,
     )
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import cel, heap
+from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
 from celmut.controller.reconcile import EvictionPacer, LoadedPolicies, Outcome, Reconciler, TargetKey, Work, merge_work
 from celmut.controller.report import Progress, Report
@@ -159,6 +160,12 @@ class Controller:
             if config.kyverno_exceptions_namespace and self.policy_source is not None and not config.dry_run
             else None
         )
+        # spec.autogen.mutatingAdmissionPolicy: the leader keeps the generated MutatingAdmissionPolicies.
+        self.generator = (
+            AdmissionPolicyGenerator(cluster, opt_out_label=config.opt_out_label)
+            if self.policy_source is not None and not config.dry_run
+            else None
+        )
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
 
@@ -197,6 +204,8 @@ class Controller:
         retry = self.kyverno_exceptions is not None and self.kyverno_exceptions.due()
         if (reloaded or retry) and self.is_leader():
             self.sync_kyverno_exceptions()
+        if (reloaded or (self.generator is not None and self.generator.due())) and self.is_leader():
+            self.sync_admission_policies()
         engine = self.store.engine
         if engine is None or (self._loaded is not None and self._loaded.all is engine):
             return []
@@ -220,6 +229,14 @@ class Controller:
             return
         existing = source.objects_of("PolicyException")
         exceptions.sync(source.ownership, source.policies(), existing, api_version)
+
+    def sync_admission_policies(self) -> None:
+        """The leader keeps the MutatingAdmissionPolicies generated from policies (after each reload)."""
+        if self.generator is not None and self.policy_source is not None:
+            outcome = self.generator.sync(self.policy_source)
+            for action, names in vars(outcome).items():
+                if names:
+                    self.metrics.generated.labels(action).inc(len(names))
 
     def _watch_triggers(self, api_version: str, resource: str) -> None:
         cache = self.caches.cache(api_version, resource, wait=False)
@@ -268,6 +285,7 @@ class Controller:
         self.metrics.leader.set(1 if leading else 0)
         if leading:
             self.sync_kyverno_exceptions()
+            self.sync_admission_policies()
             self.scan(reason="leader")
 
     # --- workers ---------------------------------------------------------------------------------

@@ -31,6 +31,12 @@ class ControllerMetrics:
         self.triggers = Counter("celmut_controller_triggers", "Watch events treated as triggers", registry=r)
         self.scans = Counter("celmut_controller_scans", "Scans by reason", ["reason"], registry=r)
         self.leader = Gauge("celmut_controller_leader", "1 while this instance holds the lease", registry=r)
+        self.generated = Counter(
+            "celmut_controller_generated_admission_policies",
+            "Writes of generated MutatingAdmissionPolicies and bindings by action: created, updated, deleted, failed",
+            ["action"],
+            registry=r,
+        )
         self.mutations = Counter(
             "celmut_mutations",
             "Policies that changed a target, by policy and outcome: applied (written), would-patch or "

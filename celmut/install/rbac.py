@@ -57,6 +57,12 @@ def controller_cluster_rules(webhook_configuration: str, *, self_managed_tls: bo
         # API (PodDisruptionBudgets apply).
         _rule("", ["pods"], ["patch"]),
         _rule("", ["pods/eviction"], ["create"]),
+        # The MutatingAdmissionPolicies and bindings generated for spec.autogen.mutatingAdmissionPolicy.
+        _rule(
+            "admissionregistration.k8s.io",
+            ["mutatingadmissionpolicies", "mutatingadmissionpolicybindings"],
+            ["create", "update", "delete"],
+        ),
     ]
     if self_managed_tls:  # the CA bundle of celmut's own webhook configuration
         rules.append(

@@ -121,12 +121,12 @@ def desired_exceptions(
     kyvernos_names = {
         str((obj.get("metadata") or {}).get("name"))
         for kind, obj in listed
-        if kind == "NamespacedMutatingPolicy" and ownership.declines(kind, obj)
+        if kind == "NamespacedMutatingPolicy" and ownership.declines(kind, obj, natively=False)
     }
     desired: dict[str, Obj] = {}
     withheld: list[str] = []
     for kind, obj in listed:
-        if ownership.declines(kind, obj):
+        if ownership.declines(kind, obj, natively=False):
             continue
         meta = obj.get("metadata") or {}
         if kind == "NamespacedMutatingPolicy" and meta.get("name") in kyvernos_names:

@@ -11,10 +11,14 @@ same compile pipeline files go through. Each object becomes a document named
 A kind whose API is not served (its CRD is not installed) is simply empty; discovery is retried, so
 installing the CRD later is picked up.
 
-MutatingAdmissionPolicies and their bindings are read only when asked (``admission_policies=True``,
+MutatingAdmissionPolicies and their bindings are served only when asked (``admission_policies=True``,
 ``--serve-admission-policies``): an API server with the MutatingAdmissionPolicy plugin (GA in 1.36,
 on by default) applies them itself, before calling the webhooks, so celmut serving them too would apply
 each one twice (an appended toleration lands twice). ``celmut apply`` still evaluates MAP files offline.
+They are watched all the same: a MutatingPolicy whose generated MutatingAdmissionPolicies are in
+service (:mod:`celmut.controller.generator`: each exists, owned by the policy, and its binding names
+it) is applied by the API server, so celmut leaves it (:meth:`~celmut.policy.selection.Ownership.declines`)
+and reports it in service that way; once they are gone, celmut serves it again.
 
 Only the policies celmut owns are handed out (:mod:`celmut.policy.selection`): the policy selector
 decides among MutatingPolicies — by default, once Kyverno is detected (its policy CRDs, or its webhook
@@ -40,6 +44,7 @@ from typing import Any
 
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.native_policies import NativeIndex
 from celmut.kube.policy_status import CONDITION_TYPE, IN_SERVICE, release_status, report_status
 from celmut.policy.errors import PolicyError
 from celmut.policy.selection import (
@@ -122,8 +127,22 @@ ADMISSION_POLICY_KINDS = frozenset({"MutatingAdmissionPolicy", "MutatingAdmissio
 
 
 def watched_kinds(*, admission_policies: bool = False) -> tuple[WatchedKind, ...]:
-    """The kinds a server reads from the cluster: MAPs and their bindings only when it serves them."""
+    """The kinds a server compiles from the cluster: MAPs and their bindings only when it serves them
+    (it watches them either way, to know which MutatingPolicies the API server applies)."""
     return tuple(k for k in POLICY_KINDS if admission_policies or k.kind not in ADMISSION_POLICY_KINDS)
+
+
+NATIVE = "in service as a MutatingAdmissionPolicy the API server applies (celmut's webhook does not)"
+
+
+def _in_service(kind: str, ownership: Ownership) -> str:
+    return f"{IN_SERVICE}; {ownership.describe()}" if kind in SELECTED_KINDS else IN_SERVICE
+
+
+def _asks_for_map(policy: dict[str, Any]) -> bool:
+    """``spec.autogen.mutatingAdmissionPolicy.enabled``: its ``conditionStatus.message`` is the generator's."""
+    autogen = (policy.get("spec") or {}).get("autogen") or {}
+    return bool(isinstance(autogen, dict) and (autogen.get("mutatingAdmissionPolicy") or {}).get("enabled") is True)
 
 
 def document_path(kind: str, obj: dict[str, Any]) -> str:
@@ -135,7 +154,7 @@ def document_path(kind: str, obj: dict[str, Any]) -> str:
 def _revision(obj: dict[str, Any]) -> str:
     """What changes when the object's meaning changes (not when only its status does)."""
     meta = obj.get("metadata") or {}
-    if "generation" in meta and obj.get("kind") != "ConfigMap":
+    if "generation" in meta and obj.get("kind") not in ("ConfigMap", *ADMISSION_POLICY_KINDS):
         annotations = sorted((meta.get("annotations") or {}).items())
         return f"{meta['generation']}:{annotations}"
     return str(meta.get("resourceVersion") or "")
@@ -216,13 +235,15 @@ class ClusterPolicySource:
         self.cluster = cluster
         self.report_to_cluster = report
         self.selection = selection or PolicySelection()
-        chosen = kinds if kinds is not None else watched_kinds(admission_policies=admission_policies)
+        self.admission_policies = admission_policies
+        chosen = kinds if kinds is not None else POLICY_KINDS
         self._watches = [_KindWatch(cluster, spec, WatchedCache.start, rediscover_seconds) for spec in chosen]
         self._kyverno_webhooks = _KindWatch(cluster, KYVERNO_WEBHOOKS, WatchedCache.start, rediscover_seconds)
         self._reported: dict[str, tuple[str, str, str]] = {}  # path -> (revision, error or "", in-service text)
         self._left: dict[str, tuple[str, str]] = {}  # path -> (revision, why celmut leaves it alone)
         self._served: dict[str, tuple[WatchedKind, dict[str, Any]]] = {}
         self._declined: dict[str, tuple[WatchedKind, dict[str, Any], str]] = {}
+        self._native = NativeIndex()
         self.ownership: Ownership | None = None  # as of the last documents(); None before
 
     @property
@@ -258,9 +279,18 @@ class ClusterPolicySource:
         return [(w.spec, obj) for w in self._watches for obj in w.items()]
 
     def current_ownership(self) -> Ownership:
-        """Who serves which policy, from what the watches hold now (Kyverno's CRDs and webhooks)."""
-        crds = [obj for w in self._watches if w.spec.kind == "CustomResourceDefinition" for obj in w.items()]
-        return self.selection.resolve(kyverno_presence(crds, self._kyverno_webhooks.items()))
+        """Who serves which policy, from what the watches hold now (Kyverno's CRDs and webhooks, the
+        MutatingAdmissionPolicies generated from policies)."""
+        crds = self.objects_of("CustomResourceDefinition")
+        return self.selection.resolve(kyverno_presence(crds, self._kyverno_webhooks.items()), self.natively_applied())
+
+    def natively_applied(self) -> tuple[tuple[str, str], ...]:
+        """(policy, its MutatingAdmissionPolicies) for each MutatingPolicy the API server applies."""
+        return self._native.applied(
+            self.objects_of("MutatingPolicy"),
+            self.objects_of("MutatingAdmissionPolicy"),
+            self.objects_of("MutatingAdmissionPolicyBinding"),
+        )
 
     def fingerprint(self) -> object:
         for watch in self._all_watches:
@@ -276,6 +306,8 @@ class ClusterPolicySource:
         served: dict[str, tuple[WatchedKind, dict[str, Any]]] = {}
         declined: dict[str, tuple[WatchedKind, dict[str, Any], str]] = {}
         for spec, obj in self._objects():
+            if spec.kind in ADMISSION_POLICY_KINDS and not self.admission_policies:
+                continue  # the API server applies them (watched only to see which policies it applies)
             path = document_path(spec.kind, obj)
             reason = ownership.declines(spec.kind, obj)
             if reason:
@@ -315,13 +347,19 @@ class ClusterPolicySource:
                 by_path.setdefault(source, []).append(error.details)  # the object is named by the status
         ownership = self.ownership or self.current_ownership()
         kyverno_fields = not ownership.kyverno.detected  # next to Kyverno, ready/message are Kyverno's to write
+        subjects = [
+            (path, spec, obj, "\n".join(by_path.get(path, [])), _in_service(spec.kind, ownership))
+            for path, (spec, obj) in self._served.items()
+        ]
+        for path, (spec, obj, _) in self._declined.items():
+            if maps := ownership.natively_applied(spec.kind, obj):
+                subjects.append((path, spec, obj, "", f"{NATIVE}: {maps}; {ownership.describe()}"))
         reported: dict[str, tuple[str, str, str]] = {}
-        for path, (spec, obj) in self._served.items():
-            in_service = f"{IN_SERVICE}; {ownership.describe()}" if spec.kind in SELECTED_KINDS else IN_SERVICE
-            state = (_revision(obj), "\n".join(by_path.get(path, [])), f"{in_service}:{kyverno_fields}")
+        for path, spec, obj, problem, in_service in subjects:
+            state = (_revision(obj), problem, f"{in_service}:{kyverno_fields}")
             if self._reported.get(path) != state:
-                if state[1]:
-                    log.error("policy skipped: it does not compile", extra={"policy": path, "error": state[1]})
+                if problem:
+                    log.error("policy skipped: it does not compile", extra={"policy": path, "error": problem})
                 if self.report_to_cluster:
                     try:
                         report_status(
@@ -329,23 +367,29 @@ class ClusterPolicySource:
                             obj,
                             spec.resource,
                             spec.conditions_at,
-                            state[1],
+                            problem,
                             kyverno_fields=kyverno_fields,
                             in_service=in_service,
+                            message_field=not _asks_for_map(obj),
                         )
                     except ClusterError as ex:  # best effort: the policy is in service (or skipped) either way
                         log.warning("could not report policy status", extra={"policy": path, "error": str(ex)})
                         continue  # not recorded: tried again after the next reload
             reported[path] = state
         self._reported = reported
-        self._report_declined()
+        self._report_declined(ownership)
 
-    def _report_declined(self) -> None:
+    def _report_declined(self, ownership: Ownership) -> None:
         """Log each object left to another engine once per generation and reason; take celmut's condition
-        back from one it served before. Nothing else is written on them."""
+        back from one it served before (not from a policy the API server applies: its status says so)."""
         left: dict[str, tuple[str, str]] = {}
         for path, (spec, obj, reason) in self._declined.items():
             state = (_revision(obj), reason)
+            if ownership.natively_applied(spec.kind, obj):
+                if self._left.get(path) != state:
+                    log.info("policy applied by the API server", extra={"policy": path, "reason": reason})
+                left[path] = state
+                continue
             if self._left.get(path) != state:
                 log.info("policy left to another engine", extra={"policy": path, "reason": reason})
                 if self.report_to_cluster:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from celmut.kube.client import Cluster, Conflict, NotFound
@@ -65,13 +65,16 @@ def status_patch(
     *,
     kyverno_fields: bool = True,
     in_service: str = IN_SERVICE,
+    message_field: bool = True,
 ) -> dict[str, Any] | None:
     """The merge patch of ``.status`` saying whether ``obj`` is in service; None when it already says so.
 
     ``conditions_at`` is where the conditions list lives under ``.status`` (``("conditions",)``, or
     ``("conditionStatus", "conditions")`` for Kyverno's kinds, which also get ``ready`` and ``message``
     unless ``kyverno_fields`` is False: Kyverno writes them when it runs). ``in_service`` is the
-    condition's message when there is no error.
+    condition's message when there is no error. ``message_field=False`` leaves ``message`` alone: on a
+    policy that asks for a MutatingAdmissionPolicy it is the generator's (Kyverno's CRD: "details about the
+    generation of ValidatingAdmissionPolicy/MutatingAdmissionPolicy").
     """
     generation = (obj.get("metadata") or {}).get("generation", 0)
     status = "False" if error else "True"
@@ -84,7 +87,8 @@ def status_patch(
         and current.get("status") == status
         and current.get("message") == message
         and current.get("observedGeneration") == generation
-        and (not kyverno or (parent.get("ready") == (not error) and parent.get("message") == (error and message)))
+        and (not kyverno or parent.get("ready") == (not error))
+        and (not kyverno or not message_field or parent.get("message") == (error and message))
     )
     if up_to_date:
         return None
@@ -99,7 +103,9 @@ def status_patch(
     }
     patch: dict[str, Any] = {conditions_at[-1]: [*(c for c in existing if c is not current), condition]}
     if kyverno:
-        patch.update(ready=not error, message=message if error else "")
+        patch["ready"] = not error
+        if message_field:
+            patch["message"] = message if error else ""
     return _nested(conditions_at, patch)
 
 
@@ -135,6 +141,7 @@ def report_status(
     *,
     kyverno_fields: bool = True,
     in_service: str = IN_SERVICE,
+    message_field: bool = True,
 ) -> None:
     """Post the Warning Event (once per generation and error) and write the status (when it differs);
     raises :class:`~celmut.kube.client.ClusterError` when the API server refuses."""
@@ -146,11 +153,50 @@ def report_status(
             )
     if not conditions_at:
         return
-    patch = status_patch(obj, conditions_at, error, kyverno_fields=kyverno_fields, in_service=in_service)
-    if patch is None:
-        return
+
+    def patch(current: dict[str, Any]) -> dict[str, Any] | None:
+        found = status_patch(
+            current,
+            conditions_at,
+            error,
+            kyverno_fields=kyverno_fields,
+            in_service=in_service,
+            message_field=message_field,
+        )
+        return None if found is None else {"status": found}
+
     with contextlib.suppress(NotFound):  # deleted meanwhile, or no status subresource: the Event and log remain
-        _patch_status(cluster, obj, resource, {"status": patch})
+        update_status(cluster, obj, resource, patch)
+
+
+def update_status(
+    cluster: Cluster,
+    obj: dict[str, Any],
+    resource: str,
+    compute: Callable[[dict[str, Any]], dict[str, Any] | None],
+    *,
+    attempts: int = 4,
+) -> bool:
+    """Merge-patch ``compute(obj)`` into ``obj``'s status, guarded by its resourceVersion: the conditions
+    list is written whole, and celmut's processes and its generator each write their own condition, so
+    a write from a stale copy must not drop another's. On a conflict the object is read again and the
+    patch computed anew. True when something was written; raises the last Conflict after ``attempts``."""
+    current = obj
+    for attempt in range(attempts):
+        patch = compute(current)
+        if patch is None:
+            return False
+        meta = current.get("metadata") or {}
+        guarded = {**patch, "metadata": {"resourceVersion": meta.get("resourceVersion")}}
+        try:
+            _patch_status(cluster, current, resource, guarded)
+            return True
+        except Conflict:
+            if attempt == attempts - 1:
+                raise
+            namespace, name = meta.get("namespace") or "", str(meta.get("name"))
+            current = cluster.get(str(current.get("apiVersion")), resource, namespace, name)
+    return False
 
 
 def release_status(cluster: Cluster, obj: dict[str, Any], resource: str, conditions_at: Sequence[str]) -> bool:

@@ -8,6 +8,7 @@ variable ``exceptions``. Among several, the highest ``polex.kyverno.io/priority`
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,11 @@ class PolicyException:
     allowed_values: tuple[str, ...] = ()
     report_result: str = "skip"
     priority: int = 0
+    expires_at: datetime.datetime | None = None  # spec.expiresAt: it stops applying then
+
+    def expired(self, now: datetime.datetime) -> bool:
+        """Whether ``spec.expiresAt`` has passed (kyverno/api ``PolicyException.IsExpired``)."""
+        return self.expires_at is not None and now >= self.expires_at
 
     @property
     def is_partial(self) -> bool:
@@ -57,6 +63,15 @@ def parse_policy_exception(doc: dict[str, Any], source: str, errors: list[FieldE
     except ValueError:
         meta.fail(f"Invalid value: {priority_text!r}: must be an integer", f"labels.{PRIORITY_LABEL}")
         priority = 0
+    expires_text = spec.string("expiresAt")
+    expires_at = None
+    if expires_text:
+        try:
+            expires_at = datetime.datetime.fromisoformat(expires_text.replace("Z", "+00:00"))
+        except ValueError:
+            spec.fail(f"Invalid value: {expires_text!r}: must be an RFC 3339 date-time", "expiresAt")
+        if expires_at is not None and expires_at.tzinfo is None:
+            expires_at = expires_at.replace(tzinfo=datetime.UTC)
     return PolicyException(
         name=meta.string("name", required=True),
         namespace=meta.string("namespace"),
@@ -67,4 +82,5 @@ def parse_policy_exception(doc: dict[str, Any], source: str, errors: list[FieldE
         allowed_values=tuple(spec.string_list("allowedValues") or ()),
         report_result=spec.string("reportResult", default="skip", enum=("skip", "pass")),
         priority=priority,
+        expires_at=expires_at,
     )

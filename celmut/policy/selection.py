@@ -10,7 +10,8 @@ So celmut serves only the policies its **policy selector** (``--policy-selector`
 * a selector, e.g. ``celmut.io/owner=celmut`` or ``team in (a,b)``: the policies it selects, always;
 * ``''``: every policy, always.
 
-:meth:`Ownership.declines` is the one place that says why celmut leaves a policy object alone; a
+:meth:`Ownership.declines` is the one place that says why celmut leaves a policy object alone (also:
+a MutatingPolicy the API server applies from the MutatingAdmissionPolicy celmut generated for it); a
 policy celmut does not serve is not compiled, not reported on (no status, no Event) and not in the
 webhook rules celmut prints. PolicyExceptions labelled :data:`KYVERNO_ONLY_LABEL` are the ones celmut
 creates so that *Kyverno* skips the policies celmut owns (:mod:`celmut.install.kyverno_exceptions`);
@@ -259,19 +260,39 @@ def kyverno_presence(
 
 @dataclass(frozen=True)
 class Ownership:
-    """The policies celmut serves now: an effective selector, and why it is the one in force."""
+    """The policies celmut serves now: an effective selector, and why it is the one in force.
+
+    ``native``: the MutatingPolicies whose generated MutatingAdmissionPolicies are in service (each
+    exists and its binding names it), by name, with those policies' names: the API server applies them,
+    so celmut's webhook must not (issue 19; kyverno pkg/controllers/webhook/controller.go drops a policy
+    whose ``status.generated`` is true)."""
 
     selector: Selector
     why: str
     kyverno: KyvernoPresence = KyvernoPresence()
+    native: tuple[tuple[str, str], ...] = ()
 
-    def declines(self, kind: str, obj: Mapping[str, Any]) -> str:
-        """Why celmut leaves this policy object to another engine ('' when celmut serves it)."""
+    def selects(self, kind: str, obj: Mapping[str, Any]) -> bool:
+        """Whether the policy object is celmut's to serve, by the selector alone (natively applied or not)."""
+        return not self.declines(kind, obj, natively=False)
+
+    def natively_applied(self, kind: str, obj: Mapping[str, Any]) -> str:
+        """The MutatingAdmissionPolicies that apply this policy in the API server ('' when none do)."""
+        if kind != "MutatingPolicy":
+            return ""
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        return next((maps for policy, maps in self.native if policy == name), "")
+
+    def declines(self, kind: str, obj: Mapping[str, Any], *, natively: bool = True) -> str:
+        """Why celmut leaves this policy object to another engine ('' when celmut serves it);
+        ``natively=False`` leaves out the policies the API server applies from their generated MAPs."""
         labels = _labels(obj)
         if kind == "PolicyException" and labels.get(KYVERNO_ONLY_LABEL) == "true":
             return f"a PolicyException for Kyverno only ({KYVERNO_ONLY_LABEL}=true)"
         if kind in SELECTED_KINDS and not self.selector.matches(labels):
             return f"not selected by the policy selector {self.selector} ({self.why})"
+        if natively and (maps := self.natively_applied(kind, obj)):
+            return f"the API server applies it: its generated MutatingAdmissionPolicy {maps} is in service"
         return ""
 
     def describe(self) -> str:
@@ -294,13 +315,13 @@ class PolicySelection:
     def auto(self) -> bool:
         return self.text.strip() == AUTO
 
-    def resolve(self, kyverno: KyvernoPresence) -> Ownership:
-        """The ownership in force, given whether Kyverno is present."""
+    def resolve(self, kyverno: KyvernoPresence, native: tuple[tuple[str, str], ...] = ()) -> Ownership:
+        """The ownership in force, given whether Kyverno is present (and the natively applied policies)."""
         if not self.auto:
-            return Ownership(parse_selector(self.text), f"--policy-selector {self.text.strip()!r}", kyverno)
+            return Ownership(parse_selector(self.text), f"--policy-selector {self.text.strip()!r}", kyverno, native)
         if kyverno.detected:
-            return Ownership(parse_selector(OWNED_BY_CELMUT), f"Kyverno detected: {kyverno.evidence}", kyverno)
-        return Ownership(Selector(), "Kyverno not detected", kyverno)
+            return Ownership(parse_selector(OWNED_BY_CELMUT), f"Kyverno detected: {kyverno.evidence}", kyverno, native)
+        return Ownership(Selector(), "Kyverno not detected", kyverno, native)
 
     def resolve_offline(self) -> Ownership:
         """For files (no cluster to look at): a fixed selector as such; ``auto`` selects every policy."""

@@ -25,6 +25,7 @@ final patch over that size: the API server stores no object larger than its requ
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -350,7 +351,8 @@ class AdmissionEngine:
         partial ones (``images``/``allowedValues``) only fill the CEL variable ``exceptions``. An
         exception whose conditions fail to evaluate does not apply.
         """
-        candidates = [e for e in self.exceptions if e.refers_to(policy.name, policy.kind)]
+        now = datetime.datetime.now(datetime.UTC)  # an expired exception skips nothing (kyverno/api IsExpired)
+        candidates = [e for e in self.exceptions if e.refers_to(policy.name, policy.kind) and not e.expired(now)]
         found = ExceptionMatch()
         if not candidates:
             return found

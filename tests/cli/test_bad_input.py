@@ -60,6 +60,7 @@ FILES = {
     "suite-bad-json/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayloads: [../not-json.json]\nresults: []\n",
     "suite-missing-json/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayload: nowhere.json\nresults: []\n",
     "suite-json-scalar/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayloads: 5\nresults: []\n",
+    "lookup.yaml": LABEL_POLICY.replace('value: "y"', 'value: resource.Get("v1", "configmaps", "a", "b").metadata.name'),
 }
 
 
@@ -160,6 +161,9 @@ OFFLINE = [
     Case("compile: a missing file", ("compile", "{bad}/nope.yaml"), "nope.yaml: no such file"),
     Case("compile: a ConfigMap", ("compile", "{bad}/configmap.yaml"), "ConfigMap (v1) settings: not a policy"),
     Case("compile: policies but no preset", ("compile", POLICIES), "no preset documents found"),
+    Case("compile --to-map: a policy using a Kyverno-only library", ("compile", "--to-map", "{bad}/lookup.yaml"),
+         "MutatingPolicy label cannot run as a MutatingAdmissionPolicy: spec.mutations[0].jsonPatch: resource.Get"),
+    Case("compile --to-map: a ConfigMap", ("compile", "--to-map", "{bad}/configmap.yaml"), "not a policy"),
     Case("webhook-config: a missing CA bundle",
          ("webhook-config", "--url", "https://x", "--ca-bundle", "{bad}/nope.pem", "--policies", POLICIES), "nope.pem"),
     Case("webhook-config: a missing policy path",

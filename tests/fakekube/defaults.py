@@ -56,3 +56,23 @@ def crd_status(crd: Obj, old_status: Obj | None = None) -> Obj:
         "acceptedNames": spec.get("names") or {},
         "storedVersions": stored,
     }
+
+
+def admission_policy_defaults(obj: Obj) -> Obj:
+    """A MutatingAdmissionPolicy as the API server stores it (kubernetes
+    ``pkg/apis/admissionregistration/v1/defaults.go``: ``failurePolicy`` Fail; ``SetDefaults_MatchResources``:
+    ``matchPolicy`` Equivalent, empty namespace and object selectors; ``SetDefaults_Rule``: ``scope`` "*")."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return obj
+    spec.setdefault("failurePolicy", "Fail")
+    match = spec.get("matchConstraints")
+    if isinstance(match, dict):
+        match.setdefault("matchPolicy", "Equivalent")
+        match.setdefault("namespaceSelector", {})
+        match.setdefault("objectSelector", {})
+        for rules in ("resourceRules", "excludeResourceRules"):
+            for rule in match.get(rules) or []:
+                if isinstance(rule, dict):
+                    rule.setdefault("scope", "*")
+    return obj

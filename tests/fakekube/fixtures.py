@@ -31,8 +31,9 @@ from .server import DEFAULT_TOKEN, FakeApiServer
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "fakekube(webhooks=False, native_map=False): enable the fake API server's admission chain "
-        "(registered mutating webhooks; native MutatingAdmissionPolicy evaluation)",
+        "fakekube(webhooks=False, native_map=False, garbage_collection=False): enable the fake API server's "
+        "admission chain (registered mutating webhooks; native MutatingAdmissionPolicy evaluation) and its "
+        "garbage collector (dependents deleted with their owners)",
     )
 
 

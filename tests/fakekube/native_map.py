@@ -14,6 +14,11 @@ policies run again, and all invoked ``IfNeeded`` ones when another plugin (a web
 since this plugin's last output. (celmut's engine re-runs ``IfNeeded`` policies itself; here that is
 switched off so the chain decides, as in the API server.)
 
+The API server also compiles a MutatingAdmissionPolicy when it is written, in its own CEL environment,
+and refuses one that does not compile with a 422 (``pkg/registry/admissionregistration/
+mutatingadmissionpolicy/strategy.go`` → validation); this plugin does the same with celmut's Kubernetes
+CEL profile, so a policy using a Kyverno-only library (``resource.Get``) never reaches storage.
+
 Reusable on its own: ``NativeAdmissionPolicies(store).mutate(obj, operation=...)`` admits one object.
 """
 
@@ -145,7 +150,27 @@ class NativeAdmissionPolicies:
         self.invocations += len(invoked)
         return invoked
 
+    def validate(self, attrs: Attributes) -> None:
+        """Refuse a MutatingAdmissionPolicy whose expressions do not compile (422, one cause per field)."""
+        if attrs.rtype.kind != "MutatingAdmissionPolicy" or attrs.subresource or attrs.is_reinvoke:
+            return
+        from celmut.compile.policies import compile_admission_policy
+        from celmut.policy.admission_policy import parse_admission_policy
+        from celmut.policy.errors import FieldError, PolicyError
+
+        found: list[FieldError] = []
+        model = parse_admission_policy(attrs.obj, attrs.name, found)
+        if not found:
+            try:
+                compile_admission_policy(model, [])
+            except PolicyError as ex:
+                found = list(ex.errors)
+        if found:
+            causes = [("FieldValueInvalid", f.path, f"Invalid value: {f.message}") for f in found]
+            raise errors.invalid(attrs.rtype.kind, attrs.rtype.group, attrs.name, causes)
+
     def admit(self, attrs: Attributes, state: dict[str, Any]) -> None:
+        self.validate(attrs)
         if attrs.operation not in ("CREATE", "UPDATE", "CONNECT") or not self._documents():
             return
         self.compilation()

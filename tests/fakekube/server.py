@@ -118,9 +118,11 @@ class FakeApiServer:
         default_watch_timeout: float = 1800.0,
         webhooks: bool = False,
         native_map: bool = False,
+        garbage_collection: bool = False,
     ) -> None:
         self.registry = Registry()
         self.store = Store(self.registry, history_size=history_size, strict_namespaces=strict_namespaces)
+        self.store.garbage_collection = garbage_collection  # ownerReferences: dependents go with their owner
         # Opt-in pieces of a real cluster (see admission.py, controllers.py): off by default, so a plain
         # fake API server stores what it is sent, unchanged.
         self.admission = AdmissionChain()

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from . import errors
-from .defaults import crd_status, now, qos_class
+from .defaults import admission_policy_defaults, crd_status, now, qos_class
 from .history import History, key_of
 from .patches import APPLY_PATCH, MERGE_PATCH, apply_patch
 from .resources import CRD_GVR, Registry, ResourceType
@@ -49,6 +49,8 @@ class Store(History):
         super().__init__(history_size)
         self.registry = registry or Registry()
         self.strict_namespaces = strict_namespaces
+        #: Opt-in (``FakeApiServer(garbage_collection=True)``): the garbage collector's background deletion.
+        self.garbage_collection = False
         for ns in DEFAULT_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
@@ -83,7 +85,10 @@ class Store(History):
                 f"({rtype.api_version}) or kind {obj.get('kind')} is not {rtype.kind}"
             )
         rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        return {"apiVersion": rtype.api_version, "kind": rtype.kind, **rest}
+        canonical = {"apiVersion": rtype.api_version, "kind": rtype.kind, **rest}
+        if rtype.builtin and rtype.kind == "MutatingAdmissionPolicy":
+            return admission_policy_defaults(canonical)
+        return canonical
 
     # -- reads -------------------------------------------------------------------------------------
     def get_entry(self, resource: str | ResourceType, name: str, namespace: str | None = None) -> Entry:
@@ -350,7 +355,40 @@ class Store(History):
                 for other in [e for k, e in bucket.items() if k[0] == name]:
                     if other_type is not None:
                         self._delete_locked(other_type, other)
+        if self.garbage_collection:
+            self._collect_dependents(str(old.obj["metadata"].get("uid")))
         return entry
+
+    # -- garbage collection (opt-in) -----------------------------------------------------------------
+    def _live_uids(self) -> set[str]:
+        return {str(e.obj["metadata"].get("uid")) for bucket in self._objects.values() for e in bucket.values()}
+
+    def _collect_dependents(self, uid: str) -> None:
+        """The garbage collector after an owner is deleted, with background propagation
+        (``pkg/controller/garbagecollector/garbagecollector.go`` ``attemptToDeleteItem``): a dependent
+        none of whose owners remains is deleted (finalizers respected: it is only marked); one with
+        other live owners loses the reference to the deleted one."""
+        live = self._live_uids()
+        for gvr, bucket in list(self._objects.items()):
+            dependent_type = self.registry.lookup(*gvr)
+            if dependent_type is None:
+                continue
+            for entry in list(bucket.values()):
+                meta = entry.obj["metadata"]
+                references = meta.get("ownerReferences") or []
+                if not any(r.get("uid") == uid for r in references):
+                    continue
+                remaining = [r for r in references if r.get("uid") != uid and r.get("uid") in live]
+                updated = entry.copy()
+                if remaining:
+                    updated["metadata"]["ownerReferences"] = remaining
+                    self._commit(dependent_type, *key_of(entry), updated, MODIFIED, entry)
+                elif meta.get("finalizers"):
+                    if not meta.get("deletionTimestamp"):
+                        updated["metadata"]["deletionTimestamp"] = now()
+                        self._commit(dependent_type, *key_of(entry), updated, MODIFIED, entry)
+                else:
+                    self._delete_locked(dependent_type, entry)
 
     def delete_entry(
         self,

@@ -89,3 +89,43 @@ def test_a_webhook_mutating_replicaset_templates_makes_the_controller_loop(
     assert len(fake_apiserver.store.list("replicasets", "default")) == report.replicasets_created == 3
     status = fake_apiserver.store.get("deployments", "web", "default")["status"]
     assert status["collisionCount"] == report.collisions
+
+
+# --- garbage collection (kubernetes pkg/controller/garbagecollector/garbagecollector.go) -------------------
+
+
+def _owned(name: str, *owners: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    references = [{"apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"], "uid": o["metadata"]["uid"]}
+                  for o in owners]  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "ownerReferences": references, **meta},
+    }
+
+
+@pytest.mark.fakekube(garbage_collection=True)
+def test_deleting_an_owner_deletes_its_dependents_keeps_those_with_another_owner(
+    fake_apiserver: FakeApiServer,
+) -> None:
+    """attemptToDeleteItem: a dependent none of whose owners is left is deleted (background propagation);
+    one with finalizers is only marked; one with a live owner loses the dangling reference."""
+    store = fake_apiserver.store
+    first = store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}})
+    second = store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "default"}})
+    store.create(_owned("only-a", first))
+    store.create(_owned("a-and-b", first, second))
+    store.create(_owned("finalized", first, finalizers=["example.com/hold"]))
+    kubernetes.client.CoreV1Api(fake_apiserver.api_client()).delete_namespaced_config_map("a", "default")
+    assert not store.exists("configmaps", "only-a", "default")
+    shared = store.get("configmaps", "a-and-b", "default")
+    assert [r["name"] for r in shared["metadata"]["ownerReferences"]] == ["b"]
+    assert store.get("configmaps", "finalized", "default")["metadata"].get("deletionTimestamp")
+
+
+def test_without_garbage_collection_dependents_stay(fake_apiserver: FakeApiServer) -> None:
+    store = fake_apiserver.store
+    owner = store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}})
+    store.create(_owned("dependent", owner))
+    store.delete("configmaps", "a", "default")
+    assert store.exists("configmaps", "dependent", "default")

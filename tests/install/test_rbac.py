@@ -16,6 +16,7 @@ from celmut.controller.leader import LeaderElector
 from celmut.install import rbac
 from celmut.kube.client import Cluster
 from celmut.kube.tls_manager import TlsConfig, TlsManager
+from tests.controller.support import running
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually, label_policy, namespace
 from tests.kube.crds import policy_crds
@@ -157,3 +158,32 @@ def test_the_controllers_rules_cover_leader_election_and_tls_upkeep(
     assert {("update", "leases"), ("create", "secrets"), ("patch", "mutatingwebhookconfigurations")} <= {
         (verb, resource) for verb, _, resource, _, _ in made
     }
+
+
+def test_the_controllers_rules_cover_generating_mutating_admission_policies(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Issue 19: the leader creates, repairs and deletes the MAP + binding generated for a policy with
+    spec.autogen.mutatingAdmissionPolicy.enabled, and writes the policy's status."""
+    for definition in policy_crds():
+        fake_apiserver.store.create(definition)
+    policy = label_policy("team")
+    policy["spec"]["autogen"] = {"podControllers": {"controllers": []}, "mutatingAdmissionPolicy": {"enabled": True}}
+    fake_apiserver.store.create(policy)
+    maps, bindings = "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"
+    (tmp_path / "none").mkdir()
+    with running(fake_apiserver, tmp_path, tmp_path / "none", from_cluster=True):
+        eventually(lambda: fake_apiserver.store.exists(bindings, "mpol-team-binding"), what="the MAP")
+        edited = fake_apiserver.store.get(maps, "mpol-team")
+        edited["spec"]["mutations"] = []
+        fake_apiserver.store.update(edited)
+        eventually(lambda: fake_apiserver.store.get(maps, "mpol-team")["spec"]["mutations"], what="the repair")
+        current = fake_apiserver.store.get("mutatingpolicies.policies.kyverno.io", "team")
+        current["spec"]["autogen"]["mutatingAdmissionPolicy"]["enabled"] = False
+        fake_apiserver.store.update(current)
+        eventually(lambda: not fake_apiserver.store.list(maps), what="the deletion")
+    made = requests(fake_apiserver)
+    verbs = {(verb, resource) for verb, _, resource, _, _ in made}
+    assert {("create", maps), ("create", bindings), ("update", maps), ("delete", maps), ("delete", bindings)} <= verbs
+    rules = rbac.controller_cluster_rules("celmut", self_managed_tls=False)
+    assert [r for r in made if not allowed(rules, r) and r[3] != NAMESPACE] == []

@@ -165,6 +165,24 @@ spec:
     assert [o.status for o in other.outcomes] == ["applied", "applied"]
 
 
+def test_an_expired_exception_skips_nothing() -> None:
+    """kyverno/api PolicyException.IsExpired: from spec.expiresAt on, the exception no longer applies (a MAP
+    generated from the policy leaves it out too: celmut/compile/to_map.py exception_conditions)."""
+    exception = """
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata: {{name: {name}, namespace: default}}
+spec:
+  expiresAt: "{expires}"
+  policyRefs: [{{name: p, kind: MutatingPolicy}}]
+  matchConditions: [{{name: all, expression: "true"}}]
+"""
+    expired = admit(mpol("p", ADD_LABEL) + "---" + exception.format(name="old", expires="2020-01-01T00:00:00Z"), pod())
+    assert [o.status for o in expired.outcomes] == ["applied"]
+    current = admit(mpol("p", ADD_LABEL) + "---" + exception.format(name="new", expires="2999-01-01T00:00:00Z"), pod())
+    assert [o.status for o in current.outcomes] == ["excepted"]
+
+
 def test_delete_requests_carry_no_object_and_are_not_mutated() -> None:
     result = admit(mpol("p", ADD_LABEL, operations="[DELETE]"), None, "DELETE", old_object=pod())
     assert result.allowed and result.patch == [] and result.outcomes[0].status == "skipped"

@@ -75,6 +75,7 @@ def workload_variables() -> list[dict[str, str]]:
         variable(
             "ownerObject",
             """
+// workload filters need the pod's workload
 variables.ownerKind == "ReplicaSet" ?
   dyn(resource.Get("apps/v1", "replicasets", request.namespace, variables.ownerName)).orValue(null) :
 variables.ownerKind == "Job" ?
@@ -122,11 +123,15 @@ variables.ownerName
     ]
 
 
-def siblings_variable() -> dict[str, str]:
-    """``variables.siblings``: the other pods of the same controller owner, or null without a lookup."""
+def siblings_variable(purpose: str = "spot percentages need pod counts") -> dict[str, str]:
+    """``variables.siblings``: the other pods of the same controller owner, or null without a lookup.
+
+    ``purpose`` opens it as a comment: why the policy lists pods, which ``celmut compile --to-map`` names
+    when it refuses to make a MutatingAdmissionPolicy of it (the API server's CEL has no lookups)."""
     return variable(
         "siblings",
-        """
+        f"// {purpose}\n"
+        + """
 variables.ownerKind == "Pod" ? [] :
 cel.bind(listed,
   variables.templateHash != "" ?

@@ -113,7 +113,8 @@ def _spot_modes(mutation: PodMutation) -> list[str]:
 
 
 def placement_variables(mutation: PodMutation) -> list[dict[str, str]]:
-    variables = [pl.siblings_variable()]
+    purpose = "distribution groups need pod counts" if mutation.groups else "spot percentages need pod counts"
+    variables = [pl.siblings_variable(purpose)]
     if mutation.groups:
         groups = [(_inner(g.name), g.percentage) for g in mutation.groups]
         variables.append(pl.variable("group", pl.group_split(groups, _inner(model.NO_GROUP))))
