@@ -17,11 +17,11 @@ result checks.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from celmut.cli.kyverno_files import json_field_keys
 from celmut.errors import ConfigurationError
 from celmut.sources.documents import DocumentError, describe_type, load_single
 
@@ -100,27 +100,6 @@ class Suite:
         return self.path.parent
 
 
-# Go's strings.EqualFold also folds these two letters onto ASCII ones (unicode.SimpleFold).
-_GO_FOLDS = str.maketrans({"\u212a": "k", "\u017f": "s"})
-
-
-def _go_fold(key: str) -> str:
-    return key.translate(_GO_FOLDS).lower()
-
-
-def _canonical_keys(mapping: dict[Any, Any], fields: Iterable[str]) -> dict[Any, Any]:
-    """``mapping`` with each key spelled as the field it decodes into.
-
-    Kyverno reads a Test with ``k8s.io/apimachinery/pkg/util/yaml.UnmarshalStrict``
-    (``cmd/cli/kubectl-kyverno/test/load.go``): YAML to JSON, then ``encoding/json``, which matches a
-    key to a field exactly or else case-insensitively, so ``userInfo:`` is the ``userinfo`` field (as
-    upstream ``test-mutating-admission-policy/check-user-info`` writes it). A key that names no field is
-    kept as written; when two spellings of one field appear, the last wins, as in ``encoding/json``.
-    """
-    by_fold = {_go_fold(name): name for name in fields}
-    return {(by_fold.get(_go_fold(k), k) if isinstance(k, str) else k): v for k, v in mapping.items()}
-
-
 def _strings(spec: dict[str, Any], key: str, source: str) -> list[str]:
     value = spec.get(key)
     items = [] if value is None else [value] if isinstance(value, str) else value
@@ -174,7 +153,7 @@ def load_suite(path: Path) -> Suite:
     spec = load_single(path)
     if not isinstance(spec, dict):
         raise DocumentError(source, f"a Test must be a map, not {describe_type(spec)}")
-    spec = _canonical_keys(spec, TEST_FIELDS | NOT_EVALUATED_FIELDS.keys())
+    spec = json_field_keys(spec, TEST_FIELDS | NOT_EVALUATED_FIELDS.keys())
     metadata = spec.get("metadata")
     named = metadata.get("name") if isinstance(metadata, dict) else None
     suite = Suite(path, str(named or spec.get("name") or path.name))
@@ -207,7 +186,7 @@ def load_suite(path: Path) -> Suite:
     results = spec.get("results") or []
     if not isinstance(results, list):
         raise DocumentError(source, f"results: must be a list, not {describe_type(results)}")
-    results = [_canonical_keys(item, RESULT_FIELDS) if isinstance(item, dict) else item for item in results]
+    results = [json_field_keys(item, RESULT_FIELDS) if isinstance(item, dict) else item for item in results]
     suite.results = [_result(item, i, source, fail_on_missing) for i, item in enumerate(results)]
     for key in spec:
         if key in NOT_EVALUATED_FIELDS and spec[key]:
