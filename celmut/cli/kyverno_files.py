@@ -133,11 +133,37 @@ def load_context(path: str | Path) -> ContextFile:
     return context
 
 
+# Go's strings.EqualFold also folds these two letters onto ASCII ones (unicode.SimpleFold).
+_GO_FOLDS = str.maketrans({"\u212a": "k", "\u017f": "s"})
+
+
+def _go_fold(key: str) -> str:
+    return key.translate(_GO_FOLDS).lower()
+
+
+# A UserInfo file's fields (kyverno RequestInfo and the CLI's UserInfo wrapper).
+USER_INFO_FIELDS = ("apiVersion", "kind", "metadata", "roles", "clusterRoles", "userInfo")
+
+
+def json_field_keys(mapping: dict[Any, Any], fields: Iterable[str]) -> dict[Any, Any]:
+    """``mapping`` with each key spelled as the field it decodes into.
+
+    Kyverno reads a Test (``k8s.io/apimachinery/pkg/util/yaml.UnmarshalStrict``,
+    ``cmd/cli/kubectl-kyverno/test/load.go``) and a UserInfo file (``sigs.k8s.io/yaml.UnmarshalStrict``,
+    ``userinfo/userinfo.go``) as YAML turned into JSON and decoded by ``encoding/json``, which matches a
+    key to a field exactly or else case-insensitively: ``userInfo:`` is the Test's ``userinfo`` field
+    (upstream ``test-mutating-admission-policy/check-user-info`` writes it so). A key that names no field
+    is kept as written; when two spellings of one field appear, the last wins, as in ``encoding/json``.
+    """
+    by_fold = {_go_fold(name): name for name in fields}
+    return {(by_fold.get(_go_fold(k), k) if isinstance(k, str) else k): v for k, v in mapping.items()}
+
+
 def load_user_info(path: str | Path) -> dict[str, Any]:
     """The ``userInfo`` (username, uid, groups, extra) of a Kyverno UserInfo file, for the requests."""
     source = str(path)
-    doc = _mapping(load_single(path), "the UserInfo document", source)
-    user = _mapping(doc.get("userInfo"), "userInfo", source)
+    doc = json_field_keys(_mapping(load_single(path), "the UserInfo document", source), USER_INFO_FIELDS)
+    user = json_field_keys(_mapping(doc.get("userInfo"), "userInfo", source), ("username", "uid", "groups", "extra"))
     out: dict[str, Any] = {}
     for key in ("username", "uid"):
         if user.get(key) is not None:

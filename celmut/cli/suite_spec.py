@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from celmut.cli.kyverno_files import json_field_keys
 from celmut.errors import ConfigurationError
 from celmut.sources.documents import DocumentError, describe_type, load_single
 
@@ -152,6 +153,7 @@ def load_suite(path: Path) -> Suite:
     spec = load_single(path)
     if not isinstance(spec, dict):
         raise DocumentError(source, f"a Test must be a map, not {describe_type(spec)}")
+    spec = json_field_keys(spec, TEST_FIELDS | NOT_EVALUATED_FIELDS.keys())
     metadata = spec.get("metadata")
     named = metadata.get("name") if isinstance(metadata, dict) else None
     suite = Suite(path, str(named or spec.get("name") or path.name))
@@ -184,6 +186,7 @@ def load_suite(path: Path) -> Suite:
     results = spec.get("results") or []
     if not isinstance(results, list):
         raise DocumentError(source, f"results: must be a list, not {describe_type(results)}")
+    results = [json_field_keys(item, RESULT_FIELDS) if isinstance(item, dict) else item for item in results]
     suite.results = [_result(item, i, source, fail_on_missing) for i, item in enumerate(results)]
     for key in spec:
         if key in NOT_EVALUATED_FIELDS and spec[key]:

@@ -319,10 +319,22 @@ def test_an_unbound_admission_policy_applies_as_in_the_kyverno_cli(capsys: pytes
     assert "note: MutatingAdmissionPolicy tier-secrets has no binding: applied to everything" in out
 
 
+def test_test_fields_are_matched_case_insensitively_as_encoding_json_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream check-user-info writes `userInfo:` for the Test's `userinfo` field; Kyverno decodes a Test
+    through encoding/json (cmd/cli/kubectl-kyverno/test/load.go), which accepts any case."""
+    code, out, err = run(capsys, str(SUITES / "field-name-case"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == [
+        "1 | stamp-requester |  | v1/ConfigMap/helpdesk/ticket-17 | Pass | Ok",  # the user file was read
+        "2 | stamp-requester |  | v1/ConfigMap/helpdesk/ticket-18 | Pass | Ok",  # already stamped: skip
+    ]
+    assert "not a field" not in err
+
+
 def test_every_suite_passes_as_a_user_runs_it() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "celmut", "test", str(SUITES)], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Test Summary: 30 tests passed and 0 tests failed" in result.stdout
+    assert "Test Summary: 32 tests passed and 0 tests failed" in result.stdout
     assert "Traceback" not in result.stderr
