@@ -108,6 +108,7 @@ class Controller:
             services=cel.Services(resources=self.lookup, http_policy=config.http_policy),
             timeout_seconds=config.timeout_seconds,
             opt_out=OwnerOptOut(self.caches, config.opt_out_label),
+            report_unselected=False,  # drift passes visit only the policies that may select a pod
         )
         self.store = PolicyStore(sources, settings)
         self.metrics = ControllerMetrics()

@@ -132,6 +132,7 @@ def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> E
         background_usernames=frozenset(config.background_users),
         opt_out=cluster.opt_out if cluster is not None else None,
         record_provenance=config.record_provenance,
+        report_unselected=False,  # answers name only the policies that could select the request
     )
 
 
