@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound
+from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound, before_blocking, may_block
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
 
@@ -57,6 +57,14 @@ class CacheSet:
                     return None
                 cache = self._caches[key] = WatchedCache(self.cluster, api_version, resource).start()
         if wait and not cache.wait_synced(self.sync_timeout):
+            return None
+        return cache
+
+    def ready(self, api_version: str, resource: str) -> WatchedCache | None:
+        """The synced cache of a resource, or None when reading it would wait or go to the API server;
+        where waiting is not allowed (:func:`celmut.cel.lookups.may_block`), never waits."""
+        cache = self.cache(api_version, resource, wait=may_block())
+        if cache is None or cache.absent or not cache.synced.is_set():
             return None
         return cache
 
@@ -141,12 +149,13 @@ class ClusterLookup:
     # --- ResourceLookup -------------------------------------------------------------------------
 
     def get(self, api_version: str, resource: str, namespace: str, name: str) -> dict[str, Any]:
-        cache = self.caches.cache(api_version, resource)
-        if cache is not None and not cache.absent:
+        cache = self.caches.ready(api_version, resource)
+        if cache is not None:
             obj = cache.get(namespace, name)
             if obj is None:
                 raise ResourceNotFound(f'{kinds.qualified_resource(api_version, resource)} "{name}" not found')
             return obj
+        before_blocking(f"reading {resource} from the API server")
         try:
             return self.caches.cluster.get(api_version, resource, namespace, name)
         except NotFound as ex:
@@ -157,8 +166,8 @@ class ClusterLookup:
     def list(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
-        cache = self.caches.cache(api_version, resource)
-        if cache is not None and not cache.absent:
+        cache = self.caches.ready(api_version, resource)
+        if cache is not None:
             if api_version == "v1" and resource == "pods" and not self._counting_pods:
                 with self._overlay_lock:
                     if not self._counting_pods:
@@ -166,6 +175,7 @@ class ClusterLookup:
                         self._counting_pods = True
             items = cache.items(namespace)
         else:
+            before_blocking(f"listing {resource} from the API server")
             selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items())
             try:
                 items = self.caches.cluster.list_all(api_version, resource, namespace, label_selector=selector)["items"]
@@ -187,6 +197,7 @@ class ClusterLookup:
         }
 
     def post(self, api_version: str, resource: str, namespace: str, data: dict[str, Any]) -> dict[str, Any]:
+        before_blocking(f"creating {resource}")
         try:
             created: dict[str, Any] = self.caches.cluster.create(api_version, resource, namespace, data)
             return created

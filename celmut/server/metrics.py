@@ -46,6 +46,12 @@ class Metrics:
         self.policies_invalid = Gauge(
             "celmut_policies_invalid", "Policy documents rejected by the last reload", registry=self.registry
         )
+        self.rescheduled = Counter(
+            "celmut_admissions_rescheduled",
+            "Admissions moved from the event loop to a worker thread (their time slice ended, or they "
+            "had to wait for I/O)",
+            registry=self.registry,
+        )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
 
     def observe(self, operation: str, result: AdmissionResult, seconds: float) -> None:

@@ -33,10 +33,11 @@ from celmut.kube import certs
 from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
-from celmut.server.app import DEFAULT_EVALUATION_THREADS, ServerSettings, create_app
+from celmut.server.app import create_app
 from celmut.server.connections import LimitedServer, protocol_class
 from celmut.server.limits import ConnectionLimits
 from celmut.server.metrics import Metrics
+from celmut.server.settings import DEFAULT_EVALUATION_THREADS, ServerSettings
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
