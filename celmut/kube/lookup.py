@@ -39,12 +39,30 @@ _OVERLAY_KEYS = ("celmut.io/placement", "celmut.io/distribution-group")
 
 
 class CacheSet:
-    """Cluster-wide watched caches, created on first use."""
+    """Cluster-wide watched caches, created on first use.
 
-    def __init__(self, cluster: Cluster, *, max_caches: int = 32, sync_timeout: float = 5.0) -> None:
+    Resources in ``metadata_only`` are cached as ``PartialObjectMetadata`` (up to
+    ``max_metadata_objects`` each); the others whole, up to ``max_objects`` each (a full cache is
+    not read: lookups go to the API server, :meth:`ready`). :meth:`set_metadata_only` changes the
+    set when the policies change; a cache in the wrong mode is dropped and listed again on next use.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        max_caches: int = 32,
+        sync_timeout: float = 5.0,
+        metadata_only: frozenset[tuple[str, str]] = frozenset(),
+        max_objects: int = 20_000,
+        max_metadata_objects: int = 250_000,
+    ) -> None:
         self.cluster = cluster
         self.max_caches = max_caches
         self.sync_timeout = sync_timeout
+        self.metadata_only = metadata_only
+        self.max_objects = max_objects
+        self.max_metadata_objects = max_metadata_objects
         self._caches: dict[tuple[str, str], WatchedCache] = {}
         self._lock = threading.Lock()
 
@@ -55,16 +73,40 @@ class CacheSet:
             if cache is None:
                 if len(self._caches) >= self.max_caches:
                     return None
-                cache = self._caches[key] = WatchedCache(self.cluster, api_version, resource).start()
+                projected = key in self.metadata_only
+                cache = self._caches[key] = WatchedCache(
+                    self.cluster,
+                    api_version,
+                    resource,
+                    metadata_only=projected,
+                    max_objects=self.max_metadata_objects if projected else self.max_objects,
+                ).start()
         if wait and not cache.wait_synced(self.sync_timeout):
             return None
         return cache
+
+    def set_metadata_only(self, resources: frozenset[tuple[str, str]]) -> None:
+        """Cache these resources metadata-only from now on (the others whole)."""
+        with self._lock:
+            self.metadata_only = resources
+            stale = [key for key, cache in self._caches.items() if cache.metadata_only != (key in resources)]
+            for key in stale:
+                self._caches.pop(key).stop()
+        for api_version, resource in stale:  # listed again now, not on the first admission that needs it
+            self.cache(api_version, resource, wait=False)
+
+    def sizes(self) -> list[tuple[str, bool, int, bool]]:
+        """(resource, metadata-only, objects, overflowed) of each cache, for ``/metrics``."""
+        return [
+            (kinds.qualified_resource(c.api_version, c.resource), c.metadata_only, len(c), c.overflowed)
+            for c in self.caches()
+        ]
 
     def ready(self, api_version: str, resource: str) -> WatchedCache | None:
         """The synced cache of a resource, or None when reading it would wait or go to the API server;
         where waiting is not allowed (:func:`celmut.cel.lookups.may_block`), never waits."""
         cache = self.cache(api_version, resource, wait=may_block())
-        if cache is None or cache.absent or not cache.synced.is_set():
+        if cache is None or cache.absent or cache.overflowed or not cache.synced.is_set():
             return None
         return cache
 

@@ -95,6 +95,8 @@ def create_app(
     async def prometheus() -> Response:
         engine = store.engine
         metrics.policies_loaded.set(len(engine.policies) if engine else 0)
+        if settings.cache_sizes is not None:
+            metrics.caches(settings.cache_sizes())
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
     return app

@@ -52,7 +52,25 @@ class Metrics:
             "had to wait for I/O)",
             registry=self.registry,
         )
+        self.cache_objects = Gauge(
+            "celmut_cache_objects",
+            "Objects held by each cluster cache (projection: metadata or whole)",
+            ["resource", "projection"],
+            registry=self.registry,
+        )
+        self.cache_overflowed = Gauge(
+            "celmut_cache_overflowed",
+            "1 when a cache reached its object limit (lookups then go to the API server)",
+            ["resource", "projection"],
+            registry=self.registry,
+        )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
+
+    def caches(self, sizes: list[tuple[str, bool, int, bool]]) -> None:
+        for resource, metadata_only, objects, overflowed in sizes:
+            projection = "metadata" if metadata_only else "whole"
+            self.cache_objects.labels(resource, projection).set(objects)
+            self.cache_overflowed.labels(resource, projection).set(1 if overflowed else 0)
 
     def observe(self, operation: str, result: AdmissionResult, seconds: float) -> None:
         if not result.allowed:

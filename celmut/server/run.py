@@ -146,8 +146,12 @@ def build_store(config: ServeConfig, metrics: Metrics, cluster: ClusterConnectio
         metrics.reloads.labels("accepted" if outcome.accepted else "rejected").inc()
         metrics.policies_loaded.set(outcome.policies)
         metrics.policies_invalid.set(len(outcome.errors))
+        engine = store.engine
+        if cluster is not None and engine is not None:
+            cluster.plan_caches(engine.policies)
 
-    return PolicyStore(sources, engine_settings(config, cluster), all_or_nothing=True, on_reload=reloaded)
+    store = PolicyStore(sources, engine_settings(config, cluster), all_or_nothing=True, on_reload=reloaded)
+    return store
 
 
 def tls_material(config: ServeConfig) -> tuple[str, str]:
@@ -198,6 +202,7 @@ def make_server(
         evaluation_threads=config.evaluation_threads,
         extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
         on_admitted=cluster.admitted if cluster is not None else None,
+        cache_sizes=cluster.caches.sizes if cluster is not None else None,
     )
     stop = threading.Event()
     watcher: list[CertificateWatcher] = []

@@ -23,6 +23,8 @@ class ServerSettings:
     extra_ready_checks: list[Callable[[], str]] = field(default_factory=list)  # '' when ready, else why not
     # told (object received, object admitted) for each CREATE admitted
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None
+    # (resource, metadata-only, objects, overflowed) of each cluster cache, shown in /metrics
+    cache_sizes: Callable[[], list[tuple[str, bool, int, bool]]] | None = None
 
     @property
     def deadline_seconds(self) -> float:
