@@ -31,6 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from celmut import cel
 from celmut.cel.activation import approximate_size
 from celmut.cel.costs import Measure
@@ -80,6 +82,16 @@ class ExceptionMatch:
 
 def condition_reason(condition: CompiledExpression) -> str:
     return f"matchCondition {condition.name!r} is false"
+
+
+def _json_size(patch: list[dict[str, Any]]) -> int:
+    """The length of the patch's JSON: orjson's encoding is ~20x :class:`Measure`'s walk, and safe
+    here (every value came through a mutation whose size was bounded, so nothing unfolds); a value
+    orjson cannot encode (bytes, a CEL type) is measured."""
+    try:
+        return len(orjson.dumps(patch))
+    except TypeError:
+        return Measure().nbytes(patch)
 
 
 def _expression_error(expression: CompiledExpression | Any, error: cel.CelError) -> PolicyFailure:
@@ -161,7 +173,7 @@ class AdmissionEngine:
                         message = f"policy {outcome.policy}: {outcome.path}: {outcome.reason}"
                         return AdmissionResult(False, original, original, [], outcomes, message, warnings, audit)
         patch = diff(original, current) if original is not None and current is not original else []
-        size = Measure().nbytes(patch) if patch else 0
+        size = _json_size(patch) if patch else 0
         if size > self.options.max_object_bytes:
             message = f"the patch is about {size} bytes, over the limit of {self.options.max_object_bytes} bytes"
             if any(o.status == "applied" and o.failure_policy == "Fail" for o in outcomes):

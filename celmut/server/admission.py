@@ -128,6 +128,8 @@ def fails_closed(engine: AdmissionEngine, failure_policy: str | None) -> bool:
 
 
 def _log(review: reviews.Review, result: AdmissionResult, seconds: float) -> None:
+    if not log.isEnabledFor(logging.INFO):  # building the record's fields costs more than the check
+        return
     request = review.request
     metadata = request.subject.get("metadata") or {}
     log.info(
