@@ -42,6 +42,7 @@ class Metrics:
             registry=self.registry,
         )
         self._mutation_counts: dict[tuple[str, str], Counter] = {}
+        self._policy_latencies: dict[str, Histogram] = {}
         self.policies_loaded = Gauge("celmut_policies_loaded", "Policies in service", registry=self.registry)
         self.policies_invalid = Gauge(
             "celmut_policies_invalid", "Policy documents rejected by the last reload", registry=self.registry
@@ -83,7 +84,7 @@ class Metrics:
         self.latency.observe(seconds)
         for policy in result.outcomes:
             if policy.status in ("applied", "unchanged", "error"):
-                self.policy_latency.labels(policy.policy).observe(policy.seconds)
+                self._policy_latency(policy.policy).observe(policy.seconds)
             if policy.status != "skipped" or policy.cause == "matchCondition":
                 self._mutation_count(policy.policy, policy.status).inc()
             if policy.status == "error":
@@ -95,6 +96,13 @@ class Metrics:
         child = self._mutation_counts.get(key)
         if child is None:  # two threads may both create it: labels() returns the same child
             child = self._mutation_counts[key] = self.mutations.labels(policy, outcome)
+        return child
+
+    def _policy_latency(self, policy: str) -> Histogram:
+        """The child of ``celmut_policy_latency_seconds`` for a policy (cached like :meth:`_mutation_count`)."""
+        child = self._policy_latencies.get(policy)
+        if child is None:
+            child = self._policy_latencies[policy] = self.policy_latency.labels(policy)
         return child
 
     def rejected(self, reason: str) -> None:
