@@ -9,62 +9,19 @@ the webhook has just admitted.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from celmut.compile.presets.placement import metadata_lookups
 from celmut.kube.client import Cluster
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.policy.selection import PolicySelection
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+from celmut.service.lookup_needs import METADATA_RESOURCES, OWNER_KINDS, metadata_only_resources
 
 log = logging.getLogger("celmut.kube")
-
-OWNER_KINDS = (("apps/v1", "replicasets"), ("apps/v1", "deployments"), ("batch/v1", "jobs"))
-# Cached as PartialObjectMetadata unless a policy looks them up for more than metadata: placement
-# counting (the presets' siblings) and owner lookups (presets, the opt-out label) read only metadata.
-METADATA_RESOURCES = frozenset({("v1", "pods"), *OWNER_KINDS})
-_LOOKUP = re.compile(r"resource\.(?:List|Get)\(")
-_LITERAL_LOOKUP = re.compile(r'resource\.(?:List|Get)\(\s*"([^"]*)"\s*,\s*"([^"]*)"')
-
-
-def _sources(value: Any, depth: int = 0) -> Iterator[str]:
-    """The CEL source of every program inside a compiled policy (its dataclass fields, walked)."""
-    source = getattr(value, "source", None)
-    if isinstance(source, str) and hasattr(value, "evaluate"):
-        yield source
-    elif depth < 4 and dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            if f.name != "definition":
-                yield from _sources(getattr(value, f.name), depth + 1)
-    elif depth < 4 and isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _sources(item, depth + 1)
-    elif depth < 4 and isinstance(value, dict):
-        for item in value.values():
-            yield from _sources(item, depth + 1)
-
-
-def metadata_only_resources(policies: Any) -> frozenset[tuple[str, str]]:
-    """Of :data:`METADATA_RESOURCES`, those no policy needs whole: a lookup other than the presets'
-    metadata-only ones names the resource it reads (or, with a computed name, any)."""
-    known = metadata_lookups()
-    whole: set[tuple[str, str]] = set()
-    for policy in policies:
-        for source in _sources(policy):
-            if source in known or not _LOOKUP.search(source):
-                continue
-            literal = _LITERAL_LOOKUP.findall(source)
-            if len(literal) < len(_LOOKUP.findall(source)):
-                return frozenset()  # a lookup of a resource computed at run time: anything may be read whole
-            whole.update((api_version, resource) for api_version, resource in literal)
-    return METADATA_RESOURCES - whole
 
 
 @dataclass

@@ -4,7 +4,7 @@ A ``metadata_only`` cache lists with ``Accept: ...;as=PartialObjectMetadataList;
 and watches with ``as=PartialObjectMetadata`` (client-go's metadata client,
 k8s.io/client-go/metadata/metadata.go); it keeps apiVersion, kind and metadata only, even from a
 server that answers whole objects. Relists are paged (``limit``/``continue``). Which resources are
-cached that way follows the loaded policies (:func:`celmut.server.cluster.metadata_only_resources`).
+cached that way follows the loaded policies (:func:`celmut.service.lookup_needs.metadata_only_resources`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from celmut.compile.pipeline import compile_documents, read_paths
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster
 from celmut.kube.lookup import CacheSet, ClusterLookup
-from celmut.server.cluster import METADATA_RESOURCES, metadata_only_resources
 from celmut.service.assembly import EngineSettings, assemble_engine
+from celmut.service.lookup_needs import METADATA_RESOURCES, metadata_only_resources
 from celmut.sources.documents import Document
 from tests.fakekube import FakeApiServer
 
