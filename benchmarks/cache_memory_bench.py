@@ -1,7 +1,8 @@
 """Memory of a webhook replica's pod cache: 100,000 realistic Pods listed and watched, metadata-only
 vs. whole, through the fake API server (tests/fakekube) and the real client.
 
-Each cache runs in a fresh process that first loads every shipped policy (spot presets, PodMutation
+Pods come in workloads of 20 (a ReplicaSet and a pod-template-hash each). Each cache runs in a
+fresh process that first loads every shipped policy (spot presets, PodMutation
 distributions, ...; what a replica holds before any pod is cached) and reports its RSS, then lists the
 Pods (paged), then watches ``--added`` more being created, and reports RSS again. Figures only.
 
@@ -25,6 +26,7 @@ from timing import table  # noqa: E402
 from workloads import realistic_pod  # noqa: E402
 
 LIMIT_MIB = 512  # the chart's default memory limit
+PODS_PER_WORKLOAD = 20
 
 
 def rss_mib() -> float:
@@ -44,7 +46,10 @@ def serve(pods: int, pipe: Connection) -> None:
     def add(count: int) -> None:
         nonlocal index
         for _ in range(count):
-            meta = {**template["metadata"], "name": f"checkout-{index:06d}", "uid": f"uid-{index}"}
+            workload = f"checkout-{index // PODS_PER_WORKLOAD:05d}"  # its own ReplicaSet and template hash
+            meta = {**template["metadata"], "name": f"{workload}-{index:06d}", "uid": f"uid-{index}"}
+            meta["labels"] = {**meta["labels"], "pod-template-hash": f"h{index // PODS_PER_WORKLOAD:05d}"}
+            meta["ownerReferences"] = [{**meta["ownerReferences"][0], "name": workload, "uid": f"rs-{workload}"}]
             server.store.create({**template, "metadata": meta})
             index += 1
 
