@@ -15,7 +15,7 @@ import logging
 import random
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from celmut import kinds
@@ -59,6 +59,7 @@ class WatchedCache:
         watch_timeout: int = 300,
         max_backoff: float = 30.0,
         metadata_only: bool = False,
+        index_label: str = "",
     ) -> None:
         self.cluster = cluster
         self.api_version = api_version
@@ -69,6 +70,10 @@ class WatchedCache:
         self.watch_timeout = watch_timeout
         self.max_backoff = max_backoff
         self.metadata_only = metadata_only
+        # (namespace, value of this label) -> keys: a lookup selecting by it reads only those objects
+        # (a spot preset lists the pods of one pod-template-hash; a scan would read the namespace)
+        self.index_label = index_label
+        self._index: dict[tuple[str, str], dict[Key, None]] = {}
         self.kind = kinds.kind_for(api_version, resource)
         self._objects: dict[Key, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -109,11 +114,33 @@ class WatchedCache:
         with self._lock:
             return self._objects.get((namespace, name))
 
-    def items(self, namespace: str = "") -> list[dict[str, Any]]:
+    def items(self, namespace: str = "", labels: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """The objects of a namespace (all: ""); with ``labels`` naming :attr:`index_label`, at least
+        those carrying that value (the caller still filters by every label)."""
         with self._lock:
+            if self.index_label and labels and self.index_label in labels and namespace:
+                keys = self._index.get((namespace, labels[self.index_label]), {})
+                return [self._objects[key] for key in keys]
             if not namespace:
                 return list(self._objects.values())
             return [o for (ns, _), o in self._objects.items() if ns == namespace]
+
+    def _indexed(self, key: Key, obj: dict[str, Any] | None, add: bool) -> None:
+        """Add or remove ``key`` under its object's value of :attr:`index_label` (lock held)."""
+        if not self.index_label or obj is None:
+            return
+        value = ((obj.get("metadata") or {}).get("labels") or {}).get(self.index_label)
+        if not isinstance(value, str):
+            return
+        slot = (key[0], value)
+        if add:
+            self._index.setdefault(slot, {})[key] = None
+        else:
+            keys = self._index.get(slot)
+            if keys is not None:
+                keys.pop(key, None)
+                if not keys:
+                    del self._index[slot]
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -144,8 +171,11 @@ class WatchedCache:
             old = self._objects.get(key)
             if event == "DELETED":
                 self._objects.pop(key, None)
+                self._indexed(key, old, add=False)
             elif key in self._objects or len(self._objects) < self.max_objects:
+                self._indexed(key, old, add=False)
                 self._objects[key] = obj
+                self._indexed(key, obj, add=True)
             else:
                 if not self.overflowed:
                     log.error("cache is full; new objects are not cached", extra={"resource": self.resource})
@@ -171,6 +201,9 @@ class WatchedCache:
         with self._lock:
             old = self._objects
             self._objects = dict(list(fresh.items())[: self.max_objects])
+            self._index = {}
+            for key, obj in self._objects.items():
+                self._indexed(key, obj, add=True)
             self.overflowed = len(fresh) > self.max_objects
             self.generation += 1
         self.resource_version = version

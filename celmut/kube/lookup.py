@@ -35,6 +35,8 @@ from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound,
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
 
+# The label each cache indexes: the spot presets list a workload's pods by pod-template-hash.
+INDEXED_LABELS = {("v1", "pods"): "pod-template-hash"}
 _OVERLAY_KEYS = ("celmut.io/placement", "celmut.io/distribution-group")
 
 
@@ -80,6 +82,7 @@ class CacheSet:
                     resource,
                     metadata_only=projected,
                     max_objects=self.max_metadata_objects if projected else self.max_objects,
+                    index_label=INDEXED_LABELS.get(key, ""),
                 ).start()
         if wait and not cache.wait_synced(self.sync_timeout):
             return None
@@ -215,7 +218,7 @@ class ClusterLookup:
                     if not self._counting_pods:
                         cache.add_handler(self._pod_event)
                         self._counting_pods = True
-            items = cache.items(namespace)
+            items = cache.items(namespace, labels)
         else:
             before_blocking(f"listing {resource} from the API server")
             selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items())

@@ -139,3 +139,43 @@ def test_a_policy_reading_pods_whole_gets_a_whole_pod_cache() -> None:
 def test_a_lookup_of_a_computed_resource_caches_nothing_metadata_only() -> None:
     user = 'resource.Get("v1", object.metadata.labels["kind"], "shop", "x")'
     assert metadata_only_resources(_policies(SPOT, variable=user)) == frozenset()
+
+
+def test_a_lookup_by_the_indexed_label_reads_the_same_pods_as_a_scan(
+    fake_apiserver: FakeApiServer, cluster: Cluster
+) -> None:
+    """The pods cache indexes pod-template-hash (a spot preset lists a workload's pods by it): the
+    answer must be the scan's after adds, a label change, a delete and a relist."""
+    for name, value in [("a", "h1"), ("b", "h1"), ("c", "h2"), ("d", "")]:
+        fake_apiserver.store.create(pod(name, labels={"pod-template-hash": value} if value else {}))
+    cache = WatchedCache(cluster, "v1", "pods", metadata_only=True, index_label="pod-template-hash").start()
+
+    def indexed(value: str) -> list[str]:
+        return sorted(o["metadata"]["name"] for o in cache.items("default", {"pod-template-hash": value}))
+
+    def scanned(value: str) -> list[str]:
+        return sorted(
+            o["metadata"]["name"]
+            for o in cache.items("default")
+            if (o["metadata"].get("labels") or {}).get("pod-template-hash") == value
+        )
+
+    try:
+        assert cache.wait_synced(5)
+        assert indexed("h1") == scanned("h1") == ["a", "b"] and indexed("h2") == ["c"]
+        fake_apiserver.store.patch(
+            "pods", "b", {"metadata": {"labels": {"pod-template-hash": "h2"}}}, namespace="default"
+        )
+        fake_apiserver.store.delete("pods", "c", namespace="default")
+        fake_apiserver.store.create(pod("e", labels={"pod-template-hash": "h1"}))
+        eventually(lambda: indexed("h1") == ["a", "e"] and indexed("h2") == ["b"], what="the indexed changes")
+        assert indexed("h1") == scanned("h1") and indexed("h2") == scanned("h2")
+        fake_apiserver.wait_for_watchers("pods", 1)
+        fake_apiserver.drop_watches(abrupt=True)
+        fake_apiserver.store.delete("pods", "a", namespace="default")
+        fake_apiserver.compact()  # 410 Gone: the cache lists again and rebuilds its index
+        eventually(lambda: cache.relists >= 2 and indexed("h1") == ["e"], what="the relisted index")
+        assert indexed("h1") == scanned("h1") and indexed("h2") == scanned("h2") == ["b"]
+        assert cache.items("other", {"pod-template-hash": "h1"}) == []
+    finally:
+        cache.stop()
