@@ -55,7 +55,7 @@ from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service.assembly import EngineSettings
-from celmut.service.lookup_needs import metadata_only_resources
+from celmut.service.lookup_needs import looked_up, metadata_only_resources
 from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
 
@@ -431,6 +431,8 @@ class Controller:
         loaded = self._loaded
         if loaded is not None:
             self.caches.set_metadata_only(metadata_only_resources(loaded.all.policies))
+            for api_version, resource in sorted(looked_up(loaded.all.policies)):
+                self.caches.cache(api_version, resource)  # listed now, not inside an evaluation's deadline
         total = self.scan(reason="once", pods=False)
         done = self._drain(0, total, progress)
         drifting = drift_policies(loaded.all.policies) if loaded is not None and loaded.drift is not None else []

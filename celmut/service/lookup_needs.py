@@ -52,3 +52,13 @@ def metadata_only_resources(policies: Iterable[Any]) -> frozenset[tuple[str, str
                 return frozenset()  # a lookup of a resource computed at run time: anything may be read whole
             whole.update((api_version, resource) for api_version, resource in literal)
     return METADATA_RESOURCES - whole
+
+
+def looked_up(policies: Iterable[Any]) -> frozenset[tuple[str, str]]:
+    """The (apiVersion, resource) pairs the policies' lookups name literally: the caches a scan lists
+    before evaluating, so that no evaluation spends its deadline waiting for a cache's first list."""
+    found: set[tuple[str, str]] = set()
+    for policy in policies:
+        for source in _sources(policy):
+            found.update((api_version, resource) for api_version, resource in _LITERAL_LOOKUP.findall(source))
+    return frozenset(found)
