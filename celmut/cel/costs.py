@@ -48,7 +48,7 @@ _SIZE_PER_ENTRY = 64  # a dict slot, hash and key pointer
 
 
 def is_container(value: Any) -> bool:
-    return isinstance(value, dict | list | tuple)
+    return isinstance(value, _CONTAINERS)  # a tuple of types: ``A | B`` would build a union per call
 
 
 def string_cost(length: int) -> int:
@@ -81,7 +81,7 @@ class Measure:
         return self._of(value)[2]
 
     def _of(self, value: Any) -> tuple[int, int, bool]:
-        if not isinstance(value, dict | list | tuple):
+        if not isinstance(value, _CONTAINERS):
             return _leaf(value)
         found = self._memo.get(id(value))
         if found is not None:
@@ -100,7 +100,7 @@ class Measure:
                         name_cost, name_bytes, _ = _leaf(name)
                         cost += name_cost
                         nbytes += name_bytes + 2
-                    sizes = memo[id(child)] if isinstance(child, dict | list | tuple) else _leaf(child)
+                    sizes = memo[id(child)] if isinstance(child, _CONTAINERS) else _leaf(child)
                     cost += sizes[0]
                     nbytes += sizes[1] + 1
                     nan = nan or sizes[2]
@@ -108,7 +108,7 @@ class Measure:
             elif key not in memo:
                 stack.append((node, True))
                 children = node.values() if isinstance(node, dict) else node
-                stack.extend((child, False) for child in children if isinstance(child, dict | list | tuple))
+                stack.extend((child, False) for child in children if isinstance(child, _CONTAINERS))
         return memo[id(value)]
 
 
@@ -130,7 +130,7 @@ def traversal_cost(value: Any) -> int:
     """Kubernetes' ``traversalCost`` of one value, plus one per nested container (so that nested
     empty lists cannot hide work; a flat list costs exactly what Kubernetes charges), measured once
     per distinct container."""
-    if not isinstance(value, dict | list | tuple):
+    if not isinstance(value, _CONTAINERS):
         return _leaf(value)[0]
     return Measure().cost(value) - 1
 
@@ -168,7 +168,7 @@ class Equality:
             return bool(a == b)
         if ta is tb and ta in _SCALARS:
             return bool(a == b)
-        if not isinstance(a, dict | list | tuple) or not isinstance(b, dict | list | tuple):
+        if not isinstance(a, _CONTAINERS) or not isinstance(b, _CONTAINERS):
             return v.equals(a, b)
         if a is b:
             if self._measure is None:
@@ -207,7 +207,7 @@ def equals(ctx: EvalContext, a: Any, b: Any) -> bool:
         if length > 10:
             ctx.charge(length // 10)
         return bool(a == b)
-    if isinstance(a, dict | list | tuple) and isinstance(b, dict | list | tuple):
+    if isinstance(a, _CONTAINERS) and isinstance(b, _CONTAINERS):
         comparison = Equality(ctx)
         try:
             return comparison.equal(a, b)
@@ -223,7 +223,7 @@ def contains(ctx: EvalContext, element: Any, container: Any) -> bool:
         ctx.charge(len(container))
         if type(element) is str:
             return any(type(item) is str and item == element for item in container)
-        if not isinstance(element, dict | list | tuple):
+        if not isinstance(element, _CONTAINERS):
             equal = v.equals
             return any(equal(element, item) for item in container)
         comparison = Equality(ctx)
@@ -288,9 +288,7 @@ def _element_bytes(item: Any) -> int:
 def check_string_size(length: int, what: str) -> None:
     """Refuse to build a string or bytes value over :data:`MAX_STRING_BYTES`."""
     if length > MAX_STRING_BYTES:
-        raise CelCostError(
-            f"{what} would build a value of {length} bytes, over the limit of {MAX_STRING_BYTES} bytes"
-        )
+        raise CelCostError(f"{what} would build a value of {length} bytes, over the limit of {MAX_STRING_BYTES} bytes")
 
 
 def with_context(cost: Callable[..., int]) -> Callable[..., int]:

@@ -37,6 +37,13 @@ def describe(value: Any) -> str:
     return text if len(text) <= _MAX_SNIPPET else text[:_MAX_SNIPPET] + "…"
 
 
+class Reschedule(BaseException):  # not an error: a request to run the work elsewhere
+    """The evaluation stopped because it may not go on where it runs — its time slice on the
+    webhook's event loop is over, or it would wait for I/O there — and the caller runs the whole
+    request again where it may (a worker thread). Nothing was changed outside: a provider raises it
+    before it acts. A ``BaseException``, so that no handler on the way turns it into a policy error."""
+
+
 class CelError(CelmutError):
     """Base class of every error raised by the CEL layer."""
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from celmut.cel.errors import CelCostError
+from celmut.cel.errors import CelCostError, Reschedule
 
 # Kubernetes' limits (k8s.io/apiserver/pkg/apis/cel/config.go): per expression and per request.
 PER_CALL_COST_LIMIT = 1_000_000
@@ -39,6 +39,9 @@ class Budget:
     max_bytes: int = REQUEST_ALLOCATION_BYTES
     allocated: int = 0
     exhausted: bool = False  # a limit stopped an evaluation (its garbage may be worth collecting)
+    # time.monotonic() value past which evaluation stops with Reschedule (the webhook's event loop
+    # evaluates a request for a short slice, then hands it to a worker thread)
+    preempt_at: float | None = None
 
     @classmethod
     def with_timeout(cls, seconds: float | None = DEFAULT_TIMEOUT_SECONDS, **kwargs: Any) -> Budget:
@@ -69,10 +72,14 @@ class EvalContext:
             self._over_budget()
         if self.cost >= self.next_clock_check:
             self.next_clock_check = self.cost + _CLOCK_CHECK_UNITS
-            deadline = self.budget.deadline
-            if deadline is not None and time.monotonic() > deadline:
-                self.budget.exhausted = True
-                raise CelCostError("evaluation deadline exceeded")
+            budget = self.budget
+            if budget.deadline is not None or budget.preempt_at is not None:
+                now = time.monotonic()
+                if budget.deadline is not None and now > budget.deadline:
+                    budget.exhausted = True
+                    raise CelCostError("evaluation deadline exceeded")
+                if budget.preempt_at is not None and now > budget.preempt_at:
+                    raise Reschedule("time slice over")
 
     def allocate(self, nbytes: int) -> None:
         """Count bytes of values this request built; raise :class:`CelCostError` past its limit."""

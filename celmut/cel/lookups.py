@@ -8,13 +8,39 @@ fails with :class:`LookupUnavailable` naming what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from celmut.cel.errors import CelEvaluationError
+from celmut.cel.errors import CelEvaluationError, Reschedule
+
+_MAY_BLOCK: ContextVar[bool] = ContextVar("celmut_may_block", default=True)
+
+
+def may_block() -> bool:
+    """Whether a provider may wait here (False while the webhook evaluates on its event loop)."""
+    return _MAY_BLOCK.get()
+
+
+@contextlib.contextmanager
+def without_blocking() -> Iterator[None]:
+    """Evaluate where nothing may wait: a provider about to wait raises :class:`Reschedule` instead."""
+    token = _MAY_BLOCK.set(False)
+    try:
+        yield
+    finally:
+        _MAY_BLOCK.reset(token)
+
+
+def before_blocking(what: str) -> None:
+    """Call before anything that may wait (the network, a cache still listing): raises
+    :class:`Reschedule` where waiting is not allowed, before anything was done."""
+    if not _MAY_BLOCK.get():
+        raise Reschedule(what)
 
 
 class LookupUnavailable(CelEvaluationError):

@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import yaml
 
 from celmut.cli.console import Palette
@@ -41,12 +42,25 @@ def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
+# libyaml's emitter where PyYAML was built with it (the pure-Python one is ~10x slower); same output
+_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def to_json(data: Any) -> str:
+    """Indented JSON (UTF-8 text, as kubectl prints it) by orjson, ~10x the standard library; an
+    integer outside 64 bits, which orjson refuses, falls back to :mod:`json` with the same layout."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(data, indent=2, ensure_ascii=False)
+
+
 def render(objects: Sequence[dict[str, Any]], fmt: str) -> str:
     """The objects in one of :data:`OBJECT_FORMATS`, ending with a newline (or empty)."""
     if fmt == "yaml":
-        return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False) if objects else ""
+        return yaml.dump_all(objects, Dumper=_DUMPER, sort_keys=False, default_flow_style=False) if objects else ""
     if fmt == "json":
-        return json.dumps(objects[0] if len(objects) == 1 else as_list(objects), indent=2) + "\n"
+        return to_json(objects[0] if len(objects) == 1 else as_list(objects)) + "\n"
     if fmt == "name":
         return "".join(f"{kubectl_name(obj)}\n" for obj in objects)
     raise ValueError(f"unknown output format {fmt!r}")

@@ -23,7 +23,16 @@ from typing import Any
 from celmut import cel, heap
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
-from celmut.controller.reconcile import EvictionPacer, LoadedPolicies, Outcome, Reconciler, TargetKey, Work, merge_work
+from celmut.controller.reconcile import (
+    EvictionPacer,
+    LoadedPolicies,
+    Outcome,
+    Reconciler,
+    TargetKey,
+    Task,
+    Work,
+    merge_work,
+)
 from celmut.controller.report import Progress, Report
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.triggers import (
@@ -46,6 +55,7 @@ from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service.assembly import EngineSettings
+from celmut.service.lookup_needs import looked_up, metadata_only_resources
 from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
 
@@ -83,6 +93,7 @@ class ControllerConfig:
     serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
     policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
+    page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
     http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
 
 
@@ -91,6 +102,7 @@ class Controller:
         self.config = config
         self.cluster = cluster
         self.caches = CacheSet(cluster, max_caches=64, sync_timeout=config.sync_timeout)
+        self._page: dict[TargetKey, dict[str, Any]] = {}  # the pods of the page a --dry-run scan processes
         self.lookup = ClusterLookup(self.caches)
         self.policy_source = (
             ClusterPolicySource(
@@ -108,6 +120,7 @@ class Controller:
             services=cel.Services(resources=self.lookup, http_policy=config.http_policy),
             timeout_seconds=config.timeout_seconds,
             opt_out=OwnerOptOut(self.caches, config.opt_out_label),
+            report_unselected=False,  # drift passes visit only the policies that may select a pod
         )
         self.store = PolicyStore(sources, settings)
         self.metrics = ControllerMetrics()
@@ -175,7 +188,10 @@ class Controller:
         return self.elector is None or self.elector.is_leader()
 
     def current(self, key: TargetKey) -> dict[str, Any] | None:
-        """The freshest copy known: the watched cache, else a GET."""
+        """The freshest copy known: the page of a paged scan, the watched cache, else a GET."""
+        paged = self._page.get(key)
+        if paged is not None:
+            return paged
         cache = self.caches.cache(key.api_version, key.resource)
         if cache is not None and not cache.absent and not cache.overflowed:
             return cache.get(key.namespace, key.name)
@@ -259,19 +275,22 @@ class Controller:
         self.metrics.triggers.inc()
         self.enqueue(key, work)
 
-    def scan(self, names: list[str] | None = None, reason: str = "periodic") -> int:
-        """Queue every target of the named policies (all when None)."""
+    def scan(self, names: list[str] | None = None, reason: str = "periodic", *, pods: bool = True) -> int:
+        """Queue every target of the named policies (all when None); ``pods=False`` leaves out the
+        pods drift policies re-admit (a paged scan queues them page by page)."""
         loaded = self._loaded
         if loaded is None:
             return 0
         policies = [p for p in loaded.all.policies if names is None or p.display_name in names]
         self.metrics.scans.labels(reason).inc()
 
-        def pods() -> list[dict[str, Any]]:
+        def listed() -> list[dict[str, Any]]:
+            if not pods:
+                return []
             items: list[dict[str, Any]] = self.lookup.list("v1", "pods", "")["items"]
             return items
 
-        count = enqueue_scan(loaded, self.enqueue, pods, policies, self.unresolved_targets)
+        count = enqueue_scan(loaded, self.enqueue, listed, policies, self.unresolved_targets)
         self.last_scan = (self.processed, count)
         log.info("scan queued", extra={"reason": reason, "targets": count})
         return count
@@ -399,17 +418,50 @@ class Controller:
         return self.queue.idle()
 
     def run_once(self, progress: Progress | None = None) -> Report:
-        """One full pass in this thread (``--dry-run``): scan, process every target, report."""
-        self._start_watches()
+        """One full pass in this thread (``--dry-run``): scan, process every target, report.
+
+        Pods are not cached whole: they are listed a page at a time (``limit``/``continue``) and each
+        page is processed before the next is read, so memory stays flat whatever the cluster's size;
+        the lookups policies make (siblings, owners) use metadata-only caches where that is all they
+        read (:mod:`celmut.service.lookup_needs`). mutateExisting targets come from their caches."""
+        if self.policy_source is not None:
+            self.policy_source.start()
+            self.policy_source.wait_synced(self.config.sync_timeout)
         self.reload(force=True)
-        self.caches.cache("v1", "pods")
-        total = self.scan(reason="once")
-        done = 0
+        loaded = self._loaded
+        if loaded is not None:
+            self.caches.set_metadata_only(metadata_only_resources(loaded.all.policies))
+            for api_version, resource in sorted(looked_up(loaded.all.policies)):
+                self.caches.cache(api_version, resource)  # listed now, not inside an evaluation's deadline
+        total = self.scan(reason="once", pods=False)
+        done = self._drain(0, total, progress)
+        drifting = drift_policies(loaded.all.policies) if loaded is not None and loaded.drift is not None else []
+        if drifting:
+            work = {p.display_name: Task(p) for p in drifting}
+            for page in self.cluster.pages("v1", "pods", limit=self.config.page_size):
+                items = [_pod(item) for item in page.get("items") or []]
+                self._page = {TargetKey.of("v1", "pods", pod): pod for pod in items}
+                for key in self._page:
+                    self.enqueue(key, dict(work))
+                total += len(self._page)
+                done = self._drain(done, total, progress)
+            self._page = {}
+        if progress is not None:
+            progress.update(done, max(total, done), final=True)
+        return self.report
+
+    def _drain(self, done: int, total: int, progress: Progress | None) -> int:
         while not self.queue.idle():
             if self.process_one(timeout=0.1) is not None:
                 done += 1
                 if progress is not None:
                     progress.update(done, max(total, done))
-        if progress is not None:
-            progress.update(done, max(total, done), final=True)
-        return self.report
+        return done
+
+
+def _pod(item: dict[str, Any]) -> dict[str, Any]:
+    """A listed pod as the watched cache would hold it: typed lists leave out apiVersion and kind."""
+    item.setdefault("apiVersion", "v1")
+    item.setdefault("kind", "Pod")
+    (item.get("metadata") or {}).pop("managedFields", None)
+    return item

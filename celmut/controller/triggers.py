@@ -20,7 +20,8 @@ from typing import Any
 from celmut import kinds
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller.reconcile import LoadedPolicies, TargetKey, Task, Work
-from celmut.runtime import AdmissionInput
+from celmut.runtime import AdmissionEngine, AdmissionInput
+from celmut.runtime.candidates import PolicyIndex
 from celmut.runtime.mutate_existing import Target, resolve_targets
 
 _OPERATIONS = {"ADDED": "CREATE", "MODIFIED": "UPDATE", "DELETED": "DELETE"}
@@ -158,6 +159,18 @@ class TriggerHandler:
         self.own_writes = own_writes
         self.synced = synced
         self.triggers = 0
+        self._index: tuple[AdmissionEngine | None, PolicyIndex] = (None, PolicyIndex([]))
+        group, version = kinds.split_api_version(api_version)
+        self._gvr = (group, version, resource)
+
+    def candidates(self, engine: AdmissionEngine, operation: str) -> tuple[CompiledPolicy, ...]:
+        """The trigger policies whose rules may select this resource's ``operation`` (indexed once
+        per loaded policy set: an event visits only these)."""
+        indexed, index = self._index
+        if indexed is not engine:
+            index = PolicyIndex(trigger_policies(engine.policies))
+            self._index = (engine, index)
+        return index.candidates((*self._gvr, "", operation))
 
     def __call__(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if not self.synced():
@@ -168,10 +181,10 @@ class TriggerHandler:
         loaded = self.loaded()
         if loaded is None or event not in _OPERATIONS:
             return
-        policies = trigger_policies(loaded.all.policies)
+        operation = _OPERATIONS[event]
+        policies = self.candidates(loaded.all, operation)
         if not policies:
             return
-        operation = _OPERATIONS[event]
         if operation == "DELETE":  # no object, the deleted one as oldObject (target expressions get it as object)
             request = AdmissionInput.from_object(None, operation, old_object=obj)
         else:

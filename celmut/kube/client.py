@@ -31,6 +31,11 @@ from celmut import __version__, kinds
 from celmut.errors import CelmutError
 
 JSON = "application/json"
+# Metadata-only reads, as client-go's metadata client asks for them (k8s.io/client-go/metadata/metadata.go):
+# apiVersion, kind and metadata of each object, ~10x less to decode and keep for a Pod. The plain
+# JSON range after it: a server that cannot transform answers whole objects (the cache projects them).
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+METADATA_OBJECT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 USER_AGENT = f"celmut/{__version__}"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -147,8 +152,8 @@ class Cluster:
     def close(self) -> None:
         self.api_client.close()  # type: ignore[no-untyped-call]  # unannotated in kubernetes
 
-    def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON, "User-Agent": USER_AGENT}
+    def _headers(self, content_type: str | None, accept: str = JSON) -> dict[str, str]:
+        headers = {"Accept": accept, "User-Agent": USER_AGENT}
         if content_type is not None:
             headers["Content-Type"] = content_type
         for setting in self.api_client.configuration.auth_settings().values():  # refreshes expiring tokens
@@ -166,6 +171,7 @@ class Cluster:
         timeout: float | tuple[float, float] | None = None,
         *,
         stream: bool = False,
+        accept: str = JSON,
     ) -> urllib3.BaseHTTPResponse:
         """One request on the official client's connection pool (its TLS, proxy and credentials).
 
@@ -183,7 +189,7 @@ class Cluster:
                 method,
                 url,
                 body=orjson.dumps(body) if body is not None else None,
-                headers=self._headers(content_type if body is not None else None),
+                headers=self._headers(content_type if body is not None else None, accept),
                 timeout=limits,
                 retries=False,
                 preload_content=not stream,
@@ -196,8 +202,8 @@ class Cluster:
         return raw
 
     def request(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
-                content_type: str = JSON) -> Any:  # fmt: skip
-        raw = self._send(method, path, query, body, content_type)
+                content_type: str = JSON, accept: str = JSON) -> Any:  # fmt: skip
+        raw = self._send(method, path, query, body, content_type, accept=accept)
         data = raw.data
         return orjson.loads(data) if data else None
 
@@ -218,7 +224,9 @@ class Cluster:
         limit: int | None = None,
         continue_token: str | None = None,
         resource_version: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
+        """One page; ``metadata_only``: items are ``PartialObjectMetadata`` (see :data:`METADATA_LIST`)."""
         query = {
             "labelSelector": label_selector or None,
             "fieldSelector": field_selector or None,
@@ -226,8 +234,23 @@ class Cluster:
             "continue": continue_token,
             "resourceVersion": resource_version,
         }
-        result: dict[str, Any] = self.request("GET", resource_path(api_version, resource, namespace), query)
+        accept = METADATA_LIST if metadata_only else JSON
+        result: dict[str, Any] = self.request(
+            "GET", resource_path(api_version, resource, namespace), query, accept=accept
+        )
         return result
+
+    def pages(
+        self, api_version: str, resource: str, namespace: str = "", *, limit: int = 500, **kwargs: Any
+    ) -> Iterator[dict[str, Any]]:
+        """Each page of a list, following ``continue`` tokens: the caller holds one page at a time."""
+        token: str | None = None
+        while True:
+            page = self.list(api_version, resource, namespace, limit=limit, continue_token=token, **kwargs)
+            yield page
+            token = (page.get("metadata") or {}).get("continue") or None
+            if not token:
+                return
 
     def list_all(self, api_version: str, resource: str, namespace: str = "", **kwargs: Any) -> dict[str, Any]:
         """Every item, following ``continue`` tokens; the returned resourceVersion is the list's."""
@@ -250,8 +273,10 @@ class Cluster:
         resource_version: str,
         label_selector: str = "",
         timeout_seconds: int = 300,
+        metadata_only: bool = False,
     ) -> Iterator[dict[str, Any]]:
-        """Watch events after ``resource_version``; a 410 ERROR event raises :class:`Gone`."""
+        """Watch events after ``resource_version``; a 410 ERROR event raises :class:`Gone`.
+        ``metadata_only``: event objects are ``PartialObjectMetadata`` (:data:`METADATA_OBJECT`)."""
         query = {
             "watch": "true",
             "resourceVersion": resource_version,
@@ -260,7 +285,8 @@ class Cluster:
             "labelSelector": label_selector or None,
         }
         path = resource_path(api_version, resource, namespace)
-        raw = self._send("GET", path, query, timeout=(10.0, timeout_seconds + 30.0), stream=True)
+        accept = METADATA_OBJECT if metadata_only else JSON
+        raw = self._send("GET", path, query, timeout=(10.0, timeout_seconds + 30.0), stream=True, accept=accept)
         try:
             for line in iter_resp_lines(raw):  # type: ignore[no-untyped-call]  # unannotated in kubernetes
                 if not line:

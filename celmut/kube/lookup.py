@@ -31,20 +31,40 @@ from collections.abc import Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound
+from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound, before_blocking, may_block
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
 
+# The label each cache indexes: the spot presets list a workload's pods by pod-template-hash.
+INDEXED_LABELS = {("v1", "pods"): "pod-template-hash"}
 _OVERLAY_KEYS = ("celmut.io/placement", "celmut.io/distribution-group")
 
 
 class CacheSet:
-    """Cluster-wide watched caches, created on first use."""
+    """Cluster-wide watched caches, created on first use.
 
-    def __init__(self, cluster: Cluster, *, max_caches: int = 32, sync_timeout: float = 5.0) -> None:
+    Resources in ``metadata_only`` are cached as ``PartialObjectMetadata`` (up to
+    ``max_metadata_objects`` each); the others whole, up to ``max_objects`` each (a full cache is
+    not read: lookups go to the API server, :meth:`ready`). :meth:`set_metadata_only` changes the
+    set when the policies change; a cache in the wrong mode is dropped and listed again on next use.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        max_caches: int = 32,
+        sync_timeout: float = 5.0,
+        metadata_only: frozenset[tuple[str, str]] = frozenset(),
+        max_objects: int = 20_000,
+        max_metadata_objects: int = 250_000,
+    ) -> None:
         self.cluster = cluster
         self.max_caches = max_caches
         self.sync_timeout = sync_timeout
+        self.metadata_only = metadata_only
+        self.max_objects = max_objects
+        self.max_metadata_objects = max_metadata_objects
         self._caches: dict[tuple[str, str], WatchedCache] = {}
         self._lock = threading.Lock()
 
@@ -55,8 +75,41 @@ class CacheSet:
             if cache is None:
                 if len(self._caches) >= self.max_caches:
                     return None
-                cache = self._caches[key] = WatchedCache(self.cluster, api_version, resource).start()
+                projected = key in self.metadata_only
+                cache = self._caches[key] = WatchedCache(
+                    self.cluster,
+                    api_version,
+                    resource,
+                    metadata_only=projected,
+                    max_objects=self.max_metadata_objects if projected else self.max_objects,
+                    index_label=INDEXED_LABELS.get(key, ""),
+                ).start()
         if wait and not cache.wait_synced(self.sync_timeout):
+            return None
+        return cache
+
+    def set_metadata_only(self, resources: frozenset[tuple[str, str]]) -> None:
+        """Cache these resources metadata-only from now on (the others whole)."""
+        with self._lock:
+            self.metadata_only = resources
+            stale = [key for key, cache in self._caches.items() if cache.metadata_only != (key in resources)]
+            for key in stale:
+                self._caches.pop(key).stop()
+        for api_version, resource in stale:  # listed again now, not on the first admission that needs it
+            self.cache(api_version, resource, wait=False)
+
+    def sizes(self) -> list[tuple[str, bool, int, bool]]:
+        """(resource, metadata-only, objects, overflowed) of each cache, for ``/metrics``."""
+        return [
+            (kinds.qualified_resource(c.api_version, c.resource), c.metadata_only, len(c), c.overflowed)
+            for c in self.caches()
+        ]
+
+    def ready(self, api_version: str, resource: str) -> WatchedCache | None:
+        """The synced cache of a resource, or None when reading it would wait or go to the API server;
+        where waiting is not allowed (:func:`celmut.cel.lookups.may_block`), never waits."""
+        cache = self.cache(api_version, resource, wait=may_block())
+        if cache is None or cache.absent or cache.overflowed or not cache.synced.is_set():
             return None
         return cache
 
@@ -141,12 +194,13 @@ class ClusterLookup:
     # --- ResourceLookup -------------------------------------------------------------------------
 
     def get(self, api_version: str, resource: str, namespace: str, name: str) -> dict[str, Any]:
-        cache = self.caches.cache(api_version, resource)
-        if cache is not None and not cache.absent:
+        cache = self.caches.ready(api_version, resource)
+        if cache is not None:
             obj = cache.get(namespace, name)
             if obj is None:
                 raise ResourceNotFound(f'{kinds.qualified_resource(api_version, resource)} "{name}" not found')
             return obj
+        before_blocking(f"reading {resource} from the API server")
         try:
             return self.caches.cluster.get(api_version, resource, namespace, name)
         except NotFound as ex:
@@ -157,15 +211,16 @@ class ClusterLookup:
     def list(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
-        cache = self.caches.cache(api_version, resource)
-        if cache is not None and not cache.absent:
+        cache = self.caches.ready(api_version, resource)
+        if cache is not None:
             if api_version == "v1" and resource == "pods" and not self._counting_pods:
                 with self._overlay_lock:
                     if not self._counting_pods:
                         cache.add_handler(self._pod_event)
                         self._counting_pods = True
-            items = cache.items(namespace)
+            items = cache.items(namespace, labels)
         else:
+            before_blocking(f"listing {resource} from the API server")
             selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items())
             try:
                 items = self.caches.cluster.list_all(api_version, resource, namespace, label_selector=selector)["items"]
@@ -187,6 +242,7 @@ class ClusterLookup:
         }
 
     def post(self, api_version: str, resource: str, namespace: str, data: dict[str, Any]) -> dict[str, Any]:
+        before_blocking(f"creating {resource}")
         try:
             created: dict[str, Any] = self.caches.cluster.create(api_version, resource, namespace, data)
             return created

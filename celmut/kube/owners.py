@@ -20,6 +20,7 @@ import logging
 from typing import Any
 
 from celmut import kinds
+from celmut.cel.lookups import before_blocking
 from celmut.kube.client import ClusterError, NotFound
 from celmut.kube.lookup import CacheSet
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL, controller_owner
@@ -42,18 +43,19 @@ class OwnerOptOut:
     def _owner(self, ref: dict[str, Any], namespace: str) -> dict[str, Any] | None:
         api_version, kind, name = str(ref.get("apiVersion", "")), str(ref.get("kind", "")), str(ref.get("name", ""))
         resource = kinds.resource_for(api_version, kind)
-        cache = self.caches.cache(api_version, resource)
-        if cache is not None and not cache.absent:
+        where = f"{kind} {namespace}/{name}"
+        cache = self.caches.ready(api_version, resource)
+        if cache is not None:
             cached = cache.get(namespace, name)
             if cached is not None and (cached.get("metadata") or {}).get("uid") == ref.get("uid"):
                 return cached
+        before_blocking(f"reading {where} from the API server")
         try:
             owner: dict[str, Any] = self.caches.cluster.get(api_version, resource, namespace, name)
             return owner
         except NotFound:
             return None
         except ClusterError as ex:
-            where = f"{kind} {namespace}/{name}"
             log.warning("cannot read an owner for the opt-out label", extra={"owner": where, "error": str(ex)})
             return None
 

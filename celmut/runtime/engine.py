@@ -31,12 +31,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from celmut import cel
 from celmut.cel.activation import approximate_size
 from celmut.cel.costs import Measure
 from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import decode, matching, mutations, ownership
+from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, request_key
 from celmut.runtime.failures import DecodeFailure, MutationError, ParamError, PolicyFailure
 from celmut.runtime.mutated_by import Recorder
 from celmut.runtime.params import resolve_params
@@ -59,6 +62,9 @@ class AdmissionOptions:
     opt_out: ownership.OptOut | None = None  # objects whose owners opted out of celmut (the webhook's label)
     max_object_bytes: int = 3 * 1024 * 1024  # a mutation result, and the final patch, at most
     record_provenance: bool = False  # every policy records itself in celmut.io/mutated-by (else only those opted in)
+    # Outcomes (skipped) for the policies whose resource rules do not name the request's kind: the
+    # CLI reports them; the webhook and the controller only visit candidates (runtime/candidates.py).
+    report_unselected: bool = True
 
 
 @dataclass
@@ -76,6 +82,16 @@ class ExceptionMatch:
 
 def condition_reason(condition: CompiledExpression) -> str:
     return f"matchCondition {condition.name!r} is false"
+
+
+def _json_size(patch: list[dict[str, Any]]) -> int:
+    """The length of the patch's JSON: orjson's encoding is ~20x :class:`Measure`'s walk, and safe
+    here (every value came through a mutation whose size was bounded, so nothing unfolds); a value
+    orjson cannot encode (bytes, a CEL type) is measured."""
+    try:
+        return len(orjson.dumps(patch))
+    except TypeError:
+        return Measure().nbytes(patch)
 
 
 def _expression_error(expression: CompiledExpression | Any, error: cel.CelError) -> PolicyFailure:
@@ -98,6 +114,8 @@ class AdmissionEngine:
         self.policies = sorted((p for p in policies if not p.json_mode), key=lambda p: p.order_key)
         self.exceptions = list(exceptions)
         self.options = options or AdmissionOptions()
+        self.index = PolicyIndex([p for p in self.policies if admits(p)])
+        self.exception_index = ExceptionIndex(self.exceptions)
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
         self.recorder = Recorder(self.options.record_provenance, opted_in)
 
@@ -130,11 +148,7 @@ class AdmissionEngine:
         audit: dict[str, str] = {}
         context = RequestContext(self, request, budget, services or self.options.services, explain=explain)
         reinvoke: list[CompiledPolicy] = []
-        for policy in self.policies:
-            if not policy.admission or (policy.mutate_existing and policy.target is not None):
-                continue  # a mutateExisting policy with targets never mutates its trigger (semantics §8)
-            if failure_policy is not None and policy.failure_policy != failure_policy:
-                continue
+        for policy in self._policies_for(request, failure_policy):
             started = time.perf_counter()
             for outcome, mutated in self._run(policy, context, current):
                 current = mutated
@@ -159,7 +173,7 @@ class AdmissionEngine:
                         message = f"policy {outcome.policy}: {outcome.path}: {outcome.reason}"
                         return AdmissionResult(False, original, original, [], outcomes, message, warnings, audit)
         patch = diff(original, current) if original is not None and current is not original else []
-        size = Measure().nbytes(patch) if patch else 0
+        size = _json_size(patch) if patch else 0
         if size > self.options.max_object_bytes:
             message = f"the patch is about {size} bytes, over the limit of {self.options.max_object_bytes} bytes"
             if any(o.status == "applied" and o.failure_policy == "Fail" for o in outcomes):
@@ -172,6 +186,14 @@ class AdmissionEngine:
                 patch += diff(current, stamped)
                 current = stamped
         return AdmissionResult(True, original, current, patch, outcomes, "", warnings, audit)
+
+    def _policies_for(self, request: AdmissionInput, failure_policy: str | None) -> Sequence[CompiledPolicy]:
+        """The admission policies to visit, in order (``failure_policy``: only those with it)."""
+        if not self.options.report_unselected:
+            return self.index.candidates(request_key(request), failure_policy)
+        return [
+            p for p in self.policies if admits(p) and (failure_policy is None or p.failure_policy == failure_policy)
+        ]
 
     # --- per policy ----------------------------------------------------------------------------------
 
@@ -351,8 +373,10 @@ class AdmissionEngine:
         partial ones (``images``/``allowedValues``) only fill the CEL variable ``exceptions``. An
         exception whose conditions fail to evaluate does not apply.
         """
-        now = datetime.datetime.now(datetime.UTC)  # an expired exception skips nothing (kyverno/api IsExpired)
-        candidates = [e for e in self.exceptions if e.refers_to(policy.name, policy.kind) and not e.expired(now)]
+        candidates = self.exception_index.naming(policy.name, policy.kind)
+        if candidates:  # the clock only when an exception names the policy (the hot path has none)
+            now = datetime.datetime.now(datetime.UTC)  # an expired exception skips nothing (kyverno/api IsExpired)
+            candidates = [e for e in candidates if not e.expired(now)]
         found = ExceptionMatch()
         if not candidates:
             return found

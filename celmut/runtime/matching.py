@@ -67,12 +67,24 @@ def _names_match(names: tuple[str, ...], request: AdmissionInput) -> bool:
     return bool(generate_name) and any(generate_name.startswith(name) for name in names)
 
 
-def rule_matches(rule: ResourceRule, request: AdmissionInput, *, check_operation: bool = True) -> bool:
+def rule_selects(
+    rule: ResourceRule, group: str, version: str, resource: str, sub_resource: str, operation: str | None
+) -> bool:
+    """Whether the rule names this kind of request (operation, group, version, resource and
+    subresource); ``operation`` None is not checked. Scope and resource names depend on the object."""
     return (
-        (not check_operation or _listed(rule.operations, request.operation))
-        and _listed(rule.api_groups, request.resource.group)
-        and _listed(rule.api_versions, request.resource.version)
-        and _resource_listed(rule.resources, request.resource.resource, request.sub_resource)
+        (operation is None or _listed(rule.operations, operation))
+        and _listed(rule.api_groups, group)
+        and _listed(rule.api_versions, version)
+        and _resource_listed(rule.resources, resource, sub_resource)
+    )
+
+
+def rule_matches(rule: ResourceRule, request: AdmissionInput, *, check_operation: bool = True) -> bool:
+    gvr = request.resource
+    operation = request.operation if check_operation else None
+    return (
+        rule_selects(rule, gvr.group, gvr.version, gvr.resource, request.sub_resource, operation)
         and _scope_matches(rule.scope, request)
         and _names_match(rule.resource_names, request)
     )

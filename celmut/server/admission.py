@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from celmut import cel, heap
+from celmut.cel import lookups
+from celmut.cel.errors import Reschedule
 from celmut.runtime import AdmissionEngine, AdmissionResult
 from celmut.server import review as reviews
 from celmut.server.metrics import Metrics
@@ -42,6 +44,7 @@ class Admission:
 
     metrics: Metrics
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None  # (received, admitted)
+    reclaim: Callable[[Callable[[], object]], object] | None = None  # runs heap.reclaim off the event loop
 
     def answer(
         self, body: bytes, engine: AdmissionEngine, budget: cel.Budget, failure_policy: str | None, started: float
@@ -52,6 +55,29 @@ class Admission:
         finally:
             if budget.exhausted:
                 heap.reclaim()
+
+    def inline(
+        self,
+        body: bytes,
+        engine: AdmissionEngine,
+        budget: cel.Budget,
+        failure_policy: str | None,
+        started: float,
+        seconds: float,
+    ) -> Answer | None:
+        """The response, when it can be computed here (the event loop) within ``seconds`` and
+        without waiting for I/O; None when the request must run on a worker thread instead
+        (:mod:`celmut.server.mutate`). ``budget`` is left unspent for that run."""
+        attempt = dataclasses.replace(budget, preempt_at=time.monotonic() + seconds)
+        try:
+            with lookups.without_blocking():
+                return self._answer(body, engine, attempt, failure_policy, started)
+        except Reschedule:
+            self.metrics.rescheduled.inc()
+            return None
+        finally:
+            if attempt.exhausted and self.reclaim is not None:
+                self.reclaim(heap.reclaim)  # not on the event loop: a collection may take a while
 
     def _answer(
         self, body: bytes, engine: AdmissionEngine, budget: cel.Budget, failure_policy: str | None, started: float
@@ -102,6 +128,8 @@ def fails_closed(engine: AdmissionEngine, failure_policy: str | None) -> bool:
 
 
 def _log(review: reviews.Review, result: AdmissionResult, seconds: float) -> None:
+    if not log.isEnabledFor(logging.INFO):  # building the record's fields costs more than the check
+        return
     request = review.request
     metadata = request.subject.get("metadata") or {}
     log.info(

@@ -19,10 +19,9 @@ from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.policy.selection import PolicySelection
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+from celmut.service.lookup_needs import METADATA_RESOURCES, OWNER_KINDS, metadata_only_resources
 
 log = logging.getLogger("celmut.kube")
-
-OWNER_KINDS = (("apps/v1", "replicasets"), ("apps/v1", "deployments"), ("batch/v1", "jobs"))
 
 
 @dataclass
@@ -49,7 +48,7 @@ class ClusterConnection:
         without the MAP plugin; one with it applies them itself). ``policy_selection``: which
         MutatingPolicies are celmut's (default ``auto``, :mod:`celmut.policy.selection`)."""
         cluster = Cluster.connect(kubeconfig)
-        caches = CacheSet(cluster)
+        caches = CacheSet(cluster, metadata_only=METADATA_RESOURCES)
         caches.cache("v1", "namespaces", wait=False)  # every namespaced request looks its namespace up
         for api_version, resource in OWNER_KINDS:  # a pod's owners, for the opt-out label: ready before pods come
             caches.cache(api_version, resource, wait=False)
@@ -66,6 +65,13 @@ class ClusterConnection:
         if not self.caches.synced():
             return "cluster caches not synced"
         return ""
+
+    def plan_caches(self, policies: Any) -> None:
+        """Cache metadata-only what the loaded policies read only metadata of (after each reload)."""
+        resources = metadata_only_resources(policies)
+        if resources != self.caches.metadata_only:
+            log.info("cache projections changed", extra={"metadataOnly": sorted("/".join(r) for r in resources)})
+            self.caches.set_metadata_only(resources)
 
     def admitted(self, received: dict[str, Any] | None, admitted: dict[str, Any]) -> None:
         self.resources.remember_admitted(admitted, received=received)

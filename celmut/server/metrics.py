@@ -42,11 +42,36 @@ class Metrics:
             registry=self.registry,
         )
         self._mutation_counts: dict[tuple[str, str], Counter] = {}
+        self._policy_latencies: dict[str, Histogram] = {}
         self.policies_loaded = Gauge("celmut_policies_loaded", "Policies in service", registry=self.registry)
         self.policies_invalid = Gauge(
             "celmut_policies_invalid", "Policy documents rejected by the last reload", registry=self.registry
         )
+        self.rescheduled = Counter(
+            "celmut_admissions_rescheduled",
+            "Admissions moved from the event loop to a worker thread (their time slice ended, or they "
+            "had to wait for I/O)",
+            registry=self.registry,
+        )
+        self.cache_objects = Gauge(
+            "celmut_cache_objects",
+            "Objects held by each cluster cache (projection: metadata or whole)",
+            ["resource", "projection"],
+            registry=self.registry,
+        )
+        self.cache_overflowed = Gauge(
+            "celmut_cache_overflowed",
+            "1 when a cache reached its object limit (lookups then go to the API server)",
+            ["resource", "projection"],
+            registry=self.registry,
+        )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
+
+    def caches(self, sizes: list[tuple[str, bool, int, bool]]) -> None:
+        for resource, metadata_only, objects, overflowed in sizes:
+            projection = "metadata" if metadata_only else "whole"
+            self.cache_objects.labels(resource, projection).set(objects)
+            self.cache_overflowed.labels(resource, projection).set(1 if overflowed else 0)
 
     def observe(self, operation: str, result: AdmissionResult, seconds: float) -> None:
         if not result.allowed:
@@ -59,7 +84,7 @@ class Metrics:
         self.latency.observe(seconds)
         for policy in result.outcomes:
             if policy.status in ("applied", "unchanged", "error"):
-                self.policy_latency.labels(policy.policy).observe(policy.seconds)
+                self._policy_latency(policy.policy).observe(policy.seconds)
             if policy.status != "skipped" or policy.cause == "matchCondition":
                 self._mutation_count(policy.policy, policy.status).inc()
             if policy.status == "error":
@@ -71,6 +96,13 @@ class Metrics:
         child = self._mutation_counts.get(key)
         if child is None:  # two threads may both create it: labels() returns the same child
             child = self._mutation_counts[key] = self.mutations.labels(policy, outcome)
+        return child
+
+    def _policy_latency(self, policy: str) -> Histogram:
+        """The child of ``celmut_policy_latency_seconds`` for a policy (cached like :meth:`_mutation_count`)."""
+        child = self._policy_latencies.get(policy)
+        if child is None:
+            child = self._policy_latencies[policy] = self.policy_latency.labels(policy)
         return child
 
     def rejected(self, reason: str) -> None:

@@ -33,10 +33,11 @@ from celmut.kube import certs
 from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
-from celmut.server.app import DEFAULT_EVALUATION_THREADS, ServerSettings, create_app
+from celmut.server.app import create_app
 from celmut.server.connections import LimitedServer, protocol_class
 from celmut.server.limits import ConnectionLimits
 from celmut.server.metrics import Metrics
+from celmut.server.settings import DEFAULT_EVALUATION_THREADS, ServerSettings
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
@@ -132,6 +133,7 @@ def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> E
         background_usernames=frozenset(config.background_users),
         opt_out=cluster.opt_out if cluster is not None else None,
         record_provenance=config.record_provenance,
+        report_unselected=False,  # answers name only the policies that could select the request
     )
 
 
@@ -144,8 +146,12 @@ def build_store(config: ServeConfig, metrics: Metrics, cluster: ClusterConnectio
         metrics.reloads.labels("accepted" if outcome.accepted else "rejected").inc()
         metrics.policies_loaded.set(outcome.policies)
         metrics.policies_invalid.set(len(outcome.errors))
+        engine = store.engine
+        if cluster is not None and engine is not None:
+            cluster.plan_caches(engine.policies)
 
-    return PolicyStore(sources, engine_settings(config, cluster), all_or_nothing=True, on_reload=reloaded)
+    store = PolicyStore(sources, engine_settings(config, cluster), all_or_nothing=True, on_reload=reloaded)
+    return store
 
 
 def tls_material(config: ServeConfig) -> tuple[str, str]:
@@ -196,6 +202,7 @@ def make_server(
         evaluation_threads=config.evaluation_threads,
         extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
         on_admitted=cluster.admitted if cluster is not None else None,
+        cache_sizes=cluster.caches.sizes if cluster is not None else None,
     )
     stop = threading.Event()
     watcher: list[CertificateWatcher] = []

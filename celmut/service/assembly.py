@@ -35,6 +35,9 @@ class EngineSettings:
     kubernetes_version: str | None = None  # built-in schemas of this version (default: the newest bundled)
     opt_out: OptOut | None = None  # objects opted out through their owners (the webhook and controller)
     record_provenance: bool = False  # every policy writes celmut.io/mutated-by (else only those opted in)
+    # Report a skip for every policy whose rules do not name the request's kind (the CLI's detailed
+    # results); the webhook and the controller visit only the candidates (runtime/candidates.py).
+    report_unselected: bool = True
 
 
 def is_crd(content: object) -> bool:
@@ -63,5 +66,6 @@ def assemble_engine(
         max_input_bytes=settings.max_input_bytes,
         opt_out=settings.opt_out,
         record_provenance=settings.record_provenance,
+        report_unselected=settings.report_unselected,
     )
     return AdmissionEngine(compilation.compiled, options=options)

@@ -36,8 +36,13 @@ class DocumentError(CelmutError):
         self.message = message
 
 
-class _KubernetesLoader(yaml.SafeLoader):
-    """SafeLoader without the timestamp resolver."""
+# libyaml's C parser where PyYAML was built with it: the pure-Python scanner dominated reading
+# thousands of resources (issue 16: ~7x a libyaml read). Same constructor and resolvers either way.
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _KubernetesLoader(_SAFE_LOADER):  # type: ignore[valid-type,misc]
+    """SafeLoader (libyaml's when available) without the timestamp resolver."""
 
 
 _KubernetesLoader.yaml_implicit_resolvers = {

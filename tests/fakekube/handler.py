@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
-from . import errors
+from . import errors, metadata
 from .patches import APPLY_PATCH, PATCH_TYPES, STRATEGIC_MERGE_PATCH, apply_patch, parse_patch_body
 from .routes import Target, decode_body, dry_run, parse_target, query_flag, query_int, query_value
 from .selectors import combine, parse_field_selector, parse_label_selector
@@ -102,7 +102,8 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         body = self._read_body()
         auth = self.headers.get("Authorization") or ""
         token = auth[7:].strip() if auth[:7].lower() == "bearer " else None
-        user = self.api._record(self.command, path, query, token, self.headers.get("Content-Type") or "", body)
+        ctype, accept = self.headers.get("Content-Type") or "", self.headers.get("Accept") or ""
+        user = self.api._record(self.command, path, query, token, ctype, body, accept)
         try:
             if token is None and self.api.require_auth:
                 raise errors.ApiError(401, "Unauthorized", "Unauthorized")
@@ -231,6 +232,11 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             meta["remainingItemCount"] = result.remaining
         head = json.dumps({"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta})
         items = b",".join(entry.list_item(rtype) for entry in result.entries)
+        if metadata.wants(self.headers.get("Accept") or "", "PartialObjectMetadataList"):
+            head = json.dumps(
+                {"kind": "PartialObjectMetadataList", "apiVersion": metadata.API_VERSION, "metadata": meta}
+            )
+            items = b",".join(metadata.partial_item(entry.list_item(rtype)) for entry in result.entries)
         self._send(200, head[:-1].encode() + b',"items":[' + items + b"]}")
 
     def _post(self, target: Target, query: Query, body: bytes, user: str | None) -> None:

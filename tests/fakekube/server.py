@@ -62,6 +62,7 @@ class RequestRecord:
     content_type: str
     body: bytes
     time: float
+    accept: str = ""  # the Accept header (metadata-only reads: tests/fakekube/metadata.py)
 
     def json(self) -> Any:
         """The body decoded as JSON (None when empty)."""
@@ -332,10 +333,17 @@ class FakeApiServer:
         self._latency = seconds
 
     def _record(
-        self, method: str, path: str, query: dict[str, list[str]], token: str | None, ctype: str, body: bytes
+        self,
+        method: str,
+        path: str,
+        query: dict[str, list[str]],
+        token: str | None,
+        ctype: str,
+        body: bytes,
+        accept: str = "",
     ) -> str | None:
         user = self.tokens.get(token) if token is not None else "system:anonymous"
-        record = RequestRecord(method, path, query, token, user, ctype, body, time.time())
+        record = RequestRecord(method, path, query, token, user, ctype, body, time.time(), accept)
         with self._lock:
             self._requests.append(record)
         return user

@@ -16,7 +16,7 @@ import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from . import errors, metadata
 from .routes import Target, query_flag, query_int, query_value
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .watch import WatchClosed, Watcher, bookmark_line, error_line
@@ -36,6 +36,9 @@ class WatchStreamMixin:
     close_connection: bool
     #: Set once a watch response has begun: an error after that can only cut the connection.
     streaming: bool = False
+    #: The watch was asked for metadata only (Accept ``as=PartialObjectMetadata``).
+    metadata_only: bool = False
+    headers: Any
 
     if TYPE_CHECKING:  # provided by ApiHandler / BaseHTTPRequestHandler
 
@@ -46,6 +49,8 @@ class WatchStreamMixin:
         def end_headers(self) -> None: ...
 
     def _write_chunk(self, data: bytes) -> None:
+        if self.metadata_only:
+            data = metadata.partial_event(data)
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _client_gone(self) -> bool:
@@ -70,6 +75,7 @@ class WatchStreamMixin:
                 "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
             )
         watcher = Watcher(rtype, target.namespace, pred, user)
+        self.metadata_only = metadata.wants(self.headers.get("Accept") or "", "PartialObjectMetadata")
         deadline = time.monotonic() + (timeout if timeout is not None else self.api.default_watch_timeout)
         try:
             current, replay = store.open_watch(watcher, query_value(query, "resourceVersion"), initial)

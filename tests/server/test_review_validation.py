@@ -23,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from celmut.server.app import ServerSettings, create_app
+from celmut.server.app import create_app
 from celmut.server.metrics import Metrics
 from celmut.server.run import ServeConfig, build_store
+from celmut.server.settings import ServerSettings
 from tests.server.support import admission_request, decoded_patch, pod, running_server
 from tests.server.test_webhook import ECHO, POLICY, write
 

@@ -322,9 +322,13 @@ class CppProgram:
             try:
                 result = self._expression.eval(cpp_act)
             except RuntimeError as ex:
+                if state.reschedule is not None:
+                    raise state.reschedule from None
                 raise values.runtime_error(ex) from None
             finally:
                 bridge.STATE.reset(token)
+            if state.reschedule is not None:
+                raise state.reschedule
             if state.cost_error is not None:
                 raise state.cost_error
             if state.rerun is not None:

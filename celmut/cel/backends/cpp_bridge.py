@@ -50,7 +50,7 @@ from celmut.cel import types as t
 from celmut.cel import values as v
 from celmut.cel.activation import Activation
 from celmut.cel.declarations import Overload
-from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
+from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, Reschedule
 from celmut.cel.evalcontext import EvalContext
 from celmut.cel.planner import _IMPL_ERRORS, _impl_error, charge_result
 from celmut.cel.values import no_such_overload
@@ -76,6 +76,7 @@ class BridgeState:
     errors: list[CelError] = field(default_factory=list)
     cost_error: CelCostError | None = None
     rerun: str | None = None  # why the evaluation must be redone on cel-python
+    reschedule: Reschedule | None = None  # a function asked to run the request elsewhere (re-raised)
 
 
 STATE: ContextVar[BridgeState | None] = ContextVar("celmut_cpp_bridge", default=None)
@@ -302,6 +303,9 @@ def _dispatcher(name: str, result_type: cel.Type) -> Callable[..., Any]:
                 raise no_such_overload(name, *values)
         except CelError as ex:
             raise _fail(state, ex) from None
+        except Reschedule as ex:  # through cel-cpp as an error; the backend raises it again after
+            state.reschedule = ex
+            raise ValueError(RERUN_TOKEN) from None
         except _IMPL_ERRORS as ex:
             raise _fail(state, _impl_error(name, ex)) from None
         except RecursionError:

@@ -443,3 +443,11 @@ def readable(value: Any) -> Any:
     if isinstance(value, str) and "\n" in value:
         return BlockStr("\n".join(line.rstrip() for line in value.splitlines()))
     return value
+
+
+def metadata_lookups() -> frozenset[str]:
+    """The presets' lookup expressions (owners, siblings): each reads only apiVersion, kind and
+    metadata of what it looks up, so a webhook may cache those resources metadata-only."""
+    return frozenset(
+        v["expression"] for v in [*workload_variables(), siblings_variable()] if "resource." in v["expression"]
+    )

@@ -18,7 +18,7 @@ from typing import Any
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import to_cel_value
-from celmut.cel.lookups import LookupFailed, LookupUnavailable
+from celmut.cel.lookups import LookupFailed, LookupUnavailable, before_blocking
 from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.globalcontext")
@@ -31,6 +31,7 @@ def get_entry(ctx: Any, function: str, entry: Any, projection: Any = "") -> Any:
     provider = ctx.services.global_context
     if provider is None:
         raise LookupUnavailable(f"{function}: no global context is configured (GlobalContextEntry data is unavailable)")
+    before_blocking(function)
     try:
         return to_cel_value(provider.get(entry, projection))
     except LookupUnavailable:

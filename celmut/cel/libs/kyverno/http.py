@@ -50,7 +50,7 @@ from typing import Any
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import encoding_cost, go_decode_first, go_json
-from celmut.cel.lookups import HttpPolicy, LookupFailed
+from celmut.cel.lookups import HttpPolicy, LookupFailed, before_blocking
 
 LIBRARY = Library("kyverno.http")
 fn, method = LIBRARY.function, LIBRARY.method
@@ -361,6 +361,7 @@ def send(ctx: Any, function: str, client: HttpClient, verb: str, url: Any, body:
     policy: HttpPolicy = ctx.services.http_policy
     parts, addresses = vet(function, url, policy)
     transport = ctx.services.http_transport
+    before_blocking(function)  # the webhook's event loop hands the request to a worker thread first
     try:
         if transport is None:
             status, data = default_request(verb, parts, addresses, sent_headers, payload, policy, client.ca_bundle)

@@ -43,7 +43,7 @@ from typing import Any
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import to_cel_value
-from celmut.cel.lookups import LookupFailed, LookupUnavailable
+from celmut.cel.lookups import LookupFailed, LookupUnavailable, before_blocking
 from celmut.cel.values import no_such_overload
 
 LIBRARY = Library("kyverno.image")
@@ -256,6 +256,7 @@ def get_metadata(ctx: Any, function: str, reference: Any) -> Any:
     provider = ctx.services.images
     if provider is None:
         raise LookupUnavailable(f"{function}: no image registry lookup is configured")
+    before_blocking(function)
     try:
         return to_cel_value(provider.get_metadata(reference))
     except LookupUnavailable:

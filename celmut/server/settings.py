@@ -1,0 +1,32 @@
+"""What one webhook server is configured with (:func:`celmut.server.app.create_app`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit (apiserver MaxRequestBodyBytes)
+DEFAULT_EVALUATION_THREADS = 4
+DEFAULT_INLINE_SECONDS = 0.005  # most admissions take well under 1 ms; one slice holds the loop at most this long
+
+
+@dataclass
+class ServerSettings:
+    timeout_seconds: float = 10.0  # the webhook timeout the API server uses
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout: float = 10.0  # seconds to receive a request body once its headers arrived
+    evaluation_threads: int = DEFAULT_EVALUATION_THREADS  # admissions evaluated at once
+    # seconds an admission may run on the event loop before it is run again on a worker thread
+    # (0: always on a worker thread)
+    inline_seconds: float = DEFAULT_INLINE_SECONDS
+    extra_ready_checks: list[Callable[[], str]] = field(default_factory=list)  # '' when ready, else why not
+    # told (object received, object admitted) for each CREATE admitted
+    on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None
+    # (resource, metadata-only, objects, overflowed) of each cluster cache, shown in /metrics
+    cache_sizes: Callable[[], list[tuple[str, bool, int, bool]]] | None = None
+
+    @property
+    def deadline_seconds(self) -> float:
+        """Leave time to answer before the API server gives up on the webhook."""
+        return max(self.timeout_seconds * 0.8, self.timeout_seconds - 1.0, 0.1)
