@@ -222,6 +222,7 @@ class WatchedCache:
 
     def _run(self) -> None:
         backoff = 0.2
+        jitter = random.Random()  # its own generator: watch threads never touch the global random state
         need_list = True
         while not self._stop.is_set():
             try:
@@ -259,5 +260,5 @@ class WatchedCache:
                 self._stop.wait(30.0)
             except ClusterError as ex:
                 log.warning("watch interrupted; retrying", extra={"resource": self.resource, "error": str(ex)})
-                self._stop.wait(backoff * (0.5 + random.random()))
+                self._stop.wait(backoff * (0.5 + jitter.random()))
                 backoff = min(backoff * 2, self.max_backoff)
