@@ -38,13 +38,14 @@ from celmut.install.webhook_config import (
 )
 from celmut.policy.selection import PolicySelection, PolicySelectorError
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+from celmut.service import flags
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("webhook-config", help="print the MutatingWebhookConfiguration", description=__doc__)
-    p.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
+    flags.add_policies(p)
     p.add_argument(
         "--from-cluster",
         action="store_true",

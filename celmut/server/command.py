@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from celmut import logs
 from celmut.errors import ConfigurationError
-from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.server.limits import ConnectionLimits
 from celmut.service import flags
@@ -26,7 +24,7 @@ _EVALUATION_THREADS = 4  # celmut.server.app.DEFAULT_EVALUATION_THREADS (that mo
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the admission webhook", description=__doc__)
-    p.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
+    flags.add_policies(p)
     p.add_argument("--from-cluster", action="store_true", help="also load policies and lookups from the cluster")
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --from-cluster (default: in-cluster)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -45,13 +43,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the controller's identity: skipBackgroundRequests policies ignore its requests "
         f"(default {DEFAULT_BACKGROUND_USER})",
     )
-    p.add_argument(
-        "--opt-out-label",
-        default=DEFAULT_OPT_OUT_LABEL,
-        metavar="LABEL",
-        help="objects carrying this label, or whose controller owners carry it, are never mutated "
-        f"(default {DEFAULT_OPT_OUT_LABEL}; the webhook configuration's objectSelector)",
-    )
+    flags.add_opt_out_label(p, effect="are never mutated", note="; the webhook configuration's objectSelector")
     p.add_argument(
         "--serve-admission-policies",
         action="store_true",
@@ -65,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="write celmut.io/mutated-by (each policy that changed the object, and its fields) on every object "
         'a policy mutates; without it, only policies annotated celmut.io/record-provenance: "true" record themselves',
     )
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    flags.add_log_level(p)
     limits = p.add_argument_group("connections and admissions (each bounded; see docs/security.md)")
     limits.add_argument(
         "--max-connections",
@@ -111,8 +103,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="admissions evaluated at once, off the event loop; each may build up to 32 MiB of CEL values "
         "(default %(default)s)",
     )
-    flags.add(p)
-    flags.add_http(p)
+    flags.add_engine_and_http(p)
     p.set_defaults(run=run)
 
 
@@ -120,10 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from celmut import cel
     from celmut.server.run import ServeConfig, serve  # FastAPI and uvicorn load only for this command
 
-    logs.configure(args.log_level)
-    if not flags.use_for_process(args):
-        return 2
-    http_policy = flags.http_policy(args)
+    http_policy = flags.start_process(args)
     if http_policy is None:
         return 2
     limits = ConnectionLimits(
