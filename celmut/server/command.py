@@ -21,6 +21,46 @@ from celmut.service import flags
 _LIMITS = ConnectionLimits()
 _EVALUATION_THREADS = 4  # celmut.server.app.DEFAULT_EVALUATION_THREADS (that module loads FastAPI)
 
+# The flag of each ConnectionLimits field: (flag, field, type, metavar, help); the field's default is the flag's.
+_LIMIT_FLAGS = (
+    (
+        "--max-connections",
+        "max_connections",
+        int,
+        "N",
+        "open connections at most; one more closes the one idle longest (default %(default)s)",
+    ),
+    (
+        "--tls-handshake-timeout",
+        "handshake_timeout",
+        float,
+        "SECONDS",
+        "close a connection whose TLS handshake takes longer (default %(default)s)",
+    ),
+    (
+        "--header-timeout",
+        "header_timeout",
+        float,
+        "SECONDS",
+        "close a connection whose request headers are not complete this long after it opened, or "
+        "after the first byte of a request on a kept-alive connection (default %(default)s)",
+    ),
+    (
+        "--body-timeout",
+        "body_timeout",
+        float,
+        "SECONDS",
+        "answer 408 when a request body is not complete this long after its headers (default %(default)s)",
+    ),
+    (
+        "--keep-alive-timeout",
+        "keep_alive_timeout",
+        float,
+        "SECONDS",
+        "close a connection idle this long between requests (default %(default)s)",
+    ),
+)
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the admission webhook", description=__doc__)
@@ -59,42 +99,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     flags.add_log_level(p)
     limits = p.add_argument_group("connections and admissions (each bounded; see docs/security.md)")
-    limits.add_argument(
-        "--max-connections",
-        type=int,
-        default=_LIMITS.max_connections,
-        metavar="N",
-        help="open connections at most; one more closes the one idle longest (default %(default)s)",
-    )
-    limits.add_argument(
-        "--tls-handshake-timeout",
-        type=float,
-        default=_LIMITS.handshake_timeout,
-        metavar="SECONDS",
-        help="close a connection whose TLS handshake takes longer (default %(default)s)",
-    )
-    limits.add_argument(
-        "--header-timeout",
-        type=float,
-        default=_LIMITS.header_timeout,
-        metavar="SECONDS",
-        help="close a connection whose request headers are not complete this long after it opened, or "
-        "after the first byte of a request on a kept-alive connection (default %(default)s)",
-    )
-    limits.add_argument(
-        "--body-timeout",
-        type=float,
-        default=_LIMITS.body_timeout,
-        metavar="SECONDS",
-        help="answer 408 when a request body is not complete this long after its headers (default %(default)s)",
-    )
-    limits.add_argument(
-        "--keep-alive-timeout",
-        type=float,
-        default=_LIMITS.keep_alive_timeout,
-        metavar="SECONDS",
-        help="close a connection idle this long between requests (default %(default)s)",
-    )
+    for flag, field, kind, metavar, text in _LIMIT_FLAGS:
+        limits.add_argument(flag, type=kind, default=getattr(_LIMITS, field), metavar=metavar, help=text)
     limits.add_argument(
         "--evaluation-threads",
         type=int,
@@ -114,13 +120,7 @@ def run(args: argparse.Namespace) -> int:
     http_policy = flags.start_process(args)
     if http_policy is None:
         return 2
-    limits = ConnectionLimits(
-        max_connections=args.max_connections,
-        handshake_timeout=args.tls_handshake_timeout,
-        header_timeout=args.header_timeout,
-        body_timeout=args.body_timeout,
-        keep_alive_timeout=args.keep_alive_timeout,
-    )
+    limits = ConnectionLimits(**{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in _LIMIT_FLAGS})
     problem = limits.problem() or ("--evaluation-threads must be positive" if args.evaluation_threads < 1 else "")
     if problem:
         print(f"error: {problem}")
