@@ -55,6 +55,24 @@ def widget_crd(scope: str = "Namespaced") -> Obj:
     }
 
 
+def structural_widget_crd(spec_properties: Obj) -> Obj:
+    """A CRD for ``widgets.example.com`` (v1 only) whose ``spec`` has the structural schema
+    ``spec_properties``: what celmut types and merges a Widget by."""
+    spec_schema = {"type": "object", "properties": spec_properties}
+    schema = {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
+        },
+    }
+
+
 def widget(name: str, size: int = 1, labels: dict[str, str] | None = None) -> Obj:
     """A Widget custom object."""
     meta: Obj = {"name": name}
