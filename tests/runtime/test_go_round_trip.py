@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.fakekube_tests.manifests import structural_widget_crd
-from tests.runtime.helpers import admit, applyconfig, jsonpatch, mpol
+from tests.runtime.helpers import admit, applyconfig, jsonpatch, map_policy, mpol
 
 # --- objects as kube-apiserver sends them in an AdmissionReview (defaulted, Go-encoded) -------------
 
@@ -147,23 +147,7 @@ RESOURCES = {
 
 def admission_policy(kind: str, mutations: str, failure: str = "Fail") -> str:
     group, version, resource = RESOURCES[kind]
-    return f"""
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {{name: map}}
-spec:
-  failurePolicy: {failure}
-  reinvocationPolicy: Never
-  matchConstraints:
-    resourceRules: [{{apiGroups: ['{group}'], apiVersions: [{version}], operations: [CREATE], resources: [{resource}]}}]
-  mutations:
-{mutations}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {{name: map-binding}}
-spec: {{policyName: map}}
-"""
+    return map_policy(mutations, failure=failure, group=group, version=version, resource=resource)
 
 
 NO_OP_MUTATIONS = [
