@@ -13,7 +13,7 @@ import pytest
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import admission_policy, append_toleration, binding, pods_create
 
-from .in_cluster import celmut_in_cluster, wait_for_policies
+from .in_cluster import app_pod, celmut_in_cluster, wait_for_policies
 
 Obj = dict[str, Any]
 
@@ -36,15 +36,6 @@ LABEL_POLICY = {  # a MutatingPolicy celmut does serve, to know its cluster poli
 }
 
 
-def pod(name: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-    }
-
-
 @pytest.mark.fakekube(webhooks=True, native_map=True)
 def test_a_cluster_map_is_applied_once_by_the_api_server_not_again_by_celmut(
     fake_apiserver: FakeApiServer, tmp_path: Path
@@ -55,7 +46,7 @@ def test_a_cluster_map_is_applied_once_by_the_api_server_not_again_by_celmut(
         fake_apiserver.store.create(LABEL_POLICY)
         wait_for_policies(servers, "marker")
         core = kubernetes.client.CoreV1Api(fake_apiserver.api_client())
-        core.create_namespaced_pod("default", pod("p"))
+        core.create_namespaced_pod("default", app_pod("p"))
         engine = servers[0].store.engine
     stored = fake_apiserver.store.get("pods", "p", "default")
     assert stored["metadata"]["labels"]["m"] == "1"  # celmut's webhook did run
@@ -73,6 +64,6 @@ def test_serve_admission_policies_serves_them_for_an_api_server_without_map(
     with celmut_in_cluster(fake_apiserver, tmp_path, serve_admission_policies=True) as servers:
         wait_for_policies(servers, "spot-toleration")
         core = kubernetes.client.CoreV1Api(fake_apiserver.api_client())
-        core.create_namespaced_pod("default", pod("p"))
+        core.create_namespaced_pod("default", app_pod("p"))
     stored = fake_apiserver.store.get("pods", "p", "default")
     assert stored["spec"]["tolerations"] == [{"key": "spot", "operator": "Exists"}]
