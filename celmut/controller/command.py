@@ -65,13 +65,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     flags.add_opt_out_label(p, effect="are left alone")
     p.add_argument("--tls-cert", metavar="FILE", help="certificate for the status endpoint (default: self-signed)")
     p.add_argument("--tls-key", metavar="FILE", help="key for the status endpoint")
-    p.add_argument(
-        "--serve-admission-policies",
-        action="store_true",
-        help="with --from-cluster, also load the cluster's MutatingAdmissionPolicies (an API server with the "
+    flags.add_cluster_policies(
+        p,
+        admission_policies="load the cluster's MutatingAdmissionPolicies (an API server with the "
         "MutatingAdmissionPolicy plugin applies them itself)",
     )
-    flags.add_policy_selector(p)
     p.add_argument(
         "--kyverno-exceptions-namespace",
         default="",

@@ -84,13 +84,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         f"(default {DEFAULT_BACKGROUND_USER})",
     )
     flags.add_opt_out_label(p, effect="are never mutated", note="; the webhook configuration's objectSelector")
-    p.add_argument(
-        "--serve-admission-policies",
-        action="store_true",
-        help="with --from-cluster, also serve the cluster's MutatingAdmissionPolicies: only for an API server "
-        "without the MutatingAdmissionPolicy plugin (one with it applies them itself, before celmut)",
+    flags.add_cluster_policies(
+        p,
+        admission_policies="serve the cluster's MutatingAdmissionPolicies: only for an API server without the "
+        "MutatingAdmissionPolicy plugin (one with it applies them itself, before celmut)",
     )
-    flags.add_policy_selector(p)
     p.add_argument(
         "--record-provenance",
         action="store_true",

@@ -128,6 +128,15 @@ def add_policy_selector(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_cluster_policies(parser: argparse.ArgumentParser, *, admission_policies: str) -> None:
+    """Which cluster policies a long-running command takes: ``--serve-admission-policies`` (help: "with
+    --from-cluster, also " + ``admission_policies``) and ``--policy-selector``."""
+    parser.add_argument(
+        "--serve-admission-policies", action="store_true", help=f"with --from-cluster, also {admission_policies}"
+    )
+    add_policy_selector(parser)
+
+
 def add_http(parser: argparse.ArgumentParser) -> None:
     """The HTTP allow-list of CEL's ``http.Get``/``http.Post`` (Kyverno's http library)."""
     group = parser.add_argument_group(
