@@ -50,31 +50,15 @@ from celmut.server.admission import Admission
 from celmut.server.metrics import Metrics
 from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.sources.documents import Document
-from policies import benchmark_policies
+from policies import benchmark_policies, variables_policy
 
 BURNER = "lists.range(950).map(i, [i]).distinct().size() > 0"  # ~1 s of CPU per variable, within its limits
-BURN = {
-    "apiVersion": "policies.kyverno.io/v1",
-    "kind": "MutatingPolicy",
-    "metadata": {"name": "burn"},
-    "spec": {
-        "failurePolicy": "Ignore",
-        "autogen": {"podControllers": {"controllers": []}},
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-            ]
-        },
-        "matchConditions": [{"name": "slow", "expression": "has(object.metadata.labels.slow)"}],
-        "variables": [{"name": f"v{i}", "expression": BURNER} for i in range(15)],
-        "mutations": [
-            {
-                "patchType": "JSONPatch",
-                "jsonPatch": {"expression": " && ".join(f"variables.v{i}" for i in range(15)) + " ? [] : []"},
-            }
-        ],
-    },
-}
+BURN = variables_policy(
+    "burn",
+    [{"name": f"v{i}", "expression": BURNER} for i in range(15)],
+    15,
+    [{"name": "slow", "expression": "has(object.metadata.labels.slow)"}],
+)
 DEADLINE_SECONDS = 9.0
 STATE: dict[str, Any] = {}  # the engine a forked worker process inherits
 

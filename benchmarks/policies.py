@@ -104,3 +104,30 @@ def benchmark_policies() -> list[dict[str, Any]]:
         for i, (group, resource, condition) in enumerate(NON_MATCHING)
     ]
     return docs
+
+
+def variables_policy(
+    name: str, variables: list[dict[str, Any]], checked: int, conditions: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """A pod-CREATE MutatingPolicy (failurePolicy Ignore, no autogen) whose one mutation evaluates the
+    variables v0..v{checked-1} and patches nothing: the CPU and memory the isolation and worst-case
+    benchmarks measure are spent in the variables alone."""
+    spec: dict[str, Any] = {
+        "failurePolicy": "Ignore",
+        "autogen": {"podControllers": {"controllers": []}},
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+            ]
+        },
+    }
+    if conditions:
+        spec["matchConditions"] = conditions
+    spec["variables"] = variables
+    spec["mutations"] = [
+        {
+            "patchType": "JSONPatch",
+            "jsonPatch": {"expression": " && ".join(f"variables.v{i}" for i in range(checked)) + " ? [] : []"},
+        }
+    ]
+    return {"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "metadata": {"name": name}, "spec": spec}

@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import table
 from workloads import admission_review, realistic_pod
 
+from policies import variables_policy
+
 BIG_TEXT = "x" * 2_500_000  # one annotation near the API server's 3 MiB request limit
 CASES: dict[str, str] = {
     "loop": "lists.range(220000).all(i, i >= 0)",
@@ -68,29 +70,7 @@ def policy(expression: str) -> dict[str, Any]:
             {"name": "n", "expression": "variables.n9"},
             *variables,
         ]
-    return {
-        "apiVersion": "policies.kyverno.io/v1",
-        "kind": "MutatingPolicy",
-        "metadata": {"name": "worst"},
-        "spec": {
-            "failurePolicy": "Ignore",
-            "autogen": {"podControllers": {"controllers": []}},
-            "matchConstraints": {
-                "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-                ]
-            },
-            "variables": variables,
-            "mutations": [
-                {
-                    "patchType": "JSONPatch",
-                    "jsonPatch": {
-                        "expression": " && ".join(f"variables.v{i}" for i in range(VARIABLES)) + " ? [] : []"
-                    },
-                }
-            ],
-        },
-    }
+    return variables_policy("worst", variables, VARIABLES)
 
 
 def rss_kb() -> int:

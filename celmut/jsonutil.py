@@ -25,3 +25,16 @@ def json_copy(value: Any) -> Any:
 def escape_pointer(token: str) -> str:
     """RFC 6901 escaping of one JSON Pointer segment (``~`` → ``~0``, ``/`` → ``~1``)."""
     return token.replace("~", "~0").replace("/", "~1")
+
+
+def json_equal(left: Any, right: Any) -> bool:
+    """JSON structural equality: numbers by value (``1`` equals ``1.0``), but a boolean is not a number."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(json_equal(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(json_equal(a, b) for a, b in zip(left, right, strict=True))
+    return type(left) is type(right) and bool(left == right)

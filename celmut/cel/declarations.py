@@ -48,6 +48,20 @@ class Overload:
         return all(g(a) for g, a in zip(guards, args, strict=True))
 
 
+def assignable_overloads(overloads: Iterable[Overload], arg_types: list[t.CelType]) -> list[Overload]:
+    """The overloads the checker's argument types do not rule out (dyn keeps every candidate;
+    variadic ones and those of another arity are kept for the runtime to decide)."""
+    kept = []
+    for overload in overloads:
+        if overload.variadic or len(overload.params) != len(arg_types):
+            kept.append(overload)
+            continue
+        bindings: t.Bindings = {}
+        if all(t.is_assignable(p, a, bindings) for p, a in zip(overload.params, arg_types, strict=True)):
+            kept.append(overload)
+    return kept
+
+
 @dataclass
 class Library:
     """A named set of overloads and library types, e.g. ``cel.lib.ext.strings``.

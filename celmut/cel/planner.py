@@ -18,10 +18,10 @@ from typing import Any, cast
 from celmut.cel import ast, costs
 from celmut.cel import types as t
 from celmut.cel import values as v
-from celmut.cel.declarations import Overload
+from celmut.cel.declarations import Overload, assignable_overloads
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.selection import index_optional, index_value, select_field, select_optional, test_field
+from celmut.cel.selection import index_optional, index_value, select_field, select_optional, select_path, test_field
 from celmut.cel.values import no_such_overload
 
 Fn = Callable[[EvalContext], Any]
@@ -123,19 +123,10 @@ class Planner:
             return select_one
         path = tuple(fields)
 
-        def select_path(ctx: EvalContext) -> Any:
-            value = root(ctx)
-            for name in path:
-                if type(value) is dict:
-                    try:
-                        value = value[name]
-                    except KeyError:
-                        raise CelEvaluationError(f"no such key: {name}") from None
-                else:
-                    value = select_field(value, name)
-            return value
+        def select_chain(ctx: EvalContext) -> Any:
+            return select_path(root(ctx), path)
 
-        return select_path
+        return select_chain
 
     def _Index(self, node: ast.Index) -> Fn:
         operand, index = self.plan(node.operand), self.plan(node.index)
@@ -185,15 +176,7 @@ class Planner:
     def _narrow(self, overloads: list[Overload], arg_nodes: list[ast.Node]) -> list[Overload]:
         """Drop overloads the checker's argument types rule out (dyn keeps every candidate)."""
         arg_types = [self.types.get(id(a), t.DYN) for a in arg_nodes]
-        kept = []
-        for overload in overloads:
-            if overload.variadic or len(overload.params) != len(arg_types):
-                kept.append(overload)
-                continue
-            bindings: t.Bindings = {}
-            if all(t.is_assignable(p, a, bindings) for p, a in zip(overload.params, arg_types, strict=True)):
-                kept.append(overload)
-        return kept or overloads
+        return assignable_overloads(overloads, arg_types) or overloads
 
     def _and(self, node: ast.Call) -> Fn:
         return _logical([self.plan(a) for a in node.args], stop=False, name="_&&_")

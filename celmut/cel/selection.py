@@ -29,6 +29,20 @@ def select_field(value: Any, field: str) -> Any:
     raise CelEvaluationError(f"type '{v.type_name(value)}' does not support field selection")
 
 
+def select_path(value: Any, path: tuple[str, ...]) -> Any:
+    """``value.a.b.c`` for a chain of plain selections; plain maps take the fast path (hot: every
+    ``object.metadata.labels`` of every evaluation)."""
+    for name in path:
+        if type(value) is dict:
+            try:
+                value = value[name]
+            except KeyError:
+                raise CelEvaluationError(f"no such key: {name}") from None
+        else:
+            value = select_field(value, name)
+    return value
+
+
 def _has(value: Any, field: str) -> bool:
     if isinstance(value, dict):
         return field in value

@@ -42,6 +42,7 @@ from celmut.cli.suite_rows import DIFF_MESSAGE, FAIL, NOT_EVALUATED, NOT_MATCHED
 from celmut.cli.suite_spec import CaseSelector, ExpectedResult, Suite, load_suite
 from celmut.compile.pipeline import read_paths
 from celmut.errors import CelmutError
+from celmut.jsonutil import json_equal
 from celmut.policy.unsupported import KYVERNO_CLASSIC_GROUP, OTHER_ENGINES
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.runtime.results import PolicyOutcome
@@ -309,7 +310,7 @@ class _SuiteRunner:
                     )
                     self.run.rows.append(self.row(expected, ref, FAIL, "Resource error", message=why))
                     continue
-                if not suite_json.json_equal(wanted, actual):
+                if not json_equal(wanted, actual):
                     self.run.rows.append(
                         self.row(
                             expected, ref, FAIL, "Resource diff", message=DIFF_MESSAGE,

@@ -20,6 +20,7 @@ import sys
 
 import yaml
 
+from celmut.cli import webhook_flags
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_OK
 from celmut.install.kyverno_crds import kyverno_crds
 from celmut.install.manifests import InstallOptions, manifests
@@ -41,21 +42,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--image", default=defaults.image, help=f"container image (default {defaults.image})")
     p.add_argument("--replicas", type=int, default=defaults.replicas, help="webhook replicas (default 2)")
     p.add_argument("--cel-engine", choices=CEL_ENGINES, default=defaults.cel_engine, help="CEL engine of the pods")
-    p.add_argument(
-        "--failure-policy",
-        choices=("Ignore", "Fail"),
-        default=defaults.failure_policy,
-        help="when the webhook serving Fail policies cannot be called (default Ignore: admit unchanged)",
-    )
-    p.add_argument("--reinvocation-policy", choices=("Never", "IfNeeded"), default=defaults.reinvocation_policy)
+    webhook_flags.add_call_policies(p)
     p.add_argument("--timeout", type=int, default=defaults.timeout_seconds, help="webhook timeoutSeconds (1-30)")
-    p.add_argument("--exclude-namespace", action="append", default=[], metavar="NS", help="never sent (repeat)")
-    p.add_argument(
-        "--fail-exclude-namespace",
-        action="append",
-        metavar="NS",
-        help="never sent to the Fail webhook (repeat; default kube-system; '' for none)",
-    )
+    webhook_flags.add_namespace_exclusions(p)
     p.add_argument("--namespace-selector", metavar="SELECTOR", help="only namespaces it selects (a LabelSelector)")
     p.add_argument(
         "--kyverno-crds",
@@ -144,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    fail_excluded = ("kube-system",) if args.fail_exclude_namespace is None else args.fail_exclude_namespace
+    excluded, fail_excluded = webhook_flags.excluded_namespaces(args)
     options = InstallOptions(
         namespace=args.namespace,
         name=args.name,
@@ -158,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
         policy_selector=args.policy_selector,
         kyverno_exceptions=exceptions_namespace != "",
         kyverno_exceptions_namespace=exceptions_namespace or "",
-        excluded_namespaces=tuple(n for n in args.exclude_namespace if n),
-        fail_excluded_namespaces=tuple(n for n in fail_excluded if n),
+        excluded_namespaces=excluded,
+        fail_excluded_namespaces=fail_excluded,
         namespace_selector=namespace_selector,
     )
     print(yaml.safe_dump_all(manifests(options), sort_keys=False, width=120), end="")

@@ -24,6 +24,7 @@ from typing import Any
 
 from celmut.cli import output
 from celmut.cli.console import Palette
+from celmut.jsonutil import json_equal
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 GENERATE_PREFIX = "generate.kyverno.io/"
@@ -70,19 +71,6 @@ def normalize(obj: dict[str, Any], *, managed_by: bool = True) -> dict[str, Any]
     return normalized
 
 
-def same(left: Any, right: Any) -> bool:
-    """JSON equality: numbers by value (``1 == 1.0``), booleans never equal to numbers."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return type(left) is type(right) and left == right
-    if isinstance(left, int | float) and isinstance(right, int | float):
-        return left == right
-    if isinstance(left, dict) and isinstance(right, dict):
-        return left.keys() == right.keys() and all(same(left[k], right[k]) for k in left)
-    if isinstance(left, list) and isinstance(right, list):
-        return len(left) == len(right) and all(same(a, b) for a, b in zip(left, right, strict=True))
-    return type(left) is type(right) and left == right
-
-
 def find_expected(documents: Iterable[dict[str, Any]], actual: dict[str, Any]) -> dict[str, Any] | None:
     """The document of an expected file that stands for ``actual`` (same identity), if any."""
     wanted = identity(actual)
@@ -90,7 +78,7 @@ def find_expected(documents: Iterable[dict[str, Any]], actual: dict[str, Any]) -
 
 
 def matches(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
-    return same(normalize(expected), normalize(actual))
+    return json_equal(normalize(expected), normalize(actual))
 
 
 def diff(expected: dict[str, Any], actual: dict[str, Any], colors: Palette) -> str:

@@ -45,19 +45,6 @@ def load_document(path: Path) -> Any:
         raise DocumentError(str(path), f"not a JSON document: {ex.msg} at line {ex.lineno} column {ex.colno}") from None
 
 
-def json_equal(left: Any, right: Any) -> bool:
-    """JSON structural equality: numbers by value (``1`` equals ``1.0``), but a boolean is not a number."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return type(left) is type(right) and left == right
-    if isinstance(left, int | float) and isinstance(right, int | float):
-        return left == right
-    if isinstance(left, dict) and isinstance(right, dict):
-        return left.keys() == right.keys() and all(json_equal(left[k], right[k]) for k in left)
-    if isinstance(left, list) and isinstance(right, list):
-        return len(left) == len(right) and all(json_equal(a, b) for a, b in zip(left, right, strict=True))
-    return type(left) is type(right) and bool(left == right)
-
-
 def in_file_order(policies: Sequence[CompiledPolicy], documents: Sequence[Document]) -> list[CompiledPolicy]:
     """The MutatingPolicies in the order their documents were given (compilation sorts by name; a
     document run chains policies in the order the files declare them)."""

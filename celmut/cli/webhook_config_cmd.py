@@ -23,10 +23,9 @@ from pathlib import Path
 
 import yaml
 
+from celmut.cli import webhook_flags
 from celmut.install.webhook_config import (
     DEFAULT_RULES,
-    FAILURE_POLICIES,
-    REINVOCATION_POLICIES,
     Bucket,
     WebhookSettings,
     admission_policies,
@@ -38,13 +37,14 @@ from celmut.install.webhook_config import (
 )
 from celmut.policy.selection import PolicySelection, PolicySelectorError
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+from celmut.service import flags
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("webhook-config", help="print the MutatingWebhookConfiguration", description=__doc__)
-    p.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
+    flags.add_policies(p)
     p.add_argument(
         "--from-cluster",
         action="store_true",
@@ -56,20 +56,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--ca-bundle", metavar="FILE", help="PEM bundle of the CA that signed the serving certificate")
     p.add_argument("--name", default="celmut", help="MutatingWebhookConfiguration name (default celmut)")
     p.add_argument("--timeout", type=int, default=10, help="timeoutSeconds (1-30, default 10)")
-    p.add_argument(
-        "--failure-policy",
-        choices=FAILURE_POLICIES,
-        default="Ignore",
-        help="when the webhook serving Fail policies cannot be called (default Ignore: admit unchanged)",
-    )
-    p.add_argument("--reinvocation-policy", choices=REINVOCATION_POLICIES, default="Never")
-    p.add_argument("--exclude-namespace", action="append", default=[], metavar="NS", help="never sent (repeat)")
-    p.add_argument(
-        "--fail-exclude-namespace",
-        action="append",
-        metavar="NS",
-        help="never sent to the Fail webhook (repeat; default kube-system; '' for none)",
-    )
+    webhook_flags.add_call_policies(p)
+    webhook_flags.add_namespace_exclusions(p)
     p.add_argument(
         "--namespace-selector",
         metavar="SELECTOR",
@@ -97,7 +85,7 @@ def _settings(args: argparse.Namespace) -> WebhookSettings:
             ca_bundle = Path(args.ca_bundle).read_bytes()
         except OSError as ex:
             raise ValueError(f"{args.ca_bundle}: {ex.strerror}") from None
-    fail_excluded = ("kube-system",) if args.fail_exclude_namespace is None else args.fail_exclude_namespace
+    excluded, fail_excluded = webhook_flags.excluded_namespaces(args)
     return WebhookSettings(
         service=None if args.url else (args.service or "celmut", args.namespace),
         url=args.url,
@@ -106,8 +94,8 @@ def _settings(args: argparse.Namespace) -> WebhookSettings:
         failure_policy=args.failure_policy,
         reinvocation_policy=args.reinvocation_policy,
         timeout_seconds=args.timeout,
-        excluded_namespaces=tuple(n for n in args.exclude_namespace if n),
-        fail_excluded_namespaces=tuple(n for n in fail_excluded if n),
+        excluded_namespaces=excluded,
+        fail_excluded_namespaces=fail_excluded,
         namespace_selector=parse_label_selector(args.namespace_selector, "--namespace-selector"),
         opt_out_label=args.opt_out_label,
     )

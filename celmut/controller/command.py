@@ -22,8 +22,6 @@ import tempfile
 import threading
 from pathlib import Path
 
-from celmut import logs
-from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service import flags
 
 log = logging.getLogger("celmut.controller")
@@ -46,7 +44,7 @@ def duration(text: str) -> float:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("controller", help="mutate existing resources in the background", description=__doc__)
-    p.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
+    flags.add_policies(p)
     p.add_argument("--from-cluster", action="store_true", help="also load policies from the cluster")
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: in-cluster, else ~/.kube/config)")
     p.add_argument("--leader-elect", action="store_true", help="only the holder of a Lease writes")
@@ -64,22 +62,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default="127.0.0.1",
         help="address of the status endpoint (default 127.0.0.1; the chart passes 0.0.0.0 for the kubelet's probes)",
     )
-    p.add_argument(
-        "--opt-out-label",
-        default=DEFAULT_OPT_OUT_LABEL,
-        metavar="LABEL",
-        help="objects carrying this label, or whose controller owners carry it, are left alone "
-        f"(default {DEFAULT_OPT_OUT_LABEL})",
-    )
+    flags.add_opt_out_label(p, effect="are left alone")
     p.add_argument("--tls-cert", metavar="FILE", help="certificate for the status endpoint (default: self-signed)")
     p.add_argument("--tls-key", metavar="FILE", help="key for the status endpoint")
-    p.add_argument(
-        "--serve-admission-policies",
-        action="store_true",
-        help="with --from-cluster, also load the cluster's MutatingAdmissionPolicies (an API server with the "
+    flags.add_cluster_policies(
+        p,
+        admission_policies="load the cluster's MutatingAdmissionPolicies (an API server with the "
         "MutatingAdmissionPolicy plugin applies them itself)",
     )
-    flags.add_policy_selector(p)
     p.add_argument(
         "--kyverno-exceptions-namespace",
         default="",
@@ -88,17 +78,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "MutatingPolicy celmut serves, so that Kyverno skips it (Kyverno must have policy exceptions on and "
         "read NS); default: none",
     )
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    flags.add(p)
-    flags.add_http(p)
+    flags.add_log_level(p)
+    flags.add_engine_and_http(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    logs.configure(args.log_level)
-    if not flags.use_for_process(args):
-        return 2
-    http_policy = flags.http_policy(args)
+    http_policy = flags.start_process(args)
     if http_policy is None:
         return 2
     if not args.policies and not args.from_cluster:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from celmut import logs
 from celmut.errors import ConfigurationError
-from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.server.limits import ConnectionLimits
 from celmut.service import flags
@@ -23,10 +21,50 @@ from celmut.service import flags
 _LIMITS = ConnectionLimits()
 _EVALUATION_THREADS = 4  # celmut.server.app.DEFAULT_EVALUATION_THREADS (that module loads FastAPI)
 
+# The flag of each ConnectionLimits field: (flag, field, type, metavar, help); the field's default is the flag's.
+_LIMIT_FLAGS = (
+    (
+        "--max-connections",
+        "max_connections",
+        int,
+        "N",
+        "open connections at most; one more closes the one idle longest (default %(default)s)",
+    ),
+    (
+        "--tls-handshake-timeout",
+        "handshake_timeout",
+        float,
+        "SECONDS",
+        "close a connection whose TLS handshake takes longer (default %(default)s)",
+    ),
+    (
+        "--header-timeout",
+        "header_timeout",
+        float,
+        "SECONDS",
+        "close a connection whose request headers are not complete this long after it opened, or "
+        "after the first byte of a request on a kept-alive connection (default %(default)s)",
+    ),
+    (
+        "--body-timeout",
+        "body_timeout",
+        float,
+        "SECONDS",
+        "answer 408 when a request body is not complete this long after its headers (default %(default)s)",
+    ),
+    (
+        "--keep-alive-timeout",
+        "keep_alive_timeout",
+        float,
+        "SECONDS",
+        "close a connection idle this long between requests (default %(default)s)",
+    ),
+)
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the admission webhook", description=__doc__)
-    p.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
+    flags.add_policies(p)
     p.add_argument("--from-cluster", action="store_true", help="also load policies and lookups from the cluster")
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --from-cluster (default: in-cluster)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -45,64 +83,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the controller's identity: skipBackgroundRequests policies ignore its requests "
         f"(default {DEFAULT_BACKGROUND_USER})",
     )
-    p.add_argument(
-        "--opt-out-label",
-        default=DEFAULT_OPT_OUT_LABEL,
-        metavar="LABEL",
-        help="objects carrying this label, or whose controller owners carry it, are never mutated "
-        f"(default {DEFAULT_OPT_OUT_LABEL}; the webhook configuration's objectSelector)",
+    flags.add_opt_out_label(p, effect="are never mutated", note="; the webhook configuration's objectSelector")
+    flags.add_cluster_policies(
+        p,
+        admission_policies="serve the cluster's MutatingAdmissionPolicies: only for an API server without the "
+        "MutatingAdmissionPolicy plugin (one with it applies them itself, before celmut)",
     )
-    p.add_argument(
-        "--serve-admission-policies",
-        action="store_true",
-        help="with --from-cluster, also serve the cluster's MutatingAdmissionPolicies: only for an API server "
-        "without the MutatingAdmissionPolicy plugin (one with it applies them itself, before celmut)",
-    )
-    flags.add_policy_selector(p)
     p.add_argument(
         "--record-provenance",
         action="store_true",
         help="write celmut.io/mutated-by (each policy that changed the object, and its fields) on every object "
         'a policy mutates; without it, only policies annotated celmut.io/record-provenance: "true" record themselves',
     )
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    flags.add_log_level(p)
     limits = p.add_argument_group("connections and admissions (each bounded; see docs/security.md)")
-    limits.add_argument(
-        "--max-connections",
-        type=int,
-        default=_LIMITS.max_connections,
-        metavar="N",
-        help="open connections at most; one more closes the one idle longest (default %(default)s)",
-    )
-    limits.add_argument(
-        "--tls-handshake-timeout",
-        type=float,
-        default=_LIMITS.handshake_timeout,
-        metavar="SECONDS",
-        help="close a connection whose TLS handshake takes longer (default %(default)s)",
-    )
-    limits.add_argument(
-        "--header-timeout",
-        type=float,
-        default=_LIMITS.header_timeout,
-        metavar="SECONDS",
-        help="close a connection whose request headers are not complete this long after it opened, or "
-        "after the first byte of a request on a kept-alive connection (default %(default)s)",
-    )
-    limits.add_argument(
-        "--body-timeout",
-        type=float,
-        default=_LIMITS.body_timeout,
-        metavar="SECONDS",
-        help="answer 408 when a request body is not complete this long after its headers (default %(default)s)",
-    )
-    limits.add_argument(
-        "--keep-alive-timeout",
-        type=float,
-        default=_LIMITS.keep_alive_timeout,
-        metavar="SECONDS",
-        help="close a connection idle this long between requests (default %(default)s)",
-    )
+    for flag, field, kind, metavar, text in _LIMIT_FLAGS:
+        limits.add_argument(flag, type=kind, default=getattr(_LIMITS, field), metavar=metavar, help=text)
     limits.add_argument(
         "--evaluation-threads",
         type=int,
@@ -111,8 +107,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="admissions evaluated at once, off the event loop; each may build up to 32 MiB of CEL values "
         "(default %(default)s)",
     )
-    flags.add(p)
-    flags.add_http(p)
+    flags.add_engine_and_http(p)
     p.set_defaults(run=run)
 
 
@@ -120,19 +115,10 @@ def run(args: argparse.Namespace) -> int:
     from celmut import cel
     from celmut.server.run import ServeConfig, serve  # FastAPI and uvicorn load only for this command
 
-    logs.configure(args.log_level)
-    if not flags.use_for_process(args):
-        return 2
-    http_policy = flags.http_policy(args)
+    http_policy = flags.start_process(args)
     if http_policy is None:
         return 2
-    limits = ConnectionLimits(
-        max_connections=args.max_connections,
-        handshake_timeout=args.tls_handshake_timeout,
-        header_timeout=args.header_timeout,
-        body_timeout=args.body_timeout,
-        keep_alive_timeout=args.keep_alive_timeout,
-    )
+    limits = ConnectionLimits(**{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in _LIMIT_FLAGS})
     problem = limits.problem() or ("--evaluation-threads must be positive" if args.evaluation_threads < 1 else "")
     if problem:
         print(f"error: {problem}")

@@ -14,6 +14,9 @@ load it): the names below are :mod:`celmut.cel.backends.select`'s (``tests/servi
 (:mod:`celmut.policy.selection`); a bad selector is refused by argparse (exit 2, naming it).
 
 ``--http-allow`` and friends (serve, controller): the allow-list of CEL's HTTP calls.
+
+``--policies``, ``--opt-out-label``, ``--log-level`` (serve, controller): what a long-running command
+loads, leaves alone and logs; :func:`start_process` is how both begin with these flags.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ import sys
 import urllib.parse
 from typing import TYPE_CHECKING
 
+from celmut import logs
 from celmut.policy.selection import AUTO, OWNED_BY_CELMUT, PolicySelection, PolicySelectorError
+from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 if TYPE_CHECKING:  # the CEL layer loads only when a command runs
     from celmut.cel.lookups import HttpPolicy
@@ -67,6 +72,41 @@ def use_for_process(args: argparse.Namespace) -> bool:
     return True
 
 
+def add_policies(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
+
+
+def add_opt_out_label(parser: argparse.ArgumentParser, *, effect: str, note: str = "") -> None:
+    """``--opt-out-label``; ``effect`` says what the command does not do to such objects."""
+    parser.add_argument(
+        "--opt-out-label",
+        default=DEFAULT_OPT_OUT_LABEL,
+        metavar="LABEL",
+        help=f"objects carrying this label, or whose controller owners carry it, {effect} "
+        f"(default {DEFAULT_OPT_OUT_LABEL}{note})",
+    )
+
+
+def add_log_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+
+
+def add_engine_and_http(parser: argparse.ArgumentParser) -> None:
+    """The flags a long-running command (serve, controller) ends with: ``--cel-engine`` and the HTTP
+    allow-list (after its own groups, so that ``--help`` lists them last)."""
+    add(parser)
+    add_http(parser)
+
+
+def start_process(args: argparse.Namespace) -> HttpPolicy | None:
+    """Begin a long-running command: configure logging, make the chosen CEL engine the process's
+    default; the HTTP allow-list, or None (after printing why) when the flags are unusable (exit 2)."""
+    logs.configure(args.log_level)
+    if not use_for_process(args):
+        return None
+    return http_policy(args)
+
+
 def policy_selector(text: str) -> str:
     """argparse type of ``--policy-selector``: the text, once known to be ``auto`` or a label selector."""
     try:
@@ -86,6 +126,15 @@ def add_policy_selector(parser: argparse.ArgumentParser) -> None:
         f"(e.g. {OWNED_BY_CELMUT}; '' for all); default {AUTO}: all of them, or once Kyverno is detected "
         f"(its policy CRDs or webhooks) only those labelled {OWNED_BY_CELMUT}",
     )
+
+
+def add_cluster_policies(parser: argparse.ArgumentParser, *, admission_policies: str) -> None:
+    """Which cluster policies a long-running command takes: ``--serve-admission-policies`` (help: "with
+    --from-cluster, also " + ``admission_policies``) and ``--policy-selector``."""
+    parser.add_argument(
+        "--serve-admission-policies", action="store_true", help=f"with --from-cluster, also {admission_policies}"
+    )
+    add_policy_selector(parser)
 
 
 def add_http(parser: argparse.ArgumentParser) -> None:

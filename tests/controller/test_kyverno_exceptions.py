@@ -14,27 +14,11 @@ import pytest
 from celmut.install import rbac
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually, label_policy
-from tests.kube.crds import crds_next_to_kyverno, policy_crds
+from tests.kube.crds import crds_next_to_kyverno, kyvernos_webhooks, policy_crds
 
 from .support import running
 
 Obj = dict[str, Any]
-KYVERNO_WEBHOOKS = {
-    "apiVersion": "admissionregistration.k8s.io/v1",
-    "kind": "MutatingWebhookConfiguration",
-    "metadata": {
-        "name": "kyverno-resource-mutating-webhook-cfg",
-        "labels": {"webhook.kyverno.io/managed-by": "kyverno"},
-    },
-    "webhooks": [
-        {
-            "name": "mpol.mutate.kyverno.svc-ignore",
-            "clientConfig": {"service": {"name": "kyverno-svc", "namespace": "kyverno", "path": "/mpol/kyvernos"}},
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-        }
-    ],
-}
 
 
 def owned(policy: Obj, **labels: str) -> Obj:
@@ -115,7 +99,7 @@ def test_no_exception_while_kyverno_is_absent_and_all_withdrawn_when_it_leaves(
     ):
         eventually(lambda: fake_apiserver.watchers("policyexceptions"), what="the controller watching")
         assert exceptions(fake_apiserver) == {}
-        fake_apiserver.store.create(KYVERNO_WEBHOOKS)  # Kyverno starts serving MutatingPolicies
+        fake_apiserver.store.create(kyvernos_webhooks())  # Kyverno starts serving MutatingPolicies
         eventually(lambda: list(exceptions(fake_apiserver)) == ["celmut-mpol-celmuts"], what="Kyverno arrived")
         fake_apiserver.store.delete("mutatingwebhookconfigurations", "kyverno-resource-mutating-webhook-cfg")
         eventually(lambda: exceptions(fake_apiserver) == {}, what="Kyverno gone: nothing to skip")

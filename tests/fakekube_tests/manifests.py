@@ -39,19 +39,32 @@ def widget_crd(scope: str = "Namespaced") -> Obj:
         "status": {},
         "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
     }
+    names = {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]}
+    return _widgets_crd(
+        scope,
+        names,
+        [
+            {"name": "v1", "served": True, "storage": True, "schema": schema, "subresources": subresources},
+            {"name": "v1beta1", "served": True, "storage": False, "schema": schema},
+        ],
+    )
+
+
+def structural_widget_crd(spec_properties: Obj) -> Obj:
+    """A CRD for ``widgets.example.com`` (v1 only) whose ``spec`` has the structural schema
+    ``spec_properties``: what celmut types and merges a Widget by."""
+    spec_schema = {"type": "object", "properties": spec_properties}
+    schema = {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}}
+    names = {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"}
+    return _widgets_crd("Namespaced", names, [{"name": "v1", "served": True, "storage": True, "schema": schema}])
+
+
+def _widgets_crd(scope: str, names: Obj, versions: list[Obj]) -> Obj:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": scope,
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-            "versions": [
-                {"name": "v1", "served": True, "storage": True, "schema": schema, "subresources": subresources},
-                {"name": "v1beta1", "served": True, "storage": False, "schema": schema},
-            ],
-        },
+        "spec": {"group": "example.com", "scope": scope, "names": names, "versions": versions},
     }
 
 

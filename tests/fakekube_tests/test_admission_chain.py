@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.fakekube import FakeApiServer
 from tests.fakekube.stub_webhook import StubWebhook, configuration, rule
+from tests.kube.conftest import admission_policy, append_toleration, binding
 
 Obj = dict[str, Any]
 
@@ -158,36 +159,8 @@ def test_service_endpoints_are_called_in_turn(fake_apiserver: FakeApiServer, tmp
     assert labels == ["a", "b", "a"]
 
 
-MAP = {
-    "apiVersion": "admissionregistration.k8s.io/v1",
-    "kind": "MutatingAdmissionPolicy",
-    "metadata": {"name": "tolerate"},
-    "spec": {
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-            ]
-        },
-        "failurePolicy": "Fail",
-        "reinvocationPolicy": "Never",
-        "mutations": [
-            {
-                "patchType": "JSONPatch",
-                "jsonPatch": {
-                    "expression": 'has(object.spec.tolerations) ? [JSONPatch{op: "add", path: "/spec/tolerations/-", '
-                    'value: Object.spec.tolerations{key: "x", operator: "Exists"}}] : [JSONPatch{op: "add", '
-                    'path: "/spec/tolerations", value: [Object.spec.tolerations{key: "x", operator: "Exists"}]}]'
-                },
-            }
-        ],
-    },
-}
-BINDING = {
-    "apiVersion": "admissionregistration.k8s.io/v1",
-    "kind": "MutatingAdmissionPolicyBinding",
-    "metadata": {"name": "tolerate"},
-    "spec": {"policyName": "tolerate"},
-}
+MAP = admission_policy("tolerate", append_toleration("x"), failurePolicy="Fail")
+BINDING = binding("tolerate")
 
 
 @pytest.mark.fakekube(native_map=True)

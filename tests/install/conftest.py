@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.kube.conftest import cluster  # noqa: F401  (re-exported fixture)
+
 from . import helm as helm_tool
 
 VALUES = sorted((helm_tool.CHART / "ci").glob("*-values.yaml"))

@@ -14,6 +14,7 @@ import yaml
 
 from celmut.install.crds import all_crds, generated_files
 from celmut.kube.policy_source import POLICY_KINDS
+from tests.kube.conftest import pods_create
 
 from .structural import structural_problems, validate
 
@@ -160,11 +161,7 @@ MUTATING_POLICY = {
     "kind": "MutatingPolicy",
     "metadata": {"name": "p"},
     "spec": {
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-            ]
-        },
+        "matchConstraints": pods_create(),
         "targetMatchConstraints": {"expression": "resource.List('v1', 'configmaps', '').items"},
         "targetMatchConditions": [{"name": "named", "expression": "has(object.metadata.name)"}],
         "evaluation": {

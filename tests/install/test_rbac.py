@@ -6,11 +6,8 @@ are equal: test_manifests), and nothing more is asked for than the tests see use
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from celmut.controller.leader import LeaderElector
 from celmut.install import rbac
@@ -61,15 +58,6 @@ def allowed(rules: list[dict[str, Any]], request: Request) -> bool:
 def requests(server: FakeApiServer) -> set[Request]:
     found = (resource_request(r.method, r.path, r.query) for r in server.requests)
     return {r for r in found if r is not None}
-
-
-@pytest.fixture
-def cluster(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Cluster]:
-    connected = Cluster.connect(str(fake_apiserver.kubeconfig(tmp_path / "kubeconfig")), timeout=5)
-    try:
-        yield connected
-    finally:
-        connected.close()
 
 
 def test_the_webhooks_rules_cover_serving_presets_lookups_and_reports(

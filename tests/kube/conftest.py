@@ -48,6 +48,13 @@ def pod(name: str, ns: str = "default", labels: dict[str, str] | None = None, **
     }
 
 
+def pods_create() -> dict[str, Any]:
+    """``matchConstraints`` selecting pod CREATE requests (a fresh dict: callers may change it)."""
+    return {
+        "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+    }
+
+
 def label_policy(name: str, value: str = "yes", expression: str | None = None) -> dict[str, Any]:
     patch = expression or f'[JSONPatch{{op: "add", path: "/metadata/labels/{name}", value: "{value}"}}]'
     return {
@@ -55,14 +62,45 @@ def label_policy(name: str, value: str = "yes", expression: str | None = None) -
         "kind": "MutatingPolicy",
         "metadata": {"name": name},
         "spec": {
-            "matchConstraints": {
-                "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-                ]
-            },
+            "matchConstraints": pods_create(),
             "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}],
         },
     }
+
+
+def admission_policy(name: str, expression: str, **spec: Any) -> dict[str, Any]:
+    """A MutatingAdmissionPolicy on pod CREATE with one JSONPatch mutation (reinvocationPolicy Never
+    unless ``spec`` says otherwise); :func:`binding` binds it."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": pods_create(),
+            "reinvocationPolicy": "Never",
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}],
+            **spec,
+        },
+    }
+
+
+def binding(policy_name: str) -> dict[str, Any]:
+    """The MutatingAdmissionPolicyBinding of ``policy_name`` (same name, no params, every namespace)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": policy_name},
+        "spec": {"policyName": policy_name},
+    }
+
+
+def append_toleration(key: str) -> str:
+    """A MAP JSONPatch expression adding the toleration ``{key, operator: Exists}`` (creating the list)."""
+    toleration = f'Object.spec.tolerations{{key: "{key}", operator: "Exists"}}'
+    return (
+        f'has(object.spec.tolerations) ? [JSONPatch{{op: "add", path: "/spec/tolerations/-", value: {toleration}}}] '
+        f': [JSONPatch{{op: "add", path: "/spec/tolerations", value: [{toleration}]}}]'
+    )
 
 
 @pytest.fixture

@@ -63,3 +63,25 @@ def crds_next_to_kyverno() -> list[dict[str, Any]]:
     return [
         kyvernos_crd(d["spec"]["names"]["kind"]) if d["spec"]["names"]["kind"] in kyvernos else d for d in policy_crds()
     ]
+
+
+def kyvernos_webhooks() -> dict[str, Any]:
+    """Kyverno's resource webhook configuration while it serves a MutatingPolicy (pkg/controllers/webhook:
+    label webhook.kyverno.io/managed-by=kyverno, path /mpol/<name>): how celmut detects Kyverno."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {
+            "name": "kyverno-resource-mutating-webhook-cfg",
+            "labels": {"webhook.kyverno.io/managed-by": "kyverno"},
+        },
+        "webhooks": [
+            {
+                "name": "mpol.mutate.kyverno.svc-fail",
+                "clientConfig": {"service": {"name": "kyverno-svc", "namespace": "kyverno", "path": "/mpol/kyvernos"}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "rules": [],
+            }
+        ],
+    }

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,32 +18,10 @@ from celmut.service.store import PolicyStore
 from tests.fakekube import FakeApiServer
 
 from .conftest import eventually, label_policy, policy_documents
-from .crds import crds_next_to_kyverno
+from .crds import crds_next_to_kyverno, kyvernos_webhooks
 
 Obj = dict[str, Any]
 MPOL = "mutatingpolicies.policies.kyverno.io"
-
-
-def kyvernos_webhooks() -> Obj:
-    """Kyverno's resource webhook configuration while it serves a MutatingPolicy (pkg/controllers/webhook:
-    label webhook.kyverno.io/managed-by=kyverno, path /mpol/<name>)."""
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {
-            "name": "kyverno-resource-mutating-webhook-cfg",
-            "labels": {"webhook.kyverno.io/managed-by": "kyverno"},
-        },
-        "webhooks": [
-            {
-                "name": "mpol.mutate.kyverno.svc-fail",
-                "clientConfig": {"service": {"name": "kyverno-svc", "namespace": "kyverno", "path": "/mpol/kyvernos"}},
-                "sideEffects": "None",
-                "admissionReviewVersions": ["v1"],
-                "rules": [],
-            }
-        ],
-    }
 
 
 def owned(policy: Obj) -> Obj:
@@ -70,37 +47,27 @@ def next_to_kyverno(fake_apiserver: FakeApiServer) -> FakeApiServer:
     return fake_apiserver
 
 
-@pytest.fixture
-def auto_source(cluster: Cluster) -> Iterator[ClusterPolicySource]:
-    started = ClusterPolicySource(cluster, rediscover_seconds=0.05).start()
-    assert started.wait_synced(5)
-    try:
-        yield started
-    finally:
-        started.stop()
-
-
 def test_next_to_kyverno_only_policies_labelled_for_celmut_are_served(
-    next_to_kyverno: FakeApiServer, auto_source: ClusterPolicySource
+    next_to_kyverno: FakeApiServer, source: ClusterPolicySource
 ) -> None:
     next_to_kyverno.store.create(label_policy("kyvernos"))
     next_to_kyverno.store.create(owned(label_policy("celmuts")))
-    eventually(lambda: len(auto_source.objects_of("MutatingPolicy")) == 2, what="both policies watched")
-    store = PolicyStore([auto_source], EngineSettings())
+    eventually(lambda: len(source.objects_of("MutatingPolicy")) == 2, what="both policies watched")
+    store = PolicyStore([source], EngineSettings())
     assert served(store) == {"celmuts"}
-    assert [d.path for d in policy_documents(auto_source)] == ["cluster:MutatingPolicy/celmuts"]
-    assert {obj["metadata"]["name"] for _, obj in auto_source.policies()} == {"kyvernos", "celmuts"}
+    assert [d.path for d in policy_documents(source)] == ["cluster:MutatingPolicy/celmuts"]
+    assert {obj["metadata"]["name"] for _, obj in source.policies()} == {"kyvernos", "celmuts"}
 
 
 def test_celmut_writes_no_status_on_kyvernos_policies_and_leaves_ready_to_kyverno(
-    next_to_kyverno: FakeApiServer, auto_source: ClusterPolicySource
+    next_to_kyverno: FakeApiServer, source: ClusterPolicySource
 ) -> None:
     """Both engines would write conditionStatus.ready: next to Kyverno celmut writes only its condition,
     on its own policies, and says why it serves them."""
     next_to_kyverno.store.create(label_policy("kyvernos"))
     next_to_kyverno.store.create(owned(label_policy("celmuts")))
     next_to_kyverno.store.create(label_policy("kyvernos-broken", expression="object.metadata.name +"))
-    store = PolicyStore([auto_source], EngineSettings())
+    store = PolicyStore([source], EngineSettings())
     eventually(lambda: served(store) == {"celmuts"}, what="celmut's policy in service")
     eventually(lambda: bool(status_of(next_to_kyverno, "celmuts")), what="celmut's status")
     assert not next_to_kyverno.requests_matching("PATCH", r"/mutatingpolicies/kyvernos")
@@ -114,13 +81,13 @@ def test_celmut_writes_no_status_on_kyvernos_policies_and_leaves_ready_to_kyvern
 
 
 def test_kyverno_arriving_and_leaving_moves_the_policies_and_is_logged(
-    with_crds: FakeApiServer, auto_source: ClusterPolicySource, caplog: pytest.LogCaptureFixture
+    with_crds: FakeApiServer, source: ClusterPolicySource, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Kyverno's webhook configuration (it serves a MutatingPolicy) appears, then goes: celmut hands its
     unlabelled policies over, then takes them back; each change is one log line."""
     with_crds.store.create(label_policy("kyvernos"))
     with_crds.store.create(owned(label_policy("celmuts")))
-    store = PolicyStore([auto_source], EngineSettings())
+    store = PolicyStore([source], EngineSettings())
     caplog.set_level(logging.INFO, logger="celmut.kube")
     eventually(lambda: served(store) == {"kyvernos", "celmuts"}, what="everything while Kyverno is absent")
     with_crds.store.create(kyvernos_webhooks())
@@ -139,11 +106,11 @@ def test_kyverno_arriving_and_leaving_moves_the_policies_and_is_logged(
 
 
 def test_celmut_takes_its_condition_back_from_a_policy_it_no_longer_serves(
-    with_crds: FakeApiServer, auto_source: ClusterPolicySource
+    with_crds: FakeApiServer, source: ClusterPolicySource
 ) -> None:
     """Served, then relabelled for Kyverno: celmut's condition goes; Kyverno's own status stays."""
     with_crds.store.create(owned(label_policy("moving")))
-    store = PolicyStore([auto_source], EngineSettings())
+    store = PolicyStore([source], EngineSettings())
     eventually(lambda: served(store) == {"moving"})
     eventually(lambda: bool(status_of(with_crds, "moving")), what="celmut's condition")
     stored = with_crds.store.get(MPOL, "moving")
@@ -185,7 +152,7 @@ def test_an_explicit_selector_holds_with_or_without_kyverno(with_crds: FakeApiSe
 
 
 def test_exceptions_made_for_kyverno_never_reach_celmuts_engine(
-    with_crds: FakeApiServer, auto_source: ClusterPolicySource
+    with_crds: FakeApiServer, source: ClusterPolicySource
 ) -> None:
     with_crds.store.create(owned(label_policy("celmuts")))
     for name, labels in (("for-kyverno", {"celmut.io/kyverno-only": "true"}), ("shared", {})):
@@ -200,6 +167,6 @@ def test_exceptions_made_for_kyverno_never_reach_celmuts_engine(
                 },
             }
         )
-    eventually(lambda: len(auto_source.objects_of("PolicyException")) == 2)
-    paths = [d.path for d in policy_documents(auto_source)]
+    eventually(lambda: len(source.objects_of("PolicyException")) == 2)
+    paths = [d.path for d in policy_documents(source)]
     assert paths == ["cluster:MutatingPolicy/celmuts", "cluster:PolicyException/default/shared"]

@@ -13,7 +13,7 @@ from celmut.service.store import PolicyStore
 from celmut.sources.files import FileSource
 from tests.fakekube import FakeApiServer
 
-from .conftest import eventually, label_policy, policy_documents
+from .conftest import admission_policy, binding, eventually, label_policy, policy_documents
 from .crds import crd, policy_crds, spec_of
 
 
@@ -158,22 +158,7 @@ def test_a_broken_cluster_policy_does_not_block_files(
     assert {p.name for p in store.engine.policies} == {"from-file"}  # type: ignore[union-attr]
 
 
-MAP = {
-    "apiVersion": "admissionregistration.k8s.io/v1",
-    "kind": "MutatingAdmissionPolicy",
-    "metadata": {"name": "native"},
-    "spec": {
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-            ]
-        },
-        "reinvocationPolicy": "Never",
-        "mutations": [
-            {"patchType": "JSONPatch", "jsonPatch": {"expression": '[JSONPatch{op: "add", path: "/a", value: 1}]'}}
-        ],
-    },
-}
+MAP = admission_policy("native", '[JSONPatch{op: "add", path: "/a", value: 1}]')
 
 
 def test_mutating_admission_policies_are_left_to_the_api_server_unless_asked(
@@ -182,14 +167,7 @@ def test_mutating_admission_policies_are_left_to_the_api_server_unless_asked(
     """kube-apiserver's MAP plugin (GA in 1.36) applies cluster MAPs before any webhook: reading them too
     would apply each twice. `--serve-admission-policies` is for API servers without the plugin."""
     with_crds.store.create(MAP)
-    with_crds.store.create(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingAdmissionPolicyBinding",
-            "metadata": {"name": "native"},
-            "spec": {"policyName": "native"},
-        }
-    )
+    with_crds.store.create(binding("native"))
     with_crds.store.create(label_policy("kyverno"))
     default = ClusterPolicySource(cluster, rediscover_seconds=0.05).start()
     serving = ClusterPolicySource(cluster, rediscover_seconds=0.05, admission_policies=True).start()

@@ -9,7 +9,6 @@ import datetime
 import socket
 import ssl
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +58,6 @@ class Clock:
 
     def __call__(self) -> datetime.datetime:
         return self.now
-
-
-@pytest.fixture
-def cluster(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Cluster]:
-    connected = Cluster.connect(str(fake_apiserver.kubeconfig(tmp_path / "kubeconfig")), timeout=5)
-    try:
-        yield connected
-    finally:
-        connected.close()
 
 
 @pytest.fixture

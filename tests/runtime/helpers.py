@@ -66,6 +66,36 @@ spec:
 """
 
 
+def map_policy(
+    mutations: str,
+    *,
+    failure: str = "Fail",
+    reinvocation: str = "Never",
+    group: str = "",
+    version: str = "v1",
+    resource: str = "pods",
+) -> str:
+    """A MutatingAdmissionPolicy ``map`` on CREATE of one resource with the given mutations YAML, and its
+    binding ``map-binding``."""
+    return f"""
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {{name: map}}
+spec:
+  failurePolicy: {failure}
+  reinvocationPolicy: {reinvocation}
+  matchConstraints:
+    resourceRules: [{{apiGroups: ['{group}'], apiVersions: [{version}], operations: [CREATE], resources: [{resource}]}}]
+  mutations:
+{mutations}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: map-binding}}
+spec: {{policyName: map}}
+"""
+
+
 def jsonpatch(expression: str) -> str:
     return f"""  - patchType: JSONPatch
     jsonPatch:

@@ -4,6 +4,7 @@ no-schema fallback."""
 
 from __future__ import annotations
 
+from tests.fakekube_tests.manifests import structural_widget_crd
 from tests.runtime.helpers import admit, applyconfig, engine, mpol, pod
 
 
@@ -72,38 +73,9 @@ def test_undeclared_fields_are_rejected() -> None:
 
 
 def test_custom_resources_merge_with_their_crd_schema() -> None:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {
-                                        "tags": {
-                                            "type": "array",
-                                            "items": {"type": "string"},
-                                            "x-kubernetes-list-type": "set",
-                                        }
-                                    },
-                                }
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    crd = structural_widget_crd(
+        {"tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"}}
+    )
     widget = {
         "apiVersion": "example.com/v1",
         "kind": "Widget",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from celmut.cli.suite_json import json_equal
+from celmut.jsonutil import json_equal
 from celmut.runtime.documents import mutate_document
 from tests.runtime.helpers import admit, compile_text, jsonpatch, mpol, pod
 

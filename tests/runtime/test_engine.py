@@ -4,7 +4,7 @@ exceptions, variables, DELETE requests, background identity and reinvocation."""
 from __future__ import annotations
 
 from celmut.runtime import AdmissionInput
-from tests.runtime.helpers import admit, applyconfig, engine, jsonpatch, mpol, pod
+from tests.runtime.helpers import admit, applyconfig, engine, jsonpatch, map_policy, mpol, pod
 
 ADD_LABEL = jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/a", value: "1"}]')
 
@@ -61,35 +61,16 @@ def test_mutating_policy_ignore_drops_the_whole_policy_result_but_keeps_other_po
     assert any("failurePolicy Ignore" in w for w in result.warnings)
 
 
-MAP_TEMPLATE = """
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {{name: map}}
-spec:
-  failurePolicy: {failure}
-  reinvocationPolicy: {reinvocation}
-  matchConstraints:
-    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]
-  mutations:
-{mutations}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {{name: map-binding}}
-spec: {{policyName: map}}
-"""
-
-
 def test_admission_policy_ignore_skips_only_the_failing_mutation() -> None:
     mutations = jsonpatch('[JSONPatch{op: "add", path: "/x", value: object.metadata.missing}]') + ADD_LABEL
-    result = admit(MAP_TEMPLATE.format(failure="Ignore", reinvocation="Never", mutations=mutations), pod())
+    result = admit(map_policy(mutations, failure="Ignore", reinvocation="Never"), pod())
     assert result.allowed and result.object["metadata"]["labels"]["a"] == "1"
     assert "ignored: spec.mutations[0].jsonPatch.expression" in result.outcomes[0].reason
 
 
 def test_admission_policy_fail_denies() -> None:
     mutations = ADD_LABEL + jsonpatch('[JSONPatch{op: "add", path: "/x", value: object.metadata.missing}]')
-    result = admit(MAP_TEMPLATE.format(failure="Fail", reinvocation="Never", mutations=mutations), pod())
+    result = admit(map_policy(mutations, failure="Fail", reinvocation="Never"), pod())
     assert not result.allowed and "policy map" in result.message
 
 
@@ -97,15 +78,15 @@ def test_reinvocation_if_needed_runs_a_non_idempotent_policy_twice_as_the_api_se
     append = jsonpatch(
         '[JSONPatch{op: "add", path: "/spec/containers/-", value: {"name": "c" + string(size(object.spec.containers))}}]'
     )
-    result = admit(MAP_TEMPLATE.format(failure="Fail", reinvocation="IfNeeded", mutations=append), pod())
+    result = admit(map_policy(append, failure="Fail", reinvocation="IfNeeded"), pod())
     assert [c["name"] for c in result.object["spec"]["containers"]] == ["nginx", "c1", "c2"]
     assert [o.reinvoked for o in result.outcomes] == [False, True]
-    never = admit(MAP_TEMPLATE.format(failure="Fail", reinvocation="Never", mutations=append), pod())
+    never = admit(map_policy(append, failure="Fail", reinvocation="Never"), pod())
     assert [c["name"] for c in never.object["spec"]["containers"]] == ["nginx", "c1"]
 
 
 def test_admission_policy_without_binding_does_nothing() -> None:
-    text = MAP_TEMPLATE.format(failure="Fail", reinvocation="Never", mutations=ADD_LABEL).split("---")[0]
+    text = map_policy(ADD_LABEL, failure="Fail", reinvocation="Never").split("---")[0]
     result = admit(text, pod())
     assert result.patch == [] and "no MutatingAdmissionPolicyBinding" in result.outcomes[0].reason
 
@@ -283,7 +264,7 @@ def test_admission_policy_json_patch_sees_the_object_as_the_api_server_encodes_i
     add_annotation = jsonpatch('[JSONPatch{op: "add", path: "/metadata/annotations/a", value: "1"}]')
     obj = pod()
     obj["metadata"]["annotations"] = {}  # gone once decoded into the Go type: the add has no parent
-    result = admit(MAP_TEMPLATE.format(failure="Fail", reinvocation="Never", mutations=add_annotation), obj)
+    result = admit(map_policy(add_annotation, failure="Fail", reinvocation="Never"), obj)
     assert not result.allowed and "path not found" in result.message
     kyverno = admit(mpol("p", add_annotation), obj)  # Kyverno patches the JSON as received
     assert kyverno.object["metadata"]["annotations"] == {"a": "1"}
@@ -291,7 +272,7 @@ def test_admission_policy_json_patch_sees_the_object_as_the_api_server_encodes_i
 
 def test_an_admission_policy_patch_that_does_not_decode_is_rejected_even_with_ignore() -> None:
     unknown_field = jsonpatch('[JSONPatch{op: "add", path: "/spec/notAField", value: 1}]')
-    result = admit(MAP_TEMPLATE.format(failure="Ignore", reinvocation="Never", mutations=unknown_field), pod())
+    result = admit(map_policy(unknown_field, failure="Ignore", reinvocation="Never"), pod())
     assert not result.allowed
     # patch/json_patch_test.go: 'strict decoding error: unknown field "spec.template.spec.containers[1]…"',
     # wrapped by NewInternalError

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.runtime.helpers import admit, applyconfig, jsonpatch, mpol
+from tests.fakekube_tests.manifests import structural_widget_crd
+from tests.runtime.helpers import admit, applyconfig, jsonpatch, map_policy, mpol
 
 # --- objects as kube-apiserver sends them in an AdmissionReview (defaulted, Go-encoded) -------------
 
@@ -146,23 +147,7 @@ RESOURCES = {
 
 def admission_policy(kind: str, mutations: str, failure: str = "Fail") -> str:
     group, version, resource = RESOURCES[kind]
-    return f"""
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {{name: map}}
-spec:
-  failurePolicy: {failure}
-  reinvocationPolicy: Never
-  matchConstraints:
-    resourceRules: [{{apiGroups: ['{group}'], apiVersions: [{version}], operations: [CREATE], resources: [{resource}]}}]
-  mutations:
-{mutations}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {{name: map-binding}}
-spec: {{policyName: map}}
-"""
+    return map_policy(mutations, failure=failure, group=group, version=version, resource=resource)
 
 
 NO_OP_MUTATIONS = [
@@ -199,39 +184,14 @@ def test_a_real_change_patches_only_what_changed() -> None:
 
 # --- custom resources stay unstructured ------------------------------------------------------------
 
-WIDGET_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"kind": "Widget", "plural": "widgets"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "options": {"type": "object", "additionalProperties": {"type": "string"}},
-                                    "tags": {"type": "array", "items": {"type": "string"}},
-                                    "note": {"type": "string", "nullable": True},
-                                    "size": {"type": "integer"},
-                                },
-                            }
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+WIDGET_CRD = structural_widget_crd(
+    {
+        "options": {"type": "object", "additionalProperties": {"type": "string"}},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "note": {"type": "string", "nullable": True},
+        "size": {"type": "integer"},
+    }
+)
 
 
 def widget() -> dict[str, Any]:

@@ -36,6 +36,19 @@ def replicaset(owner: str | None = "web") -> dict[str, Any]:
     }
 
 
+def pods_policy(expression: str) -> str:
+    """A MutatingPolicy ``pods`` on pod CREATE (default autogen) with one ApplyConfiguration."""
+    return """
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: pods}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  mutations:
+""" + applyconfig(expression)
+
+
 def rs_policy(kind: str = "MutatingPolicy", extra: str = "") -> str:
     api = "policies.kyverno.io/v1" if kind == "MutatingPolicy" else "admissionregistration.k8s.io/v1"
     binding = (
@@ -74,15 +87,7 @@ def test_a_replicaset_without_a_controller_is_mutated_as_its_rules_say() -> None
 def test_autogen_variants_leave_a_controllers_replicasets_alone() -> None:
     """Kyverno's autogen `defaults` group includes replicasets (pkg/cel/autogen/config.go); the variant must
     still skip a Deployment's ReplicaSet, or every rollout loops."""
-    policy = """
-apiVersion: policies.kyverno.io/v1
-kind: MutatingPolicy
-metadata: {name: pods}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  mutations:
-""" + applyconfig("Object{spec: Object.spec{terminationGracePeriodSeconds: 5}}")
+    policy = pods_policy("Object{spec: Object.spec{terminationGracePeriodSeconds: 5}}")
     owned, bare = admit(policy, replicaset()), admit(policy, replicaset(owner=None))
     assert owned.patch == [] and {o.status for o in owned.outcomes} == {"skipped"}
     (variant,) = [o for o in owned.outcomes if "(autogen defaults)" in o.policy]
@@ -113,15 +118,7 @@ def test_an_opted_out_object_is_left_alone_by_every_policy() -> None:
         checked.append(obj["metadata"]["name"])
         return "its owner Deployment shop/quiet is labelled celmut.io/ignore" if obj["metadata"]["name"] == "q" else ""
 
-    policy = """
-apiVersion: policies.kyverno.io/v1
-kind: MutatingPolicy
-metadata: {name: pods}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  mutations:
-""" + applyconfig('Object{metadata: Object.metadata{labels: {"team": "payments"}}}')
+    policy = pods_policy('Object{metadata: Object.metadata{labels: {"team": "payments"}}}')
     eng = engine(policy, opt_out=opt_out)
     quiet = eng.admit(AdmissionInput.from_object(pod("q")))
     busy = eng.admit(AdmissionInput.from_object(pod("b")))

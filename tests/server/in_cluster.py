@@ -72,6 +72,16 @@ def celmut_in_cluster(
         yield servers
 
 
+def app_pod(name: str) -> Obj:
+    """A one-container pod ``default/<name>`` labelled app=x."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+
+
 def wait_for_policies(servers: list[RunningServer], *names: str) -> None:
     """Until every replica serves the named policies."""
 

@@ -4,6 +4,7 @@ process (``celmut serve``, :class:`Served`, the ``serve`` fixture of conftest.py
 from __future__ import annotations
 
 import base64
+import http.server
 import json
 import socket
 import ssl
@@ -156,3 +157,17 @@ def read_all(connection: socket.socket) -> bytes:
     while chunk := connection.recv(65536):
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class JsonHandler(http.server.BaseHTTPRequestHandler):
+    """A quiet handler for the HTTP services CEL's ``http.Get`` calls in tests: :meth:`reply` sends JSON."""
+
+    def reply(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass

@@ -20,21 +20,13 @@ from celmut.controller.run import Controller, ControllerConfig
 from celmut.main import main
 from tests.controller.support import connect
 from tests.fakekube import FakeApiServer
-from tests.server.support import Served, admission_request, pod
+from tests.server.support import JsonHandler, Served, admission_request, pod
 from tests.server.test_webhook import POLICY, write
 
 
-class _Team(http.server.BaseHTTPRequestHandler):
+class _Team(JsonHandler):
     def do_GET(self) -> None:
-        body = b'{"team": "payments"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.reply(b'{"team": "payments"}')
 
 
 @pytest.fixture

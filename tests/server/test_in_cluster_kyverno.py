@@ -15,7 +15,7 @@ from tests.fakekube import FakeApiServer
 from tests.fakekube.stub_webhook import StubWebhook, configuration, rule
 from tests.kube.crds import crds_next_to_kyverno, policy_crds
 
-from .in_cluster import celmut_in_cluster, wait_for_policies
+from .in_cluster import app_pod, celmut_in_cluster, wait_for_policies
 
 Obj = dict[str, Any]
 PODS = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
@@ -41,15 +41,6 @@ def mutating_policy(name: str, expression: str, **labels: str) -> Obj:
 
 
 LABEL = '[JSONPatch{op: "add", path: "/metadata/labels/celmut", value: "yes"}]'
-
-
-def pod(name: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-    }
 
 
 def kyverno_applying_its_policy(request: Obj) -> tuple[list[Obj] | None, str | None]:
@@ -80,7 +71,7 @@ def test_next_to_kyverno_each_policy_is_applied_once_by_its_owner(
         with celmut_in_cluster(fake_apiserver, tmp_path) as servers:
             wait_for_policies(servers, "label")
             core = kubernetes.client.CoreV1Api(fake_apiserver.api_client())
-            core.create_namespaced_pod("default", pod("p"))
+            core.create_namespaced_pod("default", app_pod("p"))
             engine = servers[0].store.engine
         assert len(kyverno.requests) == 1
     stored = fake_apiserver.store.get("pods", "p", "default")
@@ -99,7 +90,7 @@ def test_a_policy_the_selector_leaves_out_is_not_applied(fake_apiserver: FakeApi
     with celmut_in_cluster(fake_apiserver, tmp_path, policy_selector="team=platform") as servers:
         wait_for_policies(servers, "label")
         core = kubernetes.client.CoreV1Api(fake_apiserver.api_client())
-        core.create_namespaced_pod("default", pod("p"))
+        core.create_namespaced_pod("default", app_pod("p"))
     stored = fake_apiserver.store.get("pods", "p", "default")
     assert stored["metadata"]["labels"]["celmut"] == "yes"
     assert "tolerations" not in stored["spec"]

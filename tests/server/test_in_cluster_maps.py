@@ -11,53 +11,21 @@ import kubernetes.client
 import pytest
 
 from tests.fakekube import FakeApiServer
-from tests.kube.conftest import eventually
+from tests.kube.conftest import admission_policy, append_toleration, binding, pods_create
 
-from .in_cluster import celmut_in_cluster
+from .in_cluster import app_pod, celmut_in_cluster, wait_for_policies
 
 Obj = dict[str, Any]
 
-APPEND_TOLERATION = {
-    "apiVersion": "admissionregistration.k8s.io/v1",
-    "kind": "MutatingAdmissionPolicy",
-    "metadata": {"name": "spot-toleration"},
-    "spec": {
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-            ]
-        },
-        "failurePolicy": "Fail",
-        "reinvocationPolicy": "Never",
-        "mutations": [
-            {
-                "patchType": "JSONPatch",
-                "jsonPatch": {
-                    "expression": 'has(object.spec.tolerations) ? [JSONPatch{op: "add", path: "/spec/tolerations/-", '
-                    'value: Object.spec.tolerations{key: "spot", operator: "Exists"}}] : [JSONPatch{op: "add", '
-                    'path: "/spec/tolerations", value: [Object.spec.tolerations{key: "spot", operator: "Exists"}]}]'
-                },
-            }
-        ],
-    },
-}
-BINDING = {
-    "apiVersion": "admissionregistration.k8s.io/v1",
-    "kind": "MutatingAdmissionPolicyBinding",
-    "metadata": {"name": "spot-toleration"},
-    "spec": {"policyName": "spot-toleration"},
-}
+APPEND_TOLERATION = admission_policy("spot-toleration", append_toleration("spot"), failurePolicy="Fail")
+BINDING = binding("spot-toleration")
 LABEL_POLICY = {  # a MutatingPolicy celmut does serve, to know its cluster policies are loaded
     "apiVersion": "policies.kyverno.io/v1",
     "kind": "MutatingPolicy",
     "metadata": {"name": "marker"},
     "spec": {
         "autogen": {"podControllers": {"controllers": []}},
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-            ]
-        },
+        "matchConstraints": pods_create(),
         "mutations": [
             {
                 "patchType": "JSONPatch",
@@ -68,27 +36,6 @@ LABEL_POLICY = {  # a MutatingPolicy celmut does serve, to know its cluster poli
 }
 
 
-def pod(name: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "x"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-    }
-
-
-def loaded(servers: list[Any], *names: str) -> None:
-    def check() -> bool:
-        for server in servers:
-            server.store.reload()
-            engine = server.store.engine
-            if engine is None or not {p.name for p in engine.policies} >= set(names):
-                return False
-        return True
-
-    eventually(check, timeout=10, what=f"{names} in service")
-
-
 @pytest.mark.fakekube(webhooks=True, native_map=True)
 def test_a_cluster_map_is_applied_once_by_the_api_server_not_again_by_celmut(
     fake_apiserver: FakeApiServer, tmp_path: Path
@@ -97,9 +44,9 @@ def test_a_cluster_map_is_applied_once_by_the_api_server_not_again_by_celmut(
     fake_apiserver.store.create(BINDING)
     with celmut_in_cluster(fake_apiserver, tmp_path) as servers:
         fake_apiserver.store.create(LABEL_POLICY)
-        loaded(servers, "marker")
+        wait_for_policies(servers, "marker")
         core = kubernetes.client.CoreV1Api(fake_apiserver.api_client())
-        core.create_namespaced_pod("default", pod("p"))
+        core.create_namespaced_pod("default", app_pod("p"))
         engine = servers[0].store.engine
     stored = fake_apiserver.store.get("pods", "p", "default")
     assert stored["metadata"]["labels"]["m"] == "1"  # celmut's webhook did run
@@ -115,8 +62,8 @@ def test_serve_admission_policies_serves_them_for_an_api_server_without_map(
     fake_apiserver.store.create(APPEND_TOLERATION)
     fake_apiserver.store.create(BINDING)
     with celmut_in_cluster(fake_apiserver, tmp_path, serve_admission_policies=True) as servers:
-        loaded(servers, "spot-toleration")
+        wait_for_policies(servers, "spot-toleration")
         core = kubernetes.client.CoreV1Api(fake_apiserver.api_client())
-        core.create_namespaced_pod("default", pod("p"))
+        core.create_namespaced_pod("default", app_pod("p"))
     stored = fake_apiserver.store.get("pods", "p", "default")
     assert stored["spec"]["tolerations"] == [{"key": "spot", "operator": "Exists"}]

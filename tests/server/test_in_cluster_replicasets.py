@@ -14,6 +14,7 @@ import pytest
 from celmut.install.manifests import InstallOptions, webhook_configuration
 from celmut.install.webhook_config import DEFAULT_RULES
 from tests.fakekube import FakeApiServer
+from tests.kube.conftest import pods_create
 
 from .in_cluster import celmut_in_cluster, wait_for_policies
 
@@ -28,11 +29,7 @@ GRACE_PODS = {
     "kind": "MutatingPolicy",
     "metadata": {"name": "grace"},
     "spec": {
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-            ]
-        },
+        "matchConstraints": pods_create(),
         "mutations": [
             {
                 "patchType": "ApplyConfiguration",

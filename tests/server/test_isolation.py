@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from celmut import cel
-from tests.server.support import RunningServer, admission_request, pod, running_server
+from tests.server.support import JsonHandler, RunningServer, admission_request, pod, running_server
 from tests.server.test_webhook import write
 
 
@@ -34,22 +34,14 @@ class _Gate(http.server.ThreadingHTTPServer):
         self.release = threading.Event()
 
 
-class _GateHandler(http.server.BaseHTTPRequestHandler):
+class _GateHandler(JsonHandler):
     server: _Gate
 
     def do_GET(self) -> None:
         self.server.entered.set()
         if self.server.hold:
             self.server.release.wait(60)
-        body = b'{"ok": true}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.reply(b'{"ok": true}')
 
 
 @pytest.fixture

@@ -23,47 +23,23 @@ from celmut.kube.client import Cluster
 from celmut.main import main
 from celmut.runtime import AdmissionInput
 from tests.fakekube import FakeApiServer
+from tests.fakekube_tests.manifests import structural_widget_crd
 from tests.server.support import admission_request, decoded_patch, running_server
 
-WIDGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "ports": {
-                                        "type": "array",
-                                        "x-kubernetes-list-type": "map",
-                                        "x-kubernetes-list-map-keys": ["name"],
-                                        "items": {
-                                            "type": "object",
-                                            "required": ["name"],
-                                            "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
-                                        },
-                                    }
-                                },
-                            }
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+WIDGET_CRD: dict[str, Any] = structural_widget_crd(
+    {
+        "ports": {
+            "type": "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+            },
+        }
+    }
+)
 CLUSTER: list[dict[str, Any]] = [
     WIDGET_CRD,
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"tier": "gold"}}},

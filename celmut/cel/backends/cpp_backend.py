@@ -94,7 +94,7 @@ from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.selection import index_optional, index_value, select_field, select_optional, test_field
+from celmut.cel.selection import index_optional, index_value, select_field, select_optional, select_path, test_field
 from celmut.cel.values import OptionalValue
 
 _ERROR = cel.Type.ERROR
@@ -178,15 +178,7 @@ def hoisted_activation(
             key.append(id(value) if present else None)
             continue
         try:
-            value = vars[variable.root]
-            for name in variable.path:
-                if type(value) is dict:
-                    try:
-                        value = value[name]
-                    except KeyError:
-                        raise CelEvaluationError(f"no such key: {name}") from None
-                else:
-                    value = select_field(value, name)
+            value = select_path(vars[variable.root], variable.path)
             if variable.test is not None:
                 value = test_field(value, variable.test)
         except CelEvaluationError as ex:

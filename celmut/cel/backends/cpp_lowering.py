@@ -41,7 +41,7 @@ from celmut.cel.backends import cpp_projection as projection
 from celmut.cel.backends.base import BackendOptions
 from celmut.cel.backends.cpp_native import native_overloads
 from celmut.cel.checker import CheckResult
-from celmut.cel.declarations import Overload
+from celmut.cel.declarations import Overload, assignable_overloads
 from celmut.cel.unparse import Unparser, Unrepresentable, string_literal
 
 # Typed records of the front end (fields checked statically); at run time they are plain maps.
@@ -359,17 +359,13 @@ class _Lowering(Unparser):
         member = node.target is not None
         arg_nodes = ([node.target] if node.target is not None else []) + node.args
         arg_types = [self.type_of(a) for a in arg_nodes]
-        kept = []
-        for overload in self.functions.get(node.function, []):
-            if overload.member != member or any(p.kind == "opaque" for p in overload.params):
-                continue  # no library object exists in this expression (checked by _scan)
-            if overload.variadic or len(overload.params) != len(arg_types):
-                kept.append(overload)
-                continue
-            bindings: t.Bindings = {}
-            if all(t.is_assignable(p, a, bindings) for p, a in zip(overload.params, arg_types, strict=True)):
-                kept.append(overload)
-        return kept
+        same_kind = (
+            overload
+            for overload in self.functions.get(node.function, [])
+            # no library object exists in this expression (checked by _scan)
+            if overload.member == member and not any(p.kind == "opaque" for p in overload.params)
+        )
+        return assignable_overloads(same_kind, arg_types)
 
     def _python_call(self, node: ast.Call, candidates: list[Overload]) -> str:
         name, member = node.function, node.target is not None
