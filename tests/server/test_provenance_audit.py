@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonpatch as rfc6902
-import pytest
 import kubernetes.client
+import pytest
 import yaml
 
 from celmut.runtime import AdmissionInput
