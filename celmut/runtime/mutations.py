@@ -85,9 +85,10 @@ def _exists(document: Any, path: str) -> bool:
         return False
 
 
-def _copy_along(document: Any, parts: list[str]) -> Any:
+def _copy_along(document: Any, parts: list[str]) -> tuple[Any, Any]:
     """A new root whose containers along the pointer ``parts`` lead to are shallow copies, so an
-    in-place change there leaves the original untouched while every other subtree stays shared."""
+    in-place change there leaves the original untouched while every other subtree stays shared; and
+    the (copied) container of the last part, or None when the path does not lead to one."""
     root = _shallow(document)
     node = root
     for token in parts[:-1]:
@@ -96,13 +97,13 @@ def _copy_along(document: Any, parts: list[str]) -> Any:
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             key = int(token)
         else:
-            break
+            return root, None
         child = node[key]
         if not isinstance(child, dict | list):
-            break
+            return root, None
         node[key] = child = _shallow(child)
         node = child
-    return root
+    return root, node
 
 
 def _shallow(value: Any) -> Any:
@@ -141,9 +142,15 @@ def patch_document(document: Any, operations: list[dict[str, Any]]) -> Any:
                     raise TestFailed(path) from None
                 continue
             pointer = jsonpointer.JsonPointer(path)  # parsed once: the copy and the operation share it
-            document = _copy_along(document, pointer.parts)
+            parts = pointer.parts
+            document, parent = _copy_along(document, parts)
+            if kind == "add" and parts and type(parent) is dict:
+                # RFC 6902 §4.1 on an object member: added, or replaced when it exists — what
+                # jsonpatch's AddOperation does, without its pointer walk, journal and second copy
+                parent[parts[-1]] = json_copy(op["value"])
+                continue
             if kind == "move":
-                document = _copy_along(document, jsonpointer.JsonPointer(op["from"]).parts)
+                document, _ = _copy_along(document, jsonpointer.JsonPointer(op["from"]).parts)
             if "value" in op:
                 op["value"] = json_copy(op["value"])
             op["path"] = pointer
