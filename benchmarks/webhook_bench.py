@@ -7,7 +7,10 @@ request every 1/rate seconds, so a slow server cannot slow the client down) and 
 from the moment each request was due. CPU per request is the server process's user+system time
 over the timed phase. The two servers are measured in A-B-B-A order to even out drift.
 
-    python benchmarks/webhook_bench.py [--rate 200] [--seconds 8]
+    python benchmarks/webhook_bench.py [--rate 200] [--seconds 8] [--baseline DIR]
+
+``--baseline DIR`` also serves the celmut package found in DIR (e.g. ``git archive main celmut | tar
+-x -C DIR``) as a third server, so a change is measured before/after in the same run (A-B-C-C-B-A).
 """
 
 from __future__ import annotations
@@ -216,6 +219,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=200.0, help="requests per second (default 200)")
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each timed phase (default 8)")
+    parser.add_argument("--baseline", type=Path, help="a directory holding another celmut package to serve beside")
     parser.add_argument("--serve-floor", nargs=3, metavar=("PORT", "CERT", "KEY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
@@ -242,20 +246,26 @@ def main() -> None:
             "--tls-cert", str(material.cert_file), "--tls-key", str(material.key_file), "--log-level", "WARNING",
         ],
     }  # fmt: skip
+    environments: dict[str, dict[str, str] | None] = {"floor": None, "celmut": None}
+    if args.baseline is not None:
+        ports["baseline"] = free_port()
+        command = [*commands["celmut"]]
+        command[command.index(str(ports["celmut"]))] = str(ports["baseline"])
+        commands["baseline"] = command
+        environments["baseline"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
     logs = {name: (work / f"{name}.log").open("wb") for name in commands}  # a full pipe would stall a server
     processes = {
-        name: subprocess.Popen(command, stdout=logs[name], stderr=subprocess.STDOUT)
+        name: subprocess.Popen(command, stdout=logs[name], stderr=subprocess.STDOUT, env=environments[name])
         for name, command in commands.items()
     }
     try:
         for name, process in processes.items():
             wait_ready(f"https://127.0.0.1:{ports[name]}/readyz", verify, process, work / f"{name}.log")
-        runs: dict[str, list[Run]] = {"floor": [], "celmut": []}
-        for name in ("floor", "celmut", "celmut", "floor"):
+        names = list(commands)  # floor, celmut[, baseline]
+        runs: dict[str, list[Run]] = {name: [] for name in names}
+        for name in [*names, *reversed(names)]:
             runs[name].append(measure(name, processes[name].pid, ports[name], verify, bodies, args.rate, args.seconds))
-        throughput = {
-            name: asyncio.run(max_throughput(ports[name], verify, bodies[0], 4.0)) for name in ("floor", "celmut")
-        }
+        throughput = {name: asyncio.run(max_throughput(ports[name], verify, bodies[0], 4.0)) for name in names}
     finally:
         for process in processes.values():
             process.terminate()
@@ -291,18 +301,20 @@ def main() -> None:
         ]
         for name, run in merged.items()
     ]
-    rows.append(
-        [
-            "celmut / floor",
-            f"{celmut.percentile(0.5) / floor.percentile(0.5):.2f}×",
-            f"{celmut.percentile(0.99) / floor.percentile(0.99):.2f}×",
-            "",
-            f"{cpu_ms['celmut'] / cpu_ms['floor']:.2f}×",
-            f"{throughput['celmut'] / throughput['floor']:.2f}×",
-            "",
-            "",
-        ]
-    )
+    for name in [n for n in merged if n != "floor"]:
+        run = merged[name]
+        rows.append(
+            [
+                f"{name} / floor",
+                f"{run.percentile(0.5) / floor.percentile(0.5):.2f}×",
+                f"{run.percentile(0.99) / floor.percentile(0.99):.2f}×",
+                "",
+                f"{cpu_ms[name] / cpu_ms['floor']:.2f}×",
+                f"{throughput[name] / throughput['floor']:.2f}×",
+                "",
+                "",
+            ]
+        )
     headers = ["server", "p50 ms", "p99 ms", "achieved req/s", "CPU ms/req", "max req/s (8 conc.)", "errors", "patched"]
     print(table("", headers, rows))
     print(f"targets: celmut p99 < 10 ms at 200 req/s: {celmut.percentile(0.99):.2f} ms; "

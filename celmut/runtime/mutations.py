@@ -85,24 +85,30 @@ def _exists(document: Any, path: str) -> bool:
         return False
 
 
-def _copy_along(document: Any, path: str) -> Any:
-    """A new root whose containers along ``path`` are shallow copies, so an in-place change at
-    ``path`` leaves the original untouched while every other subtree stays shared."""
-    root = copy.copy(document)
+def _copy_along(document: Any, parts: list[str]) -> tuple[Any, Any]:
+    """A new root whose containers along the pointer ``parts`` lead to are shallow copies, so an
+    in-place change there leaves the original untouched while every other subtree stays shared; and
+    the (copied) container of the last part, or None when the path does not lead to one."""
+    root = _shallow(document)
     node = root
-    for token in jsonpointer.JsonPointer(path).parts[:-1]:
+    for token in parts[:-1]:
         if isinstance(node, dict) and token in node:
             key: Any = token
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             key = int(token)
         else:
-            break
+            return root, None
         child = node[key]
         if not isinstance(child, dict | list):
-            break
-        node[key] = child = copy.copy(child)
+            return root, None
+        node[key] = child = _shallow(child)
         node = child
-    return root
+    return root, node
+
+
+def _shallow(value: Any) -> Any:
+    cls = type(value)
+    return value.copy() if cls is dict or cls is list else copy.copy(value)
 
 
 def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
@@ -121,28 +127,38 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
 def patch_document(document: Any, operations: list[dict[str, Any]]) -> Any:
     """``document`` (any JSON value) patched; a path of ``""`` is the root, which an operation may
     replace with a value of another type. Raises :class:`TestFailed` as :func:`apply_json_patch`."""
+    kind = path = ""
     try:
-        for operation in operations:
+        for operation in operations:  # valid operations (patch_operations): no JsonPatch re-validation
             op = dict(operation)
-            op["path"] = _resolve_negative_indexes(document, op["path"])
-            if op["op"] == "test":
-                if not _exists(document, op["path"]):
-                    raise MutationError(f"test {op['path']}: path does not exist")
+            kind, path = op["op"], _resolve_negative_indexes(document, op["path"])
+            op["path"] = path
+            if kind == "test":
+                if not _exists(document, path):
+                    raise MutationError(f"test {path}: path does not exist")
                 try:
                     jsonpatch.TestOperation(op).apply(document)
                 except jsonpatch.JsonPatchTestFailed:
-                    raise TestFailed(op["path"]) from None
+                    raise TestFailed(path) from None
                 continue
-            document = _copy_along(document, op["path"])
-            if op["op"] == "move":
-                document = _copy_along(document, op["from"])
+            pointer = jsonpointer.JsonPointer(path)  # parsed once: the copy and the operation share it
+            parts = pointer.parts
+            document, parent = _copy_along(document, parts)
+            if kind == "add" and parts and type(parent) is dict:
+                # RFC 6902 §4.1 on an object member: added, or replaced when it exists — what
+                # jsonpatch's AddOperation does, without its pointer walk, journal and second copy
+                parent[parts[-1]] = json_copy(op["value"])
+                continue
+            if kind == "move":
+                document, _ = _copy_along(document, jsonpointer.JsonPointer(op["from"]).parts)
             if "value" in op:
                 op["value"] = json_copy(op["value"])
-            document = jsonpatch.JsonPatch([op]).apply(document, in_place=True)
+            op["path"] = pointer
+            document = jsonpatch.JsonPatch.operations[kind](op).apply(document)
     except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException) as ex:
-        raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
+        raise MutationError(f"{kind} {path}: {_safe_reason(ex)}") from None
     except jsonpatch.JsonPatchException as ex:
-        raise MutationError(f"{op['op']} {op['path']}: {_safe_reason(ex)}") from None
+        raise MutationError(f"{kind} {path}: {_safe_reason(ex)}") from None
     return document
 
 

@@ -241,8 +241,13 @@ def attributed(outcome: PolicyOutcome, pointers: Pointers) -> tuple[FieldChange,
     The webhook's way to name each policy's fields: a walk down both objects per pointer that stops at
     the first subtree they share (copy-on-write) instead of a diff of the whole object per policy. A
     field a policy set and a later one removed is in neither."""
+    return tuple(FieldChange(op, path, new) for op, path, new in _attributed(outcome, pointers))
+
+
+def _attributed(outcome: PolicyOutcome, pointers: Pointers) -> list[tuple[str, str, Any]]:
+    """:func:`attributed` as (op, pointer, new value) tuples."""
     before, after = outcome.before, outcome.after
-    changes: list[FieldChange] = []
+    changes: list[tuple[str, str, Any]] = []
     for path, tokens in pointers:
         old, new = before, after
         for token in tokens:  # _child, inlined for dicts: this loop runs per pointer and policy
@@ -253,12 +258,12 @@ def attributed(outcome: PolicyOutcome, pointers: Pointers) -> tuple[FieldChange,
         if old is new or (type(old) is type(new) and old == new):
             continue
         if old is _MISSING:
-            changes.append(FieldChange("add", path, new))
+            changes.append(("add", path, new))
         elif new is _MISSING:
-            changes.append(FieldChange("remove", path))
+            changes.append(("remove", path, None))
         else:
-            changes.append(FieldChange("replace", path, new))
-    return tuple(changes)
+            changes.append(("replace", path, new))
+    return changes
 
 
 def _applied(outcome: PolicyOutcome, trigger: str = "", pointers: Pointers | None = None) -> list[AppliedMutation]:
@@ -326,3 +331,39 @@ def from_outcomes(
         if recorded:
             applied.append(AppliedMutation(RECORDER, RECORDER, MUTATED_BY_ANNOTATION, None, changes_of(recorded)))
     return Provenance(tuple(applied), tuple(skipped))
+
+
+def pointers_by_policy(
+    outcomes: Sequence[PolicyOutcome], final: dict[str, Any] | None, patch: Sequence[dict[str, Any]]
+) -> tuple[dict[str, dict[str, list[str]]], set[str]] | None:
+    """``from_outcomes(outcomes, final, patch=patch).by_policy()`` and the names of its applied
+    mutations' policies, without building the records: what the webhook's audit annotations need, per
+    request. None when an outcome recorded steps (explaining): use :func:`from_outcomes` then."""
+    pointers = pointers_of(patch)
+    out: dict[str, dict[str, list[str]]] = {}
+    applied: set[str] = set()
+    last: Any = None
+    for outcome in outcomes:
+        if outcome.steps is not None:
+            return None
+        if outcome.status != "applied":
+            continue
+        applied.add(outcome.policy)
+        last = outcome.after
+        _add_pointers(out, outcome.policy, _attributed(outcome, pointers))
+    if final is not None and last is not None and final is not last:
+        recorded = diff(last, final)
+        if recorded:
+            applied.add(RECORDER)
+            _add_pointers(out, RECORDER, [(op["op"], op["path"], None) for op in recorded])
+    return out, applied
+
+
+def _add_pointers(out: dict[str, dict[str, list[str]]], policy: str, changes: list[tuple[str, str, Any]]) -> None:
+    if not changes:
+        return
+    ops = out.setdefault(policy, {})
+    for op, path, _ in changes:
+        paths = ops.setdefault(op, [])
+        if path not in paths:
+            paths.append(path)

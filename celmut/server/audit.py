@@ -25,12 +25,14 @@ object's contents are not meant for.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from celmut.runtime import AdmissionResult
-from celmut.runtime.provenance import Provenance, from_outcomes
+from celmut.runtime.provenance import from_outcomes, not_applied, pointers_by_policy
+from celmut.runtime.results import PolicyOutcome
 
 APPLIED_KEY = "applied"
 SKIPPED_KEY = "skipped"
@@ -48,12 +50,17 @@ def is_valid_key(key: str) -> bool:
 
 def provenance_annotations(result: AdmissionResult) -> dict[str, str]:
     """``applied`` and ``skipped`` for ``result`` (each only when it has entries)."""
-    provenance = from_outcomes(result.outcomes, result.object if result.allowed else None, patch=result.patch)
+    final = result.object if result.allowed else None
+    found = pointers_by_policy(result.outcomes, final, result.patch)  # per request: no records built
+    if found is None:  # the outcomes hold each mutation's steps (explaining): the full model
+        provenance = from_outcomes(result.outcomes, final, patch=result.patch)
+        found = provenance.by_policy(), {m.policy for m in provenance.applied}
+    by_policy, applied_policies = found
     out: dict[str, str] = {}
-    applied = _applied(provenance) if result.allowed else {}
+    applied = dict(by_policy) if result.allowed else {}
     if applied:
         out[APPLIED_KEY] = _bounded(applied)
-    skipped = _skipped(provenance)
+    skipped = _skipped(result.outcomes, applied_policies)
     if skipped:
         out[SKIPPED_KEY] = _bounded(skipped)
     return out
@@ -63,15 +70,14 @@ def _label(policy: str, binding: str) -> str:
     return f"{policy} (binding {binding})" if binding else policy
 
 
-def _applied(provenance: Provenance) -> dict[str, Any]:
-    return dict(provenance.by_policy())
-
-
-def _skipped(provenance: Provenance) -> dict[str, Any]:
-    applied = {m.policy for m in provenance.applied}
+def _skipped(outcomes: Sequence[PolicyOutcome], applied: set[str]) -> dict[str, Any]:
+    """Why each policy that selects the resource was not applied (unchanged ones are left out)."""
     out: dict[str, Any] = {}
-    for entry in provenance.not_applied:
-        if entry.status == "unchanged" or entry.policy in applied or not entry.selects_resource:
+    for outcome in outcomes:
+        if outcome.status in ("applied", "unchanged") or outcome.policy in applied:
+            continue
+        entry = not_applied(outcome)
+        if not entry.selects_resource:
             continue
         label = _label(entry.policy, entry.binding)
         out[label] = f"{out[label]}; {entry.summary}" if label in out else entry.summary

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from celmut import cel
-from celmut.cel import types
+from celmut.cel import costs, types
 from tests.cel.helpers import ENGINES
 
 
@@ -145,3 +145,20 @@ def test_the_cost_walk_of_a_deeply_shared_value_is_linear_in_what_exists(express
             run(expression, "celpy", cel.Budget(), **variables)
         return
     assert run(expression, "celpy", cel.Budget(), **variables) == want
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param([{"op": "add", "path": "/metadata/labels/a", "value": "x"}], id="a JSONPatch result"),
+        pytest.param({"k": ["é漢", b"\x00\x01", 1.5, float("nan"), True, None, 10**30]}, id="every leaf kind"),
+        pytest.param({"k": [cel.values.NONE, cel.values.OptionalValue("ab")]}, id="optionals"),
+        pytest.param({"ü": (1, 2), 3: "int key"}, id="non-ascii and int keys, tuples"),
+        pytest.param(shared(40), id="8**40 unfolded maps, 41 in memory"),
+        pytest.param(nested_lists(40), id="nested shared lists"),
+    ],
+)
+def test_the_engines_byte_measure_agrees_with_the_full_measure(value: Any) -> None:
+    """The engine bounds every mutation result with :func:`costs.json_nbytes` (bytes only, cheaper):
+    the same figure as ``Measure().nbytes``, and a shared value is still measured once per object."""
+    assert costs.json_nbytes(value) == costs.Measure().nbytes(value)

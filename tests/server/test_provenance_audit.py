@@ -11,9 +11,11 @@ from typing import Any
 
 import jsonpatch as rfc6902
 import kubernetes.client
+import pytest
 import yaml
 
-from celmut.runtime.provenance import MUTATED_BY_ANNOTATION
+from celmut.runtime import AdmissionInput
+from celmut.runtime.provenance import MUTATED_BY_ANNOTATION, from_outcomes, pointers_by_policy
 from celmut.server.audit import MAX_VALUE_BYTES, is_valid_key, provenance_annotations
 from tests.fakekube import FakeApiServer
 from tests.fakekube.webhooks import audit_key_error
@@ -79,6 +81,21 @@ def test_a_denied_request_reports_the_failing_policy_and_nothing_applied() -> No
     assert json.loads(annotations["skipped"]) == {
         "must-work": "error (failurePolicy Fail): spec.mutations[0].jsonPatch.expression: no such key: missing"
     }
+
+
+@pytest.mark.parametrize("record", [False, True], ids=["audit annotations only", "with the mutated-by summary"])
+def test_the_per_request_attribution_agrees_with_the_provenance_model(record: bool) -> None:
+    """The webhook attributes pointers without building provenance records (``pointers_by_policy``):
+    the same policies, ops and pointers as ``from_outcomes(...).by_policy()``, celmut's own change
+    included when the summary is recorded; and steps (explaining) fall back to the model."""
+    eng = engine(Path(POLICIES).read_text(), cluster=[], record_provenance=record)
+    result = eng.admit(AdmissionInput.from_object(shop_pod()))
+    model = from_outcomes(result.outcomes, result.object, patch=result.patch)
+    found = pointers_by_policy(result.outcomes, result.object, result.patch)
+    assert found == (model.by_policy(), {m.policy for m in model.applied})
+    assert ("celmut" in found[0]) is record
+    explained = eng.admit(AdmissionInput.from_object(shop_pod()), explain=True)
+    assert pointers_by_policy(explained.outcomes, explained.object, explained.patch) is None
 
 
 def test_each_value_stays_within_10_kib() -> None:
