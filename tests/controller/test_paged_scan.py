@@ -11,10 +11,11 @@ from typing import Any
 
 from celmut.controller.report import ReportWriter
 from celmut.controller.run import Controller, ControllerConfig
+from celmut.main import main
 from tests.controller.test_evictions import drift_policy, replica
 from tests.fakekube import FakeApiServer
 
-from .support import connect, write_policies
+from .support import add_label, configmap, connect, policy, write_policies
 
 PODS = 23
 PAGE = 10
@@ -92,3 +93,22 @@ def test_an_empty_streamed_report_is_a_valid_document() -> None:
     stream = io.StringIO()
     ReportWriter(stream).close()
     assert json.loads(stream.getvalue()) == {"targets": [], "summary": {}}
+
+
+def test_a_failed_dry_run_leaves_no_half_report(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    """The streamed report is renamed into place only when the pass completes: the configmaps'
+    outcomes were written when the pods' list failed (an expired continue token answers 410 Gone,
+    apiserver storage/errors.go NewResourceExpired), and neither a report nor its partial file stays."""
+    fake_apiserver.store.create(configmap("one"))
+    fake_apiserver.store.create(replica("web-00"))
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")), drift_policy("immediate"))
+    fake_apiserver.fail_next("GET", r"/api/v1/pods$", 410, times=None, reason="Expired", message="too old")
+    out = tmp_path / "out"
+    out.mkdir()
+    kubeconfig = fake_apiserver.kubeconfig(tmp_path / "kubeconfig")
+    report = str(out / "report.json")
+    code = main(
+        ["controller", "--dry-run", "--kubeconfig", str(kubeconfig), "--policies", str(policies), "--report", report]
+    )
+    assert code == 2
+    assert list(out.iterdir()) == []
