@@ -4,10 +4,12 @@ immediate``) to what already exists in the cluster.
 Work is keyed by target and de-duplicated; writes are patches guarded by resourceVersion and
 rate-limited (``--rate``). ``--dry-run`` does one pass, writes nothing and reports every target with
 the exact patch that would be applied (JSON with ``--report FILE``, a table on a terminal); exit 1
-when a target's policies failed. Otherwise the controller runs until interrupted, serving
-``/healthz``, ``/readyz`` and ``/metrics`` over TLS on ``--metrics-port``. With ``CELMUT_TLS_SECRET``
-(plus ``CELMUT_TLS_SERVICE`` and ``POD_NAMESPACE``) in its environment, as the Helm chart sets them,
-the leader also keeps the webhook's certificates and CA bundle valid.
+when a target's policies failed. The dry-run report is streamed as targets finish, in the order they
+are processed, one target per line: ``{"targets": [...], "summary": {...}}``. Otherwise the
+controller runs until interrupted, serving ``/healthz``, ``/readyz`` and ``/metrics`` over TLS on
+``--metrics-port``. With ``CELMUT_TLS_SECRET`` (plus ``CELMUT_TLS_SERVICE`` and ``POD_NAMESPACE``)
+in its environment, as the Helm chart sets them, the leader also keeps the webhook's certificates
+and CA bundle valid.
 """
 
 from __future__ import annotations
@@ -98,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
         if compilation.errors:
             return 2
-    from celmut.controller.report import Progress, table
     from celmut.controller.run import Controller, ControllerConfig
     from celmut.kube.client import Cluster, ClusterError
     from celmut.kube.tls_manager import TlsConfig
@@ -129,19 +130,42 @@ def run(args: argparse.Namespace) -> int:
     )
     controller = Controller(config, cluster)
     if args.dry_run:
+        return _dry_run(controller, args.report)
+    return _run_forever(controller, args)
+
+
+def _dry_run(controller: object, report: str | None) -> int:
+    """One pass, its report streamed as targets finish: to a temporary file next to ``report``,
+    renamed into place once the pass is complete (a failed pass leaves no half report), or to stdout
+    ('-'); the table (no ``--report``, or a terminal) is printed at the end."""
+    from celmut.controller.report import Progress, ReportWriter
+    from celmut.controller.run import Controller
+    from celmut.kube.client import ClusterError
+
+    assert isinstance(controller, Controller)
+    partial = None
+    if report and report != "-":
+        folder = os.path.dirname(os.path.abspath(report))
+        partial = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, suffix=".partial", delete=False)  # noqa: SIM115
+    json_out = sys.stdout if report == "-" else partial
+    table_out = sys.stdout if not report or (sys.stdout.isatty() and report != "-") else None
+    writer = ReportWriter(json_out, table_out)
+    try:
         try:
-            report = controller.run_once(Progress())
-        except ClusterError as ex:
-            print(f"error: {ex}", file=sys.stderr)
-            return 2
+            controller.run_once(Progress(), writer)
         finally:
             controller.stop()
-        if args.report:
-            report.write(args.report)
-        if not args.report or (sys.stdout.isatty() and args.report != "-"):
-            print(table(report.outcomes()))
-        return 1 if any(o.action == "failed" for o in report.outcomes()) else 0
-    return _run_forever(controller, args)
+    except ClusterError as ex:
+        print(f"error: {ex}", file=sys.stderr)
+        if partial is not None:
+            partial.close()
+            os.unlink(partial.name)
+        return 2
+    writer.close()
+    if partial is not None and report:
+        partial.close()
+        os.replace(partial.name, report)
+    return 1 if writer.failed() else 0
 
 
 def _run_forever(controller: object, args: argparse.Namespace) -> int:

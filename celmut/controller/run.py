@@ -33,7 +33,7 @@ from celmut.controller.reconcile import (
     Work,
     merge_work,
 )
-from celmut.controller.report import Progress, Report
+from celmut.controller.report import Progress, Report, ReportWriter
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.triggers import (
     OwnWrites,
@@ -417,13 +417,17 @@ class Controller:
             time.sleep(0.02)
         return self.queue.idle()
 
-    def run_once(self, progress: Progress | None = None) -> Report:
-        """One full pass in this thread (``--dry-run``): scan, process every target, report.
+    def run_once(self, progress: Progress | None = None, writer: ReportWriter | None = None) -> Report:
+        """One full pass in this thread (``--dry-run``): scan, process every target, report — to
+        ``writer`` as each target finishes when given (the report then keeps only counts), else kept
+        in the returned report.
 
         Pods are not cached whole: they are listed a page at a time (``limit``/``continue``) and each
         page is processed before the next is read, so memory stays flat whatever the cluster's size;
         the lookups policies make (siblings, owners) use metadata-only caches where that is all they
         read (:mod:`celmut.service.lookup_needs`). mutateExisting targets come from their caches."""
+        if writer is not None:
+            self.report.stream_to(writer)
         if self.policy_source is not None:
             self.policy_source.start()
             self.policy_source.wait_synced(self.config.sync_timeout)
