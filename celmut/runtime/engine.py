@@ -115,6 +115,8 @@ class AdmissionEngine:
         self.exceptions = list(exceptions)
         self.options = options or AdmissionOptions()
         self.index = PolicyIndex([p for p in self.policies if admits(p)])
+        # visited only through the index (report_unselected off), these match whatever the object says
+        self._matched_by_kind = frozenset(id(p) for p in self.index.policies if matching.decided_by_kind(p.match))
         self.exception_index = ExceptionIndex(self.exceptions)
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
         self.recorder = Recorder(self.options.record_provenance, opted_in)
@@ -351,6 +353,8 @@ class AdmissionEngine:
                 return "controlledReplicaSet", controlled
         if policy.skip_background_requests and request.user_info.get("username") in self.options.background_usernames:
             return "backgroundRequest", "request from celmut's background controller (skipBackgroundRequests)"
+        if not self.options.report_unselected and id(policy) in self._matched_by_kind:
+            return "", ""  # PolicyIndex.candidates chose it by the request's kind, and nothing else constrains it
         reason = matching.match_reason(policy.match, request, context.namespace_labels())
         return ("matchConstraints", reason) if reason else ("", "")
 

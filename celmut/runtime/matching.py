@@ -111,6 +111,19 @@ def namespace_selector_matches(match: MatchResources, request: AdmissionInput, l
     return selectors.matches(match.namespace_selector, labels)
 
 
+def decided_by_kind(match: MatchResources) -> bool:
+    """Whether the kind of request alone (group, version, resource, subresource, operation) decides
+    :func:`match_reason`: no selectors, no excludeResourceRules, no scope or resourceNames in the
+    resource rules. Such a match holds for every request
+    :func:`celmut.runtime.candidates.may_select` lets through."""
+    return (
+        match.namespace_selector.is_empty
+        and match.object_selector.is_empty
+        and not match.exclude_resource_rules
+        and all(rule.scope in ("", "*") and not rule.resource_names for rule in match.resource_rules)
+    )
+
+
 def match_reason(
     match: MatchResources, request: AdmissionInput, namespace_labels: dict[str, str], *, check_operation: bool = True
 ) -> str:

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from celmut.compile.compiled import CompiledPolicySet
 from celmut.controller.triggers import trigger_policies
 from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionOptions
-from celmut.runtime.candidates import PolicyIndex, request_key
-from celmut.runtime.matching import match_reason, namespace_labels
+from celmut.runtime.candidates import PolicyIndex, may_select, request_key
+from celmut.runtime.matching import decided_by_kind, match_reason, namespace_labels
 from celmut.runtime.results import PolicyOutcome
 from tests.runtime.helpers import compile_text
 
@@ -184,3 +184,36 @@ def test_a_request_visits_only_the_policies_that_name_its_kind() -> None:
     assert [p.name for p in engine.index.candidates(request_key(pod))] == ["everything", "statuses"]
     deployment = AdmissionInput.from_object(OBJECTS["deployment"], "UPDATE", old_object=OBJECTS["deployment"])
     assert [o.policy for o in engine.admit(deployment).outcomes] == ["deployments", "everything"]
+
+
+@SLOW
+@given(data=st.data())
+def test_a_match_decided_by_kind_holds_for_every_request_the_index_lets_through(data: st.DataObject) -> None:
+    """The engine's shortcut (runtime/engine.py ``_precheck``): for a match without selectors,
+    exclusions, scope or resourceNames, being a candidate is matching, whatever the object says."""
+    policy_set = compiled([data.draw(policies(i)) for i in range(4)])
+    shortcut = [p for p in policy_set.policies if decided_by_kind(p.match)]
+    for request in data.draw(st.lists(requests(), min_size=1, max_size=6)):
+        labels = namespace_labels(request, {"metadata": {"labels": {"env": "prod"}}} if request.namespace else None)
+        for policy in shortcut:
+            if may_select(policy.match, request_key(request)):
+                assert match_reason(policy.match, request, labels) == "", (policy.name, request_key(request))
+
+
+def test_only_a_match_the_request_kind_decides_takes_the_shortcut() -> None:
+    plain = {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["*"]}]}
+    constrained = {
+        "namespaceSelector": {"namespaceSelector": {"matchLabels": {"env": "prod"}}},
+        "objectSelector": {"objectSelector": {"matchLabels": {"app": "web"}}},
+        "excludeResourceRules": {"excludeResourceRules": plain["resourceRules"]},
+        "scope": {"resourceRules": [{**plain["resourceRules"][0], "scope": "Namespaced"}]},
+        "resourceNames": {"resourceRules": [{**plain["resourceRules"][0], "resourceNames": ["web"]}]},
+    }
+    documents = [
+        {"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "metadata": {"name": name},
+         "spec": {"matchConstraints": {**plain, **extra}, "autogen": {"podControllers": {"controllers": []}},
+                  "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}}]}}
+        for name, extra in [("plain", {}), *constrained.items()]
+    ]  # fmt: skip
+    decided = {p.name: decided_by_kind(p.match) for p in compiled(documents).policies}
+    assert decided == {"plain": True, **dict.fromkeys(constrained, False)}

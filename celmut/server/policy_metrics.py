@@ -1,0 +1,102 @@
+"""The per-policy series of the webhook (``celmut_policy_duration_seconds``, ``celmut_policy_errors``,
+``celmut_mutations``): updated for every policy of every admission (~20 updates a request).
+
+prometheus_client takes a lock and a chain of calls per update (~0.35 µs a count, ~0.7 µs a histogram
+observation); here one lock per admission guards plain numbers, and :meth:`PolicySeries.collect`
+emits exactly the samples prometheus_client's ``Counter`` and ``Histogram`` would (names, labels,
+order, ``_created``), so ``/metrics`` is unchanged.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from threading import Lock
+
+from prometheus_client import metrics as prometheus_metrics
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from celmut.runtime import PolicyOutcome
+
+_TIMED = frozenset(("applied", "unchanged", "error"))  # the statuses whose evaluation time is observed
+_go_float: Callable[[float], str] = floatToGoString  # how prometheus_client writes an "le" bound (untyped there)
+
+
+class PolicySeries(Collector):
+    """The three per-policy families, registered in place of prometheus_client metrics (same position)."""
+
+    def __init__(self, buckets: Sequence[float]) -> None:
+        self._bounds = (*(float(b) for b in buckets), math.inf)
+        self._les = tuple(_go_float(b) for b in self._bounds)
+        self._lock = Lock()
+        # policy -> [count per bucket..., sum of seconds]; insertion order is the exposition order, as
+        # for prometheus_client's children; the creation times (``_created``) alongside
+        self._durations: dict[str, list[float]] = {}
+        self._errors: dict[tuple[str, str], float] = {}  # (policy, failure_policy) -> count
+        self._mutations: dict[tuple[str, str], float] = {}  # (policy, outcome) -> count
+        self._created: dict[object, float] = {}
+
+    def record(self, outcomes: Iterable[PolicyOutcome]) -> None:
+        """Count one admission's policy outcomes (what :meth:`celmut.server.metrics.Metrics.observe` exposes)."""
+        with self._lock:
+            for policy in outcomes:
+                status = policy.status
+                if status in _TIMED:
+                    series = self._durations.get(policy.policy)
+                    if series is None:
+                        series = self._durations[policy.policy] = [0.0] * (len(self._bounds) + 1)
+                        self._created["duration", policy.policy] = time.time()
+                    series[bisect.bisect_left(self._bounds, policy.seconds)] += 1.0
+                    series[-1] += policy.seconds
+                if status != "skipped" or policy.cause == "matchCondition":
+                    self._count("mutations", self._mutations, (policy.policy, status))
+                if status == "error":
+                    self._count("errors", self._errors, (policy.policy, policy.failure_policy))
+
+    def _count(self, family: str, counts: dict[tuple[str, str], float], key: tuple[str, str]) -> None:
+        if key in counts:
+            counts[key] += 1.0
+        else:
+            counts[key] = 1.0
+            self._created[family, key] = time.time()
+
+    def describe(self) -> Iterable[Metric]:
+        return [
+            Metric("celmut_policy_duration_seconds", "Time spent in one policy for one request", "histogram"),
+            Metric("celmut_policy_errors", "Policy evaluation errors", "counter"),
+            Metric(
+                "celmut_mutations",
+                "Policies that matched a request, by policy and outcome: applied, unchanged, excepted "
+                "(a PolicyException), skipped (a matchCondition is false), error",
+                "counter",
+            ),
+        ]
+
+    def collect(self) -> Iterable[Metric]:
+        created = prometheus_metrics._use_created  # prometheus_client.disable_created_metrics() turns it off
+        durations, errors, mutations = self.describe()
+        with self._lock:
+            for policy, series in self._durations.items():
+                labels = {"policy": policy}
+                total = 0.0
+                for le, count in zip(self._les, series, strict=False):
+                    total += count
+                    durations.add_sample(durations.name + "_bucket", {**labels, "le": le}, total)
+                durations.add_sample(durations.name + "_count", labels, total)
+                durations.add_sample(durations.name + "_sum", labels, series[-1])
+                if created:
+                    durations.add_sample(durations.name + "_created", labels, self._created["duration", policy])
+            for family, tag, counts, names in (
+                (errors, "errors", self._errors, ("policy", "failure_policy")),
+                (mutations, "mutations", self._mutations, ("policy", "outcome")),
+            ):
+                for key, count in counts.items():
+                    labels = dict(zip(names, key, strict=True))
+                    family.add_sample(family.name + "_total", labels, count)
+                    if created:
+                        family.add_sample(family.name + "_created", labels, self._created[tag, key])
+        return [durations, errors, mutations]
