@@ -3,12 +3,23 @@ watched caches, or from the API server when the cache has not seen the owner yet
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from celmut.kube.client import Cluster
 from celmut.kube.lookup import CacheSet
 from celmut.kube.owners import OwnerOptOut
 from tests.fakekube import FakeApiServer
+
+
+@pytest.fixture
+def caches(cluster: Cluster) -> Iterator[CacheSet]:
+    """The watched caches of one test, stopped after it (their watch threads must not outlive it)."""
+    caches = CacheSet(cluster)
+    yield caches
+    caches.stop()
 
 
 def owned(
@@ -38,27 +49,26 @@ def chain(fake: FakeApiServer, **deployment_labels: str) -> dict[str, Any]:
     return owned("Pod", "", rs, api_version="v1")
 
 
-def test_a_pod_of_a_labelled_deployment_is_opted_out(fake_apiserver: FakeApiServer, cluster: Cluster) -> None:
+def test_a_pod_of_a_labelled_deployment_is_opted_out(fake_apiserver: FakeApiServer, caches: CacheSet) -> None:
     pod = chain(fake_apiserver, **{"celmut.io/ignore": "true"})
-    assert OwnerOptOut(CacheSet(cluster))(pod) == "its owner Deployment shop/web is labelled celmut.io/ignore"
+    assert OwnerOptOut(caches)(pod) == "its owner Deployment shop/web is labelled celmut.io/ignore"
 
 
-def test_a_pod_of_an_unlabelled_deployment_is_not(fake_apiserver: FakeApiServer, cluster: Cluster) -> None:
-    assert OwnerOptOut(CacheSet(cluster))(chain(fake_apiserver)) == ""
+def test_a_pod_of_an_unlabelled_deployment_is_not(fake_apiserver: FakeApiServer, caches: CacheSet) -> None:
+    assert OwnerOptOut(caches)(chain(fake_apiserver)) == ""
 
 
-def test_the_objects_own_label_and_a_custom_label(fake_apiserver: FakeApiServer, cluster: Cluster) -> None:
+def test_the_objects_own_label_and_a_custom_label(fake_apiserver: FakeApiServer, caches: CacheSet) -> None:
     pod = chain(fake_apiserver, **{"example.com/skip": ""})
-    check = OwnerOptOut(CacheSet(cluster), "example.com/skip")
+    check = OwnerOptOut(caches, "example.com/skip")
     assert check(pod).startswith("its owner Deployment")
     assert check({"metadata": {"name": "p", "labels": {"example.com/skip": "1"}}}) == "labelled example.com/skip"
 
 
 def test_an_owner_the_cache_has_not_seen_yet_is_read_from_the_api_server(
-    fake_apiserver: FakeApiServer, cluster: Cluster
+    fake_apiserver: FakeApiServer, caches: CacheSet
 ) -> None:
     """The ReplicaSet controller creates Pods right after their ReplicaSet: the watch may lag behind."""
-    caches = CacheSet(cluster)
     check = OwnerOptOut(caches)
     assert check(chain(fake_apiserver)) == ""  # caches of replicasets and deployments now started and synced
     for resource in ("replicasets", "deployments"):  # the caches' watches stay down: they miss what follows
@@ -71,7 +81,7 @@ def test_an_owner_the_cache_has_not_seen_yet_is_read_from_the_api_server(
     assert fake_apiserver.requests_matching("GET", r"/replicasets/late-1$")
 
 
-def test_an_owner_that_cannot_be_read_does_not_block(fake_apiserver: FakeApiServer, cluster: Cluster) -> None:
+def test_an_owner_that_cannot_be_read_does_not_block(fake_apiserver: FakeApiServer, caches: CacheSet) -> None:
     fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
     ghost = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "gone", "uid": "x"}}
-    assert OwnerOptOut(CacheSet(cluster))(owned("Pod", "p", ghost, api_version="v1")) == ""
+    assert OwnerOptOut(caches)(owned("Pod", "p", ghost, api_version="v1")) == ""
