@@ -31,6 +31,16 @@ from typing import Any
 from celmut import kinds
 from celmut.service.offline_context import MockEntry, compile_path
 from celmut.sources.documents import Document, DocumentError, describe_type, load_documents, load_single
+from celmut.sources.go_json import OBJECT_META_FIELDS, TYPE_META_FIELDS, json_field_keys, strict_fields
+
+# cmd/cli/kubectl-kyverno/apis/v1alpha1/context.go: Context, ContextSpec, ImageData, GlobalContextEntry, HTTPStub.
+CONTEXT_FIELDS = (*TYPE_META_FIELDS, "metadata", "spec")
+CONTEXT_SPEC_FIELDS = ("resources", "images", "globalContext", "http")
+IMAGE_DATA_FIELDS = (
+    "image", "resolvedImage", "registry", "repository", "tag", "digest", "imageIndex", "manifest", "config",
+)  # fmt: skip
+GLOBAL_CONTEXT_FIELDS = ("name", "projection", "value", "valueFile")
+HTTP_STUB_FIELDS = ("method", "url", "status", "headers", "body", "bodyFile")
 
 CLI_GROUP = "cli.kyverno.io"
 DEFAULT_NAMESPACE = "default"
@@ -104,28 +114,38 @@ class ContextFile:
 
 
 def load_context(path: str | Path) -> ContextFile:
-    """The Context file at ``path``; a DocumentError names the file and field of a wrong shape."""
+    """The Context file at ``path``; a DocumentError names the file and field of a wrong shape.
+
+    Read as Kyverno reads it (``cmd/cli/kubectl-kyverno/context/load.go`` → ``LoadYAML``, ``UnmarshalStrict``):
+    struct keys match case-insensitively, an unknown one is an error; ``resources`` are objects, kept as written.
+    """
     source = str(path)
-    doc = _mapping(load_single(path), "the Context document", source)
-    spec = _mapping(doc.get("spec"), "spec", source)
+    doc = strict_fields(_mapping(load_single(path), "the Context document", source), CONTEXT_FIELDS, "", source)
+    strict_fields(_mapping(doc.get("metadata"), "metadata", source), OBJECT_META_FIELDS, "metadata", source)
+    spec = strict_fields(_mapping(doc.get("spec"), "spec", source), CONTEXT_SPEC_FIELDS, "spec", source)
     context = ContextFile()
     for index, item in enumerate(_list(spec.get("resources"), "spec.resources", source)):
         if not isinstance(item, dict) or not item.get("apiVersion") or not item.get("kind"):
             raise DocumentError(source, f"spec.resources[{index}]: not a Kubernetes object (apiVersion and kind)")
         context.resources.append(item)
     for index, item in enumerate(_list(spec.get("images"), "spec.images", source)):
-        image = _mapping(item, f"spec.images[{index}]", source)
+        at = f"spec.images[{index}]"
+        image = strict_fields(_mapping(item, at, source), IMAGE_DATA_FIELDS, at, source)
         if not isinstance(image.get("image"), str) or not image["image"]:
             raise DocumentError(source, f"spec.images[{index}].image: required")
         context.images.append(image)
     for index, item in enumerate(_list(spec.get("globalContext"), "spec.globalContext", source)):
-        entry = _mapping(item, f"spec.globalContext[{index}]", source)
+        at = f"spec.globalContext[{index}]"
+        entry = strict_fields(_mapping(item, at, source), GLOBAL_CONTEXT_FIELDS, at, source)
         if not isinstance(entry.get("name"), str) or not entry["name"]:
             raise DocumentError(source, f"spec.globalContext[{index}].name: required")
         value = entry.get("value")
         if entry.get("valueFile"):
             value = load_single(Path(source).parent / str(entry["valueFile"]))
         context.global_context.setdefault(entry["name"], {})[str(entry.get("projection") or "")] = value
+    for index, item in enumerate(_list(spec.get("http"), "spec.http", source)):
+        at = f"spec.http[{index}]"
+        strict_fields(_mapping(item, at, source), HTTP_STUB_FIELDS, at, source)
     if spec.get("http"):
         context.warnings.append(
             f"{source}: spec.http: HTTP stubs are not served by celmut; http.Get/http.Post calls fail offline"
@@ -133,30 +153,8 @@ def load_context(path: str | Path) -> ContextFile:
     return context
 
 
-# Go's strings.EqualFold also folds these two letters onto ASCII ones (unicode.SimpleFold).
-_GO_FOLDS = str.maketrans({"\u212a": "k", "\u017f": "s"})
-
-
-def _go_fold(key: str) -> str:
-    return key.translate(_GO_FOLDS).lower()
-
-
 # A UserInfo file's fields (kyverno RequestInfo and the CLI's UserInfo wrapper).
 USER_INFO_FIELDS = ("apiVersion", "kind", "metadata", "roles", "clusterRoles", "userInfo")
-
-
-def json_field_keys(mapping: dict[Any, Any], fields: Iterable[str]) -> dict[Any, Any]:
-    """``mapping`` with each key spelled as the field it decodes into.
-
-    Kyverno reads a Test (``k8s.io/apimachinery/pkg/util/yaml.UnmarshalStrict``,
-    ``cmd/cli/kubectl-kyverno/test/load.go``) and a UserInfo file (``sigs.k8s.io/yaml.UnmarshalStrict``,
-    ``userinfo/userinfo.go``) as YAML turned into JSON and decoded by ``encoding/json``, which matches a
-    key to a field exactly or else case-insensitively: ``userInfo:`` is the Test's ``userinfo`` field
-    (upstream ``test-mutating-admission-policy/check-user-info`` writes it so). A key that names no field
-    is kept as written; when two spellings of one field appear, the last wins, as in ``encoding/json``.
-    """
-    by_fold = {_go_fold(name): name for name in fields}
-    return {(by_fold.get(_go_fold(k), k) if isinstance(k, str) else k): v for k, v in mapping.items()}
 
 
 def load_user_info(path: str | Path) -> dict[str, Any]:

@@ -167,7 +167,7 @@ class _SuiteRunner:
             if suite.variables:
                 values = load_values(self.path(suite.variables))
             if suite.values:
-                values = parse_values(suite.values, f"{suite.path}: values")
+                values = parse_values(suite.values, f"{suite.path}: values", inline=True)
         user_info: dict[str, Any] = {}
         if suite.userinfo:
             run.progress.append("  Loading user infos ...")

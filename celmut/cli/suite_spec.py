@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from celmut.cli.kyverno_files import json_field_keys
 from celmut.errors import ConfigurationError
 from celmut.sources.documents import DocumentError, describe_type, load_single
+from celmut.sources.go_json import json_field_keys
 
 TEST_FILE_NAMES = ("kyverno-test.yaml", "kyverno-test.yml")
 

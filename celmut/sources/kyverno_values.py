@@ -6,7 +6,10 @@ subresource kind, such as ``Binding``, is admitted as ``pods/binding``). Other k
 ``variables`` and bound as policy variables when a policy declares a variable of that name.
 
 A field of the wrong shape (a scalar file, ``policies`` that is not a list …) is a
-:class:`~celmut.sources.documents.DocumentError` naming the file and the field.
+:class:`~celmut.sources.documents.DocumentError` naming the file and the field. Kyverno reads the file
+with ``UnmarshalStrict`` (``cmd/cli/kubectl-kyverno/values/load.go`` → ``utils/common`` ``LoadYAML``), so
+struct keys match case-insensitively and an unknown one is an error (:mod:`celmut.sources.go_json`); the
+keys of ``globalValues``, ``values``, ``foreachValues`` and ``labels`` are data and stay as written.
 """
 
 from __future__ import annotations
@@ -16,6 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from celmut.sources.documents import DocumentError, describe_type, load_single
+from celmut.sources.go_json import OBJECT_META_FIELDS, TYPE_META_FIELDS, strict_fields
+
+# cmd/cli/kubectl-kyverno/apis/v1alpha1: values_spec.go (ValuesSpec, inlined in Values and a Test's
+# ``values``), policy.go, resource.go, rule.go, namespace_selector.go, subresource.go (metav1.APIResource).
+SPEC_FIELDS = ("globalValues", "policies", "namespaceSelector", "subresources")
+POLICY_FIELDS = ("name", "resources", "rules")
+RESOURCE_FIELDS = ("name", "values")
+RULE_FIELDS = ("name", "values", "foreachValues")
+NAMESPACE_SELECTOR_FIELDS = ("name", "labels")
+SUBRESOURCE_FIELDS = ("subresource", "parentResource")
+API_RESOURCE_FIELDS = (
+    "name", "singularName", "namespaced", "group", "version", "kind", "verbs", "shortNames", "categories",
+    "storageVersionHash",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -70,14 +87,18 @@ class _Shape:
             raise DocumentError(self.path, f"{where}: must be a map, not {describe_type(value)}")
         return value
 
-    def items(self, parent: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    def struct(self, value: Any, where: str, fields: tuple[str, ...]) -> dict[str, Any]:
+        """A Go struct: keys folded onto ``fields``, an unknown key an error."""
+        return strict_fields(self.mapping(value, where), fields, where, self.path)
+
+    def items(self, parent: dict[str, Any], key: str, where: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
         value = parent.get(key)
         if value is None:
             return []
         field_path = f"{where}.{key}" if where else key
         if not isinstance(value, list):
             raise DocumentError(self.path, f"{field_path}: must be a list, not {describe_type(value)}")
-        return [self.mapping(item, f"{field_path}[{i}]") for i, item in enumerate(value)]
+        return [self.struct(item, f"{field_path}[{i}]", fields) for i, item in enumerate(value)]
 
 
 def load_values(path: str | Path) -> Values:
@@ -85,24 +106,29 @@ def load_values(path: str | Path) -> Values:
     return parse_values(load_single(path), str(path))
 
 
-def parse_values(doc: Any, path: str = "<values>") -> Values:
+def parse_values(doc: Any, path: str = "<values>", *, inline: bool = False) -> Values:
+    """A Values document; ``inline`` for a Test's ``values:`` (a bare ValuesSpec, no apiVersion/kind)."""
     values = Values()
     shape = _Shape(path)
-    doc = shape.mapping(doc, "the values document")
+    fields = SPEC_FIELDS if inline else (*TYPE_META_FIELDS, "metadata", *SPEC_FIELDS)
+    doc = shape.struct(doc, "", fields) if isinstance(doc, dict) else shape.mapping(doc, "the values document")
     if not doc:
         return values
+    if not inline:
+        shape.struct(doc.get("metadata"), "metadata", OBJECT_META_FIELDS)
     values.global_values = dict(shape.mapping(doc.get("globalValues"), "globalValues"))
-    for i, policy in enumerate(shape.items(doc, "policies", "")):
-        for j, resource in enumerate(shape.items(policy, "resources", f"policies[{i}]")):
+    for i, policy in enumerate(shape.items(doc, "policies", "", POLICY_FIELDS)):
+        shape.items(policy, "rules", f"policies[{i}]", RULE_FIELDS)
+        for j, resource in enumerate(shape.items(policy, "resources", f"policies[{i}]", RESOURCE_FIELDS)):
             key = (str(policy.get("name", "")), str(resource.get("name", "")))
             where = f"policies[{i}].resources[{j}].values"
             values.per_resource[key] = dict(shape.mapping(resource.get("values"), where))
-    for i, selector in enumerate(shape.items(doc, "namespaceSelector", "")):
+    for i, selector in enumerate(shape.items(doc, "namespaceSelector", "", NAMESPACE_SELECTOR_FIELDS)):
         labels = shape.mapping(selector.get("labels"), f"namespaceSelector[{i}].labels")
         values.namespace_labels[str(selector.get("name", ""))] = dict(labels)
-    for i, item in enumerate(shape.items(doc, "subresources", "")):
-        parent = shape.mapping(item.get("parentResource"), f"subresources[{i}].parentResource")
-        sub = shape.mapping(item.get("subresource"), f"subresources[{i}].subresource")
+    for i, item in enumerate(shape.items(doc, "subresources", "", SUBRESOURCE_FIELDS)):
+        parent = shape.struct(item.get("parentResource"), f"subresources[{i}].parentResource", API_RESOURCE_FIELDS)
+        sub = shape.struct(item.get("subresource"), f"subresources[{i}].subresource", API_RESOURCE_FIELDS)
         parent_name, _, sub_name = str(sub.get("name", "")).partition("/")
         values.subresources.append(
             Subresource(

@@ -60,6 +60,17 @@ FILES = {
     "suite-bad-json/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayloads: [../not-json.json]\nresults: []\n",
     "suite-missing-json/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayload: nowhere.json\nresults: []\n",
     "suite-json-scalar/kyverno-test.yaml": "name: t\npolicies: [../json-policy.yaml]\njsonPayloads: 5\nresults: []\n",
+    "values-unknown-field.yaml": "apiVersion: cli.kyverno.io/v1alpha1\nkind: Values\n"
+    "policies: [{name: p, resources: [{name: r, valeus: {a: b}}]}]\n",
+    "values-spec.yaml": "apiVersion: cli.kyverno.io/v1alpha1\nkind: Values\nspec: {globalValues: {a: b}}\n",
+    "context-unknown-field.yaml": "apiVersion: cli.kyverno.io/v1alpha1\nkind: Context\n"
+    "spec: {globalContext: [{name: regions, vaule: eu-west-1}]}\n",
+    "suite-values-unknown/kyverno-test.yaml": "name: t\npolicies: [../pod.yaml]\nresources: [../pod.yaml]\n"
+    "variables: ../values-unknown-field.yaml\nresults: []\n",
+    "suite-inline-values-unknown/kyverno-test.yaml": "name: t\npolicies: [../pod.yaml]\nresources: [../pod.yaml]\n"
+    "values: {kind: Values, globalValues: {a: b}}\nresults: []\n",
+    "suite-context-unknown/kyverno-test.yaml": "name: t\npolicies: [../pod.yaml]\nresources: [../pod.yaml]\n"
+    "context: ../context-unknown-field.yaml\nresults: []\n",
     "lookup.yaml": LABEL_POLICY.replace('value: "y"', 'value: resource.Get("v1", "configmaps", "a", "b").metadata.name'),
 }
 
@@ -93,6 +104,12 @@ OFFLINE = [
          "scalar.yaml: the values document: must be a map, not a string"),
     Case("apply: --values with policies: 5", ("apply", POLICIES, "-r", POD, "--values", "{bad}/values-policies-scalar.yaml"),
          "policies: must be a list, not a number"),
+    # Kyverno: utils/common LoadYAML → UnmarshalStrict, `json: unknown field "valeus"` (values/load.go).
+    Case("apply: --values with a misspelt nested field",
+         ("apply", POLICIES, "-r", POD, "--values", "{bad}/values-unknown-field.yaml"),
+         'values-unknown-field.yaml: policies[0].resources[0].valeus: unknown field "valeus"'),
+    Case("apply: --values wrapping its fields in spec: (ValuesSpec is inlined)",
+         ("apply", POLICIES, "-r", POD, "--values", "{bad}/values-spec.yaml"), 'values-spec.yaml: spec: unknown field "spec"'),
     Case("apply: a resource without kind", ("apply", POLICIES, "-r", "{bad}/no-kind.yaml"), "kind not set"),
     Case("apply: a resource that is a scalar", ("apply", POLICIES, "-r", "{bad}/scalar.yaml"), "not a Kubernetes object: a string"),
     Case("apply: a scalar among cluster resources", ("apply", POLICIES, "-r", POD, "--cluster-resources", "{bad}/list.yaml"),
@@ -124,6 +141,10 @@ OFFLINE = [
     Case("apply: --context-file whose spec.images is a number",
          ("apply", POLICIES, "-r", POD, "--context-file", "{bad}/context-images-scalar.yaml"),
          "spec.images: must be a list, not a number"),
+    # Kyverno: context/load.go → LoadYAML → UnmarshalStrict, `json: unknown field "vaule"`.
+    Case("apply: --context-file with a misspelt globalContext field",
+         ("apply", POLICIES, "-r", POD, "--context-file", "{bad}/context-unknown-field.yaml"),
+         'context-unknown-field.yaml: spec.globalContext[0].vaule: unknown field "vaule"'),
     Case("apply: a ClusterResource whose spec.resources is a number",
          ("apply", POLICIES, "-r", POD, "--cluster-resources", "{bad}/wrapper-scalar.yaml"),
          "wrapper-scalar.yaml: spec.resources: must be a list, not a number"),
@@ -145,6 +166,12 @@ OFFLINE = [
     Case("test: a suite whose policy is unsupported", ("test", "{bad}/suite-bad-policy"), "did you mean MutatingPolicy"),
     Case("test: a suite whose context file is malformed", ("test", "{bad}/suite-bad-context"),
          "spec.images: must be a list, not a number"),
+    Case("test: a suite whose values file has an unknown field", ("test", "{bad}/suite-values-unknown"),
+         'policies[0].resources[0].valeus: unknown field "valeus"'),
+    Case("test: a suite whose inline values (a ValuesSpec) carry kind", ("test", "{bad}/suite-inline-values-unknown"),
+         'values: kind: unknown field "kind"'),
+    Case("test: a suite whose context file has an unknown field", ("test", "{bad}/suite-context-unknown"),
+         'spec.globalContext[0].vaule: unknown field "vaule"'),
     Case("test: a suite with an invalid JMESPath projection", ("test", "{bad}/suite-bad-gctx"),
          "globalContextEntries[0].projections[0].path: invalid JMESPath"),
     Case("test: a suite whose ClusterResource is malformed", ("test", "{bad}/suite-bad-wrapper"),

@@ -331,10 +331,21 @@ def test_test_fields_are_matched_case_insensitively_as_encoding_json_does(capsys
     assert "not a field" not in err
 
 
+def test_values_and_context_struct_keys_are_matched_case_insensitively(capsys: pytest.CaptureFixture[str]) -> None:
+    """Kyverno reads Values and Context files with UnmarshalStrict (cmd/cli/kubectl-kyverno/values/load.go,
+    context/load.go → utils/common LoadYAML): struct keys fold at every level, map keys (labels) do not."""
+    code, out, err = run(capsys, str(SUITES / "values-context-field-case"))
+    assert code == 0, out + err
+    assert rows(tables(out)[0]) == [
+        "1 | stamp-region |  | v1/ConfigMap/shop/orders | Pass | Ok",  # NamespaceSelector/Labels and Spec/GlobalContext read
+        "2 | stamp-region |  | v1/ConfigMap/lab/scratch | Pass | Excluded",  # label `tier` is not the selector's `Tier`
+    ]
+
+
 def test_every_suite_passes_as_a_user_runs_it() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "celmut", "test", str(SUITES)], capture_output=True, text=True, check=False, cwd=ROOT
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Test Summary: 32 tests passed and 0 tests failed" in result.stdout
+    assert "Test Summary: 34 tests passed and 0 tests failed" in result.stdout
     assert "Traceback" not in result.stderr
