@@ -52,12 +52,6 @@ class Values:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     subresources: list[Subresource] = field(default_factory=list)
 
-    def for_resource(self, policy: str, resource: str) -> dict[str, Any]:
-        merged = dict(self.global_values)
-        merged.update(self.per_resource.get(("", resource), {}))
-        merged.update(self.per_resource.get((policy, resource), {}))
-        return merged
-
     def operation(self, resource: str, default: str) -> str:
         for (_, name), values in self.per_resource.items():
             if name == resource and "request.operation" in values:
