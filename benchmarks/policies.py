@@ -106,6 +106,14 @@ def benchmark_policies() -> list[dict[str, Any]]:
     return docs
 
 
+def non_matching_policies() -> list[dict[str, Any]]:
+    """20 policies none of which matches the benchmark Pod (issue 30: ≤ 1.2× the floor then)."""
+    return [
+        _policy(f"other-{i}", "", group, resource, condition)
+        for i, (group, resource, condition) in enumerate([*NON_MATCHING, *NON_MATCHING[:5]])
+    ]
+
+
 def variables_policy(
     name: str, variables: list[dict[str, Any]], checked: int, conditions: list[dict[str, str]] | None = None
 ) -> dict[str, Any]:

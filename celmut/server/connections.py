@@ -1,13 +1,16 @@
 """Bounded connections for the webhook: how many, and how long each may idle at every stage.
 
-uvicorn's HTTP/1.1 protocol (h11) closes a connection only when it stays idle after a response
-(``timeout_keep_alive``); before the first request, while headers trickle in (slowloris) or while a
-body is sent byte by byte, it waits for ever, and asyncio gives a TLS handshake 60 seconds. The
-:class:`ConnectionLimits` below close a connection when:
+The webhook runs on uvloop with uvicorn's httptools protocol (llhttp, the parser Node.js uses):
+the pure-Python h11 protocol and asyncio's loop cost 2-3x the CPU per request
+(``benchmarks/webhook_bench.py``, issue 30). uvicorn closes a connection only when it stays idle
+after a response (``timeout_keep_alive``); before the first request, while headers trickle in
+(slowloris) or while a body is sent byte by byte, it waits for ever, and httptools puts no bound on
+the size of a request's headers. The :class:`ConnectionLimits` below close a connection when:
 
-* its TLS handshake takes longer than ``handshake_timeout`` (asyncio's ``ssl_handshake_timeout``);
+* its TLS handshake takes longer than ``handshake_timeout`` (the loop's ``ssl_handshake_timeout``);
 * the headers of a request are not complete ``header_timeout`` after the connection opened or, on a
   kept-alive connection, after the first byte of the next request arrived;
+* the request line and headers exceed :data:`MAX_HEADER_BYTES` (answered 431, as h11's limit was);
 * the body is not complete ``body_timeout`` after the headers (the app answers 408);
 * it idles between requests longer than ``keep_alive_timeout`` (uvicorn's own timer).
 
@@ -24,9 +27,8 @@ import functools
 import socket
 from typing import Any
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from celmut.server.limits import ConnectionLimits
 
@@ -34,7 +36,7 @@ from celmut.server.limits import ConnectionLimits
 class CoalescingTransport:
     """A transport that sends what was written during one event-loop step as one write.
 
-    uvicorn's h11 protocol writes a response's headers and its body separately; over TLS each write
+    uvicorn's HTTP protocols write a response's headers and its body separately; over TLS each write
     is a record and a ``send`` system call, ~10% of the webhook's CPU per admission each
     (py-spy, ``benchmarks/webhook_bench.py``). Writes are joined and sent once the step ends, or at
     once when the connection closes. Everything else is the wrapped transport's.
@@ -65,8 +67,17 @@ class CoalescingTransport:
         return getattr(self._transport, name)
 
 
-class LimitedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with the header deadline, the connection cap and eviction."""
+# The request line and headers of one request (h11's default was 16 KiB; Kubernetes sends ~1 KiB).
+MAX_HEADER_BYTES = 64 * 1024
+_HEADERS_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: 31\r\n\r\nRequest header fields too large"
+)
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the header deadline and size bound, the connection cap and
+    eviction."""
 
     limits = ConnectionLimits()
     accepted = 0  # connections accepted so far (TLS handshake or not), on the server's own subclass
@@ -74,22 +85,34 @@ class LimitedH11Protocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         type(self).accepted += 1
+        self._deadline: asyncio.TimerHandle | None = None
+        self._header_bytes = 0  # of the request whose headers are being read; -1 between requests
+        self._idle_since = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
-        self._deadline: asyncio.TimerHandle | None = None
         self._idle_since = self.loop.time()
         if len(self.connections) > self.limits.max_connections:
             self._make_room()
         self._arm(self.limits.header_timeout)
 
     def data_received(self, data: bytes) -> None:
-        if self._deadline is None and self.conn.their_state is h11.IDLE:
-            self._arm(self.limits.header_timeout)  # the next request on a kept-alive connection
+        if self._header_bytes < 0 and not self._busy():
+            self._header_bytes = 0  # the first bytes of the next request on a kept-alive connection
+            self._arm(self.limits.header_timeout)
+        if self._header_bytes >= 0:
+            self._header_bytes += len(data)
+            if self._header_bytes > MAX_HEADER_BYTES:
+                self._refuse_headers()
+                return
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE and self._deadline is not None:
-            self._deadline.cancel()  # headers complete: the app bounds the body (body_timeout)
+
+    def on_headers_complete(self) -> None:
+        self._header_bytes = -1  # the app bounds the body (body_timeout)
+        if self._deadline is not None:
+            self._deadline.cancel()
             self._deadline = None
+        super().on_headers_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._deadline is not None:
@@ -100,6 +123,14 @@ class LimitedH11Protocol(H11Protocol):
     def on_response_complete(self) -> None:
         self._idle_since = self.loop.time()
         super().on_response_complete()
+
+    def _refuse_headers(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.write(_HEADERS_TOO_LARGE)
+            self.transport.close()
 
     def _arm(self, seconds: float) -> None:
         if self._deadline is not None:
@@ -116,7 +147,9 @@ class LimitedH11Protocol(H11Protocol):
 
     def _make_room(self) -> None:
         """Close the connection idle the longest; refuse this one when every other one is busy."""
-        idle = [c for c in self.connections if isinstance(c, LimitedH11Protocol) and c is not self and not c._busy()]
+        idle = [
+            c for c in self.connections if isinstance(c, LimitedHttpToolsProtocol) and c is not self and not c._busy()
+        ]
         if not idle:
             self.transport.close()
             return
@@ -124,14 +157,15 @@ class LimitedH11Protocol(H11Protocol):
         oldest.transport.close()
 
 
-def protocol_class(limits: ConnectionLimits) -> type[LimitedH11Protocol]:
+def protocol_class(limits: ConnectionLimits) -> type[LimitedHttpToolsProtocol]:
     """The protocol uvicorn instantiates per connection, bound to ``limits`` (one class per server)."""
-    return type("CelmutH11Protocol", (LimitedH11Protocol,), {"limits": limits, "accepted": 0})
+    return type("CelmutHttpProtocol", (LimitedHttpToolsProtocol,), {"limits": limits, "accepted": 0})
 
 
 # asyncio gives every TLS connection a 256 KiB receive buffer, zero-filled when the connection is
 # accepted (``SSLProtocol.max_size``): 2,000 idle connections held 512 MB. A TLS record carries at most
-# 16 KiB, so a buffer of that size reads as well and costs a sixteenth.
+# 16 KiB, so a buffer of that size reads as well and costs a sixteenth. (uvloop, which serves the
+# webhook, mallocs its buffer without touching it; this bounds the asyncio loop the tests also run.)
 TLS_READ_BUFFER_BYTES = 16 * 1024
 
 

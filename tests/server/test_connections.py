@@ -108,3 +108,19 @@ def test_a_client_disconnecting_mid_body_is_logged_at_debug_without_a_traceback(
             assert server.review(admission_request(pod()))["response"]["allowed"] is True
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert any(r.levelno == logging.DEBUG and "disconnected" in r.getMessage() for r in caplog.records)
+
+
+def test_request_headers_over_the_bound_are_refused_with_431(serve) -> None:  # type: ignore[no-untyped-def]
+    """httptools puts no bound on headers (h11 had one): celmut answers 431 past 64 KiB and closes,
+    and a request with ordinary headers on a new connection is served."""
+    served = serve()
+    with served.tls() as flood:
+        flood.sendall(b"POST /mutate HTTP/1.1\r\nHost: webhook\r\n")
+        try:
+            for _ in range(100):  # 100 KiB of headers, never the blank line that ends them
+                flood.sendall(b"X-Padding: " + b"a" * 1010 + b"\r\n")
+        except OSError:
+            pass  # the server closed while we were still sending
+        answer = read_all(flood)
+        assert answer.startswith(b"HTTP/1.1 431"), answer[:80]
+    assert served.get().startswith(b"HTTP/1.1 200 OK")
