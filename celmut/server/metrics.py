@@ -1,17 +1,42 @@
-"""Prometheus metrics of the webhook (names prefixed ``celmut_``), in a registry per server."""
+"""Prometheus metrics of the webhook (names prefixed ``celmut_``), in a registry per server.
+
+With ``serve --workers N`` each worker process counts in memory-mapped files of one shared directory
+(prometheus_client's multiprocess mode) and ``/metrics``, answered by whichever worker the scrape
+reaches, shows the whole server: counters and histograms summed over the workers, gauges (the same
+policies and caches in every worker) their maximum over the live ones.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+import os
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
 from celmut.runtime import AdmissionResult
-from celmut.server.policy_metrics import PolicySeries
+from celmut.server.policy_metrics import PolicySeries, SharedPolicySeries
+
+MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own name for it
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+def share_between_workers(directory: str) -> None:
+    """Make the metrics created from now on in this process (a forked worker) count in ``directory``."""
+    os.environ[MULTIPROCESS_DIR_VARIABLE] = directory
+    values.ValueClass = values.MultiProcessValue()  # type: ignore[no-untyped-call]
+
+
+def worker_stopped(pid: int, directory: str) -> None:
+    """Drop a stopped worker's gauges from the shared view (its counts stay in the sums)."""
+    mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]
+
+
 class Metrics:
-    def __init__(self) -> None:
+    """The webhook's metrics; ``shared_directory`` (after :func:`share_between_workers`) for a worker."""
+
+    def __init__(self, shared_directory: str | None = None) -> None:
+        self.shared_directory = shared_directory
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "celmut_admission_requests",
@@ -25,12 +50,22 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
-        # per-policy series, ~20 updates per admission: plain numbers under one lock (same exposition)
-        self.policies = PolicySeries(_LATENCY_BUCKETS)
-        self.registry.register(self.policies)
-        self.policies_loaded = Gauge("celmut_policies_loaded", "Policies in service", registry=self.registry)
+        # per-policy series, ~20 updates per admission: plain numbers under one lock (same exposition);
+        # across worker processes, prometheus_client's shared-file metrics of the same names
+        self.policies: PolicySeries | SharedPolicySeries
+        if self.shared_directory is None:
+            self.policies = PolicySeries(_LATENCY_BUCKETS)
+            self.registry.register(self.policies)
+        else:
+            self.policies = SharedPolicySeries(_LATENCY_BUCKETS, self.registry)
+        self.policies_loaded = Gauge(
+            "celmut_policies_loaded", "Policies in service", registry=self.registry, multiprocess_mode="livemax"
+        )
         self.policies_invalid = Gauge(
-            "celmut_policies_invalid", "Policy documents rejected by the last reload", registry=self.registry
+            "celmut_policies_invalid",
+            "Policy documents rejected by the last reload",
+            registry=self.registry,
+            multiprocess_mode="livemax",
         )
         self.rescheduled = Counter(
             "celmut_admissions_rescheduled",
@@ -43,12 +78,14 @@ class Metrics:
             "Objects held by each cluster cache (projection: metadata or whole)",
             ["resource", "projection"],
             registry=self.registry,
+            multiprocess_mode="livemax",
         )
         self.cache_overflowed = Gauge(
             "celmut_cache_overflowed",
             "1 when a cache reached its object limit (lookups then go to the API server)",
             ["resource", "projection"],
             registry=self.registry,
+            multiprocess_mode="livemax",
         )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
 
@@ -73,4 +110,8 @@ class Metrics:
         self.requests.labels("", reason).inc()
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        if self.shared_directory is None:
+            return generate_latest(self.registry)
+        every_worker = CollectorRegistry()
+        MultiProcessCollector(every_worker, self.shared_directory)  # type: ignore[no-untyped-call]
+        return generate_latest(every_worker)

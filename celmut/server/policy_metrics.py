@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from threading import Lock
 
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client import metrics as prometheus_metrics
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
@@ -100,3 +101,28 @@ class PolicySeries(Collector):
                     if created:
                         family.add_sample(family.name + "_created", labels, self._created[tag, key])
         return [durations, errors, mutations]
+
+
+class SharedPolicySeries:
+    """The same three families as prometheus_client metrics, for worker processes that share their
+    counts through files (``serve --workers N``): :class:`PolicySeries`' in-memory numbers are one
+    process's; these are written where every worker's ``/metrics`` reads them."""
+
+    def __init__(self, buckets: Sequence[float], registry: CollectorRegistry) -> None:
+        durations, errors, mutations = PolicySeries(buckets).describe()
+        self._durations = Histogram(
+            durations.name, durations.documentation, ["policy"], buckets=buckets, registry=registry
+        )
+        self._errors = Counter(errors.name, errors.documentation, ["policy", "failure_policy"], registry=registry)
+        self._mutations = Counter(mutations.name, mutations.documentation, ["policy", "outcome"], registry=registry)
+
+    def record(self, outcomes: Iterable[PolicyOutcome]) -> None:
+        """Count one admission's policy outcomes, exactly as :meth:`PolicySeries.record` does."""
+        for policy in outcomes:
+            status = policy.status
+            if status in _TIMED:
+                self._durations.labels(policy.policy).observe(policy.seconds)
+            if status != "skipped" or policy.cause == "matchCondition":
+                self._mutations.labels(policy.policy, status).inc()
+            if status == "error":
+                self._errors.labels(policy.policy, policy.failure_policy).inc()
