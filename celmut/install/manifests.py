@@ -24,6 +24,8 @@ from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 Obj = dict[str, Any]
 
 RESOURCES = {"requests": {"cpu": "20m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
+# One webhook worker (the chart's webhook.workers: 1 and webhook.perWorker defaults).
+WEBHOOK_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}}
 RUN_AS = 10001  # the image's non-root user (Dockerfile)
 
 
@@ -140,7 +142,7 @@ def webhook_deployment(o: InstallOptions) -> Obj:
         "args": args,
         "ports": [{"name": "https", "containerPort": 8443}],
         **_probes("https", 5),
-        "resources": RESOURCES,
+        "resources": WEBHOOK_RESOURCES,
         "securityContext": _container_security(),
         "volumeMounts": [
             {"name": "tls", "mountPath": "/tls", "readOnly": True},

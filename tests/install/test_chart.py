@@ -149,11 +149,26 @@ def test_the_webhook_runs_highly_available_and_unprivileged(rendered: dict[str, 
         webhook["securityContext"]["readOnlyRootFilesystem"]
         and not webhook["securityContext"]["allowPrivilegeEscalation"]
     )
-    assert webhook["resources"] == {"requests": {"cpu": "20m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
+    assert webhook["resources"] == {
+        "requests": {"cpu": "250m", "memory": "512Mi"},
+        "limits": {"cpu": "1", "memory": "512Mi"},
+    }
+    assert option(webhook["args"], "--workers") == []  # one worker: celmut's default
     assert (
         rendered["full"][0] is not None
         and one(rendered["full"], "Deployment", "celmut-webhook")["spec"]["replicas"] == 3
     )
+
+
+def test_webhook_workers_run_as_many_processes_with_resources_to_match(rendered: dict[str, list[Obj]]) -> None:
+    """Issue 30: `webhook.workers: 3` → `serve --workers 3`, and the pod asks for three workers' CPU and
+    memory (one core each as the limit: a worker is one Python process)."""
+    webhook = container(rendered["full"], "celmut-webhook")
+    assert parsed_args(webhook["args"]).workers == 3
+    assert webhook["resources"] == {
+        "requests": {"cpu": "750m", "memory": "1536Mi"},
+        "limits": {"cpu": "3", "memory": "1536Mi"},
+    }
 
 
 def test_the_webhook_serves_the_documented_command_over_tls(rendered: dict[str, list[Obj]]) -> None:
