@@ -90,7 +90,7 @@ def test_a_policy_asking_for_one_gets_a_labelled_owned_map_and_binding_and_kyver
         assert controller.metrics.generated.labels("created")._value.get() == 2  # the MAP and its binding
     policy = fake.store.get(MAPS, "mpol-team")
     binding = fake.store.get(BINDINGS, "mpol-team-binding")
-    owner = [{"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "name": "team", "uid": uid}]
+    owner = [{"apiVersion": "policies.kyverno.io/v1beta1", "kind": "MutatingPolicy", "name": "team", "uid": uid}]
     for obj in (policy, binding):
         assert obj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "celmut"}
         assert obj["metadata"]["ownerReferences"] == owner
