@@ -183,3 +183,22 @@ def test_kyverno_mutating_policies_have_no_authorizer() -> None:
     """Kyverno's MutatingPolicy compiler: HasAuthorizer false."""
     with pytest.raises(cel.CelCompileError, match="undeclared reference"):
         cel.Environment("kyverno").compile("authorizer.requestResource.check('get').allowed()")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_distinct_checks_per_request_are_bounded_and_repeats_are_cached(engine: str) -> None:
+    """One request asks at most MAX_CHECKS_PER_REQUEST distinct checks (the request's cost budget
+    alone allows 28); asking the same check again is answered from the request's cache."""
+    from celmut.cel.libs.k8s.authz import MAX_CHECKS_PER_REQUEST
+
+    recorder = Recorder()
+    env = cel.Environment("kubernetes", backend=engine)
+    activation = cel.Activation(
+        request=REQUEST, services=cel.Services(authorizer=recorder), budget=cel.Budget(limit=10**9)
+    )
+    for index in range(MAX_CHECKS_PER_REQUEST):
+        env.compile(f"authorizer.path('/p{index}').check('get').allowed()").evaluate(activation)
+        env.compile(f"authorizer.path('/p{index}').check('get').allowed()").evaluate(activation)
+    assert len(recorder.calls) == MAX_CHECKS_PER_REQUEST
+    with pytest.raises(cel.CelError, match="more than 32 distinct checks in one request"):
+        env.compile("authorizer.path('/one-more').check('get').allowed()").evaluate(activation)
