@@ -121,6 +121,25 @@ def test_hand_edits_and_deletions_are_repaired(cluster_crds: FakeApiServer, tmp_
         eventually(lambda: stored(fake, MAPS, "mpol-team") is not None, what="the MAP re-created")
 
 
+def test_an_owner_reference_an_older_celmut_wrote_is_repaired_to_v1beta1(
+    cluster_crds: FakeApiServer, tmp_path: Path
+) -> None:
+    """Issue 25 item 8: MAPs generated before named policies.kyverno.io/v1; the generator rewrites the
+    reference as kyverno builder.go mutatingPolicyOwnerRef writes it (v1beta1), the rest unchanged."""
+    fake = cluster_crds
+    fake.store.create(native())
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+        eventually(lambda: generated(fake), what="the MAP")
+        older = fake.store.get(MAPS, "mpol-team")
+        older["metadata"]["ownerReferences"][0]["apiVersion"] = "policies.kyverno.io/v1"
+        fake.store.update(older)
+
+        def owner_version() -> str:
+            return str(fake.store.get(MAPS, "mpol-team")["metadata"]["ownerReferences"][0]["apiVersion"])
+
+        eventually(lambda: owner_version() == "policies.kyverno.io/v1beta1", what="the reference repaired")
+
+
 def test_exceptions_are_folded_in_and_out_as_they_come_and_go(cluster_crds: FakeApiServer, tmp_path: Path) -> None:
     """polex.go requeues the policies an exception names; builder.go negateExceptionMatchConditions puts
     each exception first, negated; celmut negates all conditions of one exception together (its engine
@@ -360,7 +379,7 @@ def test_a_webhook_changing_the_map_is_not_fought_but_a_later_hand_edit_is_repai
     guard = {"name": "guard", "expression": "true"}
 
     def add_guard(request: Obj) -> tuple[list[Obj] | None, str | None]:
-        conditions = (request["object"]["spec"].get("matchConditions") or [])
+        conditions = request["object"]["spec"].get("matchConditions") or []
         if guard in conditions:
             return None, None
         return [{"op": "add", "path": "/spec/matchConditions/-", "value": guard}], None
