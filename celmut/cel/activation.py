@@ -16,6 +16,7 @@ import orjson
 
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, CelInputError
 from celmut.cel.evalcontext import Budget
+from celmut.cel.libs.k8s import authz
 from celmut.cel.lookups import NO_SERVICES, Services
 
 # The API server refuses request bodies over 3 MiB; celmut refuses larger CEL inputs likewise.
@@ -200,6 +201,7 @@ class Activation:
             "params": params,
             "exceptions": {"allowedImages": [], "allowedValues": [], **(exceptions or {})},
         }
+        self.vars.update(authz.request_variables(request))
         self.variables = LazyVariables(variables or {}, self, variable_values)
         self.vars["variables"] = self.variables
 

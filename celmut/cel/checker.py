@@ -147,6 +147,12 @@ class Checker:
         qualified = ast.qualified_name(node)
         if qualified is not None and not node.test_only:
             root = qualified.split(".", 1)[0]
+            if qualified in self.decls.variables and self._lookup_local(root) is None:
+                # a dotted variable (authorizer.requestResource) wins over selecting a field of its
+                # root, as cel-go's checkSelect resolves the qualified name first
+                resolved = self._resolve_name(qualified, node)
+                if resolved is not None:
+                    return resolved
             if self._lookup_local(root) is None and root not in self.decls.variables:
                 resolved = self._resolve_name(qualified, node)
                 if resolved is not None:

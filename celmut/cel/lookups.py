@@ -107,6 +107,49 @@ class HttpPolicy:
     max_response_bytes: int = 1 << 20
 
 
+@dataclass(frozen=True)
+class UserInfo:
+    """Who an authorization check is for (``k8s.io/apiserver/pkg/authentication/user.Info``)."""
+
+    username: str = ""
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class AuthorizationAttributes:
+    """One authorization check (``authorizer.AttributesRecord``): a resource request (group,
+    resource, subresource, namespace, name; any API version) or a non-resource ``path``."""
+
+    user: UserInfo
+    verb: str
+    path: str = ""
+    resource_request: bool = False
+    group: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+    field_selector: str = ""
+    label_selector: str = ""
+
+
+@dataclass(frozen=True)
+class AuthorizationDecision:
+    """``allow``, ``deny`` or ``no-opinion``, with the authorizer's reason and error ('' for none)."""
+
+    decision: str
+    reason: str = ""
+    error: str = ""
+
+
+class Authorizer(Protocol):
+    """Answers the CEL ``authorizer`` library's checks (a SubjectAccessReview in the cluster)."""
+
+    def authorize(self, attributes: AuthorizationAttributes) -> AuthorizationDecision: ...
+
+
 def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
@@ -120,6 +163,7 @@ class Services:
     images: ImageMetadataLookup | None = None
     http_policy: HttpPolicy = field(default_factory=HttpPolicy)
     http_transport: HttpTransport | None = None
+    authorizer: Authorizer | None = None  # the CEL authorizer library's checks (MutatingAdmissionPolicy)
     clock: Callable[[], datetime.datetime] = _utc_now
     rng: random.Random = field(default_factory=random.Random)
     namespaced_policy_namespace: str | None = None  # set for NamespacedMutatingPolicy evaluation

@@ -56,6 +56,7 @@ KUBERNETES_VERSIONS: Mapping[str, int] = {
     strings.LIBRARY.name: 2,
     lists.LIBRARY.name: 3,
     k8s.semver.LIBRARY.name: 1,
+    k8s.authz.LIBRARY.name: 1,  # Authz (1.27) + AuthzSelectors (1.32, base.go)
 }
 KYVERNO_VERSIONS: Mapping[str, int] = {**KUBERNETES_VERSIONS, math.LIBRARY.name: math.LIBRARY.latest}
 
@@ -158,6 +159,9 @@ KUBERNETES = Profile(
         "params": t.DYN,
         "namespaceObject": t.DYN,
         "variables": VARIABLES_TYPE,
+        # mutating/compilation.go: HasAuthorizer (Kyverno's MutatingPolicy compiler: false)
+        "authorizer": t.opaque(k8s.authz.AUTHORIZER),
+        "authorizer.requestResource": t.opaque(k8s.authz.RESOURCE_CHECK),
     },
     lenient_or_value=False,
     description="Kubernetes (MutatingAdmissionPolicy)",

@@ -122,6 +122,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     inputs.add_skip_unsupported(p)
     console.add_color_flag(p)
     flags.add(p)
+    flags.add_authorizer(p)
     p.set_defaults(run=run)
 
 
@@ -199,6 +200,7 @@ def _load(
     from celmut import kinds
     from celmut.cli import kyverno_files
     from celmut.compile.pipeline import read_paths
+    from celmut.service import offline_authorizer
     from celmut.service.assembly import is_crd
     from celmut.service.offline import OfflineCluster
     from celmut.service.offline_context import ContextFileEntry, StaticGlobalContext, StaticImages
@@ -239,6 +241,7 @@ def _load(
         images=images,
         global_context=entries,
         user_info=user_info,
+        authorizer=offline_authorizer.from_flag(args.authorizer),
     )
     table = kinds.KindTable([d.content for d in [*cluster, *policies] if is_crd(d.content)])
     given = inputs.objects(args.resource)

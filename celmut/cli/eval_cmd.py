@@ -38,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--profile", choices=("kyverno", "kubernetes"), default="kyverno", help="CEL environment")
     p.add_argument("--compact", action="store_true", help="print JSON on one line")
     flags.add(p)
+    flags.add_authorizer(p)
     p.set_defaults(run=run)
 
 
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from celmut import cel
     from celmut.cel import types
     from celmut.policy.errors import caret_snippet
+    from celmut.service import offline_authorizer
 
     check_stdin({f"--{name.replace('_', '-')}": [getattr(args, name)] for name in FILE_FLAGS if getattr(args, name)})
     backend = flags.chosen(args)
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             namespace_object=namespace_object,
             params=params,
             variable_values=variables,
+            services=cel.Services(authorizer=offline_authorizer.from_flag(args.authorizer)),
         )
         result = program.evaluate(activation)
     except cel.CelError as ex:

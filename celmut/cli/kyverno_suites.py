@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from celmut import kinds
+from celmut.cel.lookups import Authorizer
 from celmut.cli import kyverno_files, suite_compare, suite_json
 from celmut.cli.suite_rows import DIFF_MESSAGE, FAIL, NOT_EVALUATED, NOT_MATCHED, PASS, Row, TestRun, resource_name
 from celmut.cli.suite_spec import CaseSelector, ExpectedResult, Suite, load_suite
@@ -83,9 +84,12 @@ def _other_engine_kind(document: Document) -> str:
 
 
 class _SuiteRunner:
-    def __init__(self, suite: Suite, backend: str | None, selector: CaseSelector) -> None:
+    def __init__(
+        self, suite: Suite, backend: str | None, selector: CaseSelector, authorizer: Authorizer | None = None
+    ) -> None:
         self.suite = suite
         self.backend = backend
+        self.authorizer = authorizer
         self.selector = selector
         self.run = TestRun(suite.path, suite.name, warnings=list(suite.warnings))
         self.patched_cache: dict[str, list[dict[str, Any]] | str] = {}
@@ -219,7 +223,14 @@ class _SuiteRunner:
         if suite.exceptions:
             run.progress.append("  Loading exceptions ...")
         offline = OfflineCluster.build(
-            policies, cluster, values, self.backend, images=images, global_context=entries, user_info=user_info
+            policies,
+            cluster,
+            values,
+            self.backend,
+            images=images,
+            global_context=entries,
+            user_info=user_info,
+            authorizer=self.authorizer,
         )
         return offline, resources
 
@@ -451,10 +462,13 @@ def _status(outcomes: Sequence[PolicyOutcome]) -> tuple[str, str]:
     return "skip", "; ".join(o.reason for o in outcomes if o.reason) or "skip"
 
 
-def run_test_file(path: Path, backend: str | None = None, selector: CaseSelector | None = None) -> TestRun:
-    """Run one Test file; a file of the wrong shape gives a run with ``error`` set."""
+def run_test_file(
+    path: Path, backend: str | None = None, selector: CaseSelector | None = None, authorizer: Authorizer | None = None
+) -> TestRun:
+    """Run one Test file; a file of the wrong shape gives a run with ``error`` set. ``authorizer``
+    answers the CEL authorizer's checks (``--authorizer``)."""
     try:
         suite = load_suite(path)
     except DocumentError as ex:
         return TestRun(path, path.name, error=str(ex))
-    return _SuiteRunner(suite, backend, selector or CaseSelector()).execute()
+    return _SuiteRunner(suite, backend, selector or CaseSelector(), authorizer).execute()

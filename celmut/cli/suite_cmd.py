@@ -71,6 +71,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE (for CI)")
     console.add_color_flag(p)
     flags.add(p)
+    flags.add_authorizer(p)
     p.set_defaults(run=run)
 
 
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from celmut.cli import suite_report
     from celmut.cli.kyverno_suites import run_test_file
     from celmut.cli.suite_spec import CaseSelector, find_test_files
+    from celmut.service import offline_authorizer
 
     selector = CaseSelector.parse(args.test_case_selector)
     if args.junit and not Path(args.junit).parent.is_dir():  # refused before any test runs
@@ -85,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     backend = flags.chosen(args)
     if backend is None:
         return EXIT_BAD_INPUT
+    authorizer = offline_authorizer.from_flag(args.authorizer)
     files = find_test_files(args.paths, args.file_name)
     if not files:
         if args.require_tests:
@@ -97,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     colors = console.palette(args) if table else console.Palette(False)
     runs: list[TestRun] = []
     for path in files:
-        test = run_test_file(path, backend=backend, selector=selector)
+        test = run_test_file(path, backend=backend, selector=selector, authorizer=authorizer)
         runs.append(test)
         for warning in test.warnings:
             console.warning(warning)

@@ -5,16 +5,18 @@ excludeResourceRules and no objectSelector labels or expressions. Controllers de
 ``controllers: []`` turns autogen off. Deployments, DaemonSets, ReplicaSets, StatefulSets and Jobs
 share the ``defaults`` variant; CronJobs get the ``cronjobs`` variant.
 
-Only matchConditions and ApplyConfiguration expressions are rewritten, by Kyverno's plain text
-replacements (``object.spec`` → ``object.spec.template.spec`` …) and, when an ApplyConfiguration
-starts with ``Object{``, by wrapping it in the template path. JSONPatch expressions and variables are
-kept as written, so a pod JSONPatch also runs unchanged on controllers (use ``controllers: []``).
+Only matchConditions and ApplyConfiguration expressions are rewritten (:mod:`.autogen_rewrite`:
+Kyverno's text replacements of field accesses, ``object.spec`` → ``object.spec.template.spec`` …,
+and every ``Object`` type name moved under the template, where Kyverno is wrong: kyverno#17438).
+JSONPatch expressions and variables are kept as written, so a pod JSONPatch also runs unchanged on
+controllers (use ``controllers: []``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from celmut.compile.autogen_rewrite import convert_expression
 from celmut.policy.match import MatchResources, ResourceRule
 from celmut.policy.mutating_policy import MutatingPolicy, Mutation, NamedExpression
 
@@ -25,18 +27,6 @@ _TARGETS = {  # controller → (group, version, resource, variant)
     "statefulsets": ("apps", "v1", "statefulsets", "defaults"),
     "jobs": ("batch", "v1", "jobs", "defaults"),
     "cronjobs": ("batch", "v1", "cronjobs", "cronjobs"),
-}
-_PATHS = {
-    "defaults": ("spec.template.spec", "spec.template.metadata"),
-    "cronjobs": ("spec.jobTemplate.spec.template.spec", "spec.jobTemplate.spec.template.metadata"),
-}
-_WRAPPERS = {
-    "defaults": ("Object{spec: Object.spec{template: Object.spec.template{", "}}}"),
-    "cronjobs": (
-        "Object{spec: Object.spec{jobTemplate: Object.spec.jobTemplate{spec: Object.spec.jobTemplate.spec"
-        "{template: Object.spec.jobTemplate.spec.template{",
-        "}}}}}",
-    ),
 }
 
 
@@ -50,32 +40,6 @@ def can_autogen(match: MatchResources) -> bool:
         and rule.api_versions == ("v1",)
         and rule.resources == ("pods",)
     )
-
-
-def convert_expression(expression: str, variant: str) -> str:
-    """Kyverno's convertPodToTemplateExpression."""
-    spec_path, metadata_path = _PATHS[variant]
-    for root in ("object", "Object"):
-        expression = expression.replace(f"{root}.spec", f"{root}.{spec_path}")
-    for root in ("object", "Object"):
-        for field in ("labels", "annotations"):
-            expression = expression.replace(f"{root}.metadata.{field}", f"{root}.{metadata_path}.{field}")
-    stripped = expression.strip()
-    if stripped.startswith("Object{"):
-        content = stripped[len("Object{") :]
-        depth, end = 1, 0
-        for index, char in enumerate(content):
-            if char == "{":
-                depth += 1
-            elif char == "}":
-                depth -= 1
-                if depth == 0:
-                    end = index
-                    break
-        if end > 0:
-            opening, closing = _WRAPPERS[variant]
-            return opening + content[:end] + closing + content[end + 1 :]
-    return expression
 
 
 def autogen_variants(policy: MutatingPolicy) -> dict[str, MutatingPolicy]:

@@ -74,7 +74,15 @@ def expect_json_patches(strict_empty_list: bool) -> ResultCheck:
 
 
 def expect_object(checked: CheckResult) -> str | None:
+    """An ApplyConfiguration must type as exactly ``Object``: ``Object.spec.template{…}``, a string,
+    a map or ``dyn`` are refused, as ``k8s.io/apiserver/pkg/admission/plugin/cel/compile.go``
+    ``CompileCELExpression`` does (``ast.OutputType().IsExactType(returnType)``; the return type of
+    ``patch.ApplyConfigurationCondition`` is ``Object``), for MAPs and for Kyverno's MutatingPolicy
+    compiler, which calls the same ``CompileMutatingEvaluator``."""
     result = checked.type
-    if result.kind == "dyn" or (result.kind == "struct" and result.name.startswith("Object")):
+    if result == APPLY_CONFIGURATION_TYPE or result.kind == "error":
         return None
-    return f"must evaluate to Object, but the expression has type {result}"
+    return f"must evaluate to Object but got {result}"
+
+
+APPLY_CONFIGURATION_TYPE = t.struct("Object")

@@ -51,6 +51,9 @@ API_VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1beta1", f"{GROUP}/v1alpha1")  # Kyver
 MANAGED_BY = ("app.kubernetes.io/managed-by", "celmut")  # Kyverno labels its own "kyverno"
 GENERATED_FROM = "celmut.io/generated-from"
 PRESET_LABEL = "celmut.io/preset"  # on every policy a preset compiles to
+# kyverno pkg/admissionpolicy/builder.go mutatingPolicyOwnerRef: policiesv1beta1.GroupVersion, the
+# CRD's storage version, served by every Kyverno CRD that has MutatingPolicy at all
+OWNER_API_VERSION = "policies.kyverno.io/v1beta1"
 MAX_CONDITIONS = 64
 MAX_NAME = 253
 Obj = dict[str, Any]
@@ -344,12 +347,13 @@ def convert(
 
 def owned(native: NativePolicy, owner: Mapping[str, Any]) -> NativePolicy:
     """``native`` as the controller writes it: labelled managed by celmut and owned by the policy object
-    ``owner`` (kyverno builder.go mutatingPolicyOwnerRef: no controller, no blockOwnerDeletion), so that
-    garbage collection deletes it with the policy."""
+    ``owner`` (kyverno builder.go mutatingPolicyOwnerRef: ``policies.kyverno.io/v1beta1`` whatever
+    version the policy was read at, no controller, no blockOwnerDeletion), so that garbage collection
+    deletes it with the policy."""
     meta = owner.get("metadata") or {}
     reference = {
-        "apiVersion": owner.get("apiVersion"),
-        "kind": owner.get("kind"),
+        "apiVersion": OWNER_API_VERSION,
+        "kind": owner.get("kind") or "MutatingPolicy",
         "name": meta.get("name"),
         "uid": meta.get("uid"),
     }

@@ -45,6 +45,7 @@ from celmut.controller.triggers import (
 )
 from celmut.controller.unresolved import UnresolvedTargets
 from celmut.controller.workqueue import TokenBucket, WorkQueue
+from celmut.kube.authorization import SubjectAccessReviewAuthorizer
 from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.kyverno_exceptions import KyvernoExceptions
 from celmut.kube.lookup import CacheSet, ClusterLookup
@@ -117,7 +118,11 @@ class Controller:
         if self.policy_source is not None:
             sources.append(self.policy_source)
         settings = EngineSettings(
-            services=cel.Services(resources=self.lookup, http_policy=config.http_policy),
+            services=cel.Services(
+                resources=self.lookup,
+                http_policy=config.http_policy,
+                authorizer=SubjectAccessReviewAuthorizer(cluster),
+            ),
             timeout_seconds=config.timeout_seconds,
             opt_out=OwnerOptOut(self.caches, config.opt_out_label),
             report_unselected=False,  # drift passes visit only the policies that may select a pod

@@ -47,6 +47,8 @@ def shared_rules() -> list[Rule]:
         _rule("presets.celmut.io", ["gpuslicings/status"], ["patch"]),
         _rule("pinning.celmut.io", ["podpinningplans/status"], ["patch"]),
         _rule("", ["events"], ["create"]),
+        # The CEL authorizer of MutatingAdmissionPolicies: each check is a SubjectAccessReview.
+        _rule("authorization.k8s.io", ["subjectaccessreviews"], ["create"]),
     ]
 
 

@@ -3,9 +3,9 @@
 Rules, driven by the object's schema (:mod:`celmut.runtime.schemas`):
 
 * structs and granular maps merge key by key; the applied value wins for scalars;
-* ``listType=map`` lists merge items by their key fields — existing items keep their place, new ones
-  are appended in the applied order;
-* ``listType=set`` lists are unioned (existing order, then new values);
+* ``listType=map`` lists merge items by their key fields and ``listType=set`` lists are unioned, in
+  structured-merge-diff's order, collapsing a duplicated live key the applied list names
+  (:func:`_merge_items`);
 * atomic lists, maps and structs (including lists with no list type) are **rejected anywhere in the
   applied object**, even inside a new list item, with ``may not mutate atomic arrays, maps or
   structs: <path>`` — unless ``replace_atomic`` (Kyverno's ``useServerSideApply: true``), which
@@ -18,7 +18,10 @@ Fallback without a schema (a custom resource whose CRD is not known, or a subtre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from celmut.runtime.failures import MergeError
 from celmut.runtime.schemas import Schema
@@ -87,12 +90,14 @@ def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: str,
     list_type = schema.list_type
     existing = list(live) if isinstance(live, list) else []
     if list_type == "set":
-        for item in applied:
-            if item not in existing:
-                existing.append(item)
-        return existing
+        return _merge_items(existing, applied, _set_key, lambda key, old, new: new, path, ("value",))
     if list_type == "map":
-        return _merge_associative(existing, applied, schema, path, replace_atomic)
+        keys = schema.list_map_keys
+
+        def merge_item(key: tuple[Any, ...], old: Any, new: Any) -> Any:
+            return _merge(old, new, schema.items, f"{path}[{_render_key(keys, key)}]", replace_atomic)
+
+        return _merge_items(existing, applied, lambda item: _key_of(item, keys), merge_item, path, keys)
     if not replace_atomic:
         raise _atomic(path)
     return [_strip_nulls(item) for item in applied]
@@ -104,31 +109,83 @@ def _key_of(item: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(item.get(k, _KEY_DEFAULTS.get(k)) for k in keys)
 
 
+def _set_key(item: Any) -> tuple[Any, ...]:
+    return (orjson.dumps(item, option=orjson.OPT_SORT_KEYS),) if isinstance(item, dict | list) else (item,)
+
+
 def _render_key(keys: tuple[str, ...], values: tuple[Any, ...]) -> str:
     return ",".join(f"{k}={v!r}" for k, v in zip(keys, values, strict=True))
 
 
-def _merge_associative(
-    existing: list[Any], applied: list[Any], schema: Schema, path: str, replace_atomic: bool
+_ItemKey = tuple[Any, ...]
+
+
+def _merge_items(
+    existing: list[Any],
+    applied: list[Any],
+    key_of: Callable[[Any], _ItemKey],
+    merge_item: Callable[[_ItemKey, Any, Any], Any],
+    path: str,
+    keys: tuple[str, ...],
 ) -> list[Any]:
-    keys = schema.list_map_keys
-    positions = {_key_of(item, keys): index for index, item in enumerate(existing)}
-    seen: set[tuple[Any, ...]] = set()
+    """An associative list (``listType`` map or set) merged as structured-merge-diff's
+    ``typed/merge.go`` ``visitListItems`` does (v4.4+, kubernetes-sigs/structured-merge-diff#254):
+
+    * the applied items come in their applied order; live items they do not name stay where they
+      are relative to them (live ``[a, b, c]`` + applied ``[c, a]`` → ``[b, c, a]``);
+    * a key the live list holds more than once (``env`` with two ``test`` entries, which create and
+      update allow) is kept as is while the applied list does not name it, and collapses into the
+      one applied item when it does — the applied item alone, merged with none of the duplicates
+      (``indexListPathElements``: "Duplicated items are not merged with the new value");
+    * duplicates in the applied list are an error."""
+    rhs_order: list[_ItemKey] = []
+    rhs: dict[_ItemKey, Any] = {}
     for item in applied:
         if item is None:
             continue
-        key = _key_of(item, keys)
-        item_path = f"{path}[{_render_key(keys, key)}]"
-        if key in seen:
-            raise MergeError(f"{item_path}: duplicate entries for key in the applied list")
-        seen.add(key)
-        if key in positions:
-            index = positions[key]
-            existing[index] = _merge(existing[index], item, schema.items, item_path, replace_atomic)
-        else:
-            positions[key] = len(existing)
-            existing.append(_merge(None, item, schema.items, item_path, replace_atomic))
-    return existing
+        key = key_of(item)
+        if key in rhs:
+            raise MergeError(f"{path}[{_render_key(keys, key)}]: duplicate entries for key in the applied list")
+        rhs[key] = item
+        rhs_order.append(key)
+    lhs_order = [key_of(item) for item in existing]
+    lhs: dict[_ItemKey, Any] = {}
+    for key, item in zip(lhs_order, existing, strict=True):
+        lhs[key] = None if key in lhs else item  # a duplicated key is merged with nothing
+    shared = iter([key for key in rhs_order if key in lhs])
+    next_shared = next(shared, None)
+    merged: set[_ItemKey] = set()
+    out: list[Any] = []
+    left, right = 0, 0
+    while left < len(lhs_order) or right < len(rhs_order):
+        if left < len(lhs_order) and right < len(rhs_order):
+            key = lhs_order[left]
+            if key == rhs_order[right]:  # merge the live and the applied item
+                merged.add(key)
+                out.append(merge_item(key, lhs[key], rhs[key]))
+                left, right = left + 1, right + 1
+                next_shared = next(shared, None)
+                continue
+            if key in rhs and next_shared is not None and next_shared != key:
+                left += 1  # a shared item, but not the one this round wants
+                continue
+        if left < len(lhs_order):
+            key = lhs_order[left]
+            if key not in rhs:  # a live item the applied list does not name: kept as it is
+                out.append(existing[left])
+                left += 1
+                continue
+            if key in merged:  # a later duplicate of an item already merged
+                left += 1
+                continue
+        if right < len(rhs_order):
+            key = rhs_order[right]
+            merged.add(key)
+            out.append(merge_item(key, lhs.get(key), rhs[key]))
+            right += 1
+            if next_shared is not None and next_shared == key:
+                next_shared = next(shared, None)
+    return out
 
 
 def _strip_nulls(value: Any) -> Any:

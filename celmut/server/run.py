@@ -31,6 +31,7 @@ from fastapi import FastAPI
 from celmut import cel, heap
 from celmut.errors import ConfigurationError
 from celmut.kube import certs
+from celmut.kube.authorization import SubjectAccessReviewAuthorizer
 from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
@@ -53,7 +54,6 @@ MAINTENANCE_SECONDS = 10.0
 # 72 to 7 ms and a benign admission's from 116 to 19 ms, idle latency unchanged
 # (benchmarks/isolation_bench.py).
 SWITCH_INTERVAL_SECONDS = 0.001
-
 
 
 @dataclass
@@ -127,7 +127,11 @@ class CertificateWatcher:
 
 
 def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> EngineSettings:
-    services = replace(config.services, resources=cluster.resources) if cluster is not None else config.services
+    services = (
+        replace(config.services, resources=cluster.resources, authorizer=SubjectAccessReviewAuthorizer(cluster.cluster))
+        if cluster is not None
+        else config.services
+    )
     return EngineSettings(
         services=services,
         timeout_seconds=config.timeout_seconds,

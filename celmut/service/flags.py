@@ -50,6 +50,18 @@ def add(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_authorizer(parser: argparse.ArgumentParser) -> None:
+    """``--authorizer``: what the CEL ``authorizer`` answers offline (:mod:`celmut.service.offline_authorizer`)."""
+    parser.add_argument(
+        "--authorizer",
+        metavar="allow|deny|FILE",
+        default=None,
+        help="answer the CEL authorizer's checks (MutatingAdmissionPolicies): allow, deny, or a FILE of rules "
+        "(users/groups, verbs, apiGroups, resources, namespaces, names, nonResourceURLs); without it a check is "
+        "an error",
+    )
+
+
 def chosen(args: argparse.Namespace) -> str | None:
     """The concrete engine name, or None (after printing why) when it cannot be used."""
     from celmut.cel.backends import select

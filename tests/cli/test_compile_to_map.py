@@ -295,3 +295,51 @@ def test_the_differential_covers_folded_exceptions(capsys: pytest.CaptureFixture
     expected = {"skipped": False, "unmarked": True, "elsewhere": True}
     assert labelled(policy, exceptions) == expected
     assert labelled(native) == expected
+
+
+ADD_LABEL = """apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: add-label}
+spec:
+  autogen: {mutatingAdmissionPolicy: {enabled: true}}
+  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"a": "b"}}}'
+"""
+
+
+def test_autogen_variants_rename_object_metadata_in_the_generated_maps(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 25 item 1 (kyverno/kyverno#17438): the variant MAPs name Object.spec.template.metadata
+    (Object.spec.jobTemplate.spec.template.metadata for CronJobs), so they label the pod template —
+    exactly what celmut apply does with the MutatingPolicy itself."""
+    template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
+    workloads = [_workload(kind, kind.lower(), template) for kind in ("Deployment", "CronJob")]
+    resources = written(tmp_path, "workloads.yaml", yaml.safe_dump_all(workloads))
+    source = written(tmp_path, "add-label.yaml", ADD_LABEL)
+    code, out, err = run(capsys, "compile", "--to-map", "--unscoped", str(source))
+    assert code == 0, err
+    expressions = {
+        d["metadata"]["name"]: d["spec"]["mutations"][0]["applyConfiguration"]["expression"]
+        for d in yaml.safe_load_all(out)
+        if d["kind"] == "MutatingAdmissionPolicy"
+    }
+    assert "metadata: Object.spec.template.metadata{" in expressions["mpol-add-label-defaults"]
+    assert "metadata: Object.spec.jobTemplate.spec.template.metadata{" in expressions["mpol-add-label-cronjobs"]
+    native = written(tmp_path, "native.yaml", out)
+
+    def apply(policy: Path) -> list[dict[str, object]]:
+        code, printed, err = run(capsys, "apply", str(policy), "-r", str(resources), "-o", "json")
+        assert code == 0, err
+        return list(json.loads(printed)["items"])
+
+    by_policy, by_map = apply(source), apply(native)
+    assert by_map == by_policy
+    deployment, cronjob = by_policy
+    assert deployment["spec"]["template"]["metadata"]["labels"] == {"app": "web", "a": "b"}  # type: ignore[index]
+    job_template = cronjob["spec"]["jobTemplate"]["spec"]["template"]  # type: ignore[index]
+    assert job_template["metadata"]["labels"] == {"app": "web", "a": "b"}

@@ -242,3 +242,17 @@ def test_the_opt_out_label_and_the_replicaset_filter_guard_the_map_as_they_guard
     (native,) = to_map.convert(parse(doc), opt_out_label="celmut.io/ignore")
     names = [c["name"] for c in native.policy["spec"]["matchConditions"]]
     assert names == ["celmut.io/not-opted-out", "celmut.io/not-a-controlled-replicaset", "not-system"]
+
+
+@pytest.mark.parametrize(
+    "read_at", ["policies.kyverno.io/v1", "policies.kyverno.io/v1beta1", "policies.kyverno.io/v1alpha1"]
+)
+def test_generated_maps_are_owned_through_v1beta1_whatever_version_the_policy_was_read_at(read_at: str) -> None:
+    """kyverno pkg/admissionpolicy/builder.go mutatingPolicyOwnerRef: APIVersion is
+    policiesv1beta1.GroupVersion, Kind and UID the policy's; no controller, no blockOwnerDeletion."""
+    owner = {**policy_doc(), "apiVersion": read_at, "metadata": {"name": "label", "uid": "u-1"}}
+    (native,) = to_map.convert(parse(policy_doc()))
+    stamped = to_map.owned(native, owner)
+    expected = [{"apiVersion": "policies.kyverno.io/v1beta1", "kind": "MutatingPolicy", "name": "label", "uid": "u-1"}]
+    assert stamped.policy["metadata"]["ownerReferences"] == expected
+    assert stamped.binding["metadata"]["ownerReferences"] == expected

@@ -90,7 +90,7 @@ def test_a_policy_asking_for_one_gets_a_labelled_owned_map_and_binding_and_kyver
         assert controller.metrics.generated.labels("created")._value.get() == 2  # the MAP and its binding
     policy = fake.store.get(MAPS, "mpol-team")
     binding = fake.store.get(BINDINGS, "mpol-team-binding")
-    owner = [{"apiVersion": "policies.kyverno.io/v1", "kind": "MutatingPolicy", "name": "team", "uid": uid}]
+    owner = [{"apiVersion": "policies.kyverno.io/v1beta1", "kind": "MutatingPolicy", "name": "team", "uid": uid}]
     for obj in (policy, binding):
         assert obj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "celmut"}
         assert obj["metadata"]["ownerReferences"] == owner
@@ -119,6 +119,25 @@ def test_hand_edits_and_deletions_are_repaired(cluster_crds: FakeApiServer, tmp_
         eventually(lambda: stored(fake, BINDINGS, "mpol-team-binding") is not None, what="the binding re-created")
         fake.store.delete(MAPS, "mpol-team")
         eventually(lambda: stored(fake, MAPS, "mpol-team") is not None, what="the MAP re-created")
+
+
+def test_an_owner_reference_an_older_celmut_wrote_is_repaired_to_v1beta1(
+    cluster_crds: FakeApiServer, tmp_path: Path
+) -> None:
+    """Issue 25 item 8: MAPs generated before named policies.kyverno.io/v1; the generator rewrites the
+    reference as kyverno builder.go mutatingPolicyOwnerRef writes it (v1beta1), the rest unchanged."""
+    fake = cluster_crds
+    fake.store.create(native())
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+        eventually(lambda: generated(fake), what="the MAP")
+        older = fake.store.get(MAPS, "mpol-team")
+        older["metadata"]["ownerReferences"][0]["apiVersion"] = "policies.kyverno.io/v1"
+        fake.store.update(older)
+
+        def owner_version() -> str:
+            return str(fake.store.get(MAPS, "mpol-team")["metadata"]["ownerReferences"][0]["apiVersion"])
+
+        eventually(lambda: owner_version() == "policies.kyverno.io/v1beta1", what="the reference repaired")
 
 
 def test_exceptions_are_folded_in_and_out_as_they_come_and_go(cluster_crds: FakeApiServer, tmp_path: Path) -> None:
@@ -360,7 +379,7 @@ def test_a_webhook_changing_the_map_is_not_fought_but_a_later_hand_edit_is_repai
     guard = {"name": "guard", "expression": "true"}
 
     def add_guard(request: Obj) -> tuple[list[Obj] | None, str | None]:
-        conditions = (request["object"]["spec"].get("matchConditions") or [])
+        conditions = request["object"]["spec"].get("matchConditions") or []
         if guard in conditions:
             return None, None
         return [{"op": "add", "path": "/spec/matchConditions/-", "value": guard}], None

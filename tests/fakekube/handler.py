@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
-from . import errors, metadata
+from . import authorization, errors, metadata
 from .patches import APPLY_PATCH, PATCH_TYPES, STRATEGIC_MERGE_PATCH, apply_patch, parse_patch_body
 from .routes import Target, decode_body, dry_run, parse_target, query_flag, query_int, query_value
 from .selectors import combine, parse_field_selector, parse_label_selector
@@ -251,6 +251,9 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         if not target.is_collection or (target.rtype.namespaced and target.namespace is None):
             raise errors.method_not_allowed()
         self._verb(target, "create")
+        if target.rtype.plural == "subjectaccessreviews":  # a question: answered, nothing stored
+            self._send_json(201, authorization.review(self.api.store, decode_body(content_type, body)))
+            return
         obj = decode_body(content_type, body)
         if not isinstance(obj, dict):
             raise errors.bad_request("the body of the request must be a JSON object")

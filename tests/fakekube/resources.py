@@ -152,6 +152,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _t("rbac.authorization.k8s.io", "rolebindings", "RoleBinding"),
     _t("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),
     _t("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False),
+    _t("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", False, verbs=("create",)),
     _t("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False),
     _t("admissionregistration.k8s.io", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False),
     _t("admissionregistration.k8s.io", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", False, (), ("status",)),

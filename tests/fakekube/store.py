@@ -367,7 +367,9 @@ class Store(History):
         """The garbage collector after an owner is deleted, with background propagation
         (``pkg/controller/garbagecollector/garbagecollector.go`` ``attemptToDeleteItem``): a dependent
         none of whose owners remains is deleted (finalizers respected: it is only marked); one with
-        other live owners loses the reference to the deleted one."""
+        other live owners loses the reference to the deleted one. An owner reference whose apiVersion
+        and kind no served type has cannot be verified (``isDangling``: ``gc.apiResource`` fails and
+        the item is requeued), so its dependent stays."""
         live = self._live_uids()
         for gvr, bucket in list(self._objects.items()):
             dependent_type = self.registry.lookup(*gvr)
@@ -377,6 +379,12 @@ class Store(History):
                 meta = entry.obj["metadata"]
                 references = meta.get("ownerReferences") or []
                 if not any(r.get("uid") == uid for r in references):
+                    continue
+                if any(
+                    self.registry.by_kind(str(r.get("apiVersion", "")), str(r.get("kind", ""))) is None
+                    for r in references
+                    if r.get("uid") == uid
+                ):
                     continue
                 remaining = [r for r in references if r.get("uid") != uid and r.get("uid") in live]
                 updated = entry.copy()

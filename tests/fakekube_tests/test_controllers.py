@@ -129,3 +129,17 @@ def test_without_garbage_collection_dependents_stay(fake_apiserver: FakeApiServe
     store.create(_owned("dependent", owner))
     store.delete("configmaps", "a", "default")
     assert store.exists("configmaps", "dependent", "default")
+
+
+@pytest.mark.fakekube(garbage_collection=True)
+def test_an_owner_reference_of_a_type_not_served_is_not_collected(fake_apiserver: FakeApiServer) -> None:
+    """garbagecollector.go isDangling: the owner's apiVersion/kind must resolve (gc.apiResource) before
+    the collector can tell the owner is gone; a reference to an unserved version keeps its dependent.
+    Generated MAPs name policies.kyverno.io/v1beta1, which the shipped CRDs serve (test_generator)."""
+    store = fake_apiserver.store
+    owner = store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}})
+    dependent = _owned("unverifiable", owner)
+    dependent["metadata"]["ownerReferences"][0]["apiVersion"] = "v9"
+    store.create(dependent)
+    store.delete("configmaps", "a", "default")
+    assert store.exists("configmaps", "unverifiable", "default")

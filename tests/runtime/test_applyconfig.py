@@ -13,7 +13,10 @@ def run(expression: str, obj: dict, *, extra: str = "", cluster: list | None = N
     return admit(engine(text, cluster or []), obj)
 
 
-def test_list_map_items_merge_by_key_keeping_order_and_appending_new_ones() -> None:
+def test_list_map_items_merge_by_key_in_structured_merge_diffs_order() -> None:
+    """structured-merge-diff typed/merge.go visitListItems: an applied item the live list lacks comes
+    before the shared item that follows it in the applied list (merge_test.go "associative list":
+    live [b] + applied [a, b, c] → [a, b, c]); live items the applied list does not name keep their place."""
     obj = pod()
     obj["spec"]["containers"].append({"name": "sidecar", "image": "busybox"})
     expression = (
@@ -22,8 +25,8 @@ def test_list_map_items_merge_by_key_keeping_order_and_appending_new_ones() -> N
         'Object.spec.containers{name: "nginx", securityContext: Object.spec.containers.securityContext{runAsNonRoot: true}}]}}'
     )
     containers = run(expression, obj).object["spec"]["containers"]
-    assert [c["name"] for c in containers] == ["nginx", "sidecar", "new"]
-    assert containers[0] == {"name": "nginx", "image": "nginx:1.27", "securityContext": {"runAsNonRoot": True}}
+    assert [c["name"] for c in containers] == ["new", "nginx", "sidecar"]
+    assert containers[1] == {"name": "nginx", "image": "nginx:1.27", "securityContext": {"runAsNonRoot": True}}
 
 
 def test_env_merges_by_name_and_ports_by_container_port_and_defaulted_protocol() -> None:
@@ -39,11 +42,16 @@ def test_env_merges_by_name_and_ports_by_container_port_and_defaulted_protocol()
     assert container["env"] == [{"name": "A", "value": "1"}]
 
 
-def test_set_lists_are_unioned() -> None:
+def test_set_lists_are_unioned_in_structured_merge_diffs_order() -> None:
+    """merge_test.go "struct grab bag": setStr ["a"] + ["b", "a"] → ["b", "a"] (the applied order
+    for shared values), ["a", "c"] + ["b"] → ["a", "c", "b"]."""
     obj = pod()
     obj["metadata"]["finalizers"] = ["a"]
     expression = 'Object{metadata: Object.metadata{finalizers: ["b", "a"]}}'
-    assert run(expression, obj).object["metadata"]["finalizers"] == ["a", "b"]
+    assert run(expression, obj).object["metadata"]["finalizers"] == ["b", "a"]
+    obj["metadata"]["finalizers"] = ["a", "c"]
+    expression = 'Object{metadata: Object.metadata{finalizers: ["b"]}}'
+    assert run(expression, obj).object["metadata"]["finalizers"] == ["a", "c", "b"]
 
 
 def test_atomic_fields_are_rejected_anywhere_even_in_a_new_list_item() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from celmut.compile.autogen import autogen_variants, can_autogen, convert_expression
+from celmut.compile.autogen import autogen_variants, can_autogen
+from celmut.compile.autogen_rewrite import convert_expression
 from tests.runtime.helpers import admit, applyconfig, jsonpatch, parse
 
 POLICY = """
@@ -100,13 +101,14 @@ def test_json_patch_expressions_are_not_rewritten_and_run_unchanged_on_controlle
         (
             "Object{metadata: Object.metadata{labels: Object.metadata.labels{a: 'b'}}}",
             "defaults",
-            "Object{spec: Object.spec{template: Object.spec.template{metadata: Object.metadata{labels: "
+            # kyverno/kyverno#17438: Kyverno leaves "Object.metadata" here; celmut renames it
+            "Object{spec: Object.spec{template: Object.spec.template{metadata: Object.spec.template.metadata{labels: "
             "Object.spec.template.metadata.labels{a: 'b'}}}}}",
         ),
         ("c ? Object{} : Object{}", "defaults", "c ? Object{} : Object{}"),
     ],
 )
-def test_expression_rewriting_matches_kyverno_including_its_quirks(
+def test_expression_rewriting_matches_kyverno_except_for_type_names(
     expression: str, variant: str, converted: str
 ) -> None:
     assert convert_expression(expression, variant) == converted
