@@ -12,14 +12,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from celmut.runtime.engine import AdmissionEngine, AdmissionOptions
+    from celmut.runtime.engine import AdmissionEngine
+    from celmut.runtime.options import AdmissionOptions
     from celmut.runtime.request import AdmissionInput
     from celmut.runtime.results import AdmissionResult, PolicyOutcome
 
 __all__ = ["AdmissionEngine", "AdmissionInput", "AdmissionOptions", "AdmissionResult", "PolicyOutcome"]
 _HOMES = {
     "AdmissionEngine": "celmut.runtime.engine",
-    "AdmissionOptions": "celmut.runtime.engine",
+    "AdmissionOptions": "celmut.runtime.options",
     "AdmissionInput": "celmut.runtime.request",
     "AdmissionResult": "celmut.runtime.results",
     "PolicyOutcome": "celmut.runtime.results",
