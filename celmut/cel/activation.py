@@ -17,9 +17,10 @@ import orjson
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, CelInputError
 from celmut.cel.evalcontext import Budget
 from celmut.cel.lookups import NO_SERVICES, Services
+from celmut.limits import MAX_REQUEST_BYTES
 
 # The API server refuses request bodies over 3 MiB; celmut refuses larger CEL inputs likewise.
-DEFAULT_MAX_INPUT_BYTES = 3 * 1024 * 1024
+DEFAULT_MAX_INPUT_BYTES = MAX_REQUEST_BYTES
 
 
 class Evaluable(Protocol):

@@ -52,9 +52,8 @@ from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.policy.selection import AUTO, PolicySelection
-from celmut.runtime import AdmissionEngine
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
-from celmut.service.assembly import EngineSettings
+from celmut.service.assembly import EngineSettings, narrowed
 from celmut.service.lookup_needs import looked_up, metadata_only_resources
 from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
@@ -226,7 +225,7 @@ class Controller:
         if engine is None or (self._loaded is not None and self._loaded.all is engine):
             return []
         drifting = drift_policies(engine.policies)
-        drift = AdmissionEngine(drifting, engine.exceptions, engine.options) if drifting else None
+        drift = narrowed(engine, drifting) if drifting else None
         self._loaded = LoadedPolicies(engine, drift)
         fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
         changed = [name for name, fp in fingerprints.items() if self._fingerprints.get(name) != fp]
