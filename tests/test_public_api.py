@@ -47,7 +47,7 @@ def test_the_exported_names_are_pinned() -> None:
 def test_import_celmut_loads_nothing_else() -> None:
     probe = "import sys, json, celmut; print(json.dumps(sorted(m for m in sys.modules if m.startswith('celmut'))))"
     loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True).stdout)
-    assert loaded == ["celmut"]
+    assert loaded == ["celmut", "celmut.lazy"]
 
 
 def test_the_package_is_typed() -> None:

@@ -8,8 +8,9 @@ would make ``celmut --version`` and ``--help`` pay for them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from celmut.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from celmut.runtime.engine import AdmissionEngine
@@ -27,8 +28,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'celmut.runtime' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_attributes(__name__, _HOMES)
