@@ -80,10 +80,10 @@ class AdmissionEngine:
         self.index = PolicyIndex([p for p in self.policies if admits(p)])
         # visited only through the index (report_unselected off), these match whatever the object says
         matched_by_kind = frozenset(id(p) for p in self.index.policies if matching.decided_by_kind(p.match))
-        self.exception_index = ExceptionIndex(self.exceptions)
-        self.evaluator = PolicyEvaluator(self.options, self.exception_index, matched_by_kind)
+        self._exception_index = ExceptionIndex(self.exceptions)
+        self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind)
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
-        self.recorder = Recorder(self.options.record_provenance, opted_in)
+        self._recorder = Recorder(self.options.record_provenance, opted_in)
 
     # --- public ------------------------------------------------------------------------------------
 
@@ -159,8 +159,8 @@ class AdmissionEngine:
                 return AdmissionResult.denied(original, outcomes, message, warnings=warnings, audit_annotations=audit)
             warnings.append(f"{message} (ignored: failurePolicy Ignore)")
             return AdmissionResult.unchanged(original, outcomes, warnings=warnings, audit_annotations=audit)
-        if patch and self.recorder.active and current is not None:
-            stamped = self.recorder.record(current, outcomes, patch)
+        if patch and self._recorder.active and current is not None:
+            stamped = self._recorder.record(current, outcomes, patch)
             if stamped is not current:  # one more operation after the policies' (a valid RFC 6902 sequence)
                 patch += diff(current, stamped)
                 current = stamped
