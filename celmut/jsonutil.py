@@ -27,6 +27,11 @@ def escape_pointer(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+def unescape_pointer(token: str) -> str:
+    """The key one RFC 6901 JSON Pointer segment names (``~1`` → ``/``, then ``~0`` → ``~``)."""
+    return token.replace("~1", "/").replace("~0", "~") if "~" in token else token
+
+
 def json_equal(left: Any, right: Any) -> bool:
     """JSON structural equality: numbers by value (``1`` equals ``1.0``), but a boolean is not a number."""
     if isinstance(left, bool) or isinstance(right, bool):

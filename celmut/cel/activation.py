@@ -18,9 +18,10 @@ from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, CelInp
 from celmut.cel.evalcontext import Budget
 from celmut.cel.libs.k8s import authz
 from celmut.cel.lookups import NO_SERVICES, Services
+from celmut.limits import MAX_REQUEST_BYTES
 
 # The API server refuses request bodies over 3 MiB; celmut refuses larger CEL inputs likewise.
-DEFAULT_MAX_INPUT_BYTES = 3 * 1024 * 1024
+DEFAULT_MAX_INPUT_BYTES = MAX_REQUEST_BYTES
 
 
 class Evaluable(Protocol):

@@ -34,11 +34,12 @@ from typing import Any
 from celmut.cel import values as v
 from celmut.cel.errors import CelCostError
 from celmut.cel.evalcontext import EvalContext
+from celmut.limits import MAX_REQUEST_BYTES
 
 # Kubernetes' worst-case size of any string, list or object in its cost estimates: the API server's
 # request limit (k8s.io/apiserver/pkg/apis/cel/config.go MaxRequestSizeBytes = 3 MiB). No value a
 # request can use is larger, so celmut refuses to build a larger string.
-MAX_STRING_BYTES = 3 * 1024 * 1024
+MAX_STRING_BYTES = MAX_REQUEST_BYTES
 _CHUNK = 1024  # units accumulated before charging (a charge also checks the deadline)
 _MAX_REMEMBERED_PAIRS = 1 << 16  # the pair memo of one operation stays a few MB
 _SCALARS = (str, int, float, bool, bytes)

@@ -113,7 +113,7 @@ def _native(args: argparse.Namespace, documents: list[Document]) -> list[dict[st
     policy that cannot be converted (nothing is printed then: half a set must not be applied)."""
     from celmut.compile import to_map
     from celmut.compile.presets.base import GENERATED_BY
-    from celmut.compile.presets.placement import readable
+    from celmut.compile.presets.yaml_format import readable
     from celmut.policy.loader import load_policy_documents
     from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 

@@ -15,11 +15,11 @@ cluster; without any kubeconfig ``auto`` includes them. The choice is reported o
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 import yaml
 
+from celmut import names
 from celmut.cli import webhook_flags
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_OK
 from celmut.install.kyverno_crds import kyverno_crds
@@ -29,7 +29,6 @@ from celmut.service import flags
 
 EXIT_CODES = {EXIT_OK: "the manifests were printed", EXIT_BAD_INPUT: BAD_INPUT}
 CEL_ENGINES = ("auto", "celpy", "cpp")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -112,7 +111,7 @@ def _kyverno_crds(choice: str, kubeconfig: str | None) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     for what, value in (("--namespace", args.namespace), ("--name", args.name)):
-        if len(value) > 50 or not _DNS_LABEL.match(value):
+        if not names.is_dns_label(value, max_length=50):
             print(
                 f"error: {what} {value!r}: must be a lowercase RFC 1123 label of at most 50 characters", file=sys.stderr
             )
@@ -124,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --replicas must not be negative", file=sys.stderr)
         return EXIT_BAD_INPUT
     exceptions_namespace = args.kyverno_exceptions_namespace
-    if exceptions_namespace and (len(exceptions_namespace) > 63 or not _DNS_LABEL.match(exceptions_namespace)):
+    if exceptions_namespace and not names.is_dns_label(exceptions_namespace):
         print(f"error: --kyverno-exceptions-namespace {exceptions_namespace!r}: not a namespace name", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:

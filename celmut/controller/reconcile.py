@@ -220,7 +220,7 @@ class Reconciler:
             self.evaluations += 1
             result = mutate_target(loaded.all, task.target, current, input_size=size)
             if result.outcome.status == "error":
-                errors.append(f"policy {result.policy}: {result.outcome.path}: {result.outcome.reason}")
+                errors.append(result.outcome.message)
                 failed.append(result.policy)
             elif result.mutated is not None and result.patch:
                 changes += [Change(result.policy, step.path, step.patch) for step in result.steps]
@@ -233,7 +233,7 @@ class Reconciler:
                 if outcome.policy not in drift:
                     continue
                 if outcome.status == "error":
-                    errors.append(f"policy {outcome.policy}: {outcome.path}: {outcome.reason}")
+                    errors.append(outcome.message)
                     failed.append(outcome.policy)
                 elif outcome.status == "applied" and outcome.patch:
                     changes.append(Change(outcome.policy, "admission (drift)", outcome.patch))

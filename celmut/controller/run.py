@@ -1,5 +1,10 @@
 """The background controller: policies in, a de-duplicated work queue, workers that patch or evict.
 
+:class:`Controller` wires parts with one job each: ``policy_upkeep.py`` (the policies in service, and
+what the leader keeps for them), ``trigger_watch.py`` (watches and scans that queue work),
+``workqueue.py``, ``workers.py`` over ``reconcile.py`` (patches, pod replacement), ``leader.py``,
+and the status (``status.py`` metrics, ``report.py``).
+
 Threads: the policy reload poll (a changed or new policy is scanned at once), the periodic scan,
 watch threads (from :mod:`celmut.kube`) that turn stored changes into triggers, ``workers``
 reconcile threads, leader election, the status endpoint and, when configured, the upkeep of the
@@ -23,6 +28,7 @@ from typing import Any
 from celmut import cel, heap
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
+from celmut.controller.policy_upkeep import PolicyUpkeep
 from celmut.controller.reconcile import (
     EvictionPacer,
     LoadedPolicies,
@@ -35,30 +41,21 @@ from celmut.controller.reconcile import (
 )
 from celmut.controller.report import Progress, Report, ReportWriter
 from celmut.controller.status import ControllerMetrics
-from celmut.controller.triggers import (
-    OwnWrites,
-    TriggerHandler,
-    drift_policies,
-    enqueue_scan,
-    policy_fingerprint,
-    trigger_resources,
-)
+from celmut.controller.trigger_watch import TriggerWatch
+from celmut.controller.triggers import OwnWrites, drift_policies
 from celmut.controller.unresolved import UnresolvedTargets
+from celmut.controller.workers import Workers
 from celmut.controller.workqueue import TokenBucket, WorkQueue
-from celmut.kube.authorization import SubjectAccessReviewAuthorizer
-from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.client import Cluster, NotFound
 from celmut.kube.kyverno_exceptions import KyvernoExceptions
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.tls_manager import TlsConfig, TlsManager
-from celmut.policy.selection import AUTO, PolicySelection
-from celmut.runtime import AdmissionEngine
+from celmut.policy.selection import AUTO
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
-from celmut.service.assembly import EngineSettings
 from celmut.service.lookup_needs import looked_up, metadata_only_resources
-from celmut.service.store import PolicySource, PolicyStore
-from celmut.sources.files import FileSource
+from celmut.service.store import PolicyStore
 
 log = logging.getLogger("celmut.controller")
 
@@ -99,62 +96,75 @@ class ControllerConfig:
 
 
 class Controller:
+    """The controller's parts, wired: :class:`PolicyUpkeep` (the policies in service),
+    :class:`TriggerWatch` (watches and scans that queue work), the :class:`WorkQueue`,
+    :class:`Workers` over a :class:`Reconciler` (patches, and pod replacement paced by an
+    :class:`EvictionPacer`), leader election, and the status (metrics and report)."""
+
     def __init__(self, config: ControllerConfig, cluster: Cluster) -> None:
         self.config = config
         self.cluster = cluster
         self.caches = CacheSet(cluster, max_caches=64, sync_timeout=config.sync_timeout)
         self._page: dict[TargetKey, dict[str, Any]] = {}  # the pods of the page a --dry-run scan processes
         self.lookup = ClusterLookup(self.caches)
-        self.policy_source = (
-            ClusterPolicySource(
-                cluster,
-                admission_policies=config.serve_admission_policies,
-                selection=PolicySelection(config.policy_selector),
-            )
-            if config.from_cluster
-            else None
-        )
-        sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
-        if self.policy_source is not None:
-            sources.append(self.policy_source)
-        settings = EngineSettings(
-            services=cel.Services(
-                resources=self.lookup,
-                http_policy=config.http_policy,
-                authorizer=SubjectAccessReviewAuthorizer(cluster),
-            ),
-            timeout_seconds=config.timeout_seconds,
-            opt_out=OwnerOptOut(self.caches, config.opt_out_label),
-            report_unselected=False,  # drift passes visit only the policies that may select a pod
-        )
-        self.store = PolicyStore(sources, settings)
         self.metrics = ControllerMetrics()
         self.report = Report()
+        opt_out = OwnerOptOut(self.caches, config.opt_out_label)
+        self.policies = PolicyUpkeep(config, cluster, self.lookup, opt_out, self.metrics)
         self.queue: WorkQueue[TargetKey, Work] = WorkQueue(merge_work)
+        self.metrics.queue_depth.set_function(self.queue.depth)
         self.own_writes = OwnWrites()
         self.pacer = EvictionPacer(config.evictions_per_minute, config.eviction_settle_seconds)
         self._stop = threading.Event()
-        self._loaded: LoadedPolicies | None = None
-        self._fingerprints: dict[str, str] = {}
-        self._watched: set[tuple[str, str]] = set()
         self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
-        self.processed = 0
-        self.last_scan = (0, 0)  # (processed count when the last scan was queued, targets it queued)
-        self.elector: LeaderElector | None = None
-        if config.leader_elect and not config.dry_run:
-            self.elector = LeaderElector(
-                cluster,
-                config.lease_namespace,
-                config.lease_name,
-                config.identity,
-                lease_duration=config.lease_duration,
-                renew_deadline=config.renew_deadline,
-                retry_period=config.retry_period,
-                on_change=self._leadership_changed,
-            )
-        self.reconciler = Reconciler(
+        self.elector = self._elector() if config.leader_elect and not config.dry_run else None
+        self.reconciler = self._reconciler()
+        self.workers = Workers(
+            self.queue,
+            self.reconciler,
+            self.metrics,
+            self.report,
+            dry_run=config.dry_run,
+            is_leader=self.is_leader,
+            stop=self._stop,
+        )
+        self.unresolved_targets = UnresolvedTargets(
             cluster,
+            lambda: self._loaded,
+            self.metrics,
+            self.report,
+            events=lambda: not config.dry_run and self.is_leader(),
+        )
+        self.triggers = TriggerWatch(
+            self.caches,
+            self.lookup,
+            lambda: self._loaded,
+            self.enqueue,
+            self.metrics,
+            self.own_writes,
+            self.unresolved_targets,
+            lambda: self.workers.processed,
+        )
+        # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
+        self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
+
+    def _elector(self) -> LeaderElector:
+        config = self.config
+        return LeaderElector(
+            self.cluster,
+            config.lease_namespace,
+            config.lease_name,
+            config.identity,
+            lease_duration=config.lease_duration,
+            renew_deadline=config.renew_deadline,
+            retry_period=config.retry_period,
+            on_change=self._leadership_changed,
+        )
+
+    def _reconciler(self) -> Reconciler:
+        config = self.config
+        return Reconciler(
+            self.cluster,
             lambda: self._loaded,
             self.current,
             dry_run=config.dry_run,
@@ -165,27 +175,32 @@ class Controller:
             own_writes=self.own_writes,
             stop=self._stop,
         )
-        self.metrics.queue_depth.set_function(self.queue.depth)
-        self.unresolved_targets = UnresolvedTargets(
-            cluster,
-            lambda: self._loaded,
-            self.metrics,
-            self.report,
-            events=lambda: not config.dry_run and self.is_leader(),
-        )
-        self.kyverno_exceptions = (
-            KyvernoExceptions(cluster, config.kyverno_exceptions_namespace)
-            if config.kyverno_exceptions_namespace and self.policy_source is not None and not config.dry_run
-            else None
-        )
-        # spec.autogen.mutatingAdmissionPolicy: the leader keeps the generated MutatingAdmissionPolicies.
-        self.generator = (
-            AdmissionPolicyGenerator(cluster, opt_out_label=config.opt_out_label)
-            if self.policy_source is not None and not config.dry_run
-            else None
-        )
-        # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
-        self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
+
+    # --- the parts' state, where callers (the command, status, tests) look for it -----------------
+
+    @property
+    def _loaded(self) -> LoadedPolicies | None:
+        return self.policies.loaded
+
+    @property
+    def store(self) -> PolicyStore:
+        return self.policies.store
+
+    @property
+    def policy_source(self) -> ClusterPolicySource | None:
+        return self.policies.policy_source
+
+    @property
+    def kyverno_exceptions(self) -> KyvernoExceptions | None:
+        return self.policies.kyverno_exceptions
+
+    @property
+    def generator(self) -> AdmissionPolicyGenerator | None:
+        return self.policies.generator
+
+    @property
+    def processed(self) -> int:
+        return self.workers.processed
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -217,141 +232,36 @@ class Controller:
     def enqueue(self, key: TargetKey, work: Work) -> None:
         self.queue.add(key, work)
 
-    # --- policies --------------------------------------------------------------------------------
+    # --- policies and scans ----------------------------------------------------------------------
 
     def reload(self, *, force: bool = False) -> list[str]:
         """Reload policies; the names of policies that are new or changed (they are scanned)."""
-        reloaded = self.store.reload(force=force) is not None
-        retry = self.kyverno_exceptions is not None and self.kyverno_exceptions.due()
-        if (reloaded or retry) and self.is_leader():
-            self.sync_kyverno_exceptions()
-        if (reloaded or (self.generator is not None and self.generator.due())) and self.is_leader():
-            self.sync_admission_policies()
-        engine = self.store.engine
-        if engine is None or (self._loaded is not None and self._loaded.all is engine):
+        changed = self.policies.reload(self.is_leader, force=force)
+        if changed is None:
             return []
-        drifting = drift_policies(engine.policies)
-        drift = AdmissionEngine(drifting, engine.exceptions, engine.options) if drifting else None
-        self._loaded = LoadedPolicies(engine, drift)
-        fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
-        changed = [name for name, fp in fingerprints.items() if self._fingerprints.get(name) != fp]
-        self._fingerprints = fingerprints
-        for api_version, resource in sorted(trigger_resources(engine.policies) - self._watched):
-            self._watch_triggers(api_version, resource)
+        assert self._loaded is not None
+        self.triggers.watch(self._loaded.all.policies)
         return changed
 
-    def sync_kyverno_exceptions(self) -> None:
-        """The leader keeps Kyverno's PolicyExceptions for the policies celmut serves (after each reload)."""
-        source, exceptions = self.policy_source, self.kyverno_exceptions
-        if source is None or exceptions is None or source.ownership is None:
-            return
-        api_version = source.api_version("PolicyException")
-        if api_version is None:  # no PolicyException CRD: Kyverno cannot be asked
-            return
-        existing = source.objects_of("PolicyException")
-        exceptions.sync(source.ownership, source.policies(), existing, api_version)
-
-    def sync_admission_policies(self) -> None:
-        """The leader keeps the MutatingAdmissionPolicies generated from policies (after each reload)."""
-        if self.generator is not None and self.policy_source is not None:
-            outcome = self.generator.sync(self.policy_source)
-            for action, names in vars(outcome).items():
-                if names:
-                    self.metrics.generated.labels(action).inc(len(names))
-
-    def _watch_triggers(self, api_version: str, resource: str) -> None:
-        cache = self.caches.cache(api_version, resource, wait=False)
-        if cache is None:
-            log.warning("cannot watch trigger resource", extra={"resource": f"{resource}.{api_version}"})
-            return
-        handler = TriggerHandler(
-            api_version,
-            resource,
-            lambda: self._loaded,
-            self._trigger,
-            self.own_writes,
-            cache.synced.is_set,
-            self.unresolved_targets,
-        )
-        cache.add_handler(handler)
-        self._watched.add((api_version, resource))
-
-    def _trigger(self, key: TargetKey, work: Work) -> None:
-        self.metrics.triggers.inc()
-        self.enqueue(key, work)
-
     def scan(self, names: list[str] | None = None, reason: str = "periodic", *, pods: bool = True) -> int:
-        """Queue every target of the named policies (all when None); ``pods=False`` leaves out the
-        pods drift policies re-admit (a paged scan queues them page by page)."""
-        loaded = self._loaded
-        if loaded is None:
-            return 0
-        policies = [p for p in loaded.all.policies if names is None or p.display_name in names]
-        self.metrics.scans.labels(reason).inc()
-
-        def listed() -> list[dict[str, Any]]:
-            if not pods:
-                return []
-            items: list[dict[str, Any]] = self.lookup.list("v1", "pods", "")["items"]
-            return items
-
-        count = enqueue_scan(loaded, self.enqueue, listed, policies, self.unresolved_targets)
-        self.last_scan = (self.processed, count)
-        log.info("scan queued", extra={"reason": reason, "targets": count})
-        return count
+        """Queue every target of the named policies (all when None); see :meth:`TriggerWatch.scan`."""
+        return self.triggers.scan(names, reason, pods=pods)
 
     def scan_progress(self) -> tuple[int, int]:
         """(targets processed since the last scan was queued, targets it queued)."""
-        started_at, total = self.last_scan
-        return min(self.processed - started_at, total), total
+        return self.triggers.scan_progress()
 
     def _leadership_changed(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
         if leading:
-            self.sync_kyverno_exceptions()
-            self.sync_admission_policies()
+            self.policies.sync_kyverno_exceptions()
+            self.policies.sync_admission_policies()
             self.scan(reason="leader")
 
     # --- workers ---------------------------------------------------------------------------------
 
     def process_one(self, timeout: float = 0.5) -> Outcome | None:
-        item = self.queue.get(timeout)
-        if item is None:
-            return None
-        key, work = item
-        try:
-            outcome = self.reconciler.reconcile(key, work)
-        except ClusterError as ex:
-            outcome = Outcome(key, "failed", message=str(ex), retry_after=1.0)
-        finally:
-            self.queue.done(key)
-        with self._lock:  # workers run in parallel threads
-            self.processed += 1
-        self.metrics.observe(outcome)
-        self.report.record(outcome)
-        if outcome.action == "failed":
-            log.warning("target not mutated", extra={"target": str(key), "error": outcome.message})
-        elif outcome.action in ("patched", "evicted"):
-            log.info(
-                "target %s",
-                outcome.action,
-                extra={"target": str(key), "policies": sorted({c.policy for c in outcome.changes})},
-            )
-        if self.config.dry_run or outcome.retry_after is None:
-            self.queue.forget(key)
-        elif outcome.action == "failed":  # counted, with backoff, until max retries
-            if not self.queue.retry(key, work):
-                log.error("giving up on target", extra={"target": str(key), "error": outcome.message})
-        else:  # waiting for a replacement pod, a budget, a leader: look again later, without giving up
-            self.queue.add_after(key, work, outcome.retry_after)
-        return outcome
-
-    def _work_loop(self) -> None:
-        while not self._stop.is_set():
-            if not self.is_leader():
-                self._stop.wait(0.2)
-                continue
-            self.process_one()
+        return self.workers.process_one(timeout)
 
     def _reload_loop(self) -> None:
         next_scan = time.monotonic() + self.config.scan_interval if self.config.scan_interval > 0 else None
@@ -393,7 +303,7 @@ class Controller:
             self.metrics.leader.set(1)
             self.scan(reason="start")
         heap.settle()  # the listed objects and compiled policies are long-lived
-        targets = [self._reload_loop] + [self._work_loop] * max(1, self.config.workers)
+        targets = [self._reload_loop] + [self.workers.loop] * max(1, self.config.workers)
         if self.tls is not None:
             targets.append(functools.partial(self.tls.run, self._stop, self.is_leader))
         for index, target in enumerate(targets):

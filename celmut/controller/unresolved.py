@@ -47,7 +47,7 @@ class UnresolvedTargets:
             return
         result = mutate_target(loaded.all, target)  # the error outcome of an unresolved target
         detail = f"{result.outcome.path}: {result.outcome.reason}"
-        outcome = Outcome(target_key(target.obj), "failed", message=f"policy {result.policy}: {detail}")
+        outcome = Outcome(target_key(target.obj), "failed", message=result.outcome.message)
         self.metrics.observe(outcome)
         self.report.record(outcome)
         log.warning("targets not resolved", extra={"trigger": result.reference, "error": outcome.message})

@@ -74,3 +74,17 @@ class PolicyError(CelmutError):
         if len(self.errors) == 1:
             return str(self.errors[0])
         return "\n".join(f"- {e}" for e in self.errors)
+
+
+class PolicySetError(PolicyError):
+    """Some policy sources were rejected: every problem found in all of them, one per line
+    (``celmut.load`` raises it, so a caller sees the whole list at once, as ``celmut apply`` prints it)."""
+
+    def __init__(self, problems: list[Exception]) -> None:
+        self.problems = problems
+        self.source, self.kind, self.name = "", "", ""
+        self.errors = [e for p in problems if isinstance(p, PolicyError) for e in p.errors]
+        CelmutError.__init__(self, self.render())
+
+    def render(self, *, snippets: bool = False) -> str:
+        return "\n".join(p.render(snippets=snippets) if isinstance(p, PolicyError) else str(p) for p in self.problems)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from celmut import names
 from celmut.errors import ConfigurationError
 
 AUTO = "auto"
@@ -52,8 +53,6 @@ class PolicySelectorError(ConfigurationError):
 
 # --- label selectors in kubectl's syntax ----------------------------------------------------------
 
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _TOKEN = re.compile(r"\s*(?:(?P<op>!=|==|=|!|\(|\)|,|>|<)|(?P<word>[^\s!=(),<>]+))")
 _OPERATORS = {"=": "=", "==": "=", "!=": "!=", ">": ">", "<": "<"}
 
@@ -108,8 +107,7 @@ class Selector:
 
 
 def _check_key(key: str, text: str) -> None:
-    prefix, _, name = key.rpartition("/")
-    if len(name) > 63 or not _NAME.match(name) or (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))):
+    if not names.is_qualified_name(key):
         raise PolicySelectorError(
             f"policy selector {text!r}: {key!r} is not a label key (a name of at most 63 characters, "
             "optionally prefixed by a DNS subdomain and '/')"
@@ -117,7 +115,7 @@ def _check_key(key: str, text: str) -> None:
 
 
 def _check_value(value: str, text: str) -> None:
-    if value and (len(value) > 63 or not _NAME.match(value)):
+    if not names.is_label_value(value):
         raise PolicySelectorError(
             f"policy selector {text!r}: {value!r} is not a label value (at most 63 characters: letters, digits, "
             "'-', '_' and '.', starting and ending with a letter or digit)"

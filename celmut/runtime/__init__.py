@@ -8,26 +8,24 @@ would make ``celmut --version`` and ``--help`` pay for them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from celmut.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from celmut.runtime.engine import AdmissionEngine, AdmissionOptions
+    from celmut.runtime.engine import AdmissionEngine
+    from celmut.runtime.options import AdmissionOptions
     from celmut.runtime.request import AdmissionInput
     from celmut.runtime.results import AdmissionResult, PolicyOutcome
 
 __all__ = ["AdmissionEngine", "AdmissionInput", "AdmissionOptions", "AdmissionResult", "PolicyOutcome"]
 _HOMES = {
     "AdmissionEngine": "celmut.runtime.engine",
-    "AdmissionOptions": "celmut.runtime.engine",
+    "AdmissionOptions": "celmut.runtime.options",
     "AdmissionInput": "celmut.runtime.request",
     "AdmissionResult": "celmut.runtime.results",
     "PolicyOutcome": "celmut.runtime.results",
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'celmut.runtime' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_attributes(__name__, _HOMES)

@@ -32,9 +32,8 @@ from celmut import cel
 from celmut.compile.compiled import CompiledPolicy
 from celmut.errors import CelmutError
 from celmut.policy.match import MatchResources
-from celmut.runtime import matching, ownership, selectors
-from celmut.runtime.engine import AdmissionEngine, RequestContext
-from celmut.runtime.failures import PolicyFailure
+from celmut.runtime import matching, selectors
+from celmut.runtime.engine import AdmissionEngine
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import MutationStep, PolicyOutcome
@@ -142,7 +141,8 @@ def mutate_target(
             current, "UPDATE", old_object=current, kind_table=engine.options.schemas.kinds
         )
         request.input_size = input_size
-    outcome, mutated, steps = _mutate_target(engine, target.policy, request, current)
+    evaluator = engine.evaluator
+    outcome, mutated, steps = evaluator.mutate_target(target.policy, evaluator.context(request), current)
     patch = diff(current, mutated) if mutated is not None and mutated is not current else []
     return TargetResult(name, current, mutated, patch, outcome, target.sub_resource, target.trigger_label, steps)
 
@@ -150,20 +150,12 @@ def mutate_target(
 def _trigger_matches(
     engine: AdmissionEngine, policy: CompiledPolicy, request: AdmissionInput, *, check_operation: bool
 ) -> bool:
-    context = _context(engine, request)
+    context = engine.evaluator.context(request)
     if policy.kind == "NamespacedMutatingPolicy" and request.namespace != policy.namespace:
         return False
     if matching.match_reason(policy.match, request, context.namespace_labels(), check_operation=check_operation):
         return False
-    activation = context.activation(policy, request.object)
-    try:
-        return not engine.check_conditions(policy.match_conditions, activation)
-    except PolicyFailure:
-        return False
-
-
-def _context(engine: AdmissionEngine, request: AdmissionInput) -> RequestContext:
-    return RequestContext(engine, request, cel.Budget.with_timeout(engine.options.timeout_seconds))
+    return engine.evaluator.conditions_hold(policy, context)
 
 
 class _Unresolved(CelmutError):
@@ -197,7 +189,7 @@ def _target_objects(
     if target is not None and target.expression is not None:
         if trigger is None:
             return []
-        context = _context(engine, trigger)
+        context = engine.evaluator.context(trigger)
         activation = context.activation(policy, trigger.subject)  # DELETE: the deleted object (Kyverno)
         try:
             value = target.expression.program.evaluate(activation)
@@ -278,50 +270,3 @@ def _namespace(resources: Any, name: str) -> Any:
         return resources.get("v1", "namespaces", "", name)
     except cel.CelError:
         return None
-
-
-def _mutate_target(
-    engine: AdmissionEngine, policy: CompiledPolicy, request: AdmissionInput, target: dict[str, Any]
-) -> tuple[PolicyOutcome, dict[str, Any] | None, list[MutationStep]]:
-    name = policy.display_name
-    controlled = ownership.controlled_replicaset(target) if policy.semantics != "kubernetes" else ""
-    if controlled:
-        return PolicyOutcome(name, policy.kind, "skipped", controlled, cause="controlledReplicaSet"), None, []
-    context = _context(engine, request)
-    steps: list[MutationStep] = []
-    try:
-        exceptions = engine.match_exceptions(policy, context, target)
-        if exceptions.skipped_by is not None:
-            excepted = PolicyOutcome(
-                name,
-                policy.kind,
-                "excepted",
-                f"PolicyException {exceptions.skipped_by}",
-                cause="exception",
-                cause_name=exceptions.skipped_by,
-            )
-            return excepted, None, []
-        activation = context.activation(policy, target, exceptions=exceptions.variable())
-        false = engine.false_condition(policy.target_match_conditions, activation)
-        if false is not None:
-            reason = f"targetMatchCondition {false.name!r} is false"
-            skipped = PolicyOutcome(
-                name, policy.kind, "skipped", reason, cause="targetMatchCondition", cause_name=false.name
-            )
-            return skipped, None, []
-        result = target
-        for index, mutation in enumerate(policy.mutations):
-            before = result
-            result = engine.apply_mutation(policy, mutation, activation, result)
-            if result is not before:
-                step = MutationStep(index, mutation.path, before, result)
-                if step.patch:
-                    steps.append(step)
-    except PolicyFailure as failure:
-        outcome = PolicyOutcome(
-            name, policy.kind, "error", failure.message, failure.path, policy.failure_policy, cause="error"
-        )
-        return outcome, None, []
-    if result is target or result == target:
-        return PolicyOutcome(name, policy.kind, "unchanged"), result, []
-    return PolicyOutcome(name, policy.kind, "applied", before=target, after=result, steps=steps), result, steps

@@ -14,7 +14,7 @@ import jsonpatch
 import jsonpointer
 
 from celmut.cel import values
-from celmut.jsonutil import escape_pointer, json_copy
+from celmut.jsonutil import escape_pointer, json_copy, unescape_pointer
 from celmut.runtime.failures import MergeError, MutationError
 from celmut.runtime.merge import apply_configuration
 from celmut.runtime.schemas import Schema
@@ -69,7 +69,7 @@ def _resolve_negative_indexes(document: Any, path: str) -> str:
             tokens[position] = str(index)
             token = tokens[position]
         if isinstance(node, dict):
-            node = node.get(token.replace("~1", "/").replace("~0", "~"))
+            node = node.get(unescape_pointer(token))
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
         else:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from celmut import jsonutil
 from celmut.runtime.patch import diff
 from celmut.runtime.results import MutationStep, PolicyOutcome
 
@@ -221,7 +222,7 @@ def pointers_of(patch: Iterable[dict[str, Any]]) -> Pointers:
     for op in patch:
         path = op["path"]
         tokens = path.split("/")[1:]
-        out.append((path, [t.replace("~1", "/").replace("~0", "~") if "~" in t else t for t in tokens]))
+        out.append((path, [jsonutil.unescape_pointer(t) for t in tokens]))
     return out
 
 

@@ -76,6 +76,13 @@ class PolicyOutcome:
     def matched(self) -> bool:
         return self.status in ("applied", "unchanged", "error")
 
+    @property
+    def message(self) -> str:
+        """The one-line account of this outcome every surface prints for an error:
+        ``policy NAME: FIELD: WHAT`` (the field path when one is known), else ``policy NAME: REASON``."""
+        where = f"{self.path}: " if self.path else ""
+        return f"policy {self.policy}: {where}{self.reason}"
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"policy": self.policy, "kind": self.kind, "status": self.status}
         for key in ("reason", "path", "binding", "cause"):
@@ -102,6 +109,48 @@ class AdmissionResult:
     message: str = ""  # why the request was denied
     warnings: list[str] = field(default_factory=list)
     audit_annotations: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def unchanged(
+        cls,
+        original: dict[str, Any] | None,
+        outcomes: list[PolicyOutcome] | None = None,
+        *,
+        warnings: list[str] | None = None,
+        audit_annotations: dict[str, str] | None = None,
+    ) -> AdmissionResult:
+        """The request allowed as it came."""
+        return cls(
+            allowed=True,
+            original=original,
+            object=original,
+            patch=[],
+            outcomes=outcomes or [],
+            warnings=[] if warnings is None else warnings,
+            audit_annotations={} if audit_annotations is None else audit_annotations,
+        )
+
+    @classmethod
+    def denied(
+        cls,
+        original: dict[str, Any] | None,
+        outcomes: list[PolicyOutcome],
+        message: str,
+        *,
+        warnings: list[str] | None = None,
+        audit_annotations: dict[str, str] | None = None,
+    ) -> AdmissionResult:
+        """The request denied with ``message``; nothing any policy did is kept."""
+        return cls(
+            allowed=False,
+            original=original,
+            object=original,
+            patch=[],
+            outcomes=outcomes,
+            message=message,
+            warnings=[] if warnings is None else warnings,
+            audit_annotations={} if audit_annotations is None else audit_annotations,
+        )
 
     @property
     def changed(self) -> bool:

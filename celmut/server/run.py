@@ -39,7 +39,7 @@ from celmut.server.app import create_app
 from celmut.server.connections import LimitedServer, protocol_class
 from celmut.server.limits import ConnectionLimits
 from celmut.server.metrics import Metrics, share_between_workers, worker_stopped
-from celmut.server.settings import DEFAULT_EVALUATION_THREADS, ServerSettings
+from celmut.server.settings import DEFAULT_EVALUATION_THREADS, DEFAULT_MAX_BODY_BYTES, ServerSettings
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
@@ -68,7 +68,7 @@ class ServeConfig:
     workers: int = 1
     timeout_seconds: float = 10.0
     reload_interval: float = 2.0
-    max_body_bytes: int = 3 * 1024 * 1024
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     evaluation_threads: int = DEFAULT_EVALUATION_THREADS
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     from_cluster: bool = False

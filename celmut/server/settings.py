@@ -6,7 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit (apiserver MaxRequestBodyBytes)
+from celmut.limits import MAX_REQUEST_BYTES
+
+DEFAULT_MAX_BODY_BYTES = MAX_REQUEST_BYTES  # the API server's own request limit (apiserver MaxRequestBodyBytes)
 DEFAULT_EVALUATION_THREADS = 4
 DEFAULT_INLINE_SECONDS = 0.005  # most admissions take well under 1 ms; one slice holds the loop at most this long
 

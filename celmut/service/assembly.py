@@ -3,41 +3,28 @@
 The webhook, the controller and the CLI differ only in the settings and the lookups they pass here
 (Kyverno does the same with one ``NewEngine`` and a kube-backed or static provider): the schema
 registry is built from the CRDs each surface knows, the compiled policy set is used as compiled, and
-the evaluation limits come from plain :class:`EngineSettings`. A test builds the engine of each
-surface from the same inputs and compares their answers (``tests/service/test_assembly.py``).
+the evaluation limits come from one frozen :class:`EngineSettings` (``runtime/options.py``), which
+the engine's options extend with the schemas, so no setting is copied by hand. A test builds the
+engine of each surface from the same inputs and compares their answers
+(``tests/service/test_assembly.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from celmut import cel
-from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
+from celmut.compile.compiled import CompiledPolicy
 from celmut.compile.pipeline import Compilation
+from celmut.limits import MAX_REQUEST_BYTES
 from celmut.runtime import AdmissionEngine, AdmissionOptions
-from celmut.runtime.ownership import OptOut
+from celmut.runtime.options import EngineSettings
 from celmut.runtime.schemas import SchemaRegistry
 from celmut.sources.documents import Document
 
-DEFAULT_MAX_INPUT_BYTES = 3 * 1024 * 1024  # the API server's own request limit
+DEFAULT_MAX_INPUT_BYTES = MAX_REQUEST_BYTES  # the API server's own request limit
 
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """Plain settings of an admission engine, the same whichever surface runs it."""
-
-    services: cel.Services = field(default_factory=cel.Services)  # lookups: the cluster, files, or none
-    timeout_seconds: float | None = DEFAULT_TIMEOUT_SECONDS  # CEL deadline per request
-    background_usernames: frozenset[str] = frozenset()  # skipBackgroundRequests: celmut's own identity
-    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
-    kubernetes_version: str | None = None  # built-in schemas of this version (default: the newest bundled)
-    opt_out: OptOut | None = None  # objects opted out through their owners (the webhook and controller)
-    record_provenance: bool = False  # every policy writes celmut.io/mutated-by (else only those opted in)
-    # Report a skip for every policy whose rules do not name the request's kind (the CLI's detailed
-    # results); the webhook and the controller visit only the candidates (runtime/candidates.py).
-    report_unselected: bool = True
+__all__ = ["EngineSettings", "assemble_engine", "crds_in", "is_crd", "narrowed"]
 
 
 def is_crd(content: object) -> bool:
@@ -58,14 +45,10 @@ def assemble_engine(
     policies (``compilation.other``); the registry belongs to this engine alone.
     """
     registry = SchemaRegistry([*crds, *crds_in(compilation.other)], settings.kubernetes_version)
-    options = AdmissionOptions(
-        services=settings.services,
-        schemas=registry,
-        background_usernames=settings.background_usernames,
-        timeout_seconds=settings.timeout_seconds,
-        max_input_bytes=settings.max_input_bytes,
-        opt_out=settings.opt_out,
-        record_provenance=settings.record_provenance,
-        report_unselected=settings.report_unselected,
-    )
-    return AdmissionEngine(compilation.compiled, options=options)
+    return AdmissionEngine(compilation.compiled, options=AdmissionOptions.of(settings, registry))
+
+
+def narrowed(engine: AdmissionEngine, policies: Sequence[CompiledPolicy]) -> AdmissionEngine:
+    """An engine like ``engine`` (same settings, schemas and PolicyExceptions) over some of its
+    policies: the controller's drift pass runs only the policies that correct drift."""
+    return AdmissionEngine(policies, engine.exceptions, engine.options)

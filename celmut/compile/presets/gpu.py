@@ -35,7 +35,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from celmut import jsonutil, names
+from celmut.compile.presets import cel_literals as lit
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets import yaml_format
 from celmut.compile.presets.base import GENERATED_BY, PresetOutput, compile_each
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
@@ -69,7 +72,7 @@ def parse(document: Document) -> tuple[str, dict[str, int], str]:
     root.unknown_fields(["apiVersion", "kind", "metadata", "spec", "status"])
     root.string("apiVersion", enum=[API_VERSION])
     name = root.child("metadata").string("name", default=DEFAULT_NAME)
-    if not pl.is_dns_subdomain(name):
+    if not names.is_dns_subdomain(name):
         root.fail(f"Invalid value: {name!r}: must be a lowercase RFC 1123 subdomain", "metadata.name")
     spec = root.child("spec")
     spec.unknown_fields(["workloadTypes", "sharedResource"])
@@ -83,7 +86,7 @@ def parse(document: Document) -> tuple[str, dict[str, int], str]:
         else:
             types[key] = count
     shared = spec.string("sharedResource", default=DEFAULT_SHARED)
-    if "/" not in shared or not pl.is_qualified_name(shared):
+    if "/" not in shared or not names.is_qualified_name(shared):
         spec.fail(f"Invalid value: {shared!r}: must be an extended resource name (domain/name)", "sharedResource")
     elif shared == GPU:
         spec.fail(f"Invalid value: {shared!r}: must differ from {GPU}", "sharedResource")
@@ -93,7 +96,7 @@ def parse(document: Document) -> tuple[str, dict[str, int], str]:
 
 
 def _annotation(name: str) -> str:
-    return f'object.metadata.?annotations[?{pl.cel_string(name)}].orValue("")'
+    return f'object.metadata.?annotations[?{lit.cel_string(name)}].orValue("")'
 
 
 def gpu_resources_cel() -> str:
@@ -103,14 +106,14 @@ def gpu_resources_cel() -> str:
         for section in SECTIONS:
             parts.append(
                 f"object.spec.?{containers}.orValue([]).transformList(i, c,\n"
-                f"  c.?resources.?{section}[?{pl.cel_string(GPU)}].hasValue(),\n"
+                f"  c.?resources.?{section}[?{lit.cel_string(GPU)}].hasValue(),\n"
                 f'  "/spec/{containers}/" + string(i) + "/resources/{section}")'
             )
     return " +\n".join(parts)
 
 
 def variables(types: dict[str, int]) -> list[dict[str, str]]:
-    type_map = "{" + ", ".join(f"{pl.cel_string(k)}: {v}" for k, v in types.items()) + "}"
+    type_map = "{" + ", ".join(f"{lit.cel_string(k)}: {v}" for k, v in types.items()) + "}"
     return [
         pl.variable("gpuResources", gpu_resources_cel()),
         pl.variable("sliceRatioAnnotation", _annotation(RATIO_ANNOTATION)),
@@ -153,7 +156,7 @@ def match_conditions() -> list[dict[str, str]]:
 
 
 def patches_cel(shared: str) -> str:
-    gpu, shared_key = pl.escape_key(GPU), pl.escape_key(shared)
+    gpu, shared_key = jsonutil.escape_pointer(GPU), jsonutil.escape_pointer(shared)
     return f"""
 variables.gpuResources.map(p, JSONPatch{{op: "remove", path: p + "/{gpu}"}}) +
 variables.gpuResources.map(p,
@@ -170,7 +173,7 @@ def build_policy(name: str, types: dict[str, int], shared: str) -> dict[str, Any
         annotations={GENERATED_BY: f"{API_VERSION} {KIND} {name}"},
         labels={"celmut.io/preset": "gpu-slicing"},
     )
-    return pl.readable(policy)
+    return yaml_format.readable(policy)
 
 
 class GpuSlicingCompiler:

@@ -55,7 +55,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from celmut import names
+from celmut.compile.presets import cel_literals as lit
+from celmut.compile.presets import label_selectors as ls
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets import yaml_format
 from celmut.compile.presets.base import GENERATED_BY, PresetOutput, compile_each
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
@@ -118,9 +122,9 @@ def parse(document: Document) -> Plan:
     metadata = root.child("metadata")
     name = metadata.string("name", required=True)
     namespace = metadata.string("namespace", required=True)
-    if name and not pl.is_dns_subdomain(name):
+    if name and not names.is_dns_subdomain(name):
         metadata.fail(f"Invalid value: {name!r}: must be a lowercase RFC 1123 subdomain", "name")
-    if namespace and not pl.is_dns_label(namespace):
+    if namespace and not names.is_dns_label(namespace):
         metadata.fail(f"Invalid value: {namespace!r}: must be a namespace name", "namespace")
     pins: list[Pin] = []
     if kind == "ConfigMap":
@@ -140,7 +144,7 @@ def parse(document: Document) -> Plan:
         root.string("apiVersion", enum=[API_VERSION])
         pins = _pins(root.child("spec"))
     policy = f"pod-pinning-{namespace}-{name}"
-    if name and namespace and not pl.is_dns_subdomain(policy):
+    if name and namespace and not names.is_dns_subdomain(policy):
         metadata.fail(f"Invalid value: {name!r}: the policy name {policy!r} would be too long", "name")
     if errors:
         raise PolicyError(document.path, kind or KIND, f"{namespace}/{name}", errors)
@@ -155,7 +159,7 @@ def _pins(spec: Reader) -> list[Pin]:
     for item in spec.items("pins", max_items=MAX_PINS):
         item.unknown_fields(["workload", "ordinal", "labelSelector", "node"])
         node = item.string("node", required=True)
-        if node and not pl.is_dns_subdomain(node):
+        if node and not names.is_dns_subdomain(node):
             item.fail(f"Invalid value: {node!r}: must be a node name (lowercase RFC 1123 subdomain)", "node")
         if item.has("workload") == item.has("labelSelector"):
             item.fail("Invalid value: exactly one of workload or labelSelector is required")
@@ -166,10 +170,10 @@ def _pins(spec: Reader) -> list[Pin]:
             workload.unknown_fields(["kind", "name"])
             kind = workload.string("kind", required=True, enum=WORKLOAD_KINDS)
             name = workload.string("name", required=True)
-            if name and not pl.is_dns_subdomain(name):
+            if name and not names.is_dns_subdomain(name):
                 workload.fail(f"Invalid value: {name!r}: must be a lowercase RFC 1123 subdomain", "name")
         if item.has("labelSelector"):
-            selector = pl.parse_label_selector(item.child("labelSelector"))
+            selector = ls.parse_label_selector(item.child("labelSelector"))
             if selector.is_empty:
                 item.fail(
                     "Required value: matchLabels or matchExpressions (an empty selector would pin every pod)",
@@ -188,18 +192,18 @@ def _pins(spec: Reader) -> list[Pin]:
 def pin_cel(pin: Pin) -> str:
     """``"<node>"`` when the pin matches the pod, else ``""``."""
     if pin.selector is not None:
-        condition, what = pl.label_selector(pin.selector), "labelSelector"
+        condition, what = ls.label_selector(pin.selector), "labelSelector"
     else:
         condition = (
-            f"variables.workloadKind == {pl.cel_string(pin.kind)} && "
-            f"variables.workloadName == {pl.cel_string(pin.name)}"
+            f"variables.workloadKind == {lit.cel_string(pin.kind)} && "
+            f"variables.workloadName == {lit.cel_string(pin.name)}"
         )
         what = f"{pin.kind} {pin.name}"
         if pin.ordinal is not None:  # the name first: it rules most pods out without a lookup
-            pod_name = pl.cel_string(f"{pin.name}-{pin.ordinal}")
+            pod_name = lit.cel_string(f"{pin.name}-{pin.ordinal}")
             condition = f"variables.podName == {pod_name} &&\n  {condition}"
             what += f", ordinal {pin.ordinal}"
-    return f'// {pin.path}: {what}\n{condition} ?\n  {pl.cel_string(pin.node)} : ""'
+    return f'// {pin.path}: {what}\n{condition} ?\n  {lit.cel_string(pin.node)} : ""'
 
 
 def planned_node_cel(pins: Sequence[Pin]) -> str:
@@ -268,7 +272,7 @@ def build_policy(plan: Plan) -> dict[str, Any]:
         *planned_node_variables(plan.pins),
         pl.variable(
             "hostnameRequirement",
-            f'{{"key": {pl.cel_string(HOSTNAME)}, "operator": "In", "values": dyn([variables.plannedNode])}}',
+            f'{{"key": {lit.cel_string(HOSTNAME)}, "operator": "In", "values": dyn([variables.plannedNode])}}',
         ),
     ]
     conditions = [
@@ -277,7 +281,7 @@ def build_policy(plan: Plan) -> dict[str, Any]:
             "not-already-pinned",
             "!object.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution"
             ".?nodeSelectorTerms.orValue([]).exists(t,\n"
-            f'  t.?matchExpressions.orValue([]).exists(e, e.key == {pl.cel_string(HOSTNAME)} && e.operator == "In"))',
+            f'  t.?matchExpressions.orValue([]).exists(e, e.key == {lit.cel_string(HOSTNAME)} && e.operator == "In"))',
         ),
         pl.variable("in-the-plan", 'variables.plannedNode != ""'),
     ]
@@ -293,7 +297,7 @@ def build_policy(plan: Plan) -> dict[str, Any]:
     policy["spec"]["matchConstraints"]["namespaceSelector"] = {
         "matchLabels": {"kubernetes.io/metadata.name": plan.namespace}
     }
-    return pl.readable(policy)
+    return yaml_format.readable(policy)
 
 
 class PinningCompiler:

@@ -21,15 +21,11 @@ size and one pod below 100 % goes on-demand. Without a lookup, a deterministic h
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from typing import Any, TypeVar, overload
+from typing import Any
 
-import yaml
-
-from celmut.policy.fields import Reader
-from celmut.policy.match import LabelSelector, Requirement
+from celmut import jsonutil
 
 SPOT_LABEL = "scheduling.cast.ai/spot"
 PLACEMENT_ANNOTATION = "celmut.io/placement"
@@ -46,11 +42,6 @@ _PREFER_SPOT = (
 
 def variable(name: str, expression: str) -> dict[str, str]:
     return {"name": name, "expression": expression.strip()}
-
-
-def escape_key(key: str) -> str:
-    """A map key as a JSON Pointer segment, escaped at compile time."""
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def workload_variables() -> list[dict[str, str]]:
@@ -206,7 +197,7 @@ def annotate(annotation: str, value: str) -> str:
     """JSONPatch list recording ``value`` (a CEL string) in a pod annotation."""
     return f"""
 (has(object.metadata.annotations) ?
-  [JSONPatch{{op: "add", path: "/metadata/annotations/{escape_key(annotation)}", value: {value}}}] :
+  [JSONPatch{{op: "add", path: "/metadata/annotations/{jsonutil.escape_pointer(annotation)}", value: {value}}}] :
   [JSONPatch{{op: "add", path: "/metadata/annotations", value: {{"{annotation}": {value}}}}}])
 """.strip()
 
@@ -228,7 +219,7 @@ def spot_patches(mode: str) -> str:
             f"""
 (object.spec.?nodeSelector[?"{SPOT_LABEL}"].orValue("") == "true" ? [] :
   has(object.spec.nodeSelector) ?
-    [JSONPatch{{op: "add", path: "/spec/nodeSelector/{escape_key(SPOT_LABEL)}", value: "true"}}] :
+    [JSONPatch{{op: "add", path: "/spec/nodeSelector/{jsonutil.escape_pointer(SPOT_LABEL)}", value: "true"}}] :
     [JSONPatch{{op: "add", path: "/spec/nodeSelector", value: {{"{SPOT_LABEL}": "true"}}}}])
 """
         )
@@ -307,94 +298,6 @@ def mutating_policy(
     }
 
 
-# --- Helpers shared by the spot, GPU slicing and pod pinning presets ---------------------------------
-
-LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-_LABEL_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_DNS_LABEL_RE = re.compile(rf"^{_DNS_LABEL}$")
-_LABEL_VALUE_RE = re.compile(rf"^({_LABEL_NAME})?$")
-_LABEL_NAME_RE = re.compile(rf"^{_LABEL_NAME}$")
-
-
-def cel_string(text: str) -> str:
-    """A CEL string literal (JSON escapes are valid CEL escapes)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def cel_strings(texts: Sequence[str]) -> str:
-    """A CEL list literal of strings."""
-    return "[" + ", ".join(cel_string(t) for t in texts) + "]"
-
-
-def is_dns_label(name: str) -> bool:
-    """A namespace name: RFC 1123 label, at most 63 characters."""
-    return len(name) <= 63 and bool(_DNS_LABEL_RE.match(name))
-
-
-def is_dns_subdomain(name: str) -> bool:
-    """An object name (node, policy): RFC 1123 subdomain, at most 253 characters."""
-    return len(name) <= 253 and bool(_DNS_SUBDOMAIN_RE.match(name))
-
-
-def is_qualified_name(key: str) -> bool:
-    """A label key or resource name: ``[prefix/]name`` with a DNS subdomain prefix and a 63-character name."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in key and not (prefix and is_dns_subdomain(prefix)):
-        return False
-    return len(name) <= 63 and bool(_LABEL_NAME_RE.match(name))
-
-
-def parse_label_selector(reader: Reader) -> LabelSelector:
-    """A ``metav1.LabelSelector`` validated as the API server does (keys, values, operators), with
-    every problem recorded on ``reader`` at its field path; unknown fields are rejected."""
-    reader.unknown_fields(["matchLabels", "matchExpressions"])
-    labels = reader.string_map("matchLabels")
-    for key, value in labels.items():
-        if not is_qualified_name(key):
-            reader.fail(f"Invalid value: {key!r}: must be a label key ([prefix/]name)", f"matchLabels.{key}")
-        if len(value) > 63 or not _LABEL_VALUE_RE.match(value):
-            reader.fail(f"Invalid value: {value!r}: must be a label value", f"matchLabels.{key}")
-    requirements = []
-    for item in reader.items("matchExpressions"):
-        item.unknown_fields(["key", "operator", "values"])
-        key = item.string("key", required=True)
-        if key and not is_qualified_name(key):
-            item.fail(f"Invalid value: {key!r}: must be a label key ([prefix/]name)", "key")
-        operator = item.string("operator", required=True, enum=LABEL_SELECTOR_OPERATORS)
-        values = tuple(item.string_list("values") or ())
-        if operator in ("In", "NotIn") and not values:
-            item.fail(f"Required value: must be specified when operator is {operator}", "values")
-        if operator in ("Exists", "DoesNotExist") and values:
-            item.fail(f"Forbidden: may not be specified when operator is {operator}", "values")
-        for index, value in enumerate(values):
-            if len(value) > 63 or not _LABEL_VALUE_RE.match(value):
-                item.fail(f"Invalid value: {value!r}: must be a label value", f"values[{index}]")
-        requirements.append(Requirement(key, operator, values))
-    return LabelSelector(tuple(labels.items()), tuple(requirements))
-
-
-def label_selector(selector: LabelSelector, labels: str = "variables.podLabels") -> str:
-    """CEL testing a (validated) label selector against ``labels`` (a CEL map); ``true`` when empty."""
-    terms = [
-        f"{cel_string(k)} in {labels} && {labels}[{cel_string(k)}] == {cel_string(v)}" for k, v in selector.match_labels
-    ]
-    for r in selector.match_expressions:
-        key = cel_string(r.key)
-        if r.operator == "In":
-            terms.append(f"{key} in {labels} && {labels}[{key}] in {cel_strings(r.values)}")
-        elif r.operator == "NotIn":
-            terms.append(f"!({key} in {labels} && {labels}[{key}] in {cel_strings(r.values)})")
-        elif r.operator == "Exists":
-            terms.append(f"{key} in {labels}")
-        else:
-            terms.append(f"!({key} in {labels})")
-    if not terms:
-        return "true"
-    return terms[0] if len(terms) == 1 else " && ".join(f"({t})" for t in terms)
-
-
 def prune_variables(variables: Sequence[dict[str, str]], *expressions: str) -> list[dict[str, str]]:
     """The variables ``expressions`` use, directly or through other variables, in their original order."""
     by_name = {v["name"]: v for v in variables}
@@ -409,40 +312,6 @@ def prune_variables(variables: Sequence[dict[str, str]], *expressions: str) -> l
 
 
 _VARIABLE_REF = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
-
-
-class BlockStr(str):
-    """A multi-line string that YAML dumps as a literal block (``|``), so a generated expression prints
-    as written instead of as one quoted line of ``\\n`` escapes. Equal to (and hashes like) the plain
-    string; only the YAML representation differs."""
-
-
-def _represent_block(dumper: yaml.representer.BaseRepresenter, data: BlockStr) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", str(data), style="|")
-
-
-yaml.SafeDumper.add_representer(BlockStr, _represent_block)
-yaml.Dumper.add_representer(BlockStr, _represent_block)
-
-
-_T = TypeVar("_T")
-
-
-# The copy has the shape (and type) of ``value``; only its multi-line strings change class.
-@overload
-def readable(value: dict[str, Any]) -> dict[str, Any]: ...
-@overload
-def readable(value: _T) -> _T: ...
-def readable(value: Any) -> Any:
-    """A copy of ``value`` (a generated policy) whose multi-line strings dump as YAML literal blocks:
-    lines lose their trailing blanks (which would force the quoted style) and become a BlockStr."""
-    if isinstance(value, dict):
-        return {k: readable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [readable(v) for v in value]
-    if isinstance(value, str) and "\n" in value:
-        return BlockStr("\n".join(line.rstrip() for line in value.splitlines()))
-    return value
 
 
 def metadata_lookups() -> frozenset[str]:

@@ -62,7 +62,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from celmut import names
+from celmut.compile.presets import cel_literals as lit
+from celmut.compile.presets import label_selectors as ls
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets import yaml_format
 from celmut.compile.presets.base import GENERATED_BY, PresetOutput, compile_each
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.fields import Reader
@@ -97,7 +101,10 @@ class Term:
 
 
 @dataclass
-class SpotConfig:
+class SpotWebhookConfig:
+    """The spot webhook's Helm values (a preset or a custom configuration); PodMutation's own
+    ``spotConfig`` is :class:`celmut.compile.presets.podmutation.model.SpotConfig`."""
+
     preset: str = ""  # "" for a custom configuration
     default_to_spot: bool = True
     percentage: int = 0
@@ -111,15 +118,15 @@ class SpotConfig:
         return POLICY_NAMES[self.preset]
 
 
-def preset_config(preset: str) -> SpotConfig:
+def preset_config(preset: str) -> SpotWebhookConfig:
     """The configuration a chart preset stands for."""
     if preset == "allSpot":
-        return SpotConfig(preset)
+        return SpotWebhookConfig(preset)
     if preset == "allSpotExceptKubeSystem":
         kube_system = Term(f"preset {preset}: forcePodsToOnDemand[0]", namespaces=("kube-system",))
-        return SpotConfig(preset, force_to_on_demand=[kube_system])
+        return SpotWebhookConfig(preset, force_to_on_demand=[kube_system])
     if preset == "partialSpot":
-        return SpotConfig(preset, default_to_spot=False, percentage=40)
+        return SpotWebhookConfig(preset, default_to_spot=False, percentage=40)
     raise ValueError(f"unknown preset {preset!r}")
 
 
@@ -127,12 +134,12 @@ def claims(document: Any) -> bool:
     return isinstance(document, dict) and "staticConfig" in document and "kind" not in document
 
 
-def parse(document: Document) -> SpotConfig:
+def parse(document: Document) -> SpotWebhookConfig:
     """The configuration of one values document; raises PolicyError naming every invalid field."""
     errors: list[FieldError] = []
     root = Reader(document.content, "", errors)
     namespace = root.string("celmutNamespace", default=DEFAULT_NAMESPACE)
-    if namespace and not pl.is_dns_label(namespace):
+    if namespace and not names.is_dns_label(namespace):
         root.fail(f"Invalid value: {namespace!r}: must be a namespace name", "celmutNamespace")
     static = root.child("staticConfig")
     static.unknown_fields(["preset", *CUSTOM_KEYS, *IGNORED_KEYS])
@@ -145,7 +152,7 @@ def parse(document: Document) -> SpotConfig:
             if value not in (None, []) and not (type(value) is type(default) and value == default):
                 static.fail(f"Forbidden: cannot be combined with staticConfig.preset ({preset})", key)
     else:
-        config = SpotConfig(
+        config = SpotWebhookConfig(
             default_to_spot=static.boolean("defaultToSpot", True),
             percentage=static.integer("spotPercentageOfReplicaSet", 0, minimum=0, maximum=99) or 0,
             ignore_pods=_terms(static, "ignorePods"),
@@ -164,10 +171,10 @@ def _terms(static: Reader, field_name: str) -> list[Term]:
         item.unknown_fields(["labelSelector", "namespaces", "topologyKey", "namespaceSelector"])
         if item.has("namespaceSelector"):
             item.fail("Forbidden: not supported (as in the CAST AI webhook): list the namespaces in namespaces")
-        selector = pl.parse_label_selector(item.child("labelSelector")) if item.has("labelSelector") else None
+        selector = ls.parse_label_selector(item.child("labelSelector")) if item.has("labelSelector") else None
         namespaces = item.string_list("namespaces") or []
         for index, name in enumerate(namespaces):
-            if not pl.is_dns_label(name):
+            if not names.is_dns_label(name):
                 item.fail(f"Invalid value: {name!r}: must be a namespace name", f"namespaces[{index}]")
         if selector is None and not namespaces and not item.has("namespaceSelector"):
             item.fail("Required value: labelSelector or namespaces (an empty term would match every pod)")
@@ -181,9 +188,9 @@ def _terms(static: Reader, field_name: str) -> list[Term]:
 def term_cel(term: Term) -> str:
     parts = []
     if term.selector is not None:
-        parts.append(pl.label_selector(term.selector))
+        parts.append(ls.label_selector(term.selector))
     if term.namespaces:
-        parts.append(f"request.namespace in {pl.cel_strings(term.namespaces)}")
+        parts.append(f"request.namespace in {lit.cel_strings(term.namespaces)}")
     body = " && ".join(f"({p})" if "&&" in p and len(parts) > 1 else p for p in parts)
     return f"// {term.path}\n{body}"
 
@@ -196,21 +203,21 @@ def terms_cel(terms: Sequence[Term]) -> str:
 
 
 def _annotation(name: str) -> str:
-    return f'variables.podAnnotations[?{pl.cel_string(name)}].orValue("")'
+    return f'variables.podAnnotations[?{lit.cel_string(name)}].orValue("")'
 
 
-def match_conditions(config: SpotConfig) -> list[dict[str, str]]:
+def match_conditions(config: SpotWebhookConfig) -> list[dict[str, str]]:
     """The ignored pods, then the override annotations' validity (an invalid value skips the pod)."""
     conditions = [
         pl.variable(
             "controlled-by-a-workload",
             "object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false))",
         ),
-        pl.variable("outside-the-celmut-namespace", f"request.namespace != {pl.cel_string(config.celmut_namespace)}"),
+        pl.variable("outside-the-celmut-namespace", f"request.namespace != {lit.cel_string(config.celmut_namespace)}"),
         pl.variable(
             "no-topology-spread-over-spot",
             "!object.spec.?topologySpreadConstraints.orValue([]).exists(c,\n"
-            f'  c.?topologyKey.orValue("") == {pl.cel_string(pl.SPOT_LABEL)})',
+            f'  c.?topologyKey.orValue("") == {lit.cel_string(pl.SPOT_LABEL)})',
         ),
     ]
     if config.ignore_pods:
@@ -234,7 +241,7 @@ def match_conditions(config: SpotConfig) -> list[dict[str, str]]:
     return conditions
 
 
-def decision_variables(config: SpotConfig) -> list[dict[str, str]]:
+def decision_variables(config: SpotWebhookConfig) -> list[dict[str, str]]:
     """The decision steps, in precedence order; steps the configuration leaves empty are omitted."""
     steps = [
         pl.variable("podLabels", "object.metadata.?labels.orValue({})"),
@@ -302,7 +309,7 @@ variables.placement == "toleration-only" ? variables.spotToleration :
 """.strip()
 
 
-def build_policy(config: SpotConfig, source: str) -> dict[str, Any]:
+def build_policy(config: SpotWebhookConfig, source: str) -> dict[str, Any]:
     conditions = match_conditions(config)
     candidates = [*pl.workload_variables(), *decision_variables(config), *patch_variables()]
     variables = pl.prune_variables(candidates, PATCHES, *(c["expression"] for c in conditions))
@@ -315,7 +322,7 @@ def build_policy(config: SpotConfig, source: str) -> dict[str, Any]:
         annotations={GENERATED_BY: f"{KIND} {source} ({description})"},
         labels={"celmut.io/preset": "spot"},
     )
-    return pl.readable(policy)
+    return yaml_format.readable(policy)
 
 
 class SpotCompiler:
@@ -325,7 +332,7 @@ class SpotCompiler:
         return claims(document)
 
     def compile(self, documents: Sequence[Document]) -> PresetOutput:
-        def duplicate(document: Document, config: SpotConfig, first: str) -> PolicyError:
+        def duplicate(document: Document, config: SpotWebhookConfig, first: str) -> PolicyError:
             message = f"Duplicate value: policy {config.policy_name} is already generated from {first}"
             return PolicyError(document.path, KIND, f"#{document.index}", [FieldError("staticConfig", message)])
 

@@ -8,7 +8,11 @@ from typing import Any
 
 import pytest
 
+from celmut import names
+from celmut.compile.presets import cel_literals as lit
+from celmut.compile.presets import label_selectors as ls
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets import yaml_format
 from celmut.runtime import AdmissionInput
 from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.service.offline import OfflineCluster
@@ -213,10 +217,10 @@ def test_label_selector_cel_agrees_with_the_runtime_matcher(selector: dict[str, 
     from celmut.runtime.selectors import matches
 
     errors: list[FieldError] = []
-    parsed = pl.parse_label_selector(Reader(selector, "labelSelector", errors))
+    parsed = ls.parse_label_selector(Reader(selector, "labelSelector", errors))
     assert not errors
     program = Environment("kyverno", variables={"labels": types.DYN}).compile(
-        pl.label_selector(parsed, "variables.labels")
+        ls.label_selector(parsed, "variables.labels")
     )
     for labels in LABELS:
         assert program.evaluate(Activation(variable_values={"labels": labels})) is matches(parsed, labels), labels
@@ -269,23 +273,23 @@ def test_label_selector_validation_names_the_field(selector: dict[str, Any], mes
     from celmut.policy.fields import Reader
 
     errors: list[FieldError] = []
-    pl.parse_label_selector(Reader(selector, "labelSelector", errors))
+    ls.parse_label_selector(Reader(selector, "labelSelector", errors))
     assert len(errors) == 1 and message in str(errors[0])
 
 
 @pytest.mark.parametrize(
     ("check", "value", "expected"),
     [
-        (pl.is_dns_label, "kube-system", True),
-        (pl.is_dns_label, "Kube-System", False),
-        (pl.is_dns_label, "a.b", False),
-        (pl.is_dns_label, "a" * 64, False),
-        (pl.is_dns_subdomain, "ip-10-0-1-17.ec2.internal", True),
-        (pl.is_dns_subdomain, "node_1", False),
-        (pl.is_qualified_name, "nvidia.com/gpu-shared", True),
-        (pl.is_qualified_name, "app", True),
-        (pl.is_qualified_name, "/app", False),
-        (pl.is_qualified_name, "Example.com/x", False),
+        (names.is_dns_label, "kube-system", True),
+        (names.is_dns_label, "Kube-System", False),
+        (names.is_dns_label, "a.b", False),
+        (names.is_dns_label, "a" * 64, False),
+        (names.is_dns_subdomain, "ip-10-0-1-17.ec2.internal", True),
+        (names.is_dns_subdomain, "node_1", False),
+        (names.is_qualified_name, "nvidia.com/gpu-shared", True),
+        (names.is_qualified_name, "app", True),
+        (names.is_qualified_name, "/app", False),
+        (names.is_qualified_name, "Example.com/x", False),
     ],
     ids=lambda v: getattr(v, "__name__", repr(v)),
 )
@@ -297,8 +301,8 @@ def test_cel_strings_are_escaped() -> None:
     from celmut.cel import Activation, Environment
 
     text = 'a "quoted" \\ line\nwith ünïcode'
-    assert Environment("kyverno").compile(pl.cel_string(text)).evaluate(Activation()) == text
-    assert pl.cel_strings(["a", "b"]) == '["a", "b"]'
+    assert Environment("kyverno").compile(lit.cel_string(text)).evaluate(Activation()) == text
+    assert lit.cel_strings(["a", "b"]) == '["a", "b"]'
 
 
 def test_prune_variables_keeps_what_is_used_in_order() -> None:
@@ -316,12 +320,12 @@ def test_readable_policies_dump_expressions_as_yaml_blocks_and_round_trip() -> N
     import yaml
 
     policy = pl.mutating_policy("p", variables=SPOT_60, match_conditions=[], patches=PLACE)
-    text = yaml.safe_dump(pl.readable(policy), sort_keys=False)
+    text = yaml.safe_dump(yaml_format.readable(policy), sort_keys=False)
     assert "expression: |" in text and "\\n" not in text
     reloaded = yaml.safe_load(text)
     assert reloaded["spec"]["variables"][0] == policy["spec"]["variables"][0]
     assert reloaded["spec"]["mutations"][0]["jsonPatch"]["expression"] == "\n".join(
         line.rstrip() for line in PLACE.splitlines()
     )
-    assert isinstance(pl.readable({"s": "a\nb  \nc"})["s"], pl.BlockStr)
-    assert pl.readable({"s": "a\nb  \nc"}) == {"s": "a\nb\nc"}
+    assert isinstance(yaml_format.readable({"s": "a\nb  \nc"})["s"], yaml_format.BlockStr)
+    assert yaml_format.readable({"s": "a\nb  \nc"}) == {"s": "a\nb\nc"}

@@ -7,6 +7,7 @@ jsonpatch.escapeKey(<string>) -> string
 
 from __future__ import annotations
 
+from celmut import jsonutil
 from celmut.cel.declarations import Library
 from celmut.cel.libs.k8s.support import string_cost, typed
 
@@ -17,4 +18,4 @@ fn = LIBRARY.function
 @fn("jsonpatch.escapeKey", ("string",), "string", cost=string_cost)
 @typed("jsonpatch.escapeKey", str)
 def escape_key(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
+    return jsonutil.escape_pointer(key)

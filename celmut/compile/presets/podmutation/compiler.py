@@ -39,12 +39,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from celmut import jsonutil
 from celmut.compile.presets import placement as pl
+from celmut.compile.presets import yaml_format
 from celmut.compile.presets.base import GENERATED_BY, PresetOutput
+from celmut.compile.presets.cel_literals import cel_string
 from celmut.compile.presets.podmutation import model
 from celmut.compile.presets.podmutation.filters import LABELS_EXPRESSION, matches_cel
 from celmut.compile.presets.podmutation.model import PodMutation
-from celmut.compile.presets.podmutation.patches import PatchState, cel_operations, cel_string, within, writes
+from celmut.compile.presets.podmutation.patches import PatchState, cel_operations, within, writes
 from celmut.compile.presets.podmutation.specificity import rank, specificity
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.mutating_policy import RESTART_POLICY_ANNOTATION
@@ -95,7 +98,8 @@ def patches_cel(mutation: PodMutation) -> str:
         ensure = f'[JSONPatch{{op: "add", path: "{ANNOTATIONS_PATH}", value: {{}}}}]'
         parts.append(f"(has(object.metadata.annotations) ? [] : {ensure})")
         state.ensured.add(ANNOTATIONS_PATH)
-        record = f'[JSONPatch{{op: "add", path: "{ANNOTATIONS_PATH}/{pl.escape_key(NAME_ANNOTATION)}", value: {name}}}]'
+        path = f"{ANNOTATIONS_PATH}/{jsonutil.escape_pointer(NAME_ANNOTATION)}"
+        record = f'[JSONPatch{{op: "add", path: "{path}", value: {name}}}]'
     else:
         record = pl.annotate(NAME_ANNOTATION, name)
     if mutation.operations:
@@ -201,7 +205,7 @@ def build_policy(mutation: PodMutation, outranking: Sequence[PodMutation]) -> di
         labels={PRESET_LABEL: "podmutation"},
     )
     policy["spec"]["mutations"] += [{"patchType": "JSONPatch", "jsonPatch": {"expression": m}} for m in mutations[1:]]
-    return pl.readable(policy)
+    return yaml_format.readable(policy)
 
 
 class PodMutationCompiler:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from celmut.compile.presets.cel_literals import cel_string
 from celmut.compile.presets.podmutation.model import Filter, LabelGroup, LabelMatcher, Matcher
-from celmut.compile.presets.podmutation.patches import cel_string
 
 NAMESPACE = "request.namespace"
 WORKLOAD_NAME = "variables.workloadName"

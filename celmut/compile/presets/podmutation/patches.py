@@ -21,22 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from celmut.compile.presets.cel_literals import cel_string
 from celmut.compile.presets.podmutation.model import Operation
-
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def cel_string(text: str) -> str:
-    """A double-quoted CEL string literal whose value is ``text``."""
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\x{ord(char):02x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
 
 
 def _cel_type(value: Any) -> str:

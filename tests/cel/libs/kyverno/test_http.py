@@ -16,7 +16,7 @@ import pytest
 
 from celmut.cel import HttpPolicy, Services
 from tests.cel.helpers import Err, cases, check_case
-from tests.cel.libs.test_kyverno_x509 import KYVERNO_TEST_CERT
+from tests.cel.libs.kyverno.test_x509 import KYVERNO_TEST_CERT
 
 FAKE_DNS = {
     "api.example.com": ["93.184.216.34"],

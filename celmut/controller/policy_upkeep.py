@@ -1,0 +1,136 @@
+"""The controller's policies in service: reloaded from their sources, and what the leader keeps for
+them in the cluster (Kyverno's PolicyExceptions, the generated MutatingAdmissionPolicies)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from celmut import cel
+from celmut.cel.lookups import ResourceLookup
+from celmut.controller.generator import AdmissionPolicyGenerator
+from celmut.controller.reconcile import LoadedPolicies
+from celmut.controller.status import ControllerMetrics
+from celmut.controller.triggers import drift_policies, policy_fingerprint
+from celmut.kube.authorization import SubjectAccessReviewAuthorizer
+from celmut.kube.client import Cluster
+from celmut.kube.kyverno_exceptions import KyvernoExceptions
+from celmut.kube.policy_source import ClusterPolicySource
+from celmut.policy.selection import PolicySelection
+from celmut.runtime.ownership import OptOut
+from celmut.service.assembly import EngineSettings, narrowed
+from celmut.service.store import PolicySource, PolicyStore
+from celmut.sources.files import FileSource
+
+
+class UpkeepConfig(Protocol):
+    """What :class:`PolicyUpkeep` reads of the controller's configuration (``ControllerConfig``)."""
+
+    @property
+    def policy_paths(self) -> list[str]: ...
+    @property
+    def from_cluster(self) -> bool: ...
+    @property
+    def dry_run(self) -> bool: ...
+    @property
+    def timeout_seconds(self) -> float: ...
+    @property
+    def opt_out_label(self) -> str: ...
+    @property
+    def serve_admission_policies(self) -> bool: ...
+    @property
+    def policy_selector(self) -> str: ...
+    @property
+    def kyverno_exceptions_namespace(self) -> str: ...
+    @property
+    def http_policy(self) -> cel.HttpPolicy: ...
+
+
+class PolicyUpkeep:
+    """Loads the policies (files and, with ``--from-cluster``, the cluster's) into a
+    :class:`LoadedPolicies`, and, on the leader, keeps what celmut writes for them."""
+
+    def __init__(
+        self,
+        config: UpkeepConfig,
+        cluster: Cluster,
+        resources: ResourceLookup,
+        opt_out: OptOut,
+        metrics: ControllerMetrics,
+    ) -> None:
+        self.policy_source = (
+            ClusterPolicySource(
+                cluster,
+                admission_policies=config.serve_admission_policies,
+                selection=PolicySelection(config.policy_selector),
+            )
+            if config.from_cluster
+            else None
+        )
+        sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
+        if self.policy_source is not None:
+            sources.append(self.policy_source)
+        settings = EngineSettings(
+            services=cel.Services(
+                resources=resources,
+                http_policy=config.http_policy,
+                authorizer=SubjectAccessReviewAuthorizer(cluster),
+            ),
+            timeout_seconds=config.timeout_seconds,
+            opt_out=opt_out,
+            report_unselected=False,  # drift passes visit only the policies that may select a pod
+        )
+        self.store = PolicyStore(sources, settings)
+        self.metrics = metrics
+        self.loaded: LoadedPolicies | None = None
+        self._fingerprints: dict[str, str] = {}
+        self.kyverno_exceptions = (
+            KyvernoExceptions(cluster, config.kyverno_exceptions_namespace)
+            if config.kyverno_exceptions_namespace and self.policy_source is not None and not config.dry_run
+            else None
+        )
+        # spec.autogen.mutatingAdmissionPolicy: the leader keeps the generated MutatingAdmissionPolicies.
+        self.generator = (
+            AdmissionPolicyGenerator(cluster, opt_out_label=config.opt_out_label)
+            if self.policy_source is not None and not config.dry_run
+            else None
+        )
+
+    def reload(self, is_leader: Callable[[], bool], *, force: bool = False) -> list[str] | None:
+        """Reload policies; the names of policies that are new or changed (they are scanned), or None
+        when the engine in service did not change."""
+        reloaded = self.store.reload(force=force) is not None
+        retry = self.kyverno_exceptions is not None and self.kyverno_exceptions.due()
+        if (reloaded or retry) and is_leader():
+            self.sync_kyverno_exceptions()
+        if (reloaded or (self.generator is not None and self.generator.due())) and is_leader():
+            self.sync_admission_policies()
+        engine = self.store.engine
+        if engine is None or (self.loaded is not None and self.loaded.all is engine):
+            return None
+        drifting = drift_policies(engine.policies)
+        drift = narrowed(engine, drifting) if drifting else None
+        self.loaded = LoadedPolicies(engine, drift)
+        fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
+        changed = [name for name, fp in fingerprints.items() if self._fingerprints.get(name) != fp]
+        self._fingerprints = fingerprints
+        return changed
+
+    def sync_kyverno_exceptions(self) -> None:
+        """The leader keeps Kyverno's PolicyExceptions for the policies celmut serves (after each reload)."""
+        source, exceptions = self.policy_source, self.kyverno_exceptions
+        if source is None or exceptions is None or source.ownership is None:
+            return
+        api_version = source.api_version("PolicyException")
+        if api_version is None:  # no PolicyException CRD: Kyverno cannot be asked
+            return
+        existing = source.objects_of("PolicyException")
+        exceptions.sync(source.ownership, source.policies(), existing, api_version)
+
+    def sync_admission_policies(self) -> None:
+        """The leader keeps the MutatingAdmissionPolicies generated from policies (after each reload)."""
+        if self.generator is not None and self.policy_source is not None:
+            outcome = self.generator.sync(self.policy_source)
+            for action, names in vars(outcome).items():
+                if names:
+                    self.metrics.generated.labels(action).inc(len(names))

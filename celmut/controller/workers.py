@@ -1,0 +1,81 @@
+"""The controller's workers: take a target off the queue, reconcile it, record the outcome, and
+requeue, retry or forget it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from celmut.controller.reconcile import Outcome, Reconciler, TargetKey, Work
+from celmut.controller.report import Report
+from celmut.controller.status import ControllerMetrics
+from celmut.controller.workqueue import WorkQueue
+from celmut.kube.client import ClusterError
+
+log = logging.getLogger("celmut.controller")
+
+
+class Workers:
+    """Reconciles queued targets, one per call of :meth:`process_one`, from any number of threads."""
+
+    def __init__(
+        self,
+        queue: WorkQueue[TargetKey, Work],
+        reconciler: Reconciler,
+        metrics: ControllerMetrics,
+        report: Report,
+        *,
+        dry_run: bool,
+        is_leader: Callable[[], bool],
+        stop: threading.Event,
+    ) -> None:
+        self.queue = queue
+        self.reconciler = reconciler
+        self.metrics = metrics
+        self.report = report
+        self.dry_run = dry_run
+        self.is_leader = is_leader
+        self.stop = stop
+        self.processed = 0
+        self._lock = threading.Lock()
+
+    def process_one(self, timeout: float = 0.5) -> Outcome | None:
+        item = self.queue.get(timeout)
+        if item is None:
+            return None
+        key, work = item
+        try:
+            outcome = self.reconciler.reconcile(key, work)
+        except ClusterError as ex:
+            outcome = Outcome(key, "failed", message=str(ex), retry_after=1.0)
+        finally:
+            self.queue.done(key)
+        with self._lock:  # workers run in parallel threads
+            self.processed += 1
+        self.metrics.observe(outcome)
+        self.report.record(outcome)
+        if outcome.action == "failed":
+            log.warning("target not mutated", extra={"target": str(key), "error": outcome.message})
+        elif outcome.action in ("patched", "evicted"):
+            log.info(
+                "target %s",
+                outcome.action,
+                extra={"target": str(key), "policies": sorted({c.policy for c in outcome.changes})},
+            )
+        if self.dry_run or outcome.retry_after is None:
+            self.queue.forget(key)
+        elif outcome.action == "failed":  # counted, with backoff, until max retries
+            if not self.queue.retry(key, work):
+                log.error("giving up on target", extra={"target": str(key), "error": outcome.message})
+        else:  # waiting for a replacement pod, a budget, a leader: look again later, without giving up
+            self.queue.add_after(key, work, outcome.retry_after)
+        return outcome
+
+    def loop(self) -> None:
+        """A worker thread: process targets while leading, until stopped."""
+        while not self.stop.is_set():
+            if not self.is_leader():
+                self.stop.wait(0.2)
+                continue
+            self.process_one()

@@ -1,0 +1,88 @@
+"""Per-request state every policy of one request shares: the CEL request, the namespace, the budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celmut import cel
+from celmut.cel.activation import approximate_size
+from celmut.compile.compiled import CompiledPolicy
+from celmut.runtime import decode, matching
+from celmut.runtime.options import AdmissionOptions
+from celmut.runtime.request import AdmissionInput
+
+
+class RequestContext:
+    """Per-request state shared by all policies: CEL request, namespace labels, budget."""
+
+    def __init__(
+        self,
+        options: AdmissionOptions,
+        request: AdmissionInput,
+        budget: cel.Budget,
+        services: cel.Services | None = None,
+        *,
+        explain: bool = False,
+    ) -> None:
+        self.options = options
+        self.explain = explain  # keep each mutation's result (PolicyOutcome.steps)
+        self.request = request
+        self.budget = budget
+        self.services = services or options.services
+        self.cel_request = request.cel_request()
+        if request.input_size is None:  # computed once per request, however many policies see it
+            limit = options.max_input_bytes
+            request.input_size = approximate_size([request.object, request.old_object], limit)
+        self.input_size = request.input_size
+        self._namespace_labels: dict[str, str] | None = None
+        self._namespace_object: Any = request.namespace_object
+        self.encoded = decode.EncodedObjects()
+
+    @classmethod
+    def for_request(cls, options: AdmissionOptions, request: AdmissionInput) -> RequestContext:
+        """A context with a fresh budget of the options' timeout (mutateExisting: one per trigger or target)."""
+        return cls(options, request, cel.Budget.with_timeout(options.timeout_seconds))
+
+    def namespace_object(self) -> Any:
+        request = self.request
+        if self._namespace_object is None and request.namespace:
+            resources = self.services.resources
+            if resources is not None:
+                try:
+                    self._namespace_object = resources.get("v1", "namespaces", "", request.namespace)
+                except cel.CelError:
+                    self._namespace_object = None
+        return self._namespace_object
+
+    def namespace_labels(self) -> dict[str, str]:
+        if self._namespace_labels is None:
+            self._namespace_labels = matching.namespace_labels(self.request, self.namespace_object())
+        return self._namespace_labels
+
+    def activation(
+        self, policy: CompiledPolicy, current: Any, params: Any = None, exceptions: dict[str, Any] | None = None
+    ) -> cel.Activation:
+        return cel.Activation(
+            object=current,
+            old_object=self.request.old_object,
+            request=self.cel_request,
+            namespace_object=self.namespace_object(),
+            params=params,
+            exceptions=exceptions,
+            variables=policy.variables,
+            services=self.services,
+            budget=self.budget,
+            max_input_bytes=self.options.max_input_bytes,
+            input_size=self.input_size,
+        )
+
+    def exception_activation(self, current: Any) -> cel.Activation:
+        return cel.Activation(
+            object=current,
+            old_object=self.request.old_object,
+            request=self.cel_request,
+            namespace_object=self.namespace_object(),
+            services=self.services,
+            budget=self.budget,
+            input_size=0,
+        )

@@ -1,0 +1,311 @@
+"""One policy on one object: precheck → exceptions → conditions → mutations → an outcome.
+
+The one per-policy pipeline of celmut, as Kyverno runs admission and background through one
+``handlePolicy``: :class:`~celmut.runtime.engine.AdmissionEngine` calls :meth:`PolicyEvaluator.admit`
+for each policy of a request, and :mod:`celmut.runtime.mutate_existing` calls
+:meth:`PolicyEvaluator.mutate_target` for each target of a mutateExisting policy. What differs
+between the two is a :class:`Pass`; what differs between Kyverno's and Kubernetes' policies is a
+:class:`~celmut.runtime.semantics.Semantics`. Each evaluation ends in a
+:class:`~celmut.runtime.results.PolicyOutcome` (applied, unchanged, skipped or excepted with a cause,
+or error with :attr:`~celmut.runtime.results.PolicyOutcome.message`) — what reports, metrics and
+traces are made of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from celmut import cel
+from celmut.compile.compiled import CompiledBinding, CompiledExpression, CompiledPolicy
+from celmut.runtime import matching, ownership, semantics
+from celmut.runtime.candidates import ExceptionIndex
+from celmut.runtime.context import RequestContext
+from celmut.runtime.exception_match import ExceptionMatch, match_exceptions
+from celmut.runtime.failures import DecodeFailure, ParamError, PolicyFailure
+from celmut.runtime.mutation_step import apply_mutation, expression_error
+from celmut.runtime.options import AdmissionOptions
+from celmut.runtime.params import resolve_params
+from celmut.runtime.results import Cause, MutationStep, PolicyOutcome, Status
+from celmut.runtime.semantics import Semantics
+
+__all__ = ["ADMISSION", "MUTATE_EXISTING", "Evaluation", "Pass", "PolicyEvaluator", "condition_reason"]
+
+
+class Evaluation(NamedTuple):
+    """A policy's outcome and the object after it (the one it received, unless it applied)."""
+
+    outcome: PolicyOutcome
+    object: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What differs between admitting a request and mutating an existing target (mutateExisting)."""
+
+    conditions: str  # the CompiledPolicy field of the conditions that gate the mutations
+    condition_cause: Cause  # the cause of a skip by one of them
+    needs_request_object: bool  # DELETE/CONNECT requests carry no object to admit; a target is the object
+    audits: bool  # auditAnnotations belong to admission
+    keeps_notes: bool  # an outcome's reason lists the mutations that did not take effect (a failed ``test``)
+    changed_steps: bool  # always record the mutations that changed the object (the controller's patch list)
+
+
+ADMISSION = Pass("match_conditions", "matchCondition", True, True, True, False)
+MUTATE_EXISTING = Pass("target_match_conditions", "targetMatchCondition", False, False, False, True)
+
+
+def condition_reason(condition: CompiledExpression, field: str = "matchCondition") -> str:
+    return f"{field} {condition.name!r} is false"
+
+
+def false_condition(conditions: Sequence[CompiledExpression], activation: cel.Activation) -> CompiledExpression | None:
+    """The first condition that is false (None when all are true); raises when one errs and none is
+    false, as Kubernetes' matchConditions do."""
+    error: PolicyFailure | None = None
+    for condition in conditions:
+        try:
+            value = condition.program.evaluate(activation)
+        except cel.CelError as ex:
+            error = error or expression_error(condition, ex)
+            continue
+        if value is False:
+            return condition
+        if value is not True:
+            error = error or PolicyFailure(condition.path, f"must evaluate to bool, got {type(value).__name__}")
+    if error is not None:
+        try:
+            raise error
+        finally:
+            error = None  # no cycle frame -> error -> traceback -> frame (its garbage holds the request)
+    return None
+
+
+def _outcome(policy: CompiledPolicy, status: Status, reason: str = "", **extra: Any) -> PolicyOutcome:
+    if status == "error":
+        extra.setdefault("cause", "error")
+    name, failure_policy = policy.display_name, policy.failure_policy
+    return PolicyOutcome(name, policy.kind, status, reason, failure_policy=failure_policy, **extra)
+
+
+class PolicyEvaluator:
+    """Evaluates one compiled policy at a time, with an engine's options and PolicyExceptions."""
+
+    def __init__(
+        self, options: AdmissionOptions, exceptions: ExceptionIndex, matched_by_kind: frozenset[int] = frozenset()
+    ) -> None:
+        self.options = options
+        self._exceptions = exceptions
+        # chosen by a PolicyIndex by kind alone (report_unselected off): they match whatever the object says
+        self._matched_by_kind = matched_by_kind
+
+    def context(self, request: Any) -> RequestContext:
+        """A fresh per-request context with the options' budget (one per trigger or target)."""
+        return RequestContext.for_request(self.options, request)
+
+    # --- admission -----------------------------------------------------------------------------------
+
+    def admit(
+        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
+    ) -> Iterator[Evaluation]:
+        """``policy`` on one admission request: one evaluation, or one per binding and param object."""
+        how = semantics.of(policy)
+        cause, skip = self._precheck(policy, how, context)
+        if skip:
+            yield Evaluation(_skipped_by_match(policy, cause, skip), current)
+        elif how.binds:
+            yield from self._bindings(policy, how, context, current)
+        else:
+            yield self._evaluate(policy, how, ADMISSION, context, current)
+
+    def _precheck(self, policy: CompiledPolicy, how: Semantics, context: RequestContext) -> tuple[Cause, str]:
+        """Why the policy does not see this request at all (cause, prose), or ("", "")."""
+        request = context.request
+        if policy.kind == "NamespacedMutatingPolicy" and request.namespace != policy.namespace:
+            return "namespace", f"NamespacedMutatingPolicy applies only in namespace {policy.namespace!r}"
+        if how.filters_controlled_replicasets:
+            controlled = ownership.controlled_replicaset(request.subject)
+            if controlled:
+                return "controlledReplicaSet", controlled
+        if policy.skip_background_requests and request.user_info.get("username") in self.options.background_usernames:
+            return "backgroundRequest", "request from celmut's background controller (skipBackgroundRequests)"
+        if not self.options.report_unselected and id(policy) in self._matched_by_kind:
+            return "", ""  # PolicyIndex.candidates chose it by the request's kind, and nothing else constrains it
+        reason = matching.match_reason(policy.match, request, context.namespace_labels())
+        return ("matchConstraints", reason) if reason else ("", "")
+
+    def _bindings(
+        self, policy: CompiledPolicy, how: Semantics, context: RequestContext, current: dict[str, Any] | None
+    ) -> Iterator[Evaluation]:
+        """A MutatingAdmissionPolicy through each of its bindings, in name order, and their params."""
+        if not policy.bindings:
+            reason = "no MutatingAdmissionPolicyBinding refers to this policy"
+            yield Evaluation(_outcome(policy, "skipped", reason, cause="noBinding"), current)
+            return
+        for binding in policy.bindings:
+            if binding.match is not None:
+                reason = matching.match_reason(binding.match, context.request, context.namespace_labels())
+                if reason:
+                    yield Evaluation(_skipped_by_match(policy, "matchConstraints", reason, binding.name), current)
+                    continue
+            try:
+                param_sets = self._params(policy, binding, context)
+            except ParamError as ex:
+                if ex.allow:
+                    skipped = _outcome(policy, "skipped", str(ex), binding=binding.name, cause="paramNotFound")
+                    yield Evaluation(skipped, current)
+                else:
+                    yield Evaluation(_outcome(policy, "error", str(ex), path="paramRef", binding=binding.name), current)
+                continue
+            for params in param_sets:
+                evaluation = self._evaluate(policy, how, ADMISSION, context, current, params, binding.name)
+                current = evaluation.object
+                yield evaluation
+
+    def _params(self, policy: CompiledPolicy, binding: CompiledBinding, context: RequestContext) -> list[Any]:
+        return list(resolve_params(policy, binding, context.request, context.services, self.options.schemas.kinds))
+
+    # --- mutateExisting ------------------------------------------------------------------------------
+
+    def mutate_target(
+        self, policy: CompiledPolicy, context: RequestContext, target: dict[str, Any]
+    ) -> tuple[PolicyOutcome, dict[str, Any] | None, list[MutationStep]]:
+        """A mutateExisting policy on one target: the outcome, the mutated target (None unless it
+        applied or changed nothing) and the mutations that changed it."""
+        how = semantics.of(policy)
+        controlled = ownership.controlled_replicaset(target) if how.filters_controlled_replicasets else ""
+        if controlled:
+            return _outcome(policy, "skipped", controlled, cause="controlledReplicaSet"), None, []
+        outcome, mutated = self._evaluate(policy, how, MUTATE_EXISTING, context, target)
+        if outcome.status == "applied":
+            return outcome, mutated, list(outcome.steps or ())
+        if outcome.status == "unchanged":
+            outcome.steps = None
+            return outcome, mutated, []
+        return outcome, None, []
+
+    def conditions_hold(self, policy: CompiledPolicy, context: RequestContext) -> bool:
+        """Whether the request's object passes the policy's matchConditions (an error: it does not)."""
+        activation = context.activation(policy, context.request.object)
+        try:
+            return false_condition(policy.match_conditions, activation) is None
+        except PolicyFailure:
+            return False
+
+    # --- the pipeline --------------------------------------------------------------------------------
+
+    def _evaluate(
+        self,
+        policy: CompiledPolicy,
+        how: Semantics,
+        stage: Pass,
+        context: RequestContext,
+        current: dict[str, Any] | None,
+        params: Any = None,
+        binding: str = "",
+    ) -> Evaluation:
+        """Exceptions → conditions → mutations → audit annotations, for a policy past its precheck."""
+        exceptions: ExceptionMatch | None = None
+        if how.honours_exceptions:
+            exceptions = match_exceptions(self._exceptions, policy, context, current)
+            if exceptions.skipped_by is not None:
+                name = exceptions.skipped_by
+                reason = f"PolicyException {name}"
+                return Evaluation(_outcome(policy, "excepted", reason, cause="exception", cause_name=name), current)
+        variable = exceptions.variable() if exceptions is not None else None
+        activation = context.activation(policy, current, params=params, exceptions=variable)
+        try:
+            false = false_condition(getattr(policy, stage.conditions), activation)
+        except PolicyFailure as failure:
+            if how.isolates_errors and policy.failure_policy == "Ignore":
+                reason = f"match condition error ignored: {failure}"
+                return Evaluation(_outcome(policy, "skipped", reason, binding=binding, cause="error"), current)
+            return Evaluation(_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
+        if false is not None:
+            cause, reason = stage.condition_cause, condition_reason(false, stage.condition_cause)
+            skipped = _outcome(policy, "skipped", reason, cause=cause, cause_name=false.name, binding=binding)
+            return Evaluation(skipped, current)
+        if stage.needs_request_object and (context.request.object is None or current is None):
+            reason = how.no_object_reason(context.request)
+            return Evaluation(_outcome(policy, "skipped", reason, binding=binding, cause="noObject"), current)
+        assert current is not None
+        return self._mutate(policy, how, stage, context, activation, current, binding)
+
+    def _mutate(
+        self,
+        policy: CompiledPolicy,
+        how: Semantics,
+        stage: Pass,
+        context: RequestContext,
+        activation: cel.Activation,
+        current: dict[str, Any],
+        binding: str,
+    ) -> Evaluation:
+        """The mutations in order, each on the object as the previous one left it; then the outcome."""
+        result = current
+        notes: list[str] = []
+        steps: list[MutationStep] | None = [] if context.explain or stage.changed_steps else None
+        try:
+            for index in range(len(policy.mutations)):
+                try:
+                    result = self._step(policy, how, index, activation, result, notes, steps, context)
+                except PolicyFailure as failure:
+                    ignored = policy.failure_policy == "Ignore" and not isinstance(failure, DecodeFailure)
+                    if how.isolates_errors and ignored:
+                        notes.append(str(failure))  # only this mutation is skipped (failurePolicy Ignore)
+                        continue
+                    raise
+            audit = self._audit(policy, activation) if stage.audits else {}
+        except PolicyFailure as failure:
+            error = _outcome(policy, "error", failure.message, path=failure.path, binding=binding)
+            if how.isolates_errors:
+                error.failure_policy = "Fail"  # reached only under Fail, or for a decode error (which always fails)
+            return Evaluation(error, current)
+        reason = "; ".join(how.note_prefix + note for note in notes) if stage.keeps_notes else ""
+        if stage.changed_steps and steps is not None:
+            steps = [step for step in steps if step.after is not step.before and step.patch]
+        extra: dict[str, Any] = {"binding": binding, "steps": steps}
+        if stage.audits:
+            extra["audit_annotations"] = audit
+        if result is current or result == current:
+            return Evaluation(_outcome(policy, "unchanged", reason, **extra), current)
+        return Evaluation(_outcome(policy, "applied", reason, before=current, after=result, **extra), result)
+
+    def _step(
+        self,
+        policy: CompiledPolicy,
+        how: Semantics,
+        index: int,
+        activation: cel.Activation,
+        obj: dict[str, Any],
+        notes: list[str],
+        steps: list[MutationStep] | None,
+        context: RequestContext,
+    ) -> dict[str, Any]:
+        """Apply mutation ``index``; when recording (``steps`` is a list), record what it did."""
+        mutation = policy.mutations[index]
+        claims: list[str] | None = [] if context.explain else None
+        result = apply_mutation(self.options, how, policy, mutation, activation, obj, notes, context.encoded, claims)
+        if steps is not None:
+            steps.append(MutationStep(index, mutation.path, obj, result, tuple(claims or ())))
+        return result
+
+    @staticmethod
+    def _audit(policy: CompiledPolicy, activation: cel.Activation) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for annotation in policy.audit_annotations:
+            try:
+                value = annotation.program.evaluate(activation)
+            except cel.CelError as ex:
+                raise expression_error(annotation, ex) from None
+            if value not in (None, ""):
+                out[f"{policy.name}.{annotation.name}"] = str(value)
+        return out
+
+
+def _skipped_by_match(policy: CompiledPolicy, cause: Cause, reason: str, binding: str = "") -> PolicyOutcome:
+    """Skipped before any CEL ran; for matchConstraints, ``cause_name`` names the field that did not match."""
+    name = matching.REASON_FIELDS.get(reason, "") if cause == "matchConstraints" else ""
+    prose = f"binding {binding}: {reason}" if binding else reason
+    return _outcome(policy, "skipped", prose, cause=cause, cause_name=name, binding=binding)
