@@ -27,7 +27,8 @@ import orjson
 from . import errors
 from .defaults import admission_policy_defaults, crd_status, now, qos_class
 from .history import History, key_of
-from .patches import APPLY_PATCH, MERGE_PATCH, apply_patch
+from .apply import server_side_apply
+from .patches import APPLY_PATCH, MERGE_PATCH, AppliedConfig, apply_patch
 from .resources import CRD_GVR, Registry, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .validation import check_decodable, validate_create, validate_update
@@ -317,9 +318,12 @@ class Store(History):
             old = self._objects.get(rtype.gvr, {}).get((ns, name))
             if old is None:
                 if patch_type == APPLY_PATCH and not subresource:
-                    if not isinstance(patch, dict) or (patch.get("metadata") or {}).get("name") != name:
+                    applied = patch.obj if isinstance(patch, AppliedConfig) else patch
+                    if not isinstance(applied, dict) or (applied.get("metadata") or {}).get("name") != name:
                         raise errors.bad_request("the name of the applied object does not match the name on the URL")
-                    return self.create_entry(patch, rtype, ns or None, from_api=True, dry_run=dry_run)
+                    if isinstance(patch, AppliedConfig):
+                        applied = server_side_apply(None, applied, patch.manager, patch.force)
+                    return self.create_entry(applied, rtype, ns or None, from_api=True, dry_run=dry_run)
                 raise errors.not_found(rtype.plural, rtype.group, name)
             patched = apply_patch(patch_type, old.obj, patch)
             check_decodable(patched)
