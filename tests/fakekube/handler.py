@@ -322,7 +322,8 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
 
     def _delete(self, target: Target, query: Query, body: bytes) -> None:
         store, rtype = self.api.store, target.rtype
-        options = decode_body("application/json", body) if body else {}
+        content_type = self.headers.get("Content-Type") or "application/json"
+        options = decode_body(content_type, body) if body else {}
         if not isinstance(options, dict):
             raise errors.bad_request("the body of a DELETE must be DeleteOptions")
         is_dry_run = dry_run(query) or options.get("dryRun") == ["All"]

@@ -5,7 +5,7 @@ client-go's typed clients write with ``Content-Type: application/vnd.kubernetes.
 its REST config asks for protobuf). The envelope is k8s.io/apimachinery/pkg/runtime/serializer/protobuf:
 the magic ``k8s\\x00`` then a ``runtime.Unknown`` (1 typeMeta{1 apiVersion, 2 kind}, 2 raw, 3
 contentEncoding, 4 contentType) whose ``raw`` is the object's message from k8s.io/api's generated.proto.
-MODELLED: Secret and ConfigMap with the ObjectMeta fields clients set (name, generateName, namespace,
+MODELLED: DeleteOptions, and Secret and ConfigMap with the ObjectMeta fields clients set (name, generateName, namespace,
 resourceVersion, labels, annotations, finalizers). Anything else is a 415, as for an unknown encoding.
 """
 
@@ -105,7 +105,31 @@ def _config_map(data: bytes) -> dict[str, Any]:
     return obj
 
 
-DECODERS = {("v1", "Secret"): _secret, ("v1", "ConfigMap"): _config_map}
+def _delete_options(data: bytes) -> dict[str, Any]:
+    """meta/v1 DeleteOptions: 1 gracePeriodSeconds, 2 preconditions{1 uid, 2 resourceVersion},
+    4 propagationPolicy, 5 dryRun (3 orphanDependents is deprecated)."""
+    options: dict[str, Any] = {}
+    for number, item in _fields(data):
+        if number == 1 and isinstance(item, int):
+            options["gracePeriodSeconds"] = item
+        elif number == 2 and isinstance(item, bytes):
+            names = {1: "uid", 2: "resourceVersion"}
+            options["preconditions"] = {
+                names[n]: v.decode() for n, v in _fields(item) if n in names and isinstance(v, bytes)
+            }
+        elif number == 4 and isinstance(item, bytes):
+            options["propagationPolicy"] = item.decode()
+        elif number == 5 and isinstance(item, bytes):
+            options.setdefault("dryRun", []).append(item.decode())
+    return options
+
+
+DECODERS = {
+    ("v1", "Secret"): _secret,
+    ("v1", "ConfigMap"): _config_map,
+    ("v1", "DeleteOptions"): _delete_options,
+    ("meta.k8s.io/v1", "DeleteOptions"): _delete_options,
+}
 
 
 def decode(body: bytes) -> dict[str, Any]:
