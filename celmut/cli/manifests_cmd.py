@@ -1,11 +1,11 @@
 """``celmut manifests``: print the install YAML for clusters without Helm.
 
-The same objects as the Helm chart's defaults (``charts/celmut``), in two parts. ``celmut manifests``:
-the webhook and controller Deployments, Service, PodDisruptionBudget, RBAC, the
-MutatingWebhookConfiguration and the Namespace — no CRD, so ``celmut manifests | kubectl delete -f -``
-(the uninstall) and ``kubectl apply --prune`` never delete a CRD, nor the policies in it.
-``celmut manifests --crds``: only the CRDs, applied first (``celmut manifests --crds | kubectl apply -f
--``) and never piped to ``kubectl delete``.
+The same objects as the Helm chart's defaults (``charts/celmut``), in two parts. ``celmut manifests
+--crds``: what holds the user's objects — the Namespace and the CRDs — applied first (``celmut manifests
+--crds | kubectl apply -f -``) and never piped to ``kubectl delete``. ``celmut manifests``: the webhook
+and controller Deployments, Service, PodDisruptionBudget, RBAC and the MutatingWebhookConfiguration, so
+``celmut manifests | kubectl delete -f -`` (the uninstall) and ``kubectl apply --prune`` never delete a
+CRD or the Namespace, nor the policies in them.
 
 The CRDs another product may own (celmut/install/shared_crds.py: Kyverno's policies.kyverno.io kinds)
 are printed only while celmut may write them (``--kyverno-crds auto``, the default, asks the cluster of
@@ -52,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--crds",
         action="store_true",
-        help="print only the CRDs (apply them first; never pipe them to kubectl delete: they hold the policies)",
+        help="print only the Namespace and the CRDs (apply them first; never pipe them to kubectl delete: "
+        "they hold the policies)",
     )
     p.add_argument(
         "--kyverno-crds",

@@ -3,10 +3,11 @@ clusters without Helm.
 
 The objects equal what ``helm template`` renders from ``charts/celmut`` with the same settings (a test
 compares them), apart from Helm's own labels and the Namespace, which Helm creates outside the
-release (``--create-namespace``). The CRDs are printed apart (:func:`crd_manifests`, ``celmut manifests
---crds``): they hold the user's objects, so the workload's ``kubectl delete -f -`` or ``kubectl apply
---prune`` never takes them (issue 24; :mod:`celmut.install.shared_crds`). TLS is self-managed: the controller's leader issues the webhook's
-certificate and writes the CA bundle (:mod:`celmut.kube.tls_manager`).
+release (``--create-namespace``). The Namespace and the CRDs are printed apart (:func:`crd_manifests`,
+``celmut manifests --crds``): they hold the user's objects, so the workload's ``kubectl delete -f -`` or
+``kubectl apply --prune`` never takes them (issue 24; :mod:`celmut.install.shared_crds`). TLS is
+self-managed: the controller's leader issues the webhook's certificate and writes the CA bundle
+(:mod:`celmut.kube.tls_manager`).
 """
 
 from __future__ import annotations
@@ -281,13 +282,16 @@ def _rbac(o: InstallOptions) -> list[Obj]:
 
 
 def crd_manifests(o: InstallOptions) -> list[Obj]:
-    """The CRDs: celmut's own, and each shared one celmut may write (``o.kyverno_crds``)."""
-    return [crd.to_dict() for crd in all_crds() if shared_crd(crd.name) is None or crd.name in o.kyverno_crds]
+    """What holds the user's objects, applied first and never deleted by the uninstall: the Namespace, and
+    the CRDs — celmut's own, and each shared one celmut may write (``o.kyverno_crds``)."""
+    objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": o.namespace}}]
+    objects += [crd.to_dict() for crd in all_crds() if shared_crd(crd.name) is None or crd.name in o.kyverno_crds]
+    return objects
 
 
 def manifests(o: InstallOptions) -> list[Obj]:
-    """Every object of the install but the CRDs, in an order ``kubectl apply`` accepts."""
-    objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": o.namespace}}]
+    """Every object of the workload (not the Namespace nor the CRDs), in an order ``kubectl apply`` accepts."""
+    objects: list[Obj] = []
     objects += [
         _obj("v1", "ServiceAccount", _meta(o, o.webhook_account, "webhook")),
         _obj("v1", "ServiceAccount", _meta(o, o.controller_account, "controller")),

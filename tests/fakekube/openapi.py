@@ -21,7 +21,6 @@ from typing import Any
 
 from .resources import Registry, ResourceType
 
-
 V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"  # as kube-apiserver labels it
 
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
-
 from dataclasses import dataclass
+from typing import Any
 
 import jsonpatch
 import orjson

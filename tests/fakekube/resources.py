@@ -130,6 +130,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     _t("", "configmaps", "ConfigMap", True, ("cm",)),
     _t("", "secrets", "Secret"),
+    _t("", "replicationcontrollers", "ReplicationController", True, ("rc",), ("status", "scale"), True),
     _t("", "services", "Service", True, ("svc",), ("status",), True, returns_deleted=True),
     _t("", "endpoints", "Endpoints", True, ("ep",)),
     _t("", "events", "Event", True, ("ev",)),

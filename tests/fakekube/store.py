@@ -25,9 +25,9 @@ from typing import Any
 import orjson
 
 from . import errors
+from .apply import server_side_apply
 from .defaults import admission_policy_defaults, crd_status, now, qos_class
 from .history import History, key_of
-from .apply import server_side_apply
 from .patches import APPLY_PATCH, MERGE_PATCH, AppliedConfig, apply_patch
 from .resources import CRD_GVR, Registry, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector

@@ -9,7 +9,9 @@ owns a CRD, its content must stay exactly what Kyverno's chart wrote (nobody els
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -85,11 +87,16 @@ class Cluster:
     helm: Path
     kubeconfig: Path
     kyverno_chart: Path
+    kubectl: Path | None = None
     #: Kyverno's CRDs as Kyverno's release last wrote them (name -> (labels, spec)).
     kyvernos: dict[str, Any] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
 
     def run(self, argv: tuple[str, ...], fails: bool = False) -> str:
+        """``helm <argv>``; or, for ``("manifests", ..., "|", "kubectl", ...)``, `celmut manifests ...` piped
+        into the real kubectl, both against this cluster."""
+        if "|" in argv:
+            return self._pipe(argv, fails)
         args = [a.replace("@celmut", str(helm_tool.CHART)).replace("@kyverno", str(self.kyverno_chart)) for a in argv]
         result = subprocess.run(
             [str(self.helm), *args, "--kubeconfig", str(self.kubeconfig)], capture_output=True, text=True, timeout=120
@@ -99,6 +106,22 @@ class Cluster:
             assert result.returncode != 0, f"helm {' '.join(argv)} was expected to fail"
         else:
             assert result.returncode == 0, f"helm {' '.join(argv)} failed:\n{result.stderr}"
+        return result.stderr
+
+    def _pipe(self, argv: tuple[str, ...], fails: bool) -> str:
+        from celmut.main import main
+
+        bar = argv.index("|")
+        assert argv[0] == "manifests" and argv[bar + 1] == "kubectl" and self.kubectl is not None
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert main([*argv[:bar], "--kubeconfig", str(self.kubeconfig)]) == 0, err.getvalue()
+        result = subprocess.run(
+            [str(self.kubectl), *argv[bar + 2 :], "--kubeconfig", str(self.kubeconfig)],
+            input=out.getvalue(), capture_output=True, text=True, timeout=120,
+        )
+        self.log.append(f"$ celmut {' '.join(argv)} -> {result.returncode}\n{err.getvalue()}{result.stderr[-2000:]}")
+        assert (result.returncode != 0) is fails, f"{' '.join(argv)}:\n{result.stderr}"
         return result.stderr
 
     def crd(self, name: str) -> Obj | None:

@@ -65,7 +65,8 @@ def test_the_crds_are_printed_apart_so_the_uninstall_never_deletes_them(capsys: 
     assert main(["manifests", "--crds"]) == 0
     crds = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     assert workload and not [o for o in workload if o["kind"] == "CustomResourceDefinition"]
-    assert crds and {o["kind"] for o in crds} == {"CustomResourceDefinition"}
+    assert crds and {o["kind"] for o in crds} == {"Namespace", "CustomResourceDefinition"}
+    assert not [o for o in workload if o["kind"] == "Namespace"]
 
 
 def test_manifests_equal_the_charts_default_install(
@@ -111,9 +112,11 @@ def test_kyverno_exceptions_off_maps_to_the_chart_value(helm: Path, capsys: pyte
 
 
 def test_the_namespace_comes_first_and_the_webhook_configuration_last(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["manifests", "--crds", "--namespace", "tools"]) == 0
+    first = next(d for d in yaml.safe_load_all(capsys.readouterr().out) if d)
+    assert (first["kind"], first["metadata"]["name"]) == ("Namespace", "tools")
     assert main(["manifests", "--namespace", "tools"]) == 0
     objects = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
-    assert (objects[0]["kind"], objects[0]["metadata"]["name"]) == ("Namespace", "tools")
     kinds = [o["kind"] for o in objects]
     assert kinds.index("Deployment") < kinds.index("MutatingWebhookConfiguration") == len(kinds) - 1
     assert all(o["metadata"].get("namespace", "tools") == "tools" for o in objects)
