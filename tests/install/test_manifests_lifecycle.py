@@ -19,6 +19,7 @@ from tests.fakekube import FakeApiServer
 
 from . import helm as helm_tool
 from .kyverno_chart import write_kyverno_chart
+from .test_helm_lifecycle import INSTALL_KYVERNO
 from .lifecycle import ABSENT, CRDS_DIR, EVERYTHING, KYVERNO, NO_POLICIES, PODMUTATION, Cluster, Step, owners
 
 CRDS = ("manifests", "--crds", "|", "kubectl", "apply", "-f", "-")
@@ -26,7 +27,6 @@ WORKLOAD = ("manifests", "|", "kubectl", "apply", "-f", "-")
 PRUNE = ("manifests", "--replicas", "3", "|", "kubectl", "apply", "--prune", "-l", "app.kubernetes.io/part-of=celmut",
          "-f", "-")
 UNINSTALL = ("manifests", "|", "kubectl", "delete", "--ignore-not-found", "-f", "-")
-INSTALL_KYVERNO = ("install", "kyverno", "@kyverno", "-n", "kyverno", "--create-namespace", "--take-ownership")
 NOTHING: frozenset[str] = frozenset()
 
 ROWS: dict[str, list[Step]] = {
