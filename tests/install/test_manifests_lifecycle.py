@@ -19,8 +19,8 @@ from tests.fakekube import FakeApiServer
 
 from . import helm as helm_tool
 from .kyverno_chart import write_kyverno_chart
-from .test_helm_lifecycle import INSTALL_KYVERNO
 from .lifecycle import ABSENT, CRDS_DIR, EVERYTHING, KYVERNO, NO_POLICIES, PODMUTATION, Cluster, Step, owners
+from .test_helm_lifecycle import INSTALL_KYVERNO
 
 CRDS = ("manifests", "--crds", "|", "kubectl", "apply", "-f", "-")
 WORKLOAD = ("manifests", "|", "kubectl", "apply", "-f", "-")
