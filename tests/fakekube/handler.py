@@ -207,7 +207,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         if target.subresource == "scale":
             self._send_json(200, scale_of(rtype, entry.obj))
         else:
-            self._send(200, entry.raw)
+            self._send(200, entry.raw_as(rtype))
 
     def _list(self, target: Target, query: Query) -> None:
         rtype = target.rtype

@@ -59,7 +59,7 @@ USER_OBJECTS: dict[str, Obj] = {
         "apiVersion": "pod-mutations.cast.ai/v1",
         "kind": "PodMutation",
         "metadata": {"name": "spot-batch"},
-        "spec": {"filter": {"workload": {"namespaces": [{"names": ["apps"]}]}}},
+        "spec": {"filter": {"workload": {"namespaces": ["apps"]}}},
     },
 }
 KYVERNO = "kyverno"
