@@ -1,15 +1,18 @@
 """``celmut manifests``: print the install YAML for clusters without Helm.
 
-The same objects as the Helm chart's defaults (``charts/celmut``): the CRDs, the webhook and
-controller Deployments, Service, PodDisruptionBudget, RBAC and the MutatingWebhookConfiguration, plus
-the Namespace. Apply with ``celmut manifests | kubectl apply --server-side -f -``; uninstall with
-``celmut manifests | kubectl delete -f -``.
+The same objects as the Helm chart's defaults (``charts/celmut``), in two parts. ``celmut manifests
+--crds``: what holds the user's objects — the Namespace and the CRDs — applied first (``celmut manifests
+--crds | kubectl apply -f -``) and never piped to ``kubectl delete``. ``celmut manifests``: the webhook
+and controller Deployments, Service, PodDisruptionBudget, RBAC and the MutatingWebhookConfiguration, so
+``celmut manifests | kubectl delete -f -`` (the uninstall) and ``kubectl apply --prune`` never delete a
+CRD or the Namespace, nor the policies in them.
 
-The policies.kyverno.io CRDs are printed only when celmut owns them (``--kyverno-crds auto``, the
-default, asks the cluster of the current kubeconfig context — the one kubectl applies to — and prints
-each one that does not exist yet or that celmut installed; the others are Kyverno's, and so are left
-out of the install *and* of the uninstall). ``--kyverno-crds include`` or ``skip`` decides without a
-cluster; without any kubeconfig ``auto`` includes them. The choice is reported on stderr.
+The CRDs another product may own (celmut/install/shared_crds.py: Kyverno's policies.kyverno.io kinds)
+are printed only while celmut may write them (``--kyverno-crds auto``, the default, asks the cluster of
+the current kubeconfig context — the one kubectl applies to — and prints each one that does not exist
+yet or that celmut installed; the others are left alone). ``--kyverno-crds include`` or ``skip``
+decides without a cluster; without any kubeconfig ``auto`` includes them. The choice is reported on
+stderr.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import yaml
 from celmut import names
 from celmut.cli import webhook_flags
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_OK
-from celmut.install.kyverno_crds import kyverno_crds
-from celmut.install.manifests import InstallOptions, manifests
+from celmut.install.manifests import InstallOptions, crd_manifests, manifests
+from celmut.install.shared_crds import SHARED_CRDS
 from celmut.install.webhook_config import parse_label_selector
 from celmut.service import flags
 
@@ -46,11 +49,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     webhook_flags.add_namespace_exclusions(p)
     p.add_argument("--namespace-selector", metavar="SELECTOR", help="only namespaces it selects (a LabelSelector)")
     p.add_argument(
+        "--crds",
+        action="store_true",
+        help="print only the Namespace and the CRDs (apply them first; never pipe them to kubectl delete: "
+        "they hold the policies)",
+    )
+    p.add_argument(
         "--kyverno-crds",
         choices=KYVERNO_CRD_CHOICES,
         default="auto",
-        help="the policies.kyverno.io CRDs: auto (default: each one the cluster does not have, or has from "
-        "celmut), include, or skip (Kyverno owns them)",
+        help="with --crds, the CRDs Kyverno may own: auto (default: each one the cluster does not have, or has "
+        "from celmut), include, or skip (Kyverno owns them)",
     )
     p.add_argument(
         "--skip-kyverno-crds", dest="kyverno_crds", action="store_const", const="skip", help="--kyverno-crds skip"
@@ -71,7 +80,7 @@ KYVERNO_CRD_CHOICES = ("auto", "include", "skip")
 
 def _kyverno_crds(choice: str, kubeconfig: str | None) -> tuple[str, ...]:
     """The Kyverno CRDs to print; ValueError when ``auto`` cannot ask the cluster it is configured for."""
-    names = tuple(crd.name for crd in kyverno_crds())
+    names = tuple(row.name for row in SHARED_CRDS)
     if choice != "auto":
         return names if choice == "include" else ()
     from celmut.kube.client import Cluster, ClusterError, NotFound  # the client loads only for auto
@@ -128,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         namespace_selector = parse_label_selector(args.namespace_selector, "--namespace-selector")
-        crds = _kyverno_crds(args.kyverno_crds, args.kubeconfig)
+        crds = _kyverno_crds(args.kyverno_crds, args.kubeconfig) if args.crds else ()
     except ValueError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -150,5 +159,6 @@ def run(args: argparse.Namespace) -> int:
         fail_excluded_namespaces=fail_excluded,
         namespace_selector=namespace_selector,
     )
-    print(yaml.safe_dump_all(manifests(options), sort_keys=False, width=120), end="")
+    printed = crd_manifests(options) if args.crds else manifests(options)
+    print(yaml.safe_dump_all(printed, sort_keys=False, width=120), end="")
     return EXIT_OK

@@ -19,9 +19,10 @@ them over later. What used to differ, and now follows Kyverno (each pinned by
 * ``status.conditionStatus.conditions`` is a plain list (two conditions may share a type), and
   ``status.autogen`` is typed (``configs: {<group>: {spec, targets}}``) rather than free-form.
 
-Descriptions are shortened. The CRDs are annotated ``helm.sh/resource-policy: keep``: the Helm chart
-installs them only when no other owner has (``charts/celmut/charts/kyverno-crds``) and never deletes
-them, with the policies in them, on uninstall or when Kyverno has taken them over.
+Descriptions are shortened. Another product may own these CRDs: they are rows of
+:data:`celmut.install.shared_crds.SHARED_CRDS`, which says how celmut installs them only while absent
+or its own and never deletes them. ``helm.sh/resource-policy: keep`` stays on them for releases of the
+chart that rendered them as ordinary templates (it is not what protects them now).
 """
 
 from __future__ import annotations

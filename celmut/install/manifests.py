@@ -3,8 +3,11 @@ clusters without Helm.
 
 The objects equal what ``helm template`` renders from ``charts/celmut`` with the same settings (a test
 compares them), apart from Helm's own labels and the Namespace, which Helm creates outside the
-release (``--create-namespace``). TLS is self-managed: the controller's leader issues the webhook's
-certificate and writes the CA bundle (:mod:`celmut.kube.tls_manager`).
+release (``--create-namespace``). The Namespace and the CRDs are printed apart (:func:`crd_manifests`,
+``celmut manifests --crds``): they hold the user's objects, so the workload's ``kubectl delete -f -`` or
+``kubectl apply --prune`` never takes them (issue 24; :mod:`celmut.install.shared_crds`). TLS is
+self-managed: the controller's leader issues the webhook's certificate and writes the CA bundle
+(:mod:`celmut.kube.tls_manager`).
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from typing import Any
 
 from celmut import __version__
 from celmut.install import rbac
-from celmut.install.crds import KYVERNO_GROUP, all_crds
-from celmut.install.kyverno_crds import kyverno_crds as kyverno_crd_definitions
+from celmut.install.crds import all_crds
+from celmut.install.shared_crds import SHARED_CRDS, shared_crd
 from celmut.install.webhook_config import DEFAULT_RULES, WebhookSettings, chart_buckets
 from celmut.install.webhook_config import webhook_configuration as render_webhook_configuration
 from celmut.policy.selection import AUTO
@@ -45,7 +48,8 @@ class InstallOptions:
     fail_excluded_namespaces: tuple[str, ...] = ("kube-system",)
     excluded_namespaces: tuple[str, ...] = ()
     namespace_selector: dict[str, Any] = field(default_factory=dict)
-    kyverno_crds: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in kyverno_crd_definitions()))
+    #: The shared CRDs (:data:`SHARED_CRDS`) to print with ``--crds``: those celmut may write.
+    kyverno_crds: tuple[str, ...] = field(default_factory=lambda: tuple(row.name for row in SHARED_CRDS))
     log_level: str = "INFO"
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL
     policy_selector: str = AUTO
@@ -279,10 +283,17 @@ def _rbac(o: InstallOptions) -> list[Obj]:
     return objects
 
 
-def manifests(o: InstallOptions) -> list[Obj]:
-    """Every object of the install, in an order ``kubectl apply`` accepts."""
+def crd_manifests(o: InstallOptions) -> list[Obj]:
+    """What holds the user's objects, applied first and never deleted by the uninstall: the Namespace, and
+    the CRDs — celmut's own, and each shared one celmut may write (``o.kyverno_crds``)."""
     objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": o.namespace}}]
-    objects += [crd.to_dict() for crd in all_crds() if crd.group != KYVERNO_GROUP or crd.name in o.kyverno_crds]
+    objects += [crd.to_dict() for crd in all_crds() if shared_crd(crd.name) is None or crd.name in o.kyverno_crds]
+    return objects
+
+
+def manifests(o: InstallOptions) -> list[Obj]:
+    """Every object of the workload (not the Namespace nor the CRDs), in an order ``kubectl apply`` accepts."""
+    objects: list[Obj] = []
     objects += [
         _obj("v1", "ServiceAccount", _meta(o, o.webhook_account, "webhook")),
         _obj("v1", "ServiceAccount", _meta(o, o.controller_account, "controller")),

@@ -17,8 +17,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
-from . import authorization, errors, metadata
-from .patches import APPLY_PATCH, PATCH_TYPES, STRATEGIC_MERGE_PATCH, apply_patch, parse_patch_body
+from . import authorization, errors, metadata, openapi
+from .patches import APPLY_PATCH, PATCH_TYPES, STRATEGIC_MERGE_PATCH, AppliedConfig, apply_patch, parse_patch_body
 from .routes import Target, decode_body, dry_run, parse_target, query_flag, query_int, query_value
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .streaming import WatchStreamMixin
@@ -135,6 +135,9 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         if path in ("/healthz", "/readyz", "/livez"):
             self._send(200, b"ok", "text/plain; charset=utf-8")
             return
+        if parts == ["openapi", "v2"]:  # see openapi.py: an empty (valid) protobuf Document
+            self._send(200, b"", openapi.V2_PROTOBUF)
+            return
         discovery = self._discovery(parts)
         if discovery is not None:
             if self.command not in ("GET", "HEAD"):
@@ -162,6 +165,10 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         registry = self.api.registry
         if parts == ["version"]:
             return self.api.version_info
+        if parts[:2] == ["openapi", "v3"]:
+            if len(parts) == 2:
+                return openapi.index(registry)
+            return openapi.group_version_document(registry, "/".join(parts[2:])) or _raise(errors.unknown_resource())
         if parts == ["api"]:
             address = f"{self.api.host}:{self.api.port}"
             return {
@@ -200,7 +207,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         if target.subresource == "scale":
             self._send_json(200, scale_of(rtype, entry.obj))
         else:
-            self._send(200, entry.raw)
+            self._send(200, entry.raw_as(rtype))
 
     def _list(self, target: Target, query: Query) -> None:
         rtype = target.rtype
@@ -294,6 +301,9 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
                 "Invalid",
             )
         patch = parse_patch_body(content_type, body)
+        if content_type == APPLY_PATCH and isinstance(patch, dict):
+            force = (query_value(query, "force") or "").lower() == "true"
+            patch = AppliedConfig(patch, query_value(query, "fieldManager") or "", force)
         if target.subresource == "scale":
             scale = apply_patch(
                 content_type, scale_of(rtype, store.get_entry(rtype, target.name, target.namespace).obj), patch
@@ -315,7 +325,8 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
 
     def _delete(self, target: Target, query: Query, body: bytes) -> None:
         store, rtype = self.api.store, target.rtype
-        options = decode_body("application/json", body) if body else {}
+        content_type = self.headers.get("Content-Type") or "application/json"
+        options = decode_body(content_type, body) if body else {}
         if not isinstance(options, dict):
             raise errors.bad_request("the body of a DELETE must be DeleteOptions")
         is_dry_run = dry_run(query) or options.get("dryRun") == ["All"]

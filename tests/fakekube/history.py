@@ -61,7 +61,7 @@ class History:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         entry = Entry.of(obj)
-        bucket = self._objects.setdefault(rtype.gvr, {})
+        bucket = self._objects.setdefault(rtype.storage_key, {})
         if etype == DELETED:
             bucket.pop((ns, name), None)
         else:
@@ -70,17 +70,17 @@ class History:
         if len(self._history) == self._history.maxlen:
             self._floor = self._history[0].rv
         self._history.append(event)
-        for watcher in self._watchers.get(rtype.gvr, ()):
+        for watcher in self._watchers.get(rtype.storage_key, ()):
             if watcher.namespace is None or watcher.namespace == ns:
                 watcher.push(event)
         return entry
 
     def _state_at(self, rtype: ResourceType, rv: int) -> dict[Key, Entry]:
-        state = dict(self._objects.get(rtype.gvr, {}))
+        state = dict(self._objects.get(rtype.storage_key, {}))
         for event in reversed(self._history):
             if event.rv <= rv:
                 break
-            if event.rtype.gvr != rtype.gvr:
+            if event.rtype.storage_key != rtype.storage_key:
                 continue
             key = (event.namespace, event.name)
             if event.type == ADDED:
@@ -121,7 +121,7 @@ class History:
                 if resource_version not in (None, "", "0") and _parse_rv(resource_version) > self._rv:
                     raise _too_large(_parse_rv(resource_version), self._rv)
                 rv = self._rv
-                state = dict(self._objects.get(rtype.gvr, {}))
+                state = dict(self._objects.get(rtype.storage_key, {}))
         keys = sorted(k for k in state if namespace is None or k[0] == namespace)
         if start is not None:
             keys = [k for k in keys if k > start]
@@ -147,7 +147,7 @@ class History:
     def open_watch(self, watcher: Watcher, since: str | None, initial: bool) -> tuple[list[Entry], list[Event]]:
         """Register a watcher; returns (current objects for synthetic ADDED events, replayed history)."""
         with self._lock:
-            gvr = watcher.rtype.gvr
+            gvr = watcher.rtype.storage_key
             replay: list[Event] = []
             current: list[Entry] = []
             if since in (None, "", "0") or initial:
@@ -160,7 +160,7 @@ class History:
                 replay = [
                     e
                     for e in self._history
-                    if e.rv > rv and e.rtype.gvr == gvr and watcher.namespace in (None, e.namespace)
+                    if e.rv > rv and e.rtype.storage_key == gvr and watcher.namespace in (None, e.namespace)
                 ]
             if since not in (None, "", "0") and not initial:
                 watcher.skip_until = _parse_rv(since)
@@ -171,7 +171,7 @@ class History:
     def close_watch(self, watcher: Watcher) -> None:
         """Unregister a watcher."""
         with self._lock:
-            self._watchers.get(watcher.rtype.gvr, set()).discard(watcher)
+            self._watchers.get(watcher.rtype.storage_key, set()).discard(watcher)
 
     def watchers(self) -> list[Watcher]:
         """All registered watchers."""

@@ -10,20 +10,23 @@
   ``$setElementOrder/...`` and ``$retainKeys`` are dropped. The real server reads the merge keys from
   the Go struct tags of each kind; this table covers the common core/apps fields only. Custom resources
   refuse it with 415, as on the real server.
-* ``application/apply-patch+yaml`` — APPROXIMATED as the strategic merge above (server-side apply's field
-  ownership is not modelled: fields a manager stops sending are not removed; there are no managedFields).
+* ``application/apply-patch+yaml`` — server-side apply with field managers (apply.py) when the request
+  names its ``fieldManager`` (:class:`AppliedConfig`); an in-process apply of a bare dict is the
+  strategic merge above.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import jsonpatch
 import orjson
 import yaml
 
+from .apply import server_side_apply
 from .errors import ApiError, bad_request
 
 JSON_PATCH = "application/json-patch+json"
@@ -53,6 +56,15 @@ MERGE_KEYS: dict[str, tuple[str, ...]] = {
 }
 #: Primitive lists merged as sets.
 SET_LISTS = frozenset({"finalizers"})
+
+
+@dataclass(frozen=True)
+class AppliedConfig:
+    """The body of a server-side apply with its ``fieldManager`` and ``force`` query parameters."""
+
+    obj: dict[str, Any]
+    manager: str
+    force: bool = False
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -167,6 +179,8 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
         if not isinstance(patch, dict):
             raise bad_request("the patch body must be a JSON object for a merge patch")
         result = merge_patch(target, patch)
+    elif isinstance(patch, AppliedConfig):
+        result = server_side_apply(target, patch.obj, patch.manager, patch.force)
     else:
         if not isinstance(patch, dict):
             raise bad_request("the patch body must be an object for a strategic merge or apply patch")

@@ -59,6 +59,12 @@ class ResourceType:
         """The (group, version, plural) key."""
         return (self.group, self.version, self.plural)
 
+    @property
+    def storage_key(self) -> tuple[str, str, str]:
+        """Where its objects are kept: every served version of a CRD shares one storage (its objects are
+        read through any of them), as on the API server; a built-in kind is kept per version."""
+        return (self.group, self.version if self.builtin else "", self.plural)
+
     def singular_name(self) -> str:
         """``singularName`` as discovery reports it."""
         return self.singular or self.kind.lower()
@@ -130,6 +136,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     _t("", "configmaps", "ConfigMap", True, ("cm",)),
     _t("", "secrets", "Secret"),
+    _t("", "replicationcontrollers", "ReplicationController", True, ("rc",), ("status", "scale"), True),
     _t("", "services", "Service", True, ("svc",), ("status",), True, returns_deleted=True),
     _t("", "endpoints", "Endpoints", True, ("ep",)),
     _t("", "events", "Event", True, ("ev",)),
@@ -195,6 +202,10 @@ class Registry:
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         """The type served at ``/apis/{group}/{version}/{plural}`` (or ``/api/v1/{plural}``)."""
         return self._types.get((group, version, plural))
+
+    def by_storage_key(self, key: tuple[str, str, str]) -> ResourceType | None:
+        """A served type whose objects are kept under ``key`` (None when no version serves them any more)."""
+        return next((t for t in self._types.values() if t.storage_key == key), None)
 
     def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
         """The type of objects with this ``apiVersion`` and ``kind``."""

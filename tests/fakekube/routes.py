@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from . import errors
+from . import errors, protobuf
 from .resources import Registry, ResourceType
 
 
@@ -94,7 +94,7 @@ def dry_run(query: dict[str, list[str]]) -> bool:
 
 
 def decode_body(content_type: str, body: bytes) -> object:
-    """A POST/PUT body: JSON or YAML (415 for other media types, 400 when it does not parse)."""
+    """A POST/PUT body: JSON, YAML or protobuf (protobuf.py: the kinds modelled; 415 for other media types, 400 when it does not parse)."""
     media = content_type.split(";")[0].strip().lower()
     if not body:
         raise errors.bad_request("the body of the request is empty")
@@ -103,6 +103,8 @@ def decode_body(content_type: str, body: bytes) -> object:
             return json.loads(body)
         if media in ("application/yaml", "application/x-yaml", "text/yaml"):
             return yaml.safe_load(body.decode("utf-8"))
+        if media == protobuf.MEDIA_TYPE:
+            return protobuf.decode(body)
     except (ValueError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
     raise errors.unsupported_media_type(

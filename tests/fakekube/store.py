@@ -25,9 +25,10 @@ from typing import Any
 import orjson
 
 from . import errors
+from .apply import server_side_apply
 from .defaults import admission_policy_defaults, crd_status, now, qos_class
 from .history import History, key_of
-from .patches import APPLY_PATCH, MERGE_PATCH, apply_patch
+from .patches import APPLY_PATCH, MERGE_PATCH, AppliedConfig, apply_patch
 from .resources import CRD_GVR, Registry, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .validation import check_decodable, validate_create, validate_update
@@ -95,7 +96,7 @@ class Store(History):
         """The stored entry (404 when absent)."""
         rtype = self.resolve(resource)
         ns = (namespace or "default") if rtype.namespaced else ""
-        entry = self._objects.get(rtype.gvr, {}).get((ns, name))
+        entry = self._objects.get(rtype.storage_key, {}).get((ns, name))
         if entry is None:
             raise errors.not_found(rtype.plural, rtype.group, name)
         return entry
@@ -103,11 +104,13 @@ class Store(History):
     def exists(self, resource: str | ResourceType, name: str, namespace: str | None = None) -> bool:
         """Whether the object is stored."""
         rtype = self.resolve(resource)
-        return (((namespace or "default") if rtype.namespaced else ""), name) in self._objects.get(rtype.gvr, {})
+        return (((namespace or "default") if rtype.namespaced else ""), name) in self._objects.get(rtype.storage_key, {})
 
     def get(self, resource: str | ResourceType, name: str, namespace: str | None = None) -> Obj:
-        """A copy of a stored object (404 when absent)."""
-        return self.get_entry(resource, name, namespace).copy()
+        """A copy of a stored object (404 when absent), as ``resource``'s version serves it."""
+        rtype = self.resolve(resource)
+        copied: Obj = orjson.loads(self.get_entry(rtype, name, namespace).raw_as(rtype))
+        return copied
 
     def list(
         self,
@@ -120,7 +123,7 @@ class Store(History):
         rtype = self.resolve(resource)
         pred = combine(parse_label_selector(label_selector), parse_field_selector(field_selector, rtype.kind))
         ns = namespace if rtype.namespaced else None
-        return [e.copy() for e in self.list_entries(rtype, ns, pred).entries]
+        return [orjson.loads(e.raw_as(rtype)) for e in self.list_entries(rtype, ns, pred).entries]
 
     # -- create ------------------------------------------------------------------------------------
     def create_entry(
@@ -156,7 +159,7 @@ class Store(History):
             if from_api and meta.get("resourceVersion"):
                 raise errors.bad_request("resourceVersion should not be set on objects to be created")
             name = meta["name"]
-            bucket = self._objects.setdefault(rtype.gvr, {})
+            bucket = self._objects.setdefault(rtype.storage_key, {})
             if (ns, name) in bucket:
                 raise errors.already_exists(rtype.plural, rtype.group, name)
             if (
@@ -233,6 +236,17 @@ class Store(History):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
         if rtype.gvr == CRD_GVR:
             new["status"] = crd_status(new, old.obj.get("status"))
+            # apiextensions validation.go ValidateCustomResourceDefinitionStoredVersions: a version objects
+            # may still be stored at cannot leave spec.versions
+            listed = {v.get("name") for v in (new.get("spec") or {}).get("versions") or []}
+            for index, stored in enumerate(new["status"]["storedVersions"]):
+                if stored not in listed:
+                    raise errors.ApiError(
+                        422,
+                        f'CustomResourceDefinition.apiextensions.k8s.io "{old_meta["name"]}" is invalid: '
+                        f"status.storedVersions[{index}]: Invalid value: \"{stored}\": must appear in spec.versions",
+                        "Invalid",
+                    )
         validate_update(rtype, old.obj, new, subresource)
         if new == old.obj:
             return old
@@ -314,12 +328,15 @@ class Store(History):
         rtype = self.resolve(resource)
         ns = (namespace or "default") if rtype.namespaced else ""
         with self._lock:
-            old = self._objects.get(rtype.gvr, {}).get((ns, name))
+            old = self._objects.get(rtype.storage_key, {}).get((ns, name))
             if old is None:
                 if patch_type == APPLY_PATCH and not subresource:
-                    if not isinstance(patch, dict) or (patch.get("metadata") or {}).get("name") != name:
+                    applied = patch.obj if isinstance(patch, AppliedConfig) else patch
+                    if not isinstance(applied, dict) or (applied.get("metadata") or {}).get("name") != name:
                         raise errors.bad_request("the name of the applied object does not match the name on the URL")
-                    return self.create_entry(patch, rtype, ns or None, from_api=True, dry_run=dry_run)
+                    if isinstance(patch, AppliedConfig):
+                        applied = server_side_apply(None, applied, patch.manager, patch.force)
+                    return self.create_entry(applied, rtype, ns or None, from_api=True, dry_run=dry_run)
                 raise errors.not_found(rtype.plural, rtype.group, name)
             patched = apply_patch(patch_type, old.obj, patch)
             check_decodable(patched)
@@ -347,11 +364,11 @@ class Store(History):
         entry = self._commit(rtype, ns, name, obj, DELETED, old)
         if rtype.gvr == CRD_GVR:
             for gone_type in self.registry.unregister_crd(name):
-                for other in list(self._objects.get(gone_type.gvr, {}).values()):
+                for other in list(self._objects.get(gone_type.storage_key, {}).values()):
                     self._delete_locked(gone_type, other)
         if rtype.builtin and rtype.kind == "Namespace":
-            for gvr, bucket in list(self._objects.items()):
-                other_type = self.registry.lookup(*gvr)
+            for key, bucket in list(self._objects.items()):
+                other_type = self.registry.by_storage_key(key)
                 for other in [e for k, e in bucket.items() if k[0] == name]:
                     if other_type is not None:
                         self._delete_locked(other_type, other)
@@ -371,8 +388,8 @@ class Store(History):
         and kind no served type has cannot be verified (``isDangling``: ``gc.apiResource`` fails and
         the item is requeued), so its dependent stays."""
         live = self._live_uids()
-        for gvr, bucket in list(self._objects.items()):
-            dependent_type = self.registry.lookup(*gvr)
+        for key, bucket in list(self._objects.items()):
+            dependent_type = self.registry.by_storage_key(key)
             if dependent_type is None:
                 continue
             for entry in list(bucket.values()):

@@ -52,10 +52,17 @@ class Entry:
         copied: Obj = orjson.loads(self.raw)
         return copied
 
+    def raw_as(self, rtype: ResourceType) -> bytes:
+        """The encoding as ``rtype``'s version serves it: a custom object stored through another version of
+        its CRD is converted (``conversion: None`` — only ``apiVersion`` changes), as the API server does."""
+        if rtype.builtin or self.obj.get("apiVersion") == rtype.api_version:
+            return self.raw
+        return encode({**self.obj, "apiVersion": rtype.api_version})
+
     def list_item(self, rtype: ResourceType) -> bytes:
         """The encoding inside a list: without apiVersion/kind for built-in kinds, as the real server sends."""
         if not rtype.builtin:
-            return self.raw
+            return self.raw_as(rtype)
         if self._item is None:
             prefix = f'{{"apiVersion":"{rtype.api_version}","kind":"{rtype.kind}",'.encode()
             if self.raw.startswith(prefix):
@@ -145,26 +152,26 @@ class Watcher:
             return None
         pred = self.predicate
         if pred is None:
-            return event_line(event.type, event.entry.raw)
+            return event_line(event.type, event.entry.raw_as(self.rtype))
         if event.type == ADDED:
-            return event_line(ADDED, event.entry.raw) if pred(event.entry.obj) else None
+            return event_line(ADDED, event.entry.raw_as(self.rtype)) if pred(event.entry.obj) else None
         if event.type == DELETED:
             before = event.prev.obj if event.prev is not None else event.entry.obj
-            return event_line(DELETED, event.entry.raw) if pred(before) else None
+            return event_line(DELETED, event.entry.raw_as(self.rtype)) if pred(before) else None
         was = event.prev is not None and pred(event.prev.obj)
         now = pred(event.entry.obj)
         if was and now:
-            return event_line(MODIFIED, event.entry.raw)
+            return event_line(MODIFIED, event.entry.raw_as(self.rtype))
         if now:
-            return event_line(ADDED, event.entry.raw)
+            return event_line(ADDED, event.entry.raw_as(self.rtype))
         if was:
-            return event_line(DELETED, event.entry.raw)
+            return event_line(DELETED, event.entry.raw_as(self.rtype))
         return None
 
     def initial_line(self, entry: Entry) -> bytes | None:
         """A synthetic ADDED line for an object that existed when the watch started."""
         if self.predicate is None or self.predicate(entry.obj):
-            return event_line(ADDED, entry.raw)
+            return event_line(ADDED, entry.raw_as(self.rtype))
         return None
 
 

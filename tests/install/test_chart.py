@@ -8,6 +8,7 @@ reads, and the presets (spot values, GPU slicing, PodMutations) compiling to the
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from celmut.cel.backends import select
 from celmut.cli.manifests_cmd import CEL_ENGINES
 from celmut.compile.presets import registry as presets
 from celmut.install.crds import all_crds
+from celmut.install.shared_crds import shared_crd
 from celmut.kube.policy_source import POLICY_KINDS
 from celmut.kube.tls_manager import TlsConfig
 from celmut.main import build_parser
@@ -117,8 +119,21 @@ def test_every_rendered_object_is_valid(rendered: dict[str, list[Obj]]) -> None:
 
 
 def test_the_chart_installs_exactly_the_crds_of_crds_dir(rendered: dict[str, list[Obj]]) -> None:
+    """celmut's own CRDs from the chart's crds/; the shared ones (Kyverno's kinds) as Helm hooks, which no
+    release diff, rollback or uninstall deletes (celmut/install/shared_crds.py), stamped with Helm's
+    ownership metadata so that `helm install kyverno --take-ownership` can adopt them."""
     crds = {o["metadata"]["name"]: o for o in objects(rendered["default"], "CustomResourceDefinition")}
-    assert crds == {crd.name: crd.to_dict() for crd in all_crds()}
+    assert sorted(crds) == sorted(crd.name for crd in all_crds())
+    for crd in all_crds():
+        got = copy.deepcopy(crds[crd.name])
+        annotations, labels = got["metadata"].get("annotations", {}), got["metadata"].get("labels", {})
+        if shared_crd(crd.name) is not None:
+            assert annotations.pop("helm.sh/hook") == "pre-install,pre-upgrade"
+            assert annotations.pop("helm.sh/hook-weight") == "-10"
+            assert annotations.pop("meta.helm.sh/release-name") == "celmut"
+            assert annotations.pop("meta.helm.sh/release-namespace") == "celmut"
+            assert labels.pop("app.kubernetes.io/managed-by") == "Helm"
+        assert got == crd.to_dict(), crd.name
 
 
 def test_kyverno_crds_can_be_left_to_kyverno(rendered: dict[str, list[Obj]]) -> None:

@@ -1,12 +1,13 @@
 """Issue 20: the policies.kyverno.io CRDs in either install order, with Helm and with `celmut manifests`.
 
 Helm: the chart renders a Kyverno CRD only while nobody else owns it — `helm template --dry-run=server`
-runs the chart's `lookup` against the fake API server exactly as `helm install`/`upgrade` would. A
-Kyverno installed first keeps its CRDs untouched; a Kyverno installed later takes celmut's over
-(`--take-ownership`), after which celmut's upgrades leave them alone, and Helm never deletes them
-(`helm.sh/resource-policy: keep`). Helm's adoption rule is helm/helm pkg/action/validate.go
-`checkOwnership` (label app.kubernetes.io/managed-by=Helm, annotations meta.helm.sh/release-name and
--namespace equal to the installing release).
+runs the chart's `lookup` against the fake API server exactly as `helm install`/`upgrade` would — and
+renders it as a hook, which Helm never deletes (issue 24: celmut/install/shared_crds.py; the whole
+lifecycle with real Helm is tests/install/test_helm_lifecycle.py). A Kyverno installed first keeps its
+CRDs untouched; a Kyverno installed later takes celmut's over (`--take-ownership`), after which celmut's
+upgrades leave them alone. Helm's adoption rule is helm/helm pkg/action/validate.go `checkOwnership`
+(label app.kubernetes.io/managed-by=Helm, annotations meta.helm.sh/release-name and -namespace equal to
+the installing release).
 
 kubectl: `celmut manifests` (default `--kyverno-crds auto`) prints a Kyverno CRD only when the cluster
 does not have it or has celmut's, so `celmut manifests | kubectl delete -f -` never deletes Kyverno's.
@@ -83,8 +84,9 @@ def test_the_chart_renders_a_kyverno_crd_only_while_nobody_else_owns_it(
         fake_apiserver.store.create(copy.deepcopy(definition))
     rendered = rendered_kyverno_crds(helm, fake_apiserver, tmp_path)
     assert sorted(o["metadata"]["name"] for o in rendered) == expected, what
-    for crd in rendered:  # never deleted by Helm, not on uninstall nor when Kyverno's release takes it
-        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    for crd in rendered:  # a hook: never in the release diff, never deleted by Helm (helm/helm pkg/action/hooks.go)
+        assert crd["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+        assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == "celmut"
     assert not [r for r in fake_apiserver.requests if r.method != "GET"]  # rendering wrote nothing
 
 
@@ -103,7 +105,8 @@ def test_helm_template_without_a_cluster_renders_them_for_review(rendered: dict[
 
 
 def manifests(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[list[Obj], str]:
-    assert main(["manifests", *argv]) == 0
+    """`celmut manifests --crds` (the CRDs are printed apart from the workload)."""
+    assert main(["manifests", "--crds", *argv]) == 0
     captured = capsys.readouterr()
     return [d for d in yaml.safe_load_all(captured.out) if d], captured.err
 
@@ -180,7 +183,7 @@ def test_a_cluster_that_cannot_be_asked_is_an_error_naming_the_choice(
     kubeconfig = tmp_path / "kubeconfig"
     with FakeApiServer() as fake:
         fake.kubeconfig(kubeconfig)  # then the server goes away
-    assert main(["manifests", "--kubeconfig", str(kubeconfig)]) == 2
+    assert main(["manifests", "--crds", "--kubeconfig", str(kubeconfig)]) == 2
     err = capsys.readouterr().err
     assert "cannot tell who owns the policies.kyverno.io CRDs" in err and "--kyverno-crds include or skip" in err
 

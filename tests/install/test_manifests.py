@@ -1,7 +1,9 @@
 """`celmut manifests`: the plain install YAML is the Helm chart's install, object for object.
 
-Normalised away: Helm's own labels (``helm.sh/chart``, ``app.kubernetes.io/managed-by``) and the
-Namespace, which `celmut manifests` creates and Helm leaves to ``--create-namespace``.
+Normalised away: Helm's own labels (``helm.sh/chart``, ``app.kubernetes.io/managed-by``), the hook and
+ownership annotations the chart's shared CRDs carry as Helm hooks (celmut/install/shared_crds.py), and the
+Namespace, which `celmut manifests` creates and Helm leaves to ``--create-namespace``. `celmut manifests`
+prints the CRDs apart (``--crds``): the chart's install is both parts together.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from . import helm as helm_tool
 
 Obj = dict[str, Any]
 HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
+HOOK_ANNOTATIONS = ("helm.sh/hook", "helm.sh/hook-weight", "meta.helm.sh/release-name", "meta.helm.sh/release-namespace")
 
 
 def normalised(obj: Obj) -> Obj:
@@ -29,6 +32,9 @@ def normalised(obj: Obj) -> Obj:
         labels = out.get("labels")
         if isinstance(labels, dict):
             out["labels"] = {k: v for k, v in labels.items() if k not in HELM_ONLY_LABELS}
+        annotations = out.get("annotations")
+        if isinstance(annotations, dict):
+            out["annotations"] = {k: v for k, v in annotations.items() if k not in HOOK_ANNOTATIONS}
         return out
     if isinstance(obj, list):
         return [normalised(v) for v in obj]
@@ -44,8 +50,23 @@ def by_key(objects: list[Obj]) -> dict[tuple[str, str, str], Obj]:
 
 
 def printed(capsys: pytest.CaptureFixture[str], *argv: str) -> list[Obj]:
-    assert main(["manifests", *argv]) == 0
-    return [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    """`celmut manifests` and `celmut manifests --crds` with ``argv``: the whole install."""
+    out = []
+    for part in ((), ("--crds",)):
+        assert main(["manifests", *part, *argv]) == 0
+        out += [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    return out
+
+
+def test_the_crds_are_printed_apart_so_the_uninstall_never_deletes_them(capsys: pytest.CaptureFixture[str]) -> None:
+    """`celmut manifests | kubectl delete -f -` removes the workload, never a CRD (and the policies in it)."""
+    assert main(["manifests"]) == 0
+    workload = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert main(["manifests", "--crds"]) == 0
+    crds = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert workload and not [o for o in workload if o["kind"] == "CustomResourceDefinition"]
+    assert crds and {o["kind"] for o in crds} == {"Namespace", "CustomResourceDefinition"}
+    assert not [o for o in workload if o["kind"] == "Namespace"]
 
 
 def test_manifests_equal_the_charts_default_install(
@@ -91,14 +112,13 @@ def test_kyverno_exceptions_off_maps_to_the_chart_value(helm: Path, capsys: pyte
 
 
 def test_the_namespace_comes_first_and_the_webhook_configuration_last(capsys: pytest.CaptureFixture[str]) -> None:
-    objects = printed(capsys, "--namespace", "tools")
-    assert (objects[0]["kind"], objects[0]["metadata"]["name"]) == ("Namespace", "tools")
+    assert main(["manifests", "--crds", "--namespace", "tools"]) == 0
+    first = next(d for d in yaml.safe_load_all(capsys.readouterr().out) if d)
+    assert (first["kind"], first["metadata"]["name"]) == ("Namespace", "tools")
+    assert main(["manifests", "--namespace", "tools"]) == 0
+    objects = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
     kinds = [o["kind"] for o in objects]
-    assert (
-        kinds.index("CustomResourceDefinition")
-        < kinds.index("Deployment")
-        < kinds.index("MutatingWebhookConfiguration")
-    )
+    assert kinds.index("Deployment") < kinds.index("MutatingWebhookConfiguration") == len(kinds) - 1
     assert all(o["metadata"].get("namespace", "tools") == "tools" for o in objects)
 
 

@@ -88,3 +88,24 @@ capabilities:
 {{- end }}
 {{- end }}
 {{- end -}}
+
+{{- /*
+"true" when this release may write the shared CRD named .name (celmut/install/shared_crds.py: a CRD
+another product, e.g. Kyverno, may own): it does not exist, or this release made it — Helm's ownership
+annotations name this release (helm/helm pkg/action/validate.go; every Helm take-over re-stamps them)
+and it is labelled part-of celmut. Anything else — Kyverno's, taken over with `helm install kyverno
+--take-ownership`, another celmut release's, applied by kubectl — is left alone. The templates using it
+are hooks: never in the release diff, never deleted by Helm. `helm template` (no cluster): all render.
+*/}}
+{{- define "celmut.shared-crd.writable" -}}
+{{- $crd := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" .name -}}
+{{- if not $crd -}}
+true
+{{- else -}}
+{{- $annotations := $crd.metadata.annotations | default dict -}}
+{{- $labels := $crd.metadata.labels | default dict -}}
+{{- if and (eq (get $annotations "meta.helm.sh/release-name") .root.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") .root.Release.Namespace) (eq (get $labels "app.kubernetes.io/part-of") "celmut") -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
