@@ -114,7 +114,23 @@ MATH_EXT = [
     ("least_int_result/ternary_int_min", "math.least(-9223372036854775808, -1, -5) == -9223372036854775808", True),
 ]
 
-CASES = [("math_ext", *row) for row in MATH_EXT]
+# optionals.textproto: a field selected on a value that is no map or message is a missing key (cel-go
+# interpreter/attributes.go refQualify), also through an optional.
+OPTIONALS = [
+    (
+        "optionals/map_null_entry_no_such_key",
+        "{'null_key': dyn(null)}.?null_key.invalid.hasValue()",
+        Err("evaluation", "no such key"),
+    ),
+    (
+        "optionals/map_present_key_invalid_field",
+        "{true: dyn(0)}[?true].absent.hasValue()",
+        Err("evaluation", "no such key"),
+    ),
+    ("optionals/map_absent_key_absent_field_none", "{true: dyn(0)}[?false].absent.hasValue()", False),
+]
+
+CASES = [("math_ext", *row) for row in MATH_EXT] + [("optionals", *row) for row in OPTIONALS]
 
 
 @pytest.mark.parametrize(

@@ -176,7 +176,7 @@ def error_from_cpp(message: str, state: BridgeState | None, missing: Mapping[str
     if text == "divide by zero":
         return CelEvaluationError("division by zero")
     if text == "Applying SELECT to non-message type":
-        return CelEvaluationError("type does not support field selection")
+        return CelEvaluationError("no such key")  # cel-go refQualify's missingKey; cel-cpp names no field
     if text.startswith("Invalid container type"):
         return CelEvaluationError(f"no such overload: _[_] ({text})")
     if len(text) > 300:
