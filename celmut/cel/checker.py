@@ -139,7 +139,8 @@ class Checker:
     def _undeclared(self, name: str) -> str:
         hint = self.decls.unavailable_hint.get(name)
         suffix = f" ({hint})" if hint else ""
-        return f"undeclared reference to '{name}'{suffix}"
+        # cel-go checker/errors.go undeclaredReference; policies have no container, so it is ''
+        return f"undeclared reference to '{name}' (in container ''){suffix}"
 
     # --- selection and indexing ------------------------------------------------------------------
 
