@@ -130,7 +130,33 @@ OPTIONALS = [
     ("optionals/map_absent_key_absent_field_none", "{true: dyn(0)}[?false].absent.hasValue()", False),
 ]
 
-CASES = [("math_ext", *row) for row in MATH_EXT] + [("optionals", *row) for row in OPTIONALS]
+# Error texts the C++ engine gave in its own words (the cel-python engine already matched):
+# conversions.textproto and timestamps.textproto timestamp_range.
+ERROR_TEXTS = [
+    ("conversions/bytes_invalid", r"string(b'\000\xff')", Err("evaluation", "invalid UTF-8")),
+    (
+        "timestamps/add_duration_under",
+        "timestamp('0001-01-01T00:00:00Z') + duration('-1s')",
+        Err("evaluation", "range"),
+    ),
+    ("timestamps/add_duration_over", "timestamp('9999-12-31T23:59:59Z') + duration('1s')", Err("evaluation", "range")),
+    (
+        "timestamps/sub_time_duration_over",
+        "timestamp('9999-12-31T23:59:59Z') - timestamp('0001-01-01T00:00:00Z')",
+        Err("evaluation", "range"),
+    ),
+    (
+        "timestamps/sub_time_duration_under",
+        "timestamp('0001-01-01T00:00:00Z') - timestamp('9999-12-31T23:59:59Z')",
+        Err("evaluation", "range"),
+    ),
+]
+
+CASES = (
+    [("math_ext", *row) for row in MATH_EXT]
+    + [("optionals", *row) for row in OPTIONALS]
+    + [("errors", *row) for row in ERROR_TEXTS]
+)
 
 
 @pytest.mark.parametrize(
