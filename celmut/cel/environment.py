@@ -38,7 +38,7 @@ from celmut.cel.profiles import (
     profile,
 )
 from celmut.cel.program_checks import program_issues
-from celmut.cel.unparse import Unparser
+from celmut.cel.unparse import Unparser, Unrepresentable
 
 _CACHE_SIZE = 8192
 # Python frames an expression nested to cel-go's limit (250 levels, parser.MAX_NESTING) needs to be
@@ -146,8 +146,15 @@ class Environment:
         del program  # the checks evaluate sub-expressions, not the whole program
 
         def evaluate(node: ast.Node) -> None:
-            text = Unparser().unparse(node)
-            self.backend.program(self.check(text), text, self.functions, self.options).evaluate(Activation())
+            try:
+                text = Unparser().unparse(node)
+            except Unrepresentable:  # a constant with no CEL text (a library type: type(net.IP)) cannot fail
+                return
+            try:
+                checked_part = self.check(text)
+            except CelCompileError:  # pragma: no cover - a checked tree's part re-checks; never refuse on doubt
+                return
+            self.backend.program(checked_part, text, self.functions, self.options).evaluate(Activation())
 
         issues = program_issues(checked.expr, evaluate)
         if issues:

@@ -45,8 +45,9 @@ AT_RUN_TIME = [
     ("1 / 0", Err("evaluation", "division by zero")),
     ("timestamp('9999-12-31T23:59:59.999999999Z') + duration('1ns')", Err("evaluation", "out of range")),
     ("int(object.spec.replicas) > 0", Err("evaluation")),  # not a constant: not folded
-    # a valid constant still folds and works
+    # a valid constant still folds and works, also one with no CEL text form
     ("int('12') + duration('1s').getSeconds()", 13),
+    ("type(net.IP) == type(type(ip('1.2.3.4')))", True),
 ]
 
 
