@@ -139,7 +139,8 @@ class Checker:
     def _undeclared(self, name: str) -> str:
         hint = self.decls.unavailable_hint.get(name)
         suffix = f" ({hint})" if hint else ""
-        return f"undeclared reference to '{name}'{suffix}"
+        # cel-go checker/errors.go undeclaredReference; policies have no container, so it is ''
+        return f"undeclared reference to '{name}' (in container ''){suffix}"
 
     # --- selection and indexing ------------------------------------------------------------------
 
@@ -259,12 +260,17 @@ class Checker:
         arg_types = [self.type_of(a) for a in arg_nodes]
         member = node.target is not None
         matches: list[tuple[Overload, t.Bindings]] = []
-        for overload in candidates:
-            if overload.member != member:
-                continue
-            bindings: t.Bindings = {}
-            if _params_accept(overload, arg_types, bindings):
-                matches.append((overload, bindings))
+        for fallback in (False, True):  # a fallback overload only when nothing else matches
+            for overload in candidates:
+                if overload.member != member or overload.fallback != fallback:
+                    continue
+                bindings: t.Bindings = {}
+                if _params_accept(overload, arg_types, bindings) and (
+                    not fallback or _each_fits_some_overload(candidates, arg_types)
+                ):
+                    matches.append((overload, bindings))
+            if matches:
+                break
         if not matches:
             shown = ", ".join(str(a) for a in arg_types)
             return self.error(node, f"found no matching overload for '{node.function}' applied to '({shown})'")
@@ -480,6 +486,13 @@ _SPECIAL_CALLS = {
 def _numeric_pair(a: t.CelType, b: t.CelType) -> bool:
     numeric = ("int", "uint", "double")
     return a.kind in numeric and b.kind in numeric
+
+
+def _each_fits_some_overload(candidates: list[Overload], arg_types: list[t.CelType]) -> bool:
+    """A fallback overload (``math.greatest(1, 1.0, 1u)``) takes only arguments some regular overload
+    takes somewhere (``math.greatest(1, 2, true)`` stays a compile error, as cel-go's macro refuses)."""
+    params = [p for o in candidates if not o.fallback for p in o.params]
+    return all(any(t.is_assignable(p, a, {}) for p in params) for a in arg_types)
 
 
 def _params_accept(overload: Overload, arg_types: list[t.CelType], bindings: t.Bindings) -> bool:

@@ -33,6 +33,7 @@ class Overload:
     cost: Callable[..., int] | None = None  # extra cost units from the arguments
     guards: tuple[Guard, ...] = ()
     since: int = 0  # the library version that introduced it (cel-go's ``if lib.version >= N``)
+    fallback: bool = False  # checked only when no other overload matches, for arguments they take
 
     def accepts(self, args: tuple[Any, ...]) -> bool:
         guards = self.guards
@@ -110,9 +111,11 @@ class Library:
         pure: bool = True,
         cost: Callable[..., int] | None = None,
         since: int = 0,
+        fallback: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Declare a global overload ``name(params) -> result``."""
-        return self._declare(name, list(params), result, False, id, context, variadic, pure, cost, since)
+        """Declare a global overload ``name(params) -> result`` (``fallback``: type-checked only when no
+        other overload of ``name`` matches, so it never widens their result types)."""
+        return self._declare(name, list(params), result, False, id, context, variadic, pure, cost, since, fallback)
 
     def method(
         self,
@@ -153,6 +156,7 @@ class Library:
         pure: bool,
         cost: Callable[..., int] | None,
         since: int,
+        fallback: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         param_types = tuple(t.parse_type(p) for p in params)
         if overload_id is None:
@@ -173,6 +177,7 @@ class Library:
                     cost=cost,
                     guards=tuple(guard_for(p) for p in param_types),
                     since=since,
+                    fallback=fallback,
                 )
             )
             return impl

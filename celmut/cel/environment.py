@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from celmut.cel import ast, parser
@@ -26,7 +26,7 @@ from celmut.cel.backends import select
 from celmut.cel.backends.base import Backend, BackendOptions, Program
 from celmut.cel.checker import Checker, CheckResult, Declarations
 from celmut.cel.declarations import Overload
-from celmut.cel.errors import CelCompileError, CelEvaluationError, Issue
+from celmut.cel.errors import CelCompileError, Issue
 from celmut.cel.profiles import (
     ADMISSION_REQUEST_FIELDS,
     EXCEPTIONS_FIELDS,
@@ -37,6 +37,8 @@ from celmut.cel.profiles import (
     Profile,
     profile,
 )
+from celmut.cel.program_checks import program_issues
+from celmut.cel.unparse import Unparser, Unrepresentable
 
 _CACHE_SIZE = 8192
 # Python frames an expression nested to cel-go's limit (250 levels, parser.MAX_NESTING) needs to be
@@ -139,13 +141,24 @@ class Environment:
         return program
 
     def _refuse_constant_errors(self, checked: CheckResult, program: Program, source: str) -> None:
-        """The API server refuses an expression that fails whatever its input (``int("twelve")``)."""
-        if checked.references or not _all_pure(checked.functions, self.functions) or _has_comprehension(checked.expr):
-            return
-        try:
-            program.evaluate(Activation())
-        except CelEvaluationError as ex:
-            raise CelCompileError([Issue(f"expression always fails: {ex.message}", 1, 1)], source) from ex
+        """What the API server refuses when it builds the program: its literal validators and the
+        constant folding of OptOptimize (:mod:`celmut.cel.program_checks`); nothing else."""
+        del program  # the checks evaluate sub-expressions, not the whole program
+
+        def evaluate(node: ast.Node) -> None:
+            try:
+                text = Unparser().unparse(node)
+            except Unrepresentable:  # a constant with no CEL text (a library type: type(net.IP)) cannot fail
+                return
+            try:
+                checked_part = self.check(text)
+            except CelCompileError:  # pragma: no cover - a checked tree's part re-checks; never refuse on doubt
+                return
+            self.backend.program(checked_part, text, self.functions, self.options).evaluate(Activation())
+
+        issues = program_issues(checked.expr, evaluate)
+        if issues:
+            raise CelCompileError(issues, source)
 
 
 def _ensure_recursion_headroom() -> None:
@@ -153,12 +166,3 @@ def _ensure_recursion_headroom() -> None:
     Python 3.11 pure-Python calls do not grow the C stack, so this is safe in every thread."""
     if sys.getrecursionlimit() < _RECURSION_HEADROOM:
         sys.setrecursionlimit(_RECURSION_HEADROOM)
-
-
-def _all_pure(overload_ids: Iterable[str], functions: Mapping[str, list[Overload]]) -> bool:
-    impure = {o.id for overloads in functions.values() for o in overloads if not o.pure}
-    return not (set(overload_ids) & impure)
-
-
-def _has_comprehension(expr: ast.Node) -> bool:
-    return any(isinstance(node, ast.Comprehension | ast.Bind) for node in expr.walk())

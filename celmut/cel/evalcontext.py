@@ -94,5 +94,9 @@ class EvalContext:
     def _over_budget(self) -> None:
         self.budget.exhausted = True
         if self.limit < self.budget.per_call_limit:
-            raise CelCostError(f"operation cancelled: request cost budget of {self.budget.limit} units exhausted")
-        raise CelCostError(f"operation cancelled: actual cost limit of {self.limit} units exceeded")
+            # k8s.io/apiserver/pkg/admission/plugin/cel/composition.go (and filter.go): the request's budget
+            raise CelCostError(
+                "validation failed due to running out of cost budget, no further validation rules will be run"
+            )
+        # cel-go interpreter/runtimecost.go: the per-expression limit
+        raise CelCostError("operation cancelled: actual cost limit exceeded")

@@ -26,7 +26,9 @@ def select_field(value: Any, field: str) -> Any:
     select = getattr(value, "cel_select", None)
     if select is not None:
         return select(field)
-    raise CelEvaluationError(f"type '{v.type_name(value)}' does not support field selection")
+    # cel-go interpreter/attributes.go refQualify: a qualifier on a value that is no container is a
+    # missing key (cel-spec optionals.textproto "map_present_key_invalid_field")
+    raise CelEvaluationError(f"no such key: {field}")
 
 
 def select_path(value: Any, path: tuple[str, ...]) -> Any:
@@ -65,6 +67,8 @@ def select_optional(value: Any, field: str) -> v.OptionalValue:
         if not value.present:
             return value
         value = value.value
+    if not isinstance(value, dict) and getattr(value, "cel_has", None) is None:
+        raise CelEvaluationError(f"no such key: {field}")  # cel-go refQualify, as select_field
     if _has(value, field):
         return v.OptionalValue(select_field(value, field))
     return v.NONE

@@ -30,7 +30,9 @@ from celmut.cel.unparse import Unparser
 
 VARIABLES = "variables"
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_UNDECLARED = re.compile(r"undeclared reference to '([^']+)' \(available only in the Kyverno")
+_UNDECLARED = re.compile(
+    r"undeclared reference to '([^']+)' (?:\(in container '[^']*'\) )?\(available only in the Kyverno"
+)
 # Lookups and I/O first: they are why a construct cannot move, not the syntax around it (cel.bind).
 _IO_PREFIXES = ("resource.", "http.", "globalContext.", "image.", "imagedata.")
 

@@ -128,7 +128,7 @@ def _run(
                         raise MutationError("an ApplyConfiguration needs an object document")
                     current = mutations.apply_object(current, result, None, replace_atomic=False)
                     continue
-                current = mutations.patch_document(current, mutations.patch_operations(result))
+                current = mutations.patch_document(current, mutations.patch_operations(result), any_root=True)
             except mutations.TestFailed as failed:  # the whole policy is rolled back
                 return DocumentOutcome(policy, "skipped", f"{mutation.path}: {failed}", document, tuple(applied))
             except MutationError as ex:

@@ -1,20 +1,18 @@
 """Apply one mutation's CEL result to an object: RFC 6902 patches or an ApplyConfiguration merge.
 
-Both return a new object and never modify their input. A failed JSONPatch ``test`` makes the whole
-mutation a silent no-op (Kyverno and Kubernetes agree); a ``test`` on a path that does not exist
-and every other failure are errors. Error messages name the operation and path, never object data.
+Both return a new object and never modify their input. JSONPatch follows json-patch v4 as the API
+server does (:mod:`celmut.runtime.jsonpatch_v4`): a failed ``test`` makes the whole mutation a silent
+no-op (Kyverno and Kubernetes agree); every other failure is an error whose message is the API
+server's (``JSON Patch: …``), naming the operation and path, never object data.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-import jsonpatch
-import jsonpointer
-
 from celmut.cel import values
-from celmut.jsonutil import escape_pointer, json_copy, unescape_pointer
+from celmut.jsonutil import escape_pointer, json_copy
+from celmut.runtime import jsonpatch_v4
 from celmut.runtime.failures import MergeError, MutationError
 from celmut.runtime.merge import apply_configuration
 from celmut.runtime.schemas import Schema
@@ -40,7 +38,10 @@ def patch_operations(result: Any) -> list[dict[str, Any]]:
             raise MutationError(f"JSONPatch[{index}] must be a JSONPatch, got {values.type_name(item)}")
         op, path = item.get("op"), item.get("path")
         if op not in _OPS:
-            raise MutationError(f"JSONPatch[{index}]: unsupported op {op!r}; supported: {', '.join(_OPS)}")
+            # json-patch v4 ``Patch.ApplyIndent``'s text, with where and what would do
+            raise MutationError(
+                f"JSON Patch: Unexpected kind: {op} (JSONPatch[{index}]; supported: {', '.join(_OPS)})"
+            )
         if not isinstance(path, str):
             raise MutationError(f"JSONPatch[{index}] ({op}): path must be a string")
         operation: dict[str, Any] = {"op": op, "path": path}
@@ -53,62 +54,6 @@ def patch_operations(result: Any) -> list[dict[str, Any]]:
             operation["from"] = source
         operations.append(operation)
     return operations
-
-
-def _resolve_negative_indexes(document: Any, path: str) -> str:
-    """evanphx/json-patch accepts ``-N`` list indexes (from the end); RFC 6902 and python-jsonpatch do not."""
-    if "/-" not in path:
-        return path
-    tokens = path.split("/")[1:]
-    node = document
-    for position, token in enumerate(tokens):
-        if isinstance(node, list) and token.startswith("-") and token[1:].isdigit():
-            index = len(node) - int(token[1:])
-            if index < 0:
-                raise MutationError(f"index {token} out of range at {path}")
-            tokens[position] = str(index)
-            token = tokens[position]
-        if isinstance(node, dict):
-            node = node.get(unescape_pointer(token))
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            break
-    return "/" + "/".join(tokens)
-
-
-def _exists(document: Any, path: str) -> bool:
-    try:
-        jsonpointer.resolve_pointer(document, path)
-        return True
-    except jsonpointer.JsonPointerException:
-        return False
-
-
-def _copy_along(document: Any, parts: list[str]) -> tuple[Any, Any]:
-    """A new root whose containers along the pointer ``parts`` lead to are shallow copies, so an
-    in-place change there leaves the original untouched while every other subtree stays shared; and
-    the (copied) container of the last part, or None when the path does not lead to one."""
-    root = _shallow(document)
-    node = root
-    for token in parts[:-1]:
-        if isinstance(node, dict) and token in node:
-            key: Any = token
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            key = int(token)
-        else:
-            return root, None
-        child = node[key]
-        if not isinstance(child, dict | list):
-            return root, None
-        node[key] = child = _shallow(child)
-        node = child
-    return root, node
-
-
-def _shallow(value: Any) -> Any:
-    cls = type(value)
-    return value.copy() if cls is dict or cls is list else copy.copy(value)
 
 
 def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
@@ -124,53 +69,27 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
     return document
 
 
-def patch_document(document: Any, operations: list[dict[str, Any]]) -> Any:
-    """``document`` (any JSON value) patched; a path of ``""`` is the root, which an operation may
-    replace with a value of another type. Raises :class:`TestFailed` as :func:`apply_json_patch`."""
-    kind = path = ""
+def patch_document(document: Any, operations: list[dict[str, Any]], *, any_root: bool = False) -> Any:
+    """``document`` patched as the API server patches (json-patch v4: :mod:`celmut.runtime.jsonpatch_v4`).
+
+    Raises :class:`TestFailed` as :func:`apply_json_patch`, and :class:`MutationError` with the API
+    server's ``JSON Patch: …`` message otherwise. With ``any_root`` (Kyverno's JSON payloads, which
+    may be scalars) a ``replace`` of the root ``""`` takes any value; v4 itself only patches objects
+    and lists, and ignores a root ``replace`` whose value is neither.
+    """
     try:
-        for operation in operations:  # valid operations (patch_operations): no JsonPatch re-validation
-            op = dict(operation)
-            kind, path = op["op"], _resolve_negative_indexes(document, op["path"])
-            op["path"] = path
-            if kind == "test":
-                if not _exists(document, path):
-                    raise MutationError(f"test {path}: path does not exist")
-                try:
-                    jsonpatch.TestOperation(op).apply(document)
-                except jsonpatch.JsonPatchTestFailed:
-                    raise TestFailed(path) from None
-                continue
-            pointer = jsonpointer.JsonPointer(path)  # parsed once: the copy and the operation share it
-            parts = pointer.parts
-            document, parent = _copy_along(document, parts)
-            if kind == "add" and parts and type(parent) is dict:
-                # RFC 6902 §4.1 on an object member: added, or replaced when it exists — what
-                # jsonpatch's AddOperation does, without its pointer walk, journal and second copy
-                parent[parts[-1]] = json_copy(op["value"])
-                continue
-            if kind == "move":
-                document, _ = _copy_along(document, jsonpointer.JsonPointer(op["from"]).parts)
-            if "value" in op:
-                op["value"] = json_copy(op["value"])
-            op["path"] = pointer
-            document = jsonpatch.JsonPatch.operations[kind](op).apply(document)
-    except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException) as ex:
-        raise MutationError(f"{kind} {path}: {_safe_reason(ex)}") from None
-    except jsonpatch.JsonPatchException as ex:
-        raise MutationError(f"{kind} {path}: {_safe_reason(ex)}") from None
-    return document
-
-
-def _safe_reason(ex: Exception) -> str:
-    text = str(ex)
-    if "not found" in text or "non-existent" in text:
-        return "path not found"
-    if "outside of list" in text or "sequence index" in text or "out of range" in text:
-        return "list index out of range"
-    if "must start with" in text:
-        return "path must start with /"
-    return type(ex).__name__
+        if not any_root:
+            return jsonpatch_v4.apply_patch(document, operations)
+        for operation in operations:
+            if operation["op"] == "replace" and operation["path"] == "":
+                document = json_copy(operation.get("value"))
+            else:
+                document = jsonpatch_v4.apply_patch(document, [operation])
+        return document
+    except jsonpatch_v4.JsonPatchTestFailed as failed:
+        raise TestFailed(failed.path) from None
+    except jsonpatch_v4.JsonPatchError as ex:
+        raise MutationError(f"JSON Patch: {ex}") from None
 
 
 def apply_object(obj: dict[str, Any], applied: Any, schema: Schema | None, *, replace_atomic: bool) -> dict[str, Any]:

@@ -102,7 +102,7 @@ def test_compile_errors_carry_line_and_column() -> None:
         ("math.greatest(1, 2)", "undeclared reference to 'math.greatest'"),
         ("base64.encode(b'a')", "undeclared reference to 'base64.encode'"),
         ("exceptions.allowedImages", "undeclared reference to 'exceptions'"),
-        ("int('twelve')", "expression always fails"),
+        ("int('twelve')", "program instantiation failed: cannot convert string 'twelve' to int"),
     ],
 )
 def test_the_kubernetes_profile_refuses_what_the_api_server_refuses(expression: str, fragment: str) -> None:

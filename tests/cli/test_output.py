@@ -123,7 +123,7 @@ def test_apply_points_a_caret_at_the_undeclared_reference(capsys: pytest.Capture
     assert code == 2
     assert err.splitlines() == [
         f"error: {tmp_path / 'typo.yaml'}: MutatingPolicy typo: spec.mutations[0].applyConfiguration.expression: "
-        "compilation failed: undeclared reference to 'objec' (expression line 1, column 48)",
+        "compilation failed: undeclared reference to 'objec' (in container '') (expression line 1, column 48)",
         f" | {expression}",
         f" | {'.' * 47}^",
     ]

@@ -36,8 +36,8 @@ def errors_of(expression: str) -> list[tuple[str, str, int, int]]:
 def test_every_issue_of_one_expression_is_reported_with_its_position() -> None:
     path = "spec.mutations[0].applyConfiguration.expression"
     assert errors_of("Object{metadata: Object.metadata{labels: {objec.a: nam}}}") == [
-        (path, "compilation failed: undeclared reference to 'objec'", 1, 43),
-        (path, "compilation failed: undeclared reference to 'nam'", 1, 52),
+        (path, "compilation failed: undeclared reference to 'objec' (in container '')", 1, 43),
+        (path, "compilation failed: undeclared reference to 'nam' (in container '')", 1, 52),
     ]
 
 

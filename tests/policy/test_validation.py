@@ -165,7 +165,7 @@ REJECTIONS = [
         MAP.format(
             version="v1beta1", spec="", mutations=jsonpatch('[JSONPatch{op: "add", path: "/a", value: int("twelve")}]')
         ),
-        "expression always fails",
+        "program instantiation failed",
     ),
 ]
 

@@ -62,7 +62,9 @@ def test_an_error_stops_the_run_and_publishes_no_document() -> None:
     compiled = compile_text(text)
     result = mutate_document(compiled.policies, {"a": 1}, compiled.exceptions)
     assert [(o.policy.name, o.status) for o in result.outcomes] == [("a-breaks", "error")]  # b-after never runs
-    assert result.document is None and "remove /gone: path not found" in result.error
+    assert result.document is None and (
+        "JSON Patch: error in remove for path: '/gone': Unable to remove nonexistent key: gone" in result.error
+    )
 
 
 def test_integers_above_2_to_the_53_stay_exact_and_roots_change_type() -> None:

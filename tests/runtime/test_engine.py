@@ -203,25 +203,58 @@ def test_json_patch_test_failure_skips_the_mutation_silently() -> None:
     )
 
 
-def test_json_patch_test_on_a_missing_path_is_an_error() -> None:
-    text = mpol("p", jsonpatch('[JSONPatch{op: "test", path: "/metadata/nothing", value: "x"}]'))
+def test_json_patch_test_below_a_missing_parent_is_an_error() -> None:
+    """json-patch v4 ``Patch.test``: findObject fails on the missing parent."""
+    text = mpol("p", jsonpatch('[JSONPatch{op: "test", path: "/metadata/nothing/x", value: "x"}]'))
     result = admit(text, pod())
-    assert not result.allowed and "path does not exist" in result.message
+    assert not result.allowed
+    assert "JSON Patch: test operation does not apply: is missing path: /metadata/nothing/x" in result.message
+
+
+def test_json_patch_test_of_a_missing_member_fails_the_test_and_skips_the_mutation() -> None:
+    """json-patch v4 ``Patch.test``: ``partialDoc.get`` returns nil for a missing key, and a nil value
+    fails the test (``ErrTestFailed``), which json_patch.go turns into the unchanged object."""
+    text = mpol(
+        "p",
+        jsonpatch(
+            '[JSONPatch{op: "add", path: "/metadata/labels/before", value: "x"},'
+            ' JSONPatch{op: "test", path: "/metadata/nothing", value: "x"}]'
+        ),
+    )
+    result = admit(text, pod())
+    assert result.allowed and result.patch == []
+    assert "JSONPatch test at /metadata/nothing did not hold" in result.outcomes[0].reason
 
 
 def test_json_patch_failures_name_op_and_path_without_object_data() -> None:
     text = mpol("p", jsonpatch('[JSONPatch{op: "add", path: "/spec/missing/deep", value: "secret-value"}]'))
     result = admit(text, pod())
     assert not result.allowed
-    assert "add /spec/missing/deep: path not found" in result.message
-    assert "nginx" not in result.message
+    assert (
+        'JSON Patch: add operation does not apply: doc is missing path: "/spec/missing/deep": missing value'
+        in result.message
+    )
+    assert "nginx" not in result.message and "secret-value" not in result.message
 
 
-def test_a_json_patch_that_replaces_the_whole_object_with_a_scalar_is_an_error() -> None:
-    """The API server cannot decode a number as the object (found by mypy: the engine returned it)."""
+def test_json_patch_replace_of_a_missing_member_adds_it() -> None:
+    """json-patch v4 (json_patch_test.go 'jsonPatch replace key in map'): unlike RFC 6902 §4.3."""
+    text = mpol("p", jsonpatch('[JSONPatch{op: "replace", path: "/metadata/labels/new", value: "v"}]'))
+    assert admit(text, pod()).object["metadata"]["labels"]["new"] == "v"
+    kubernetes = map_policy(
+        jsonpatch('[JSONPatch{op: "replace", path: "/metadata/annotations", value: {"a": "b"}}]'),
+        failure="Fail",
+        reinvocation="Never",
+    )
+    assert admit(kubernetes, pod()).object["metadata"]["annotations"] == {"a": "b"}
+
+
+def test_a_json_patch_that_replaces_the_whole_object_with_a_scalar_is_ignored() -> None:
+    """json-patch v4 ``Patch.replace`` of "" with a value that is neither object nor list returns
+    ``errors.Wrapf(nil, …)``, which is nil: the object is left as it was."""
     text = mpol("p", jsonpatch('[JSONPatch{op: "replace", path: "", value: 1}]'))
     result = admit(text, pod())
-    assert not result.allowed and "the patched object must be an object, got int" in result.message
+    assert result.allowed and result.patch == []
 
 
 def test_json_patch_negative_index_replaces_from_the_end() -> None:
@@ -265,7 +298,7 @@ def test_admission_policy_json_patch_sees_the_object_as_the_api_server_encodes_i
     obj = pod()
     obj["metadata"]["annotations"] = {}  # gone once decoded into the Go type: the add has no parent
     result = admit(map_policy(add_annotation, failure="Fail", reinvocation="Never"), obj)
-    assert not result.allowed and "path not found" in result.message
+    assert not result.allowed and "doc is missing path" in result.message
     kyverno = admit(mpol("p", add_annotation), obj)  # Kyverno patches the JSON as received
     assert kyverno.object["metadata"]["annotations"] == {"a": "1"}
 

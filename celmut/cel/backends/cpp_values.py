@@ -116,8 +116,11 @@ _CONVERSIONS = {
     "int64 out of uint64 range": "uint overflow: value out of range",
     "double out of uint64 range": "uint overflow: value out of range",
     "duplicate key in map": "Failed with repeated key (duplicate key in map)",
+    # cel-go common/types/bytes.go ConvertToType(StringType); cel-spec conversions "bytes_invalid"
+    "malformed UTF-8 bytes": "invalid UTF-8 in bytes, cannot convert to string",
 }
 _INDEX = re.compile(r"Index error: index=(-?\d+) size=\d+")
+_TIMESTAMP_BOUND = re.compile(r'Timestamp "[^"]*" (?:below minimum|above maximum) allowed timestamp')
 
 
 def _type_name(name: str) -> str:
@@ -175,8 +178,11 @@ def error_from_cpp(message: str, state: BridgeState | None, missing: Mapping[str
         return CelEvaluationError(conversion)
     if text == "divide by zero":
         return CelEvaluationError("division by zero")
+    if text == "timestamp overflow" or _TIMESTAMP_BOUND.match(text):
+        # cel-spec timestamps.textproto timestamp_range: "range" (cel-python's own message)
+        return CelEvaluationError("timestamp out of range")
     if text == "Applying SELECT to non-message type":
-        return CelEvaluationError("type does not support field selection")
+        return CelEvaluationError("no such key")  # cel-go refQualify's missingKey; cel-cpp names no field
     if text.startswith("Invalid container type"):
         return CelEvaluationError(f"no such overload: _[_] ({text})")
     if len(text) > 300:

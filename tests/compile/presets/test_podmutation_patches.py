@@ -257,21 +257,31 @@ def test_a_failed_test_skips_the_whole_podmutation_with_a_reason() -> None:
 @pytest.mark.parametrize(
     ("operation", "message"),
     [
-        ({"op": "remove", "path": "/metadata/labels/absent"}, "remove /metadata/labels/absent: path not found"),
         (
-            {"op": "replace", "path": "/spec/nodeSelector/environment", "value": "x"},
-            "replace /spec/nodeSelector/environment",
+            {"op": "remove", "path": "/metadata/labels/absent"},
+            "JSON Patch: error in remove for path: '/metadata/labels/absent': "
+            "Unable to remove nonexistent key: absent: missing value",
+        ),
+        (
+            {"op": "replace", "path": "/spec/affinity/nodeAffinity", "value": {}},
+            "JSON Patch: replace operation does not apply: doc is missing path: /spec/affinity/nodeAffinity",
         ),
         (
             {"op": "move", "from": "/metadata/labels/agentpool", "path": "/metadata/labels/dedicated"},
-            "move /metadata/labels/dedicated",
+            "JSON Patch: error in move for path: 'agentpool'",
         ),
         (
-            {"op": "test", "path": "/metadata/labels/absent", "value": "x"},
-            "test /metadata/labels/absent: path does not exist",
+            {"op": "test", "path": "/metadata/annotations/absent", "value": "x"},
+            "JSON Patch: test operation does not apply: is missing path: /metadata/annotations/absent",
         ),
-        ({"op": "add", "path": "/spec/containers/5/env", "value": []}, "add /spec/containers/5/env"),
+        (
+            {"op": "add", "path": "/spec/containers/5/env", "value": []},
+            'JSON Patch: add operation does not apply: doc is missing path: "/spec/containers/5/env"',
+        ),
     ],
+    # json-patch v4 patch.go (json_patch.go applies it): partialDoc.remove, Patch.replace (a missing
+    # parent; a missing member would be added), Patch.move, Patch.test (a missing parent; a missing
+    # member fails the test instead), Patch.add
     ids=["remove", "replace", "move", "test", "add below a missing list item"],
 )
 def test_a_missing_path_is_a_policy_error_and_the_pod_is_admitted_unchanged(

@@ -2,8 +2,8 @@
 
 ``math.greatest(<number>, ...) -> <number>`` / ``math.greatest(<list(number)>)``  int, uint and double
 compare by value: ``math.greatest(1, 2.5) == 2.5``, ``math.greatest(1, 2, 3) == 3``,
-``math.greatest([1u, 7u]) == 7u``; at least one argument; three or more must share a static type (or be
-dyn), as cel-go's macro builds a list literal from them; an empty list is an error
+``math.greatest([1u, 7u]) == 7u``, ``math.greatest(1, 1.0, 1u) == 1`` (dyn: mixed types); at least one
+argument; an empty list is an error
 ``math.least(<number>, ...) -> <number>`` / ``math.least(<list(number)>)``  ``math.least(-1, 0) == -1``
 ``math.ceil(<double>) -> <double>``  ``math.ceil(1.2) == 2.0``
 ``math.floor(<double>) -> <double>``  ``math.floor(-1.2) == -2.0``
@@ -15,7 +15,7 @@ dyn), as cel-go's macro builds a list literal from them; an empty list is an err
 ``math.bitAnd/bitOr/bitXor(<int>, <int>) -> <int>`` and uint  ``math.bitOr(1u, 2u) == 3u``
 ``math.bitNot(<int>) -> <int>`` and uint  ``math.bitNot(0u) == 18446744073709551615u``
 ``math.bitShiftLeft/bitShiftRight(<int|uint>, <int>) -> same``  shifts of 64 or more give 0, negative
-shifts are errors, right shifts of ints fill with zeros: ``math.bitShiftRight(-1024, 3) == 2305843009213693824``
+shifts are errors, right shifts of ints extend the sign: ``math.bitShiftRight(-1024, 3) == -128``
 ``math.sqrt(<int|uint|double>) -> <double>``  ``math.sqrt(25u) == 5.0``, ``math.sqrt(-1)`` is NaN
 """
 
@@ -95,6 +95,10 @@ for _name, _impl in (("math.greatest", greatest), ("math.least", least)):
         fn(_name, (_t, _t, _t, _t), _t, variadic=True, cost=_pick_cost)(_impl)  # three or more arguments
         for _u in _NUMERIC:
             fn(_name, (_t, _u), _t if _t == _u else "dyn", cost=_pick_cost)(_impl)
+    # Three or more numbers of mixed types: cel-go's macro makes them the list literal of
+    # math.@max(list(dyn)) (ext/math.go mathGreatest/mathLeast; cel-spec math_ext.textproto
+    # "ternary_with_decimal", "quaternary_mixed").
+    fn(_name, ("dyn", "dyn", "dyn", "dyn"), "dyn", variadic=True, cost=_pick_cost, fallback=True)(_impl)
 
 
 # --- rounding and floating point helpers ----------------------------------------------------------------
@@ -247,6 +251,8 @@ def _shift(name: str, left: bool) -> Any:
             raise no_such_overload(name, value, bits)
         if bits < 0:
             raise CelEvaluationError(f"{name}() negative offset: {bits}")
+        if not left and type(value) is int:  # Go's int64 >> sign-extends (cel-spec math_ext "int_negative")
+            return value >> min(bits, 63)
         unsigned = int(value) & _MASK64
         shifted = 0 if bits >= 64 else ((unsigned << bits) & _MASK64 if left else unsigned >> bits)
         return v.UintType(shifted) if type(value) is v.UintType else _to_int64(shifted)

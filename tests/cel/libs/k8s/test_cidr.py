@@ -106,7 +106,8 @@ DOCS_AND_RULES = [
 KUBERNETES_PROFILE = [
     ("cidr('10.0.0.0/8').containsIP('10.1.2.3')", True),
     ("type(cidr('10.0.0.0/8')) == net.CIDR", True),
-    ("cidr('10.0.0.0/33')", Err("compile", "prefix length out of range")),
+    # a runtime error in Kubernetes: no validator or folding covers it (cel/program_checks.py)
+    ("cidr('10.0.0.0/33')", Err("evaluation", "prefix length out of range")),
 ]
 
 

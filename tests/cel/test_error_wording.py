@@ -1,0 +1,36 @@
+"""Error texts users and tests grep for, worded as Kubernetes and cel-go word them (issue 25 item 7).
+Each row names the upstream source of its wording; the JSON Patch texts are pinned in
+tests/runtime/test_jsonpatch_v4.py, the program-building ones in tests/cel/test_program_checks.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from celmut import cel
+
+
+@pytest.mark.parametrize("profile", ["kubernetes", "kyverno"])
+def test_undeclared_reference_names_the_container_as_cel_go(profile: str) -> None:
+    """cel-go checker/errors.go undeclaredReference: ``undeclared reference to '%s' (in container '%s')``."""
+    with pytest.raises(cel.CelCompileError) as raised:
+        cel.Environment(profile).compile("Invalid")
+    assert "undeclared reference to 'Invalid' (in container '')" in str(raised.value)
+
+
+def test_the_per_expression_limit_is_cel_gos_actual_cost_limit_exceeded() -> None:
+    """cel-go interpreter/runtimecost.go: ``operation cancelled: actual cost limit exceeded``."""
+    program = cel.Environment("kubernetes").compile("[1, 2, 3].all(x, [1, 2, 3].all(y, y > 0))")
+    with pytest.raises(cel.CelCostError) as raised:
+        program.evaluate(cel.Activation(budget=cel.Budget(per_call_limit=5)))
+    assert str(raised.value) == "operation cancelled: actual cost limit exceeded"
+
+
+def test_the_request_budget_is_the_admission_plugins_running_out_of_cost_budget() -> None:
+    """k8s.io/apiserver/pkg/admission/plugin/cel/composition.go and filter.go."""
+    program = cel.Environment("kubernetes").compile("[1, 2, 3].all(x, [1, 2, 3].all(y, y > 0))")
+    with pytest.raises(cel.CelCostError) as raised:
+        program.evaluate(cel.Activation(budget=cel.Budget(limit=5)))
+    assert str(raised.value) == (
+        "validation failed due to running out of cost budget, no further validation rules will be run"
+    )
