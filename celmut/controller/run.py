@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import cel, heap
+from celmut.controller import restart_policy
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
 from celmut.controller.reconcile import (
@@ -77,6 +78,7 @@ class ControllerConfig:
     workers: int = 2
     evictions_per_minute: float = 60.0
     eviction_settle_seconds: float = 300.0
+    allow_immediate_restart: bool = False  # PodMutation restartPolicy immediate may evict (restart_policy.py)
     recheck_seconds: float = 10.0  # how soon a pod waiting for its workload's replacement is looked at again
     reload_interval: float = 2.0
     timeout_seconds: float = 10.0  # CEL budget per evaluation
@@ -131,6 +133,7 @@ class Controller:
         self._stop = threading.Event()
         self._loaded: LoadedPolicies | None = None
         self._fingerprints: dict[str, str] = {}
+        self._restart_warned: set[str] = set()
         self._watched: set[tuple[str, str]] = set()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -222,10 +225,14 @@ class Controller:
             self.sync_kyverno_exceptions()
         if (reloaded or (self.generator is not None and self.generator.due())) and self.is_leader():
             self.sync_admission_policies()
+        if reloaded and self.is_leader():
+            self.sync_restart_conditions()
         engine = self.store.engine
         if engine is None or (self._loaded is not None and self._loaded.all is engine):
             return []
-        drifting = drift_policies(engine.policies)
+        drifting = drift_policies(engine.policies) if self.config.allow_immediate_restart else []
+        if not self.config.allow_immediate_restart:
+            restart_policy.warn_disabled(engine.policies, self._restart_warned)
         drift = AdmissionEngine(drifting, engine.exceptions, engine.options) if drifting else None
         self._loaded = LoadedPolicies(engine, drift)
         fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
@@ -245,6 +252,17 @@ class Controller:
             return
         existing = source.objects_of("PolicyException")
         exceptions.sync(source.ownership, source.policies(), existing, api_version)
+
+    def sync_restart_conditions(self) -> None:
+        """The leader states on each PodMutation asking for restartPolicy immediate whether it is acted on."""
+        if self.policy_source is None or self.config.dry_run:
+            return
+        restart_policy.sync_conditions(
+            self.cluster,
+            self.policy_source.objects_of("PodMutation"),
+            allowed=self.config.allow_immediate_restart,
+            per_minute=self.config.evictions_per_minute,
+        )
 
     def sync_admission_policies(self) -> None:
         """The leader keeps the MutatingAdmissionPolicies generated from policies (after each reload)."""
