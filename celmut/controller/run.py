@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import cel, heap
-from celmut.controller import restart_policy
+from celmut.controller import restart_policy, traced
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
 from celmut.controller.reconcile import (
@@ -55,6 +55,7 @@ from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+from celmut.service import tracing
 from celmut.service.assembly import EngineSettings
 from celmut.service.lookup_needs import looked_up, metadata_only_resources
 from celmut.service.store import PolicySource, PolicyStore
@@ -184,6 +185,7 @@ class Controller:
         )
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
+        self.tracing = tracing.from_environment("celmut-controller")  # None: off (OTEL_* variables)
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -332,6 +334,7 @@ class Controller:
         if item is None:
             return None
         key, work = item
+        started_ns = time.time_ns()
         try:
             outcome = self.reconciler.reconcile(key, work)
         except ClusterError as ex:
@@ -342,6 +345,8 @@ class Controller:
             self.processed += 1
         self.metrics.observe(outcome)
         self.report.record(outcome)
+        if self.tracing is not None:
+            traced.record(self.tracing, outcome, started_ns)
         if outcome.action == "failed":
             log.warning("target not mutated", extra={"target": str(key), "error": outcome.message})
         elif outcome.action in ("patched", "evicted"):
@@ -422,6 +427,8 @@ class Controller:
             self.elector.stop()
         for thread in self._threads:
             thread.join(timeout=5)
+        if self.tracing is not None:
+            self.tracing.shutdown()
         if self.policy_source is not None:
             self.policy_source.stop()
         self.caches.stop()

@@ -54,7 +54,9 @@ def test_a_dry_run_without_the_opt_in_reports_no_pod_to_evict(
     fake_apiserver.store.create(replica("web-a"))
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
     kubeconfig = str(fake_apiserver.kubeconfig(tmp_path / "kubeconfig"))
-    assert main(["controller", "--dry-run", "--kubeconfig", kubeconfig, "--policies", str(policies), "--report", "-"]) == 0
+    assert (
+        main(["controller", "--dry-run", "--kubeconfig", kubeconfig, "--policies", str(policies), "--report", "-"]) == 0
+    )
     assert "would-evict" not in capsys.readouterr().out
 
 
