@@ -26,6 +26,7 @@ FREE_FORM = {
     "resources", "controller.resources", "affinity", "controller.affinity", "global", "kyverno-crds",
     "nodeSelector", "controller.nodeSelector", "podAnnotations", "podLabels", "webhook.namespaceSelector.matchLabels",
     "gpuSlicing.workloadTypes", "podMutations[].spec", "podMutations[].labels", "podMutations[].annotations",
+    "serviceMonitor.labels", "serviceMonitor.tlsConfig", "grafanaDashboard.labels", "grafanaDashboard.annotations",
 }  # fmt: skip
 
 
