@@ -22,7 +22,7 @@ from tests.server.support import admission_request, pod, running_server
 from tests.server.test_webhook import POLICY, write
 
 from . import helm as helm_tool
-from .test_chart import objects
+from .test_chart import container, objects
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = helm_tool.CHART / "dashboards" / "celmut.json"
@@ -134,3 +134,25 @@ def test_the_readme_metrics_table_names_metrics_that_exist(live_metrics: set[str
     listed = set(re.findall(r"`(celmut_[a-z_]+)", section))
     assert len(listed) >= 15
     assert {name for name in listed if name not in live_metrics and f"{name}_bucket" not in live_metrics} == set()
+
+
+def _env(container_spec: Obj) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container_spec.get("env") or []}
+
+
+def test_tracing_values_become_the_otel_environment_celmut_reads(helm: Path) -> None:
+    from celmut.service import tracing
+
+    rendered = helm_tool.template(
+        helm, None, "--set", "tracing.otlpEndpoint=http://otel-collector.observability:4318",
+        "--set", "tracing.samplerRatio=0.25",
+    )  # fmt: skip
+    for component in ("webhook", "controller"):
+        env = _env(container(rendered, f"celmut-{component}"))
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector.observability:4318"
+        assert env["OTEL_SERVICE_NAME"] == f"celmut-{component}"
+        assert (env["OTEL_TRACES_SAMPLER"], env["OTEL_TRACES_SAMPLER_ARG"]) == ("parentbased_traceidratio", "0.25")
+        assert tracing.requested(env)
+    for component in ("webhook", "controller"):  # off by default: no OTEL_* variable at all
+        env = _env(container(helm_tool.template(helm, None), f"celmut-{component}"))
+        assert not [name for name in env if name.startswith("OTEL_")] and not tracing.requested(env)
