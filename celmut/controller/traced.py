@@ -10,7 +10,8 @@ import logging
 import time
 
 from celmut.controller.reconcile import Outcome
-from celmut.service.tracing import PolicyRun, Tracing
+from celmut.service.trace_records import PolicyRun
+from celmut.service.tracing import Tracing
 
 log = logging.getLogger("celmut.controller")
 

@@ -28,6 +28,7 @@ from celmut.cel.errors import Reschedule
 from celmut.runtime import AdmissionEngine, AdmissionResult
 from celmut.server import review as reviews
 from celmut.server.metrics import Metrics
+from celmut.service import trace_records
 from celmut.service import tracing as traces
 
 log = logging.getLogger("celmut.server")
@@ -171,13 +172,13 @@ def _trace(
     }
     try:
         tracing.admission(
-            traces.AdmissionRecord(
+            trace_records.AdmissionRecord(
                 headers=headers or {},
                 started_ns=now_ns - int((now - started) * 1e9),
                 evaluated_ns=now_ns - int((now - evaluated) * 1e9),
                 ended_ns=now_ns,
                 attributes={k: traces.attribute_value(v) for k, v in attributes.items()},
-                policies=traces.evaluated_policies(result),
+                policies=trace_records.evaluated_policies(result),
                 allowed=result.allowed,
             )
         )

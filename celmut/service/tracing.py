@@ -19,8 +19,9 @@ span bookkeeping):
   evaluated, laid out in evaluation order with the time each took;
 * per controller reconcile a span ``reconcile`` with a child span per policy that changed or failed.
 
-:func:`evaluated_policies` is the one adapter from what the runtime returns (``AdmissionResult``
-outcomes) to those child spans; re-point it when the runtime reports per-policy results otherwise.
+:func:`celmut.service.trace_records.evaluated_policies` is the one adapter from what the runtime
+returns (``AdmissionResult`` outcomes) to those child spans; re-point it when the runtime reports
+per-policy results otherwise.
 """
 
 from __future__ import annotations
@@ -28,55 +29,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from celmut.runtime.results import AdmissionResult
+from celmut.service.trace_records import AdmissionRecord, PolicyRun
 
 log = logging.getLogger("celmut.tracing")
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 EXPORTERS = ("otlp", "console")
-# Skipped before evaluation: no span (the policy was not evaluated for this request).
-NOT_EVALUATED = frozenset({"matchConstraints", "namespace", "controlledReplicaSet", "backgroundRequest", "noBinding"})
-
-
-@dataclass(frozen=True)
-class PolicyRun:
-    """One policy evaluated for a request, as a span shows it."""
-
-    name: str
-    kind: str
-    result: str  # applied | unchanged | skipped | excepted | error
-    patch_operations: int
-    seconds: float
-    reason: str = ""
-
-
-def evaluated_policies(result: AdmissionResult) -> list[PolicyRun]:
-    """The policies the runtime evaluated for one request, in order (the adapter to re-point)."""
-    runs: list[PolicyRun] = []
-    for outcome in result.outcomes:
-        if outcome.status == "skipped" and outcome.cause in NOT_EVALUATED:
-            continue
-        runs.append(
-            PolicyRun(outcome.policy, outcome.kind, outcome.status, len(outcome.patch), outcome.seconds, outcome.reason)
-        )
-    return runs
-
-
-@dataclass(frozen=True)
-class AdmissionRecord:
-    """What one admission span says (filled only when tracing is on)."""
-
-    headers: Mapping[str, str]  # traceparent / tracestate of the request
-    started_ns: int  # the request's arrival (epoch ns)
-    evaluated_ns: int  # when the policies started to run
-    ended_ns: int
-    attributes: Mapping[str, str | int | bool]
-    policies: Sequence[PolicyRun]
-    allowed: bool
 
 
 class Tracing(Protocol):

@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from celmut import __version__
-from celmut.service.tracing import AdmissionRecord, PolicyRun
+from celmut.service.trace_records import AdmissionRecord, PolicyRun
 
 INSTRUMENTATION = "celmut"
 
