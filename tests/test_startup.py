@@ -31,7 +31,9 @@ def loaded(*argv: str) -> set[str]:
     return set(json.loads(result.stdout))
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["apply", "--help"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv", [["--version"], ["--help"], ["apply", "--help"], ["version"], ["completion", "bash"]], ids=" ".join
+)
 def test_version_and_help_load_no_cel_no_cluster_no_server(argv: list[str]) -> None:
     modules = loaded(*argv)
     heavy = {"celmut.cel", "celpy", "lark", "cryptography", "kubernetes_validate", "jsonschema", *SERVER_AND_CLUSTER}

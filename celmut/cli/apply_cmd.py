@@ -22,6 +22,11 @@ context values. Existing objects for mutateExisting policies come from ``--targe
 Kyverno's ``-o/--output PATH`` writes the mutated resources to a file or directory; celmut's ``-o`` is
 the output format (yaml, json, name, patch), so that meaning is ``--output-file FILE`` or
 ``--output-dir DIR`` here.
+
+``-c/--cluster`` admits the objects of the current kubeconfig context instead of files, and lookups
+read that cluster; nothing is written (:mod:`celmut.cli.apply_cluster`). ``--warn-no-pass`` exits with
+``--warn-exit-code`` when no policy passed on any resource, as kyverno apply's (``commands/apply/
+command.go``, ``exit``: checked after failures, errors and warnings).
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from celmut.cli import console, inputs, output
+from celmut.cli import apply_cluster, console, inputs, output
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from celmut.errors import ConfigurationError
 from celmut.service import flags
 
 if TYPE_CHECKING:
+    from celmut.kube.client import Cluster
+    from celmut.kube.read_only import ReadOnlyLookup
     from celmut.runtime.mutate_existing import TargetResult
     from celmut.service.offline import OfflineCluster, ResourceRun
 
@@ -115,6 +122,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "nothing failed (default 0)"
     )  # fmt: skip
     p.add_argument(
+        "--warn-no-pass", action="store_true", help="exit with --warn-exit-code when no policy passed on any "
+        "resource (nothing matched, or everything was skipped), as kyverno apply"
+    )  # fmt: skip
+    p.add_argument(
         "--continue-on-fail",
         action="store_true",
         help="accepted for kyverno apply: celmut always applies the policies to every resource",
@@ -123,22 +134,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     console.add_color_flag(p)
     flags.add(p)
     flags.add_authorizer(p)
+    apply_cluster.add_flags(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from celmut.cli import apply_report
 
-    if not args.resource and not args.target_resources:
+    apply_cluster.check(args)
+    if not args.resource and not args.target_resources and not args.cluster:
         raise ConfigurationError(
-            "nothing to apply the policies to: give resources with -r PATH ('-' for standard input), or "
-            "existing objects for mutateExisting policies with --target-resources PATH"
+            "nothing to apply the policies to: give resources with -r PATH ('-' for standard input), "
+            "existing objects for mutateExisting policies with --target-resources PATH, or --cluster"
         )
     inputs.check_stdin(
         {
             "the policies": args.policies,
             "--exception": args.exceptions,
-            "-r": args.resource,
+            "-r": [] if args.cluster else args.resource,
             "--cluster-resources": args.cluster_resources,
             "--target-resources": args.target_resources,
             "--old-resource": args.old_resource,
@@ -151,7 +164,18 @@ def run(args: argparse.Namespace) -> int:
     backend = flags.chosen(args)
     if backend is None:
         return EXIT_BAD_INPUT
-    offline, resources, defaulted, old_objects = _load(args, backend)
+    connection = apply_cluster.connect(args) if args.cluster else None
+    try:
+        return _apply(args, backend, connection)
+    finally:
+        if connection is not None:
+            connection[0].close()
+
+
+def _apply(args: argparse.Namespace, backend: str, connection: tuple[Cluster, ReadOnlyLookup] | None) -> int:
+    from celmut.cli import apply_report
+
+    offline, resources, defaulted, old_objects = _load(args, backend, connection)
     if not inputs.report(offline.compilation, skip_unsupported=args.skip_unsupported):
         return EXIT_BAD_INPUT
     compiled = offline.compilation.compiled
@@ -189,11 +213,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if failed:
         return EXIT_FAILED
-    return args.warn_exit_code if warnings and args.warn_exit_code else EXIT_OK
+    if warnings and args.warn_exit_code:
+        return int(args.warn_exit_code)
+    if args.warn_no_pass and not any(r.result == "pass" for r in found):
+        print("exit as no objects satisfied a policy (--warn-no-pass)", file=sys.stderr)
+        return int(args.warn_exit_code)
+    return EXIT_OK
 
 
 def _load(
-    args: argparse.Namespace, backend: str
+    args: argparse.Namespace, backend: str, connection: tuple[Cluster, ReadOnlyLookup] | None = None
 ) -> tuple[OfflineCluster, list[dict[str, Any]], list[bool], list[dict[str, Any]]]:
     """The offline cluster, the resources (namespace defaulted), per resource whether celmut set its
     namespace, and the old objects (defaulted too)."""
@@ -242,8 +271,12 @@ def _load(
         global_context=entries,
         user_info=user_info,
         authorizer=offline_authorizer.from_flag(args.authorizer),
+        lookups=connection[1] if connection is not None else None,
     )
     table = kinds.KindTable([d.content for d in [*cluster, *policies] if is_crd(d.content)])
+    if connection is not None:  # the cluster's objects: stored with their namespace, printed as read
+        live = apply_cluster.objects(connection[0], offline.compilation.compiled, args)
+        return offline, live, [False] * len(live), []
     given = inputs.objects(args.resource)
     resources = [kyverno_files.default_namespace(obj, table) for obj in given]
     old_objects = [kyverno_files.default_namespace(obj, table) for obj in inputs.objects(args.old_resource)]

@@ -36,10 +36,15 @@ def exit_codes_epilog(codes: Mapping[int, str]) -> str:
 
 class CommandParser(argparse.ArgumentParser):
     """An argument parser whose description, epilog and argument help are plain text, with the
-    description's paragraphs kept as written."""
+    description's paragraphs kept as written.
+
+    A long flag is never abbreviated (``allow_abbrev=False``): with abbreviations ``apply --cluster``
+    would silently be read as ``--cluster-resources``, and every new flag could change what an old
+    command line means."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)
         for key in ("description", "epilog"):
             if kwargs.get(key):
                 kwargs[key] = plain(str(kwargs[key]).strip())

@@ -58,6 +58,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--report", metavar="FILE", help="write the JSON report here ('-' for stdout)")
     p.add_argument("--workers", type=int, default=2, help="reconcile threads (default 2)")
     p.add_argument("--evictions-per-minute", type=float, default=60.0, help="pod replacement rate (default 60)")
+    p.add_argument(
+        "--allow-immediate-restart",
+        action="store_true",
+        help="let PodMutations with restartPolicy immediate evict running pods that do not match (default: off, "
+        "as in CAST AI, where the value is reserved for future use; the PodMutation's status says which)",
+    )
     p.add_argument("--metrics-port", type=int, default=8444, help="TLS port for health and metrics (0: off)")
     p.add_argument(
         "--metrics-host",
@@ -119,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         scan_interval=args.scan_interval,
         workers=args.workers,
         evictions_per_minute=args.evictions_per_minute,
+        allow_immediate_restart=args.allow_immediate_restart,
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,

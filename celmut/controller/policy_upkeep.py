@@ -8,6 +8,7 @@ from typing import Protocol
 
 from celmut import cel
 from celmut.cel.lookups import ResourceLookup
+from celmut.controller import restart_policy
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.reconcile import LoadedPolicies
 from celmut.controller.status import ControllerMetrics
@@ -44,6 +45,10 @@ class UpkeepConfig(Protocol):
     def kyverno_exceptions_namespace(self) -> str: ...
     @property
     def http_policy(self) -> cel.HttpPolicy: ...
+    @property
+    def allow_immediate_restart(self) -> bool: ...
+    @property
+    def evictions_per_minute(self) -> float: ...
 
 
 class PolicyUpkeep:
@@ -84,6 +89,9 @@ class PolicyUpkeep:
         self.metrics = metrics
         self.loaded: LoadedPolicies | None = None
         self._fingerprints: dict[str, str] = {}
+        self._restart_warned: set[str] = set()
+        self._cluster = cluster
+        self._config = config
         self.kyverno_exceptions = (
             KyvernoExceptions(cluster, config.kyverno_exceptions_namespace)
             if config.kyverno_exceptions_namespace and self.policy_source is not None and not config.dry_run
@@ -105,10 +113,15 @@ class PolicyUpkeep:
             self.sync_kyverno_exceptions()
         if (reloaded or (self.generator is not None and self.generator.due())) and is_leader():
             self.sync_admission_policies()
+        if reloaded and is_leader():
+            self.sync_restart_conditions()
         engine = self.store.engine
         if engine is None or (self.loaded is not None and self.loaded.all is engine):
             return None
-        drifting = drift_policies(engine.policies)
+        allow_immediate = self._config.allow_immediate_restart
+        drifting = drift_policies(engine.policies) if allow_immediate else []
+        if not allow_immediate:
+            restart_policy.warn_disabled(engine.policies, self._restart_warned)
         drift = narrowed(engine, drifting) if drifting else None
         self.loaded = LoadedPolicies(engine, drift)
         fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
@@ -126,6 +139,17 @@ class PolicyUpkeep:
             return
         existing = source.objects_of("PolicyException")
         exceptions.sync(source.ownership, source.policies(), existing, api_version)
+
+    def sync_restart_conditions(self) -> None:
+        """The leader states on each PodMutation asking for restartPolicy immediate whether it is acted on."""
+        if self.policy_source is None or self._config.dry_run:
+            return
+        restart_policy.sync_conditions(
+            self._cluster,
+            self.policy_source.objects_of("PodMutation"),
+            allowed=self._config.allow_immediate_restart,
+            per_minute=self._config.evictions_per_minute,
+        )
 
     def sync_admission_policies(self) -> None:
         """The leader keeps the MutatingAdmissionPolicies generated from policies (after each reload)."""

@@ -54,6 +54,7 @@ from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.policy.selection import AUTO
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
+from celmut.service import tracing
 from celmut.service.lookup_needs import looked_up, metadata_only_resources
 from celmut.service.store import PolicyStore
 
@@ -75,6 +76,7 @@ class ControllerConfig:
     workers: int = 2
     evictions_per_minute: float = 60.0
     eviction_settle_seconds: float = 300.0
+    allow_immediate_restart: bool = False  # PodMutation restartPolicy immediate may evict (restart_policy.py)
     recheck_seconds: float = 10.0  # how soon a pod waiting for its workload's replacement is looked at again
     reload_interval: float = 2.0
     timeout_seconds: float = 10.0  # CEL budget per evaluation
@@ -147,6 +149,8 @@ class Controller:
         )
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
+        self.tracing = tracing.from_environment("celmut-controller")  # None: off (OTEL_* variables)
+        self.workers.tracing = self.tracing
 
     def _elector(self) -> LeaderElector:
         config = self.config
@@ -319,6 +323,8 @@ class Controller:
             self.elector.stop()
         for thread in self._threads:
             thread.join(timeout=5)
+        if self.tracing is not None:
+            self.tracing.shutdown()
         if self.policy_source is not None:
             self.policy_source.stop()
         self.caches.stop()

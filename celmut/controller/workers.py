@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from celmut.controller import traced
 from celmut.controller.reconcile import Outcome, Reconciler, TargetKey, Work
 from celmut.controller.report import Report
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.workqueue import WorkQueue
 from celmut.kube.client import ClusterError
+
+if TYPE_CHECKING:
+    from celmut.service.tracing import Tracing
 
 log = logging.getLogger("celmut.controller")
 
@@ -39,12 +45,14 @@ class Workers:
         self.stop = stop
         self.processed = 0
         self._lock = threading.Lock()
+        self.tracing: Tracing | None = None  # a reconcile span per target when tracing is on
 
     def process_one(self, timeout: float = 0.5) -> Outcome | None:
         item = self.queue.get(timeout)
         if item is None:
             return None
         key, work = item
+        started_ns = time.time_ns()
         try:
             outcome = self.reconciler.reconcile(key, work)
         except ClusterError as ex:
@@ -55,6 +63,8 @@ class Workers:
             self.processed += 1
         self.metrics.observe(outcome)
         self.report.record(outcome)
+        if self.tracing is not None:
+            traced.record(self.tracing, outcome, started_ns)
         if outcome.action == "failed":
             log.warning("target not mutated", extra={"target": str(key), "error": outcome.message})
         elif outcome.action in ("patched", "evicted"):

@@ -157,7 +157,9 @@ def _pod_mutation_spec() -> s.Schema:
             "patches": s.arr(_operation(), "Legacy patch operations."),
             "patchesV2": _patches_v2("Groups of patch operations applied to matched pods, in order."),
             "restartPolicy": s.string(
-                "deferred (the default): new pods only; immediate: running pods are replaced.",
+                "deferred (the default): new pods only. immediate: as deferred (CAST AI: reserved for future use) "
+                "unless celmut's controller runs with --allow-immediate-restart (chart: "
+                "controller.allowImmediateRestart), which replaces running pods that do not match.",
                 enum=pm.RESTART_POLICIES,
             ),
             "spotConfig": s.obj(

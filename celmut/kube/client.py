@@ -127,16 +127,19 @@ class Cluster:
         self.timeout = timeout
 
     @classmethod
-    def connect(cls, kubeconfig: str | None = None, *, timeout: float = 30.0) -> Cluster:
-        """From ``kubeconfig``, else the in-cluster service account, else ``~/.kube/config``."""
+    def connect(cls, kubeconfig: str | None = None, *, timeout: float = 30.0, context: str | None = None) -> Cluster:
+        """From ``kubeconfig``, else the in-cluster service account, else ``~/.kube/config``;
+        ``context`` names a kubeconfig context other than the current one (kubectl's ``--context``)."""
         configuration = kubernetes.client.Configuration()
         configuration.connection_pool_maxsize = 64  # every watch holds a connection
         # The ignores: kubernetes' config loaders are unannotated.
         try:
-            if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            if kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
                 kubernetes.config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             else:
-                kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+                kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=kubeconfig, context=context, client_configuration=configuration
+                )
         # A kubeconfig that is not a map of the expected shape fails inside the loader with a
         # TypeError/AttributeError/KeyError/ValueError: as bad input as a missing one.
         except (kubernetes.config.ConfigException, OSError, TypeError, AttributeError, KeyError, ValueError) as ex:

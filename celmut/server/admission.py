@@ -28,6 +28,8 @@ from celmut.cel.errors import Reschedule
 from celmut.runtime import AdmissionEngine, AdmissionResult
 from celmut.server import review as reviews
 from celmut.server.metrics import Metrics
+from celmut.service import trace_records
+from celmut.service import tracing as traces
 
 log = logging.getLogger("celmut.server")
 
@@ -45,13 +47,20 @@ class Admission:
     metrics: Metrics
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None  # (received, admitted)
     reclaim: Callable[[Callable[[], object]], object] | None = None  # runs heap.reclaim off the event loop
+    tracing: traces.Tracing | None = None  # OpenTelemetry spans (celmut.service.tracing); None: off
 
     def answer(
-        self, body: bytes, engine: AdmissionEngine, budget: cel.Budget, failure_policy: str | None, started: float
+        self,
+        body: bytes,
+        engine: AdmissionEngine,
+        budget: cel.Budget,
+        failure_policy: str | None,
+        started: float,
+        trace_headers: dict[str, str] | None = None,
     ) -> Answer:
         """The response to one request body (run on a worker thread)."""
         try:
-            return self._answer(body, engine, budget, failure_policy, started)
+            return self._answer(body, engine, budget, failure_policy, started, trace_headers)
         finally:
             if budget.exhausted:
                 heap.reclaim()
@@ -64,6 +73,7 @@ class Admission:
         failure_policy: str | None,
         started: float,
         seconds: float,
+        trace_headers: dict[str, str] | None = None,
     ) -> Answer | None:
         """The response, when it can be computed here (the event loop) within ``seconds`` and
         without waiting for I/O; None when the request must run on a worker thread instead
@@ -71,7 +81,7 @@ class Admission:
         attempt = dataclasses.replace(budget, preempt_at=time.monotonic() + seconds)
         try:
             with lookups.without_blocking():
-                return self._answer(body, engine, attempt, failure_policy, started)
+                return self._answer(body, engine, attempt, failure_policy, started, trace_headers)
         except Reschedule:
             self.metrics.rescheduled.inc()
             return None
@@ -80,7 +90,13 @@ class Admission:
                 self.reclaim(heap.reclaim)  # not on the event loop: a collection may take a while
 
     def _answer(
-        self, body: bytes, engine: AdmissionEngine, budget: cel.Budget, failure_policy: str | None, started: float
+        self,
+        body: bytes,
+        engine: AdmissionEngine,
+        budget: cel.Budget,
+        failure_policy: str | None,
+        started: float,
+        trace_headers: dict[str, str] | None = None,
     ) -> Answer:
         try:
             review = reviews.parse_review(body)
@@ -89,7 +105,7 @@ class Admission:
             message = f"invalid AdmissionReview: {ex}"
             return Answer(400, reviews.status_body(message, 400, field=ex.field, uid=ex.uid))
         try:
-            return Answer(200, self._admit(review, engine, budget, failure_policy, started))
+            return Answer(200, self._admit(review, engine, budget, failure_policy, started, trace_headers))
         except Exception:  # a defect in celmut: answer this request as its failurePolicy says, keep serving
             log.exception("internal error while admitting", extra={"uid": review.uid})
             self.metrics.rejected("internal_error")
@@ -103,11 +119,13 @@ class Admission:
         budget: cel.Budget,
         failure_policy: str | None,
         started: float,
+        trace_headers: dict[str, str] | None = None,
     ) -> bytes:
         request = review.request
         services = engine.options.services
         if request.dry_run:
             services = dataclasses.replace(services, dry_run=True)
+        evaluated = time.perf_counter() if self.tracing is not None else 0.0
         result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
         created = request.operation == "CREATE" and not request.dry_run and result.allowed
         if self.on_admitted is not None and created and result.object is not None:
@@ -116,6 +134,8 @@ class Admission:
         seconds = time.perf_counter() - started
         self.metrics.observe(request.operation, result, seconds)
         _log(review, result, seconds)
+        if self.tracing is not None:
+            _trace(self.tracing, review, result, failure_policy, trace_headers, started, evaluated)
         return answer
 
 
@@ -125,6 +145,45 @@ def fails_closed(engine: AdmissionEngine, failure_policy: str | None) -> bool:
     if failure_policy is not None:
         return failure_policy == "Fail"
     return any(p.failure_policy == "Fail" for p in engine.policies if p.admission)
+
+
+def _trace(
+    tracing: traces.Tracing,
+    review: reviews.Review,
+    result: AdmissionResult,
+    failure_policy: str | None,
+    headers: dict[str, str] | None,
+    started: float,
+    evaluated: float,
+) -> None:
+    """Record the admission's span (perf_counter times placed on the wall clock)."""
+    now_ns, now = time.time_ns(), time.perf_counter()
+    request = review.request
+    attributes: dict[str, str | int | bool] = {
+        "k8s.admission.uid": review.uid,
+        "k8s.admission.operation": request.operation,
+        "k8s.admission.kind": request.kind.kind,
+        "k8s.namespace.name": request.namespace,
+        "k8s.object.name": request.name or (request.subject.get("metadata") or {}).get("generateName", ""),
+        "celmut.admission.allowed": result.allowed,
+        "celmut.admission.dry_run": request.dry_run,
+        "celmut.admission.patch_operations": len(result.patch),
+        "celmut.admission.failure_policy": failure_policy or "all",
+    }
+    try:
+        tracing.admission(
+            trace_records.AdmissionRecord(
+                headers=headers or {},
+                started_ns=now_ns - int((now - started) * 1e9),
+                evaluated_ns=now_ns - int((now - evaluated) * 1e9),
+                ended_ns=now_ns,
+                attributes={k: traces.attribute_value(v) for k, v in attributes.items()},
+                policies=trace_records.evaluated_policies(result),
+                allowed=result.allowed,
+            )
+        )
+    except Exception:  # a tracing failure never changes an answer
+        log.exception("could not record the admission's trace", extra={"uid": review.uid})
 
 
 def _log(review: reviews.Review, result: AdmissionResult, seconds: float) -> None:

@@ -59,7 +59,7 @@ def create_app(
     settings = settings or ServerSettings()
     metrics = metrics or Metrics()
     pool = ThreadPoolExecutor(max(settings.evaluation_threads, 1), thread_name_prefix="celmut-admission")
-    admission = Admission(metrics, settings.on_admitted, reclaim=pool.submit)
+    admission = Admission(metrics, settings.on_admitted, reclaim=pool.submit, tracing=settings.tracing)
 
     @contextlib.asynccontextmanager
     async def lifecycle(app: FastAPI) -> AsyncIterator[None]:
@@ -71,6 +71,8 @@ def create_app(
                     yield
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+            if settings.tracing is not None:
+                settings.tracing.shutdown()  # export the spans still buffered
 
     app = WebhookApp(
         title="celmut admission webhook", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifecycle

@@ -33,6 +33,7 @@ from celmut.server.admission import Admission, Answer
 from celmut.server.metrics import Metrics
 from celmut.server.settings import ServerSettings
 from celmut.service.store import PolicyStore
+from celmut.service.tracing import header_carrier
 
 log = logging.getLogger("celmut.server")
 
@@ -174,8 +175,11 @@ class MutateEndpoint:
             self.metrics.rejected("not_ready")
             return _response(503, reviews.status_body("no policies loaded yet", 503))
         answer: Answer | None = None
+        headers = header_carrier(scope["headers"]) if self.admission.tracing is not None else None
         if settings.inline_seconds > 0 and len(body) <= INLINE_MAX_BODY_BYTES and self.gate.try_inline():
-            answer = self.admission.inline(body, engine, budget, failure_policy, started, settings.inline_seconds)
+            answer = self.admission.inline(
+                body, engine, budget, failure_policy, started, settings.inline_seconds, headers
+            )
             if answer is None:
                 self.gate.rescheduled()
             else:
@@ -183,7 +187,7 @@ class MutateEndpoint:
         if answer is None:
             loop = asyncio.get_running_loop()
             answer = await loop.run_in_executor(
-                self.pool, self.admission.answer, body, engine, budget, failure_policy, started
+                self.pool, self.admission.answer, body, engine, budget, failure_policy, started, headers
             )
         return _response(answer.status, answer.body)
 

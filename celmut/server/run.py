@@ -40,6 +40,7 @@ from celmut.server.connections import LimitedServer, protocol_class
 from celmut.server.limits import ConnectionLimits
 from celmut.server.metrics import Metrics, share_between_workers, worker_stopped
 from celmut.server.settings import DEFAULT_EVALUATION_THREADS, DEFAULT_MAX_BODY_BYTES, ServerSettings
+from celmut.service import tracing
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
@@ -208,6 +209,7 @@ def make_server(
         extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
         on_admitted=cluster.admitted if cluster is not None else None,
         cache_sizes=cluster.caches.sizes if cluster is not None else None,
+        tracing=tracing.from_environment("celmut-webhook"),
     )
     stop = threading.Event()
     watcher: list[CertificateWatcher] = []

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from celmut.service.tracing import Tracing
 
 from celmut.limits import MAX_REQUEST_BYTES
 
@@ -27,6 +30,7 @@ class ServerSettings:
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None
     # (resource, metadata-only, objects, overflowed) of each cluster cache, shown in /metrics
     cache_sizes: Callable[[], list[tuple[str, bool, int, bool]]] | None = None
+    tracing: Tracing | None = None  # OpenTelemetry spans of admissions (celmut.service.tracing); None: off
 
     @property
     def deadline_seconds(self) -> float:

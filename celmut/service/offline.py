@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import cel, kinds
-from celmut.cel.lookups import Authorizer
+from celmut.cel.lookups import Authorizer, ResourceLookup
 from celmut.compile.pipeline import Compilation, compile_documents
 from celmut.policy import classify
 from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionResult
@@ -78,6 +78,7 @@ class OfflineCluster:
         global_context: StaticGlobalContext | None = None,
         user_info: dict[str, Any] | None = None,
         authorizer: Authorizer | None = None,
+        lookups: ResourceLookup | None = None,
     ) -> OfflineCluster:
         """Compile the policies once, with the policy kinds (PolicyExceptions, …) found among the
         cluster resources, over a cluster made of those resources; ``read_errors`` (files that could
@@ -87,7 +88,8 @@ class OfflineCluster:
         ``images`` and ``global_context`` serve ``image.GetMetadata`` and ``globalContext.Get``; the
         GlobalContextEntry objects among the cluster resources add entries (those given win, as the
         Kyverno CLI's mocks do). A GlobalContextEntry that cannot be served offline raises
-        :class:`~celmut.errors.ConfigurationError` naming it."""
+        :class:`~celmut.errors.ConfigurationError` naming it. ``lookups`` (``apply --cluster``: a live,
+        read-only cluster) serves ``resource.Get/List`` instead of the given resources."""
         values = values or Values()
         objects: list[dict[str, Any]] = list(values.namespace_objects())
         policies = list(policy_documents)
@@ -113,7 +115,10 @@ class OfflineCluster:
         # Always served offline, as by the Kyverno CLI's fake provider: a missing image is an error
         # saying where image data goes, a missing entry is null.
         services = cel.Services(
-            resources=cluster, images=images or StaticImages(), global_context=served, authorizer=authorizer
+            resources=lookups or cluster,
+            images=images or StaticImages(),
+            global_context=served,
+            authorizer=authorizer,
         )
         settings = EngineSettings(services=services, timeout_seconds=None)
         engine = assemble_engine(compilation, settings, crds)

@@ -154,6 +154,14 @@ OFFLINE = [
          "is a directory (use --output-dir"),
     Case("apply: --output-dir that is a file", ("apply", POLICIES, "-r", POD, "--output-dir", "{bad}/pod.yaml"),
          "pod.yaml: not a directory"),
+    Case("apply: --namespace without --cluster (it would select nothing)", ("apply", POLICIES, "-r", POD, "-n", "shop"),
+         "--namespace is read with --cluster only"),
+    Case("apply: --context without --cluster", ("apply", POLICIES, "-r", POD, "--context", "prod"),
+         "--context is read with --cluster only"),
+    Case("apply: --cluster with a kubeconfig that is not a map",
+         ("apply", POLICIES, "--cluster", "--kubeconfig", "{bad}/scalar.yaml"), "no usable cluster configuration"),
+    Case("apply: --cluster with a missing kubeconfig",
+         ("apply", POLICIES, "--cluster", "--kubeconfig", "{bad}/nope.yaml"), "no usable cluster configuration"),
     Case("explain: a missing object file", ("explain", "-f", "{bad}/nope.yaml", POLICIES), "nope.yaml: no such file"),
     Case("explain: no policies for -f", ("explain", "-f", POD), "give the policies to explain it with"),
     Case("explain: a field that is not a JSON pointer", ("explain", "-f", POD, POLICIES, "--field", "metadata"),
@@ -201,6 +209,10 @@ OFFLINE = [
     Case("webhook-config: both --service and --url",
          ("webhook-config", "--service", "a", "--url", "https://x", "--policies", POLICIES), "not both"),
     Case("webhook-config: nothing to register", ("webhook-config",), "nothing to register"),
+    Case("version: --kubeconfig without --from-cluster", ("version", "--kubeconfig", "{bad}/scalar.yaml"),
+         "--kubeconfig is read with --from-cluster only"),
+    Case("version: --from-cluster with a kubeconfig that is not a map",
+         ("version", "--from-cluster", "--kubeconfig", "{bad}/scalar.yaml"), "no usable cluster configuration"),
     Case("manifests: a namespace that is not a DNS label", ("manifests", "--namespace", "Bad_NS"), "RFC 1123 label"),
     Case("manifests: a timeout over 30 s", ("manifests", "--timeout", "31"), "must be 1-30 seconds"),
 ]  # fmt: skip
@@ -259,7 +271,7 @@ def test_every_subcommand_has_bad_input_rows() -> None:
     """The tables above cover every command main registers (a new command needs its rows)."""
     parser = build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    covered = {case.argv[0] for case in OFFLINE + PROCESSES}
+    covered = {case.argv[0] for case in OFFLINE + PROCESSES + REJECTED_BY_THE_PARSER}
     assert covered == set(subparsers.choices) and len(COMMANDS) == len(covered)
 
 
@@ -274,6 +286,14 @@ REJECTED_BY_THE_PARSER = [
     Case("apply: --output-file with --output-dir", ("apply", POLICIES, "-r", POD, "--output-file", "a", "--output-dir", "b"),
          "not allowed with argument"),
     Case("test: an unknown -o format", ("test", SUITE, "-o", "html"), "invalid choice: 'html'"),
+    # allow_abbrev=False: an abbreviation is an unknown flag, never the long flag it starts (issue 29)
+    Case("apply: an abbreviated long flag is not accepted", ("apply", POLICIES, "-r", POD, "--cluster-res", POD),
+         "unrecognized arguments: --cluster-res"),
+    Case("apply: --warn-no-pass takes no value", ("apply", POLICIES, "-r", POD, "--warn-no-pass=1"),
+         "argument --warn-no-pass: ignored explicit argument '1'"),
+    Case("version: --from-cluster takes no value", ("version", "--from-cluster=yes"), "ignored explicit argument"),
+    Case("completion: a shell celmut does not complete", ("completion", "powershell"), "invalid choice: 'powershell'"),
+    Case("completion: no shell", ("completion",), "the following arguments are required: shell"),
 ]  # fmt: skip
 
 
@@ -297,7 +317,8 @@ VALID = {  # enough arguments that only the unknown flag is wrong
 
 
 @pytest.mark.parametrize(
-    "command", ["eval", "apply", "explain", "test", "compile", "serve", "webhook-config", "controller", "manifests"]
+    "command",
+    ["eval", "apply", "explain", "test", "compile", "serve", "webhook-config", "controller", "manifests", "version"],
 )
 def test_an_unknown_flag_prints_the_usage_of_its_subcommand(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:

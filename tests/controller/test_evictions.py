@@ -55,7 +55,7 @@ def test_immediate_evicts_one_pod_per_workload_and_patches_what_it_can(
         fake_apiserver.store.create(replica(name))
     fake_apiserver.store.create(replica("bare", owner=None))
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
-    with running(fake_apiserver, tmp_path, policies, recheck_seconds=0.1) as controller:
+    with running(fake_apiserver, tmp_path, policies, recheck_seconds=0.1, allow_immediate_restart=True) as controller:
         eventually(lambda: len(fake_apiserver.requests_matching("POST", r"/eviction$")) == 1, what="one eviction")
         evicted = [n for n in ("web-a", "web-b") if pod_or_none(fake_apiserver, n) is None]
         assert len(evicted) == 1  # the second pod of the workload waits for the first one's replacement
@@ -95,7 +95,7 @@ def test_a_pod_disruption_budget_refusal_is_respected(fake_apiserver: FakeApiSer
         }
     )
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
-    with running(fake_apiserver, tmp_path, policies) as controller:
+    with running(fake_apiserver, tmp_path, policies, allow_immediate_restart=True) as controller:
         eventually(lambda: any(o.action == "refused" for o in controller.report.outcomes()), what="a refused eviction")
         assert pod_or_none(fake_apiserver, "web-a") is not None
         refused = controller.report.outcomes()[0]

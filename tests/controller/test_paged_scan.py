@@ -25,7 +25,7 @@ def test_a_dry_run_scan_pages_through_pods_and_reports_each_once(fake_apiserver:
     for index in range(PODS):
         fake_apiserver.store.create(replica(f"web-{index:02d}"))
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
-    config = ControllerConfig(policy_paths=[str(policies)], dry_run=True, scan_interval=0, page_size=PAGE)
+    config = ControllerConfig(policy_paths=[str(policies)], dry_run=True, scan_interval=0, page_size=PAGE, allow_immediate_restart=True)
     controller = Controller(config, connect(fake_apiserver, tmp_path))
     fake_apiserver.clear_requests()
     try:
@@ -69,7 +69,7 @@ def test_a_dry_run_report_is_streamed_as_each_page_finishes(fake_apiserver: Fake
     for index in range(PODS):
         fake_apiserver.store.create(replica(f"web-{index:02d}"))
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
-    config = ControllerConfig(policy_paths=[str(policies)], dry_run=True, scan_interval=0, page_size=PAGE)
+    config = ControllerConfig(policy_paths=[str(policies)], dry_run=True, scan_interval=0, page_size=PAGE, allow_immediate_restart=True)
     controller = Controller(config, connect(fake_apiserver, tmp_path))
     fake_apiserver.clear_requests()
     stream = PageAwareStream(fake_apiserver)
@@ -108,7 +108,8 @@ def test_a_failed_dry_run_leaves_no_half_report(fake_apiserver: FakeApiServer, t
     kubeconfig = fake_apiserver.kubeconfig(tmp_path / "kubeconfig")
     report = str(out / "report.json")
     code = main(
-        ["controller", "--dry-run", "--kubeconfig", str(kubeconfig), "--policies", str(policies), "--report", report]
+        ["controller", "--dry-run", "--allow-immediate-restart", "--kubeconfig", str(kubeconfig), "--policies", str(policies),
+         "--report", report]
     )
     assert code == 2
     assert list(out.iterdir()) == []

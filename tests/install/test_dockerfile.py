@@ -30,9 +30,10 @@ def test_every_stage_is_slim_python_3_11() -> None:
     assert bases and all(base == "python:3.11-slim" for base in bases)
 
 
-def test_the_fast_engine_is_installed_from_the_project() -> None:
+def test_the_fast_engine_and_tracing_are_installed_from_the_project() -> None:
     installs = [args for op, args in instructions() if op == "RUN" and "pip install" in args]
-    assert any(re.search(r"""["']?\.\[fast\]["']?""", args) for args in installs), installs
+    extras = [m.group(1).split(",") for args in installs if (m := re.search(r"""\.\[([a-z,]+)\]""", args))]
+    assert any({"fast", "tracing"} <= set(found) for found in extras), installs
 
 
 def test_the_image_runs_as_the_charts_non_root_user() -> None:
