@@ -23,7 +23,14 @@ from celmut.cel.errors import (
     CelInputError,
 )
 from celmut.cel.evalcontext import Budget
-from celmut.cel.lookups import HttpPolicy, Services
+from celmut.cel.lookups import (
+    GlobalContextLookup,
+    HttpPolicy,
+    ImageMetadataLookup,
+    RegistryPolicy,
+    ResourceLookup,
+    Services,
+)
 from celmut.cel.profiles import profile
 from celmut.cel.values import to_plain
 
@@ -36,7 +43,11 @@ __all__ = [
     "CelEvaluationError",
     "CelInputError",
     "Environment",
+    "GlobalContextLookup",
     "HttpPolicy",
+    "ImageMetadataLookup",
+    "RegistryPolicy",
+    "ResourceLookup",
     "Services",
     "admission_request",
     "profile",

@@ -46,15 +46,17 @@ from celmut.controller.triggers import (
 from celmut.controller.unresolved import UnresolvedTargets
 from celmut.controller.workqueue import TokenBucket, WorkQueue
 from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.global_context import GlobalContextStore
 from celmut.kube.kyverno_exceptions import KyvernoExceptions
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
+from celmut.kube.registry import RegistryImages
 from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.policy.selection import AUTO, PolicySelection
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
-from celmut.service.assembly import EngineSettings
+from celmut.service.assembly import EngineSettings, cluster_services
 from celmut.service.lookup_needs import looked_up, metadata_only_resources
 from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
@@ -95,6 +97,7 @@ class ControllerConfig:
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
     page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
     http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
+    registry: cel.RegistryPolicy = field(default_factory=cel.RegistryPolicy)  # image.GetMetadata's registries
 
 
 class Controller:
@@ -116,14 +119,20 @@ class Controller:
         sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
         if self.policy_source is not None:
             sources.append(self.policy_source)
+        # GlobalContextEntry data; their status is written by the leader while Kyverno is absent.
+        self.global_context = GlobalContextStore(cluster, config.http_policy, write_status=self._owns_entry_status)
+        self.images = RegistryImages(config.registry, cluster)
         settings = EngineSettings(
-            services=cel.Services(resources=self.lookup, http_policy=config.http_policy),
+            services=cluster_services(
+                cel.Services(http_policy=config.http_policy), self.lookup, self.global_context, self.images
+            ),
             timeout_seconds=config.timeout_seconds,
             opt_out=OwnerOptOut(self.caches, config.opt_out_label),
             report_unselected=False,  # drift passes visit only the policies that may select a pod
         )
         self.store = PolicyStore(sources, settings)
         self.metrics = ControllerMetrics()
+        self.metrics.registry.register(self.global_context)
         self.report = Report()
         self.queue: WorkQueue[TargetKey, Work] = WorkQueue(merge_work)
         self.own_writes = OwnWrites()
@@ -186,6 +195,12 @@ class Controller:
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
+
+    def _owns_entry_status(self) -> bool:
+        """Whether this instance writes GlobalContextEntry status: the leader, unless Kyverno (which
+        writes it itself) is detected; never in a dry run, nor without the cluster's policies to tell."""
+        ownership = self.policy_source.ownership if self.policy_source is not None else None
+        return not self.config.dry_run and self.is_leader() and ownership is not None and not ownership.kyverno.detected
 
     def current(self, key: TargetKey) -> dict[str, Any] | None:
         """The freshest copy known: the page of a paged scan, the watched cache, else a GET."""
@@ -370,6 +385,7 @@ class Controller:
         if self.policy_source is not None:
             self.policy_source.start()
             self.policy_source.wait_synced(self.config.sync_timeout)
+        self.global_context.start().wait_ready(self.config.sync_timeout)  # entries' data before the first scan
         pods = self.caches.cache("v1", "pods", wait=False)
         if pods is not None:
             pods.add_handler(self.pacer.observe)
@@ -406,6 +422,7 @@ class Controller:
             thread.join(timeout=5)
         if self.policy_source is not None:
             self.policy_source.stop()
+        self.global_context.stop()
         self.caches.stop()
 
     def wait_idle(self, timeout: float) -> bool:
@@ -431,6 +448,7 @@ class Controller:
         if self.policy_source is not None:
             self.policy_source.start()
             self.policy_source.wait_synced(self.config.sync_timeout)
+        self.global_context.start().wait_ready(self.config.sync_timeout)
         self.reload(force=True)
         loaded = self._loaded
         if loaded is not None:

@@ -10,7 +10,7 @@ surface from the same inputs and compares their answers (``tests/service/test_as
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from celmut import cel
@@ -38,6 +38,23 @@ class EngineSettings:
     # Report a skip for every policy whose rules do not name the request's kind (the CLI's detailed
     # results); the webhook and the controller visit only the candidates (runtime/candidates.py).
     report_unselected: bool = True
+
+
+def cluster_services(
+    base: cel.Services,
+    resources: cel.ResourceLookup | None,
+    global_context: cel.GlobalContextLookup | None,
+    images: cel.ImageMetadataLookup | None,
+) -> cel.Services:
+    """The lookups of an engine in the cluster (the webhook's and the controller's alike): the
+    surface's HTTP policy and settings in ``base``, with the cluster's objects, its GlobalContextEntry
+    store and the registry reader; a lookup not given stays as in ``base``."""
+    return replace(
+        base,
+        resources=resources if resources is not None else base.resources,
+        global_context=global_context if global_context is not None else base.global_context,
+        images=images if images is not None else base.images,
+    )
 
 
 def is_crd(content: object) -> bool:
