@@ -14,7 +14,7 @@ from typing import Any
 
 from celmut import __version__
 from celmut.install import rbac
-from celmut.install.crds import KYVERNO_GROUP, all_crds
+from celmut.install.crds import KYVERNO_GROUPS, all_crds
 from celmut.install.kyverno_crds import kyverno_crds as kyverno_crd_definitions
 from celmut.install.webhook_config import DEFAULT_RULES, WebhookSettings, chart_buckets
 from celmut.install.webhook_config import webhook_configuration as render_webhook_configuration
@@ -280,7 +280,7 @@ def _rbac(o: InstallOptions) -> list[Obj]:
 def manifests(o: InstallOptions) -> list[Obj]:
     """Every object of the install, in an order ``kubectl apply`` accepts."""
     objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": o.namespace}}]
-    objects += [crd.to_dict() for crd in all_crds() if crd.group != KYVERNO_GROUP or crd.name in o.kyverno_crds]
+    objects += [crd.to_dict() for crd in all_crds() if crd.group not in KYVERNO_GROUPS or crd.name in o.kyverno_crds]
     objects += [
         _obj("v1", "ServiceAccount", _meta(o, o.webhook_account, "webhook")),
         _obj("v1", "ServiceAccount", _meta(o, o.controller_account, "controller")),
