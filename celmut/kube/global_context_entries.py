@@ -282,7 +282,8 @@ class ApiCallEntry:
         return data
 
     def refresh(self) -> None:
-        """One call (with retries); its result or its error replaces the last one."""
+        """One call (with ``retryLimit`` tries); its result or its error replaces the last one."""
+        data: bytes | None = None
         error = ""
         for attempt in range(self.retries):
             try:
@@ -290,25 +291,21 @@ class ApiCallEntry:
                 break
             except (EntryInvalid, HttpDenied, OSError, ValueError, LookupFailed) as ex:
                 error = getattr(ex, "message", None) or str(ex) or type(ex).__name__
-                if isinstance(ex, HttpDenied) or self._stop.wait(min(0.01 * 5**attempt, 2.0)):
+                last = attempt == self.retries - 1
+                if isinstance(ex, HttpDenied) or last or self._stop.wait(min(0.05 * 4**attempt, 2.0)):
                     break
-        else:
-            data = b""
-        if error and not data:
+        if data is not None:
+            try:
+                decoded = orjson.loads(data)
+                projected = {"": decoded} | {name: path.search(decoded) for name, path in self.projections.items()}
+            except (orjson.JSONDecodeError, jmespath.exceptions.JMESPathError) as ex:
+                error, data = str(ex), None
+        if data is None:
             with self._lock:
                 self._error = error
                 self.failures += 1
             log.warning("global context API call failed", extra={"error": error})
             self._on_refresh(False, error)
-            return
-        try:
-            decoded = orjson.loads(data)
-            projected = {"": decoded} | {name: path.search(decoded) for name, path in self.projections.items()}
-        except (orjson.JSONDecodeError, jmespath.exceptions.JMESPathError) as ex:
-            with self._lock:
-                self._error = str(ex)
-                self.failures += 1
-            self._on_refresh(False, str(ex))
             return
         with self._lock:
             self._data, self._error, self._bytes = projected, "", len(data)
@@ -316,7 +313,12 @@ class ApiCallEntry:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.refresh()
+            try:
+                self.refresh()
+            except Exception as ex:  # a defect must not end the polling silently: the entry answers it
+                log.exception("global context API call crashed")
+                with self._lock:
+                    self._error = f"internal error: {type(ex).__name__}: {ex}"
             self._answered.set()
             self._stop.wait(self.period)
 
