@@ -144,7 +144,7 @@ def test_an_entry_that_cannot_be_built_answers_kyvernos_invalid_entry_error(
                 "kubernetesResource": {"version": "v1", "resource": "configmaps"},
                 "projections": [{"name": "p", "jmesPath": "[*.a"}],
             },
-        )  # fmt: skip
+        )
     )
     eventually(lambda: "broken" in store.names(), what="the entry")
     assert error_of(store, "broken").startswith("failed to create cached context entry: ")
