@@ -94,7 +94,7 @@ def test_a_silent_registry_times_out_within_the_deadline() -> None:
     threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True).start()
     try:
         images = RegistryImages(RegistryPolicy(allow=(host,), insecure=(host,), timeout_seconds=0.3))
-        with pytest.raises(LookupFailed, match="Timeout|timed out"):
+        with pytest.raises(LookupFailed, match=r"Timeout|timed out"):
             images.get_metadata(f"{host}/slow/app:v1")
     finally:
         for conn in accepted:
