@@ -368,6 +368,7 @@ class Controller:
         while not self._stop.wait(self.config.reload_interval):
             try:
                 changed = self.reload()
+                self.global_context.flush_status()  # entries' outcomes not written before (standby, start)
                 if changed and self.is_leader():
                     self.scan(changed, reason="policy")
                 if next_scan is not None and time.monotonic() >= next_scan:

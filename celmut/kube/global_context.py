@@ -74,6 +74,8 @@ class GlobalContextStore(Collector):
         self.max_objects, self.max_bytes = max_objects, max_bytes
         self._entries: dict[str, tuple[str, Entry]] = {}  # name -> (spec fingerprint, entry)
         self._failures: dict[str, int] = {}
+        self._outcomes: dict[str, tuple[bool, str, bool]] = {}  # name -> last (ready, message, refreshed)
+        self._written: dict[str, tuple[bool, str, bool]] = {}  # name -> the outcome its status shows
         self._lock = threading.Lock()
         self.watch = WatchedCache(cluster, API_VERSION, RESOURCE, max_objects=1000)
         self.watch.add_handler(self._changed)
@@ -117,7 +119,9 @@ class GlobalContextStore(Collector):
         if stale is not None:
             stale[1].stop()
         if event == "DELETED":
-            self._failures.pop(name, None)
+            with self._lock:
+                for table in (self._failures, self._outcomes, self._written):
+                    table.pop(name, None)
             return
         entry = self._build(name, spec)
         with self._lock:
@@ -143,9 +147,30 @@ class GlobalContextStore(Collector):
             return InvalidEntry(str(ex))
 
     def _status(self, name: str, ready: bool, message: str, *, refreshed: bool = False) -> None:
-        """Kyverno's SetReady (+ UpdateRefreshTime after a successful call), when celmut owns the status."""
+        """Record an entry's outcome; write it now when celmut owns the status, else at :meth:`flush_status`."""
+        with self._lock:
+            self._outcomes[name] = (ready, message, refreshed)
+        if self.write_status():
+            self._write_status(name)
+
+    def flush_status(self) -> None:
+        """Write the outcomes recorded while celmut did not own the status (a standby that became the
+        leader, a start before Kyverno's absence was known): Kyverno writes on every refresh, so the
+        status of an entry refreshed hourly would otherwise lag by up to an hour."""
         if not self.write_status():
             return
+        with self._lock:
+            names = [name for name, outcome in self._outcomes.items() if outcome != self._written.get(name)]
+        for name in names:
+            self._write_status(name)
+
+    def _write_status(self, name: str) -> None:
+        """Kyverno's SetReady (+ UpdateRefreshTime after a successful call)."""
+        with self._lock:
+            outcome = self._outcomes.get(name)
+        if outcome is None:
+            return
+        ready, message, refreshed = outcome
         current = self.watch.get("", name) or {}
         status = dict(current.get("status") or {})
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
@@ -176,6 +201,9 @@ class GlobalContextStore(Collector):
             )
         except ClusterError as ex:
             log.warning("cannot write GlobalContextEntry status", extra={"entry": name, "error": str(ex)})
+            return
+        with self._lock:
+            self._written[name] = outcome
 
     # --- GlobalContextLookup ------------------------------------------------------------------------
 

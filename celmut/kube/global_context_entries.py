@@ -128,11 +128,15 @@ class ResourceEntry:
         self._generation = -1
         self._data: tuple[list[Any], dict[str, Any], int] = ([], {}, 0)
         self._on_synced = on_synced
+        self._stopped = False
         self.cache.start()
         threading.Thread(target=self._report_sync, name="gctx-sync", daemon=True).start()
 
     def _report_sync(self) -> None:
+        """Kyverno's status of a resource entry (k8sresource/entry.go before 1.13: CacheSyncSuccess/Failure)."""
         synced = self.cache.wait_synced(60.0)
+        if self._stopped:  # replaced or deleted meanwhile: its status is no longer this entry's
+            return
         ok = synced and not self.cache.absent
         self._on_synced(ok, "CacheSyncSuccess" if ok else "CacheSyncFailure")
 
@@ -169,6 +173,7 @@ class ResourceEntry:
         raise LookupFailed(f"projection {projection!r} not found".replace("'", '"'))
 
     def stop(self) -> None:
+        self._stopped = True
         self.cache.stop()
 
     def wait(self, timeout: float) -> None:

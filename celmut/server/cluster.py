@@ -67,6 +67,9 @@ class ClusterConnection:
         )
         if not connection.policy_source.wait_synced(sync_timeout):
             log.warning("cluster policies not listed yet; serving what is known", extra={"timeout": sync_timeout})
+        # The entries' first data, briefly: not a readiness condition (a cluster without the CRD, or RBAC
+        # without the rule, must not keep the webhook unready); an entry still syncing answers an error.
+        global_context.wait_ready(min(sync_timeout, 5.0))
         return connection
 
     def not_ready(self) -> str:
@@ -75,8 +78,6 @@ class ClusterConnection:
             return "cluster policies not synced"
         if not self.caches.synced():
             return "cluster caches not synced"
-        if not self.global_context.synced():
-            return "GlobalContextEntries not listed yet"
         return ""
 
     def plan_caches(self, policies: Any) -> None:

@@ -24,6 +24,7 @@ from celmut.main import main
 from tests.controller.support import running
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
+from tests.kube.crds import crds_next_to_kyverno, policy_crds
 from tests.kube.gctx_support import JsonService, api_entry, configmap, install_gce_crd, resource_entry
 from tests.kube.registry_support import PushedImage, Registry, oci_registry  # noqa: F401 (the fixture)
 
@@ -37,6 +38,7 @@ IMAGE_CONFIG = {
     "config": {"Labels": {"team": "checkout"}},
     "rootfs": {"type": "layers", "diff_ids": []},
 }
+GCE = "kyverno.io/v2alpha1/globalcontextentries"
 PODS = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
 
 
@@ -196,3 +198,32 @@ def test_the_controller_gives_the_object_celmut_test_gives(
             timeout=15,
             what="the controller's mutation",
         )
+
+
+@pytest.mark.parametrize(
+    "kyverno", [False, True], ids=["without Kyverno: celmut writes it", "next to Kyverno: left to it"]
+)
+def test_the_controller_leader_writes_entry_status_only_while_kyverno_is_absent(
+    fake_apiserver: FakeApiServer, tmp_path: Path, kyverno: bool
+) -> None:
+    """api/kyverno/v2alpha1 GlobalContextEntryStatus.SetReady; Kyverno, when present, writes it itself."""
+    for definition in crds_next_to_kyverno() if kyverno else policy_crds():
+        fake_apiserver.store.create(definition)
+    install_gce_crd(fake_apiserver)
+    fake_apiserver.store.create(api_entry("denied", {"service": {"url": "https://teams.example.com/x"}}))
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    with running(fake_apiserver, tmp_path, policies, from_cluster=True) as controller:
+        controller.global_context.wait_ready(10.0)  # the entry's call was made and its outcome recorded
+        source = controller.policy_source
+        assert source is not None
+        eventually(lambda: source.ownership is not None, what="Kyverno's presence known")
+        controller.global_context.flush_status()  # as the reload loop does: outcomes recorded before then
+        status = fake_apiserver.store.get(GCE, "denied").get("status")
+    if kyverno:
+        assert status is None
+        assert not fake_apiserver.requests_matching("PATCH", r"/globalcontextentries/denied/status")
+    else:
+        condition = status["conditions"][0]
+        assert (condition["type"], condition["status"], condition["reason"]) == ("Ready", "False", "Failed")
+        assert "HTTP allow-list is empty" in condition["message"] and status["ready"] is False
