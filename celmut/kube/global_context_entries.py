@@ -203,6 +203,11 @@ class ApiCall:
         url_path = str(call.get("urlPath") or "")
         if (service is None) == (not url_path):
             raise EntryInvalid("An External API call should either have Service or URLPath")
+        if service is not None and (
+            service.get("caBundleFrom")
+            or any(isinstance(h, Mapping) and h.get("valueFrom") for h in service.get("headers") or [])
+        ):
+            raise EntryInvalid("service.caBundleFrom and headers[].valueFrom are not supported by celmut yet")
         data = call.get("data")
         if data is not None and method != "POST":
             raise EntryInvalid("An External API call with data should have method as POST")

@@ -196,3 +196,14 @@ def test_entries_are_bounded_and_their_size_is_exported(fake_apiserver: FakeApiS
         assert 'celmut_global_context_refresh_failures_total{entry="small"} 0.0' in text
     finally:
         store.stop()
+
+
+def test_values_read_from_secrets_are_refused_by_name_not_ignored(
+    fake_apiserver: FakeApiServer, store: GlobalContextStore
+) -> None:
+    header = {"key": "Authorization", "valueFrom": {"secretKeyRef": {"name": "token", "key": "t"}}}
+    fake_apiserver.store.create(
+        api_entry("secret-header", {"service": {"url": "https://x.example/", "headers": [header]}})
+    )
+    eventually(lambda: "secret-header" in store.names(), what="the entry")
+    assert "headers[].valueFrom are not supported" in error_of(store, "secret-header")
