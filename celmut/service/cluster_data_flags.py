@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-from celmut.cel.lookups import RegistryPolicy
+if TYPE_CHECKING:  # `celmut --help` must not load the CEL layer (tests/test_startup.py)
+    from celmut.cel.lookups import RegistryPolicy
 
-_DEFAULTS = RegistryPolicy()
+# celmut.cel.lookups.RegistryPolicy's defaults (tests/install/test_chart.py compares them)
+_DEFAULTS = SimpleNamespace(timeout_seconds=3.0, cache_seconds=300.0, cache_entries=512)
 
 
 def add_image_data(parser: argparse.ArgumentParser) -> None:
@@ -69,6 +73,8 @@ def registry_policy(args: argparse.Namespace) -> RegistryPolicy | None:
     if unknown:
         print(f"error: --image-registry-insecure {unknown[0]!r} is not in --image-registry-allow", file=sys.stderr)
         return None
+    from celmut.cel.lookups import RegistryPolicy
+
     return RegistryPolicy(
         allow=tuple(args.image_registry_allow),
         insecure=tuple(args.image_registry_insecure),

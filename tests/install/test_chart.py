@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from celmut.cel.backends import select
+from celmut.cel.lookups import RegistryPolicy
 from celmut.cli.manifests_cmd import CEL_ENGINES
 from celmut.compile.presets import registry as presets
 from celmut.install.crds import all_crds
@@ -435,7 +436,12 @@ def test_image_data_values_reach_both_components_and_secrets_are_read_only_when_
     for deployment, role in (("celmut-webhook", "celmut-webhook"), ("celmut-controller", "celmut-controller")):
         default = parsed_args(container(rendered["default"], deployment)["args"])
         assert (default.image_registry_allow, default.image_pull_secrets) == ([], False)
-        assert (default.image_timeout, default.image_cache_seconds, default.image_cache_entries) == (3.0, 300.0, 512)
+        policy = RegistryPolicy()  # the flags' defaults are the policy's
+        assert (default.image_timeout, default.image_cache_seconds, default.image_cache_entries) == (
+            policy.timeout_seconds,
+            policy.cache_seconds,
+            policy.cache_entries,
+        )
         assert not allows(one(rendered["default"], "ClusterRole", role)["rules"], "", "secrets", "get")
         full = parsed_args(container(rendered["full"], deployment)["args"])
         assert full.image_registry_allow == ["ghcr.io", "*.gcr.io", "registry.local:5000"]
