@@ -23,12 +23,21 @@ from celmut.cel.errors import (
     CelInputError,
 )
 from celmut.cel.evalcontext import Budget
-from celmut.cel.lookups import HttpPolicy, Services
+from celmut.cel.lookups import (
+    Authorizer,
+    GlobalContextLookup,
+    HttpPolicy,
+    ImageMetadataLookup,
+    RegistryPolicy,
+    ResourceLookup,
+    Services,
+)
 from celmut.cel.profiles import profile
 from celmut.cel.values import to_plain
 
 __all__ = [
     "Activation",
+    "Authorizer",
     "Budget",
     "CelCompileError",
     "CelCostError",
@@ -36,7 +45,11 @@ __all__ = [
     "CelEvaluationError",
     "CelInputError",
     "Environment",
+    "GlobalContextLookup",
     "HttpPolicy",
+    "ImageMetadataLookup",
+    "RegistryPolicy",
+    "ResourceLookup",
     "Services",
     "admission_request",
     "profile",

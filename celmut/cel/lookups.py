@@ -150,6 +150,24 @@ class Authorizer(Protocol):
     def authorize(self, attributes: AuthorizationAttributes) -> AuthorizationDecision: ...
 
 
+@dataclass(frozen=True)
+class RegistryPolicy:
+    """Which registries ``image.GetMetadata`` may read in the cluster. Empty allow-list: none."""
+
+    allow: Sequence[str] = ()  # registry hosts ("ghcr.io", "registry.example.com:5000") or globs ("*.gcr.io")
+    insecure: Sequence[str] = ()  # of those, the ones spoken to over plain HTTP (a local test registry)
+    timeout_seconds: float = 3.0  # for one image's manifest and config: well inside the webhook's deadline
+    cache_seconds: float = 300.0  # how long image data is reused
+    cache_entries: int = 512  # image data kept at most (least recently used dropped first)
+    max_bytes: int = 4 << 20  # per manifest or config document
+    pull_secrets: bool = False  # read the pod's imagePullSecrets (needs RBAC to read Secrets)
+
+
+#: The namespace and ``imagePullSecrets`` names of the object being evaluated, for a registry provider
+#: (set by ``image.GetMetadata``; a static provider ignores it).
+PULL_SECRETS: ContextVar[tuple[str, tuple[str, ...]] | None] = ContextVar("celmut_pull_secrets", default=None)
+
+
 def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 

@@ -24,7 +24,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from celmut.service import flags
+from celmut.service import cluster_data_flags, flags
 
 log = logging.getLogger("celmut.controller")
 
@@ -88,12 +88,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     flags.add_log_level(p)
     flags.add_engine_and_http(p)
+    cluster_data_flags.add_image_data(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     http_policy = flags.start_process(args)
-    if http_policy is None:
+    registry = cluster_data_flags.registry_policy(args)
+    if http_policy is None or registry is None:
         return 2
     if not args.policies and not args.from_cluster:
         print("error: give --policies PATH and/or --from-cluster", file=sys.stderr)
@@ -134,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         policy_selector=args.policy_selector,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         http_policy=http_policy,
+        registry=registry,
     )
     controller = Controller(config, cluster)
     if args.dry_run:

@@ -19,7 +19,7 @@ from celmut.kube.kyverno_exceptions import KyvernoExceptions
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.policy.selection import PolicySelection
 from celmut.runtime.ownership import OptOut
-from celmut.service.assembly import EngineSettings, narrowed
+from celmut.service.assembly import EngineSettings, cluster_services, narrowed
 from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
 
@@ -62,6 +62,8 @@ class PolicyUpkeep:
         resources: ResourceLookup,
         opt_out: OptOut,
         metrics: ControllerMetrics,
+        global_context: cel.GlobalContextLookup | None = None,
+        images: cel.ImageMetadataLookup | None = None,
     ) -> None:
         self.policy_source = (
             ClusterPolicySource(
@@ -76,10 +78,12 @@ class PolicyUpkeep:
         if self.policy_source is not None:
             sources.append(self.policy_source)
         settings = EngineSettings(
-            services=cel.Services(
-                resources=resources,
-                http_policy=config.http_policy,
-                authorizer=SubjectAccessReviewAuthorizer(cluster),
+            services=cluster_services(
+                cel.Services(http_policy=config.http_policy),
+                resources,
+                global_context,
+                images,
+                SubjectAccessReviewAuthorizer(cluster),
             ),
             timeout_seconds=config.timeout_seconds,
             opt_out=opt_out,

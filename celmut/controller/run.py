@@ -47,10 +47,12 @@ from celmut.controller.unresolved import UnresolvedTargets
 from celmut.controller.workers import Workers
 from celmut.controller.workqueue import TokenBucket, WorkQueue
 from celmut.kube.client import Cluster, NotFound
+from celmut.kube.global_context import GlobalContextStore
 from celmut.kube.kyverno_exceptions import KyvernoExceptions
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
+from celmut.kube.registry import RegistryImages
 from celmut.kube.tls_manager import TlsConfig, TlsManager
 from celmut.policy.selection import AUTO
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
@@ -95,6 +97,7 @@ class ControllerConfig:
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
     page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
     http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
+    registry: cel.RegistryPolicy = field(default_factory=cel.RegistryPolicy)  # image.GetMetadata's registries
 
 
 class Controller:
@@ -109,10 +112,16 @@ class Controller:
         self.caches = CacheSet(cluster, max_caches=64, sync_timeout=config.sync_timeout)
         self._page: dict[TargetKey, dict[str, Any]] = {}  # the pods of the page a --dry-run scan processes
         self.lookup = ClusterLookup(self.caches)
+        # GlobalContextEntry data; their status is written by the leader while Kyverno is absent.
+        self.global_context = GlobalContextStore(cluster, config.http_policy, write_status=self._owns_entry_status)
+        self.images = RegistryImages(config.registry, cluster)
         self.metrics = ControllerMetrics()
+        self.metrics.registry.register(self.global_context)
         self.report = Report()
         opt_out = OwnerOptOut(self.caches, config.opt_out_label)
-        self.policies = PolicyUpkeep(config, cluster, self.lookup, opt_out, self.metrics)
+        self.policies = PolicyUpkeep(
+            config, cluster, self.lookup, opt_out, self.metrics, self.global_context, self.images
+        )
         self.queue: WorkQueue[TargetKey, Work] = WorkQueue(merge_work)
         self.metrics.queue_depth.set_function(self.queue.depth)
         self.own_writes = OwnWrites()
@@ -208,6 +217,12 @@ class Controller:
 
     # --- state -----------------------------------------------------------------------------------
 
+    def _owns_entry_status(self) -> bool:
+        """Whether this instance writes GlobalContextEntry status: the leader, unless Kyverno (which
+        writes it itself) is detected; never in a dry run, nor without the cluster's policies to tell."""
+        ownership = self.policy_source.ownership if self.policy_source is not None else None
+        return not self.config.dry_run and self.is_leader() and ownership is not None and not ownership.kyverno.detected
+
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
 
@@ -272,6 +287,7 @@ class Controller:
         while not self._stop.wait(self.config.reload_interval):
             try:
                 changed = self.reload()
+                self.global_context.flush_status()  # entries' outcomes not written before (standby, start)
                 if changed and self.is_leader():
                     self.scan(changed, reason="policy")
                 if next_scan is not None and time.monotonic() >= next_scan:
@@ -289,6 +305,7 @@ class Controller:
         if self.policy_source is not None:
             self.policy_source.start()
             self.policy_source.wait_synced(self.config.sync_timeout)
+        self.global_context.start().wait_ready(self.config.sync_timeout)  # entries' data before the first scan
         pods = self.caches.cache("v1", "pods", wait=False)
         if pods is not None:
             pods.add_handler(self.pacer.observe)
@@ -327,6 +344,7 @@ class Controller:
             self.tracing.shutdown()
         if self.policy_source is not None:
             self.policy_source.stop()
+        self.global_context.stop()
         self.caches.stop()
 
     def wait_idle(self, timeout: float) -> bool:
@@ -352,6 +370,7 @@ class Controller:
         if self.policy_source is not None:
             self.policy_source.start()
             self.policy_source.wait_synced(self.config.sync_timeout)
+        self.global_context.start().wait_ready(self.config.sync_timeout)  # entries' data before the first scan
         self.reload(force=True)
         loaded = self._loaded
         if loaded is not None:

@@ -265,9 +265,122 @@ def _policy_exception() -> CRD:
     )
 
 
+#: kyverno/kyverno config/crds/kyverno/kyverno.io_globalcontextentries.yaml: v2, v2alpha1 (deprecated)
+#: and v2beta1 (stored), one schema.
+GCE_GROUP = "kyverno.io"
+GCE_VERSIONS = (("v2", False, False), ("v2alpha1", False, True), ("v2beta1", True, False))  # name, storage, deprecated
+_GCE_COLUMNS = (
+    {"jsonPath": ".metadata.creationTimestamp", "name": "AGE", "type": "date"},
+    {"jsonPath": ".spec.apiCall.refreshInterval", "name": "REFRESH INTERVAL", "type": "string"},
+    {"jsonPath": ".status.lastRefreshTime", "name": "LAST REFRESH", "type": "date"},
+)
+
+
+def _global_context_entry() -> CRD:
+    """Kyverno's GlobalContextEntry (api/kyverno/v2alpha1/global_context_entry_types.go): data that
+    ``globalContext.Get`` reads, a watched resource list or a polled API call."""
+    key_ref = s.obj(
+        {
+            "key": s.string("Key within the Secret's or ConfigMap's data."),
+            "name": s.string("Name of the Secret or ConfigMap."),
+            "namespace": s.string("Its namespace."),
+        },
+        required=("key", "name"),
+    )
+    value_from = s.obj({"configMapKeyRef": key_ref, "secretKeyRef": key_ref}, "A value read from a key.")
+    api_call = s.obj(
+        {
+            "data": s.arr(
+                s.obj(
+                    {"key": s.string("The key of the value."), "value": s.any_value("The value.")},
+                    required=("key", "value"),
+                ),
+                "The POST data (method POST only).",
+            ),
+            "method": s.string("GET or POST.", enum=("GET", "POST"), default="GET"),
+            "refreshInterval": s.string(
+                "How often the call is made (a Go duration).", format="duration", default="10m"
+            ),
+            "retryLimit": s.integer("Tries of a failing call.", minimum=1, default=3, format=""),
+            "service": s.obj(
+                {
+                    "caBundle": s.string("PEM CA bundle that verifies the service."),
+                    "caBundleFrom": value_from,
+                    "headers": s.arr(
+                        s.obj(
+                            {
+                                "key": s.string("Header name."),
+                                "value": s.string("Header value."),
+                                "valueFrom": value_from,
+                            },
+                            required=("key",),
+                        ),
+                        "HTTP headers sent.",
+                    ),
+                    "url": s.string("The JSON web service URL."),
+                },
+                "A call to a JSON web service (exclusive with urlPath).",
+                required=("url",),
+            ),
+            "urlPath": s.string("A Kubernetes API path, as `kubectl get --raw` takes (exclusive with service)."),
+        },
+        "Results of an API call, cached (exclusive with kubernetesResource).",
+    )
+    spec = s.obj(
+        {
+            "apiCall": api_call,
+            "kubernetesResource": s.obj(
+                {
+                    "group": s.string("The resource's API group."),
+                    "namespace": s.string("One namespace; empty: all (or a cluster-scoped resource)."),
+                    "resource": s.string("The plural resource name, e.g. deployments."),
+                    "version": s.string("The resource's API version."),
+                },
+                "A list of Kubernetes objects, watched (exclusive with apiCall).",
+                required=("resource", "version"),
+            ),
+            "projections": s.arr(
+                s.obj(
+                    {
+                        "jmesPath": s.string("JMESPath over the cached data."),
+                        "name": s.string("The projection's name, globalContext.Get's second argument."),
+                    },
+                    required=("jmesPath", "name"),
+                ),
+                "Named JMESPath results of the cached data.",
+            ),
+        },
+        "What to cache.",
+        oneOf=[{"required": ["kubernetesResource"]}, {"required": ["apiCall"]}],
+    )
+    status = s.obj(
+        {
+            "conditions": s.conditions(keyed_by_type=False),
+            "lastRefreshTime": s.string("Last successful refresh of the API call.", format="date-time"),
+            "ready": s.boolean("Deprecated in favor of conditions."),
+        },
+        "Runtime data of the entry.",
+    )
+    schema = s.root(spec, status, "GlobalContextEntry declares resources to be cached.")
+    return CRD(
+        group=GCE_GROUP,
+        kind="GlobalContextEntry",
+        plural="globalcontextentries",
+        scope="Cluster",
+        short_names=("gctxentry",),
+        categories=("kyverno",),
+        annotations=KEEP,
+        versions=tuple(
+            Version(name, schema, storage=storage, deprecated=deprecated, printer_columns=_GCE_COLUMNS)
+            for name, storage, deprecated in GCE_VERSIONS
+        ),
+    )
+
+
 def kyverno_crds() -> list[CRD]:
     return [
         _mutating_policy("MutatingPolicy", "mutatingpolicies", "mpol", "Cluster"),
         _mutating_policy("NamespacedMutatingPolicy", "namespacedmutatingpolicies", "nmpol", "Namespaced"),
         _policy_exception(),
+        _global_context_entry(),
     ]

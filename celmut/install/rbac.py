@@ -35,6 +35,9 @@ def shared_rules() -> list[Rule]:
         # Kyverno's webhook configurations (label webhook.kyverno.io/managed-by=kyverno): whether Kyverno
         # serves MutatingPolicies, which decides the ones celmut serves (--policy-selector auto).
         _rule("admissionregistration.k8s.io", ["mutatingwebhookconfigurations"], ["list", "watch"]),
+        # Kyverno's GlobalContextEntries, the data globalContext.Get reads (what each entry itself reads
+        # is granted by the chart's globalContext.readRules).
+        _rule("kyverno.io", ["globalcontextentries"], READ),
         # Namespace labels, pods (exact spot splits count a workload's pods), pinning-plan ConfigMaps.
         _rule("", ["namespaces", "pods", "configmaps"], READ),
         # A pod's workload: ReplicaSet -> Deployment, Job -> CronJob, StatefulSet and DaemonSet owners.
@@ -59,6 +62,8 @@ def controller_cluster_rules(webhook_configuration: str, *, self_managed_tls: bo
         # API (PodDisruptionBudgets apply).
         _rule("", ["pods"], ["patch"]),
         _rule("", ["pods/eviction"], ["create"]),
+        # GlobalContextEntry status (Ready, lastRefreshTime), written by the leader while Kyverno is absent.
+        _rule("kyverno.io", ["globalcontextentries/status"], ["patch"]),
         # The MutatingAdmissionPolicies and bindings generated for spec.autogen.mutatingAdmissionPolicy.
         _rule(
             "admissionregistration.k8s.io",

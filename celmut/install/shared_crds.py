@@ -46,6 +46,7 @@ SHARED_CRDS: tuple[SharedCrd, ...] = (
     SharedCrd("mutatingpolicies.policies.kyverno.io", "Kyverno", "kyverno-crds"),
     SharedCrd("namespacedmutatingpolicies.policies.kyverno.io", "Kyverno", "kyverno-crds"),
     SharedCrd("policyexceptions.policies.kyverno.io", "Kyverno", "kyverno-crds"),
+    SharedCrd("globalcontextentries.kyverno.io", "Kyverno", "kyverno-crds"),
 )
 
 

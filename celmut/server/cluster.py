@@ -13,10 +13,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from celmut.cel.lookups import HttpPolicy, RegistryPolicy
 from celmut.kube.client import Cluster
+from celmut.kube.global_context import GlobalContextStore
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
+from celmut.kube.registry import RegistryImages
 from celmut.policy.selection import PolicySelection
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service.lookup_needs import METADATA_RESOURCES, OWNER_KINDS, metadata_only_resources
@@ -31,6 +34,8 @@ class ClusterConnection:
     resources: ClusterLookup
     policy_source: ClusterPolicySource
     opt_out: OwnerOptOut
+    global_context: GlobalContextStore  # GlobalContextEntry data (the controller's leader writes their status)
+    images: RegistryImages  # image.GetMetadata from the registries (the pods' pull secrets when allowed)
 
     @classmethod
     def open(
@@ -41,6 +46,8 @@ class ClusterConnection:
         opt_out_label: str = DEFAULT_OPT_OUT_LABEL,
         admission_policies: bool = False,
         policy_selection: PolicySelection | None = None,
+        http_policy: HttpPolicy | None = None,
+        registry_policy: RegistryPolicy | None = None,
     ) -> ClusterConnection:
         """Connect, start the watches and wait (up to ``sync_timeout``) for their first lists.
 
@@ -53,9 +60,16 @@ class ClusterConnection:
         for api_version, resource in OWNER_KINDS:  # a pod's owners, for the opt-out label: ready before pods come
             caches.cache(api_version, resource, wait=False)
         source = ClusterPolicySource(cluster, admission_policies=admission_policies, selection=policy_selection).start()
-        connection = cls(cluster, caches, ClusterLookup(caches), source, OwnerOptOut(caches, opt_out_label))
+        global_context = GlobalContextStore(cluster, http_policy or HttpPolicy()).start()
+        images = RegistryImages(registry_policy or RegistryPolicy(), cluster)
+        connection = cls(
+            cluster, caches, ClusterLookup(caches), source, OwnerOptOut(caches, opt_out_label), global_context, images
+        )
         if not connection.policy_source.wait_synced(sync_timeout):
             log.warning("cluster policies not listed yet; serving what is known", extra={"timeout": sync_timeout})
+        # The entries' first data, briefly: not a readiness condition (a cluster without the CRD, or RBAC
+        # without the rule, must not keep the webhook unready); an entry still syncing answers an error.
+        global_context.wait_ready(min(sync_timeout, 5.0))
         return connection
 
     def not_ready(self) -> str:
@@ -77,6 +91,7 @@ class ClusterConnection:
         self.resources.remember_admitted(admitted, received=received)
 
     def stop(self) -> None:
+        self.global_context.stop()
         self.policy_source.stop()
         self.caches.stop()
         self.cluster.close()

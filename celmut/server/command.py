@@ -16,7 +16,7 @@ import argparse
 from celmut.errors import ConfigurationError
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.server.limits import ConnectionLimits
-from celmut.service import flags
+from celmut.service import cluster_data_flags, flags
 
 _LIMITS = ConnectionLimits()
 _EVALUATION_THREADS = 4  # celmut.server.app.DEFAULT_EVALUATION_THREADS (that module loads FastAPI)
@@ -108,6 +108,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(default %(default)s)",
     )
     flags.add_engine_and_http(p)
+    cluster_data_flags.add_image_data(p)
     p.set_defaults(run=run)
 
 
@@ -116,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     from celmut.server.run import ServeConfig, serve  # FastAPI and uvicorn load only for this command
 
     http_policy = flags.start_process(args)
-    if http_policy is None:
+    registry = cluster_data_flags.registry_policy(args)
+    if http_policy is None or registry is None:
         return 2
     limits = ConnectionLimits(**{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in _LIMIT_FLAGS})
     problem = limits.problem() or ("--evaluation-threads must be positive" if args.evaluation_threads < 1 else "")
@@ -147,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         limits=limits,
         evaluation_threads=args.evaluation_threads,
         services=cel.Services(http_policy=http_policy),
+        registry=registry,
         record_provenance=args.record_provenance,
     )
     return serve(config)

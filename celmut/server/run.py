@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,7 +41,7 @@ from celmut.server.limits import ConnectionLimits
 from celmut.server.metrics import Metrics, share_between_workers, worker_stopped
 from celmut.server.settings import DEFAULT_EVALUATION_THREADS, DEFAULT_MAX_BODY_BYTES, ServerSettings
 from celmut.service import tracing
-from celmut.service.assembly import EngineSettings
+from celmut.service.assembly import EngineSettings, cluster_services
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
 
@@ -80,6 +80,7 @@ class ServeConfig:
     policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
     record_provenance: bool = False  # celmut.io/mutated-by on every object a policy changes
     services: cel.Services = field(default_factory=cel.Services)
+    registry: cel.RegistryPolicy = field(default_factory=cel.RegistryPolicy)  # image.GetMetadata's registries
 
 
 def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
@@ -95,6 +96,8 @@ def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
             opt_out_label=config.opt_out_label,
             admission_policies=config.serve_admission_policies,
             policy_selection=PolicySelection(config.policy_selector),
+            http_policy=config.services.http_policy,
+            registry_policy=config.registry,
         )
     except ClusterError as ex:
         raise ValueError(f"cannot connect to the cluster: {ex}") from None
@@ -128,11 +131,18 @@ class CertificateWatcher:
 
 
 def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> EngineSettings:
-    services = (
-        replace(config.services, resources=cluster.resources, authorizer=SubjectAccessReviewAuthorizer(cluster.cluster))
-        if cluster is not None
-        else config.services
-    )
+    if cluster is not None:
+        services = cluster_services(
+            config.services,
+            cluster.resources,
+            cluster.global_context,
+            cluster.images,
+            SubjectAccessReviewAuthorizer(cluster.cluster),
+        )
+    else:
+        from celmut.kube.registry import RegistryImages  # image data without a cluster: anonymous pulls
+
+        services = cluster_services(config.services, None, None, RegistryImages(config.registry))
     return EngineSettings(
         services=services,
         timeout_seconds=config.timeout_seconds,
@@ -147,6 +157,7 @@ def build_store(config: ServeConfig, metrics: Metrics, cluster: ClusterConnectio
     sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
     if cluster is not None:
         sources.append(cluster.policy_source)
+        metrics.registry.register(cluster.global_context)  # entry sizes and refresh failures
 
     def reloaded(outcome: ReloadOutcome) -> None:
         metrics.reloads.labels("accepted" if outcome.accepted else "rejected").inc()

@@ -12,8 +12,10 @@ engine of each surface from the same inputs and compares their answers
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from celmut import cel
 from celmut.compile.compiled import CompiledPolicy
 from celmut.compile.pipeline import Compilation
 from celmut.limits import MAX_REQUEST_BYTES
@@ -24,7 +26,26 @@ from celmut.sources.documents import Document
 
 DEFAULT_MAX_INPUT_BYTES = MAX_REQUEST_BYTES  # the API server's own request limit
 
-__all__ = ["EngineSettings", "assemble_engine", "crds_in", "is_crd", "narrowed"]
+__all__ = ["EngineSettings", "assemble_engine", "cluster_services", "crds_in", "is_crd", "narrowed"]
+
+
+def cluster_services(
+    base: cel.Services,
+    resources: cel.ResourceLookup | None,
+    global_context: cel.GlobalContextLookup | None,
+    images: cel.ImageMetadataLookup | None,
+    authorizer: cel.Authorizer | None = None,
+) -> cel.Services:
+    """The lookups of an engine in the cluster (the webhook's and the controller's alike): the
+    surface's HTTP policy and settings in ``base``, with the cluster's objects, its GlobalContextEntry
+    store, the registry reader and SubjectAccessReviews; a lookup not given stays as in ``base``."""
+    return replace(
+        base,
+        resources=resources if resources is not None else base.resources,
+        global_context=global_context if global_context is not None else base.global_context,
+        images=images if images is not None else base.images,
+        authorizer=authorizer if authorizer is not None else base.authorizer,
+    )
 
 
 def is_crd(content: object) -> bool:

@@ -36,7 +36,7 @@ from celmut.errors import ConfigurationError
 from celmut.jsonutil import json_copy
 
 GCE_GROUP, GCE_KIND = "kyverno.io", "GlobalContextEntry"
-GCE_VERSIONS = ("v2alpha1", "v2")  # v2 is what kyverno apply recognises, v2alpha1 what clusters served first
+GCE_VERSIONS = ("v2alpha1", "v2beta1", "v2")  # v2 is what kyverno apply recognises, v2alpha1 what clusters served first
 # ImageData's fields without `omitempty` (cmd/cli/kubectl-kyverno/apis/v1alpha1/context.go): always present.
 _IMAGE_FIELDS = ("image", "resolvedImage", "registry", "repository")
 

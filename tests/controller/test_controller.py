@@ -251,7 +251,12 @@ def test_a_failing_target_expression_is_reported(fake_apiserver: FakeApiServer, 
         (failed,) = [o for o in controller.report.outcomes() if o.action == "failed"]
         assert "spec.targetMatchConstraints.expression" in failed.message and "no such key: labels" in failed.message
         assert controller.metrics.errors._value.get() >= 1
-        events = [e for e in fake_apiserver.store.list("events", "default") if e["reason"] == "TargetsUnresolved"]
+
+        def events_of() -> list[dict[str, object]]:
+            return [e for e in fake_apiserver.store.list("events", "default") if e["reason"] == "TargetsUnresolved"]
+
+        eventually(events_of, what="the Warning Event")  # recorded after the report, on a loaded machine later
+        events = events_of()
         assert [(e["involvedObject"]["kind"], e["involvedObject"]["name"], e["type"]) for e in events] == [
             ("MutatingPolicy", "bad-targets", "Warning")
         ]

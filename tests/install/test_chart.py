@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from celmut.cel.backends import select
+from celmut.cel.lookups import RegistryPolicy
 from celmut.cli.manifests_cmd import CEL_ENGINES
 from celmut.compile.presets import registry as presets
 from celmut.install.crds import all_crds
@@ -463,6 +464,38 @@ def test_the_http_allow_list_reaches_the_webhook_and_the_controller(rendered: di
         full = parsed_args(container(rendered["full"], deployment)["args"])
         assert full.http_allow == ["https://teams.example.com/api/", "https://*.corp.example.com/"]
         assert (full.http_allow_network, full.http_timeout) == (["10.96.0.0/12"], 2.0)
+
+
+def test_image_data_values_reach_both_components_and_secrets_are_read_only_when_opted_in(
+    rendered: dict[str, list[Obj]],
+) -> None:
+    for deployment, role in (("celmut-webhook", "celmut-webhook"), ("celmut-controller", "celmut-controller")):
+        default = parsed_args(container(rendered["default"], deployment)["args"])
+        assert (default.image_registry_allow, default.image_pull_secrets) == ([], False)
+        policy = RegistryPolicy()  # the flags' defaults are the policy's
+        assert (default.image_timeout, default.image_cache_seconds, default.image_cache_entries) == (
+            policy.timeout_seconds,
+            policy.cache_seconds,
+            policy.cache_entries,
+        )
+        assert not allows(one(rendered["default"], "ClusterRole", role)["rules"], "", "secrets", "get")
+        full = parsed_args(container(rendered["full"], deployment)["args"])
+        assert full.image_registry_allow == ["ghcr.io", "*.gcr.io", "registry.local:5000"]
+        assert full.image_registry_insecure == ["registry.local:5000"]
+        assert (full.image_timeout, full.image_cache_seconds, full.image_cache_entries) == (2.0, 60.0, 100)
+        assert full.image_pull_secrets is True
+        assert allows(one(rendered["full"], "ClusterRole", role)["rules"], "", "secrets", "get")
+
+
+def test_both_components_read_global_context_entries_and_what_they_read(rendered: dict[str, list[Obj]]) -> None:
+    for values in ("default", "full"):
+        webhook = one(rendered[values], "ClusterRole", "celmut-webhook")["rules"]
+        controller = one(rendered[values], "ClusterRole", "celmut-controller")["rules"]
+        for rules in (webhook, controller):
+            assert allows(rules, "kyverno.io", "globalcontextentries", "watch")
+            assert allows(rules, "networking.k8s.io", "ingresses", "list") == (values == "full")  # readRules
+        assert allows(controller, "kyverno.io", "globalcontextentries/status", "patch")
+        assert not allows(webhook, "kyverno.io", "globalcontextentries/status", "patch")
 
 
 def test_the_network_policy_lets_only_the_api_server_reach_the_webhook(rendered: dict[str, list[Obj]]) -> None:

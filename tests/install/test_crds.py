@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from celmut.install.crds import all_crds, generated_files
+from celmut.kube import global_context_entries as gctx
 from celmut.kube.policy_source import POLICY_KINDS
 from tests.kube.conftest import pods_create
 
@@ -48,6 +49,9 @@ def test_each_crd_has_one_storage_version_and_a_status_subresource_where_celmut_
     crd = CRDS[kind]
     versions = crd["spec"]["versions"]
     assert [v["storage"] for v in versions].count(True) == 1
+    if kind == "GlobalContextEntry":  # not a policy: celmut.kube.global_context writes its status
+        assert all("subresources" in version for version in versions)
+        return
     watched = next(spec for spec in POLICY_KINDS if spec.kind == kind)
     for version in versions:
         assert ("subresources" in version) == bool(watched.conditions_at), version["name"]
@@ -55,7 +59,10 @@ def test_each_crd_has_one_storage_version_and_a_status_subresource_where_celmut_
 
 def test_plural_names_versions_and_scopes_match_what_celmut_watches() -> None:
     watched = {spec.kind: spec for spec in POLICY_KINDS if spec.group and not spec.group.endswith("k8s.io")}
-    assert set(watched) == set(CRDS)
+    assert set(watched) | {"GlobalContextEntry"} == set(CRDS)
+    entry = CRDS["GlobalContextEntry"]["spec"]  # watched by celmut.kube.global_context, in a version served
+    assert f"{entry['group']}/{entry['names']['plural']}" == f"{gctx.API_VERSION.split('/')[0]}/{gctx.RESOURCE}"
+    assert gctx.API_VERSION.split("/")[1] in {v["name"] for v in entry["versions"]}
     for kind, spec in watched.items():
         crd = CRDS[kind]["spec"]
         assert (crd["group"], crd["names"]["plural"]) == (spec.group, spec.resource)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from celmut.install.crds import KYVERNO_GROUPS
 from celmut.install.kyverno_crds import kyverno_crds
 from celmut.main import main
 from tests.fakekube import FakeApiServer
@@ -49,7 +50,8 @@ def installed_by(release: str, namespace: str) -> list[Obj]:
 def kyvernos_crds() -> list[Obj]:
     """Kyverno's policies.kyverno.io CRDs, as its chart installs them — also what `helm install kyverno
     kyverno/kyverno -n kyverno --take-ownership` leaves of celmut's."""
-    return [kyvernos_crd(kind) for kind in ("MutatingPolicy", "NamespacedMutatingPolicy", "PolicyException")]
+    kinds = ("MutatingPolicy", "NamespacedMutatingPolicy", "PolicyException", "GlobalContextEntry")
+    return [kyvernos_crd(kind) for kind in kinds]
 
 
 def from_manifests() -> list[Obj]:
@@ -62,7 +64,7 @@ def rendered_kyverno_crds(helm: Path, fake: FakeApiServer, tmp_path: Path, *extr
     args = ("--dry-run=server", "--disable-openapi-validation", "--kubeconfig", str(kubeconfig), *extra)
     objects = helm_tool.template(helm, None, *args)
     return [
-        o for o in objects if o["kind"] == "CustomResourceDefinition" and o["spec"]["group"] == "policies.kyverno.io"
+        o for o in objects if o["kind"] == "CustomResourceDefinition" and o["spec"]["group"] in KYVERNO_GROUPS
     ]
 
 
@@ -98,7 +100,7 @@ def test_kyverno_crds_disabled_renders_none_even_on_an_empty_cluster(
 
 def test_helm_template_without_a_cluster_renders_them_for_review(rendered: dict[str, list[Obj]]) -> None:
     crds = [o for o in rendered["default"] if o["kind"] == "CustomResourceDefinition"]
-    assert sorted(o["metadata"]["name"] for o in crds if o["spec"]["group"] == "policies.kyverno.io") == KYVERNO_CRDS
+    assert sorted(o["metadata"]["name"] for o in crds if o["spec"]["group"] in KYVERNO_GROUPS) == KYVERNO_CRDS
 
 
 # --- kubectl: celmut manifests --------------------------------------------------------------------------
@@ -115,7 +117,7 @@ def kyverno_crd_names(objects: list[Obj]) -> list[str]:
     return sorted(
         o["metadata"]["name"]
         for o in objects
-        if o["kind"] == "CustomResourceDefinition" and o["spec"]["group"] == "policies.kyverno.io"
+        if o["kind"] == "CustomResourceDefinition" and o["spec"]["group"] in KYVERNO_GROUPS
     )
 
 

@@ -132,7 +132,10 @@ def test_the_serve_command_connects_with_a_kubeconfig(fake_apiserver: FakeApiSer
         def ready() -> bool:
             nonlocal verify
             if verify is None and (tmp_path / "tls" / "ca.crt").exists():
-                verify = ssl.create_default_context(cafile=str(tmp_path / "tls" / "ca.crt"))
+                try:
+                    verify = ssl.create_default_context(cafile=str(tmp_path / "tls" / "ca.crt"))
+                except ssl.SSLError:  # the file exists but is still being written (a loaded machine)
+                    return False
             if verify is None:
                 return False
             try:

@@ -69,6 +69,33 @@ capabilities:
 {{- end -}}
 
 {{/* The HTTP allow-list of CEL's http.Get/Post, as `serve` and `controller` flags. */}}
+{{- define "celmut.imageArgs" -}}
+{{- with .Values.imageData }}
+{{- range .registries }}
+- --image-registry-allow
+- {{ . | quote }}
+{{- end }}
+{{- range .insecureRegistries }}
+- --image-registry-insecure
+- {{ . | quote }}
+{{- end }}
+{{- if ne (toString .timeoutSeconds) "3" }}
+- --image-timeout
+- {{ .timeoutSeconds | quote }}
+{{- end }}
+{{- if ne (toString .cacheSeconds) "300" }}
+- --image-cache-seconds
+- {{ .cacheSeconds | quote }}
+{{- end }}
+{{- if ne (toString .cacheEntries) "512" }}
+- --image-cache-entries
+- {{ .cacheEntries | quote }}
+{{- end }}
+{{- if .pullSecrets }}
+- --image-pull-secrets
+{{- end }}
+{{- end }}
+{{- end -}}
 {{- define "celmut.httpArgs" -}}
 {{- with .Values.httpAllowList }}
 {{- range .urls }}

@@ -43,8 +43,8 @@ from typing import Any
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import to_cel_value
-from celmut.cel.lookups import LookupFailed, LookupUnavailable, before_blocking
-from celmut.cel.values import no_such_overload
+from celmut.cel.lookups import PULL_SECRETS, LookupFailed, LookupUnavailable, before_blocking
+from celmut.cel.values import no_such_overload, to_plain
 
 LIBRARY = Library("kyverno.image")
 fn, method = LIBRARY.function, LIBRARY.method
@@ -257,6 +257,7 @@ def get_metadata(ctx: Any, function: str, reference: Any) -> Any:
     if provider is None:
         raise LookupUnavailable(f"{function}: no image registry lookup is configured")
     before_blocking(function)
+    token = PULL_SECRETS.set(_pull_secrets(ctx))
     try:
         return to_cel_value(provider.get_metadata(reference))
     except LookupUnavailable:
@@ -264,6 +265,32 @@ def get_metadata(ctx: Any, function: str, reference: Any) -> Any:
     except Exception as ex:  # a provider may fail in any way; report it as a lookup failure
         detail = ex.message if isinstance(ex, CelEvaluationError) else (str(ex) or type(ex).__name__)
         raise LookupFailed(f"{function}({describe(reference)}): failed to get image data: {detail}") from ex
+    finally:
+        PULL_SECRETS.reset(token)
+
+
+def _pull_secrets(ctx: Any) -> tuple[str, tuple[str, ...]] | None:
+    """The namespace and ``imagePullSecrets`` of the object evaluated (a pod, or a pod template of a
+    Deployment, Job, CronJob, …), for a provider reading the registry with them."""
+    variables = getattr(ctx, "vars", None) or {}
+    obj = to_plain(variables.get("object")) if "object" in variables else None
+    if not isinstance(obj, dict):
+        return None
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    if not namespace and "request" in variables:
+        request = to_plain(variables["request"])
+        namespace = str(request.get("namespace") or "") if isinstance(request, dict) else ""
+    spec = obj.get("spec") or {}
+    for _ in range(3):  # pod, template (Deployment, Job, …), jobTemplate (CronJob)
+        if not isinstance(spec, dict):
+            return None
+        if "imagePullSecrets" in spec or "containers" in spec:
+            break
+        outer = spec.get("jobTemplate") if "jobTemplate" in spec else spec.get("template")
+        spec = (outer or {}).get("spec") if isinstance(outer, dict) else None
+    secrets = spec.get("imagePullSecrets") if isinstance(spec, dict) else None
+    names = tuple(str(s.get("name")) for s in secrets or [] if isinstance(s, dict) and s.get("name"))
+    return (namespace, names) if names else None
 
 
 @fn("image.GetMetadata", ("string",), "dyn", context=True, pure=False)

@@ -138,3 +138,46 @@ def test_get_metadata_without_registry(expression: str) -> None:
 )
 def test_kubernetes_profile_has_no_image_library(expression: str) -> None:
     check_case(expression, Err("compile", "undeclared reference"), profile="kubernetes")
+
+
+class SecretsSeen:
+    """A provider recording the pull secrets ``image.GetMetadata`` hands it (celmut.cel.lookups.PULL_SECRETS)."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def get_metadata(self, reference: str) -> dict[str, Any]:
+        from celmut.cel.lookups import PULL_SECRETS
+
+        self.seen.append(PULL_SECRETS.get())
+        return {"image": reference}
+
+
+def _pod_spec() -> dict[str, Any]:
+    return {"containers": [{"name": "app", "image": "ghcr.io/org/app:1"}], "imagePullSecrets": [{"name": "regcred"}]}
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        ({"metadata": {"namespace": "shop"}, "spec": _pod_spec()}, ("shop", ("regcred",))),  # a Pod
+        (  # a Deployment: its pod template's secrets
+            {"metadata": {"namespace": "shop"}, "spec": {"template": {"spec": _pod_spec()}}},
+            ("shop", ("regcred",)),
+        ),
+        (  # a CronJob: jobTemplate → template
+            {"metadata": {"namespace": "shop"}, "spec": {"jobTemplate": {"spec": {"template": {"spec": _pod_spec()}}}}},
+            ("shop", ("regcred",)),
+        ),
+        ({"metadata": {"namespace": "shop"}, "spec": {"containers": []}}, None),  # no pull secrets: anonymous
+    ],
+)
+def test_get_metadata_hands_the_provider_the_objects_pull_secrets(obj: dict[str, Any], expected: Any) -> None:
+    provider = SecretsSeen()
+    check_case(
+        'image.GetMetadata("ghcr.io/org/app:1").image',
+        "ghcr.io/org/app:1",
+        services=Services(images=provider),
+        object=obj,
+    )
+    assert provider.seen == [expected]
