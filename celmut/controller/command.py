@@ -24,6 +24,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from celmut.controller import webhook_flags
 from celmut.service import flags
 
 log = logging.getLogger("celmut.controller")
@@ -80,6 +81,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "MutatingPolicy celmut serves, so that Kyverno skips it (Kyverno must have policy exceptions on and "
         "read NS); default: none",
     )
+    webhook_flags.add_flags(p)
     flags.add_log_level(p)
     flags.add_engine_and_http(p)
     p.set_defaults(run=run)
@@ -106,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
         tls = TlsConfig.from_environment(os.environ)
+        webhook_rules = webhook_flags.rules_config(args)
         cluster = Cluster.connect(args.kubeconfig)
     except (ValueError, ClusterError) as ex:
         print(f"error: {ex}", file=sys.stderr)
@@ -127,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         policy_selector=args.policy_selector,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         http_policy=http_policy,
+        webhook_rules=webhook_rules,
     )
     controller = Controller(config, cluster)
     if args.dry_run:

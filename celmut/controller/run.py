@@ -44,6 +44,7 @@ from celmut.controller.triggers import (
     trigger_resources,
 )
 from celmut.controller.unresolved import UnresolvedTargets
+from celmut.controller.webhook_rules import WebhookRulesConfig, WebhookRulesWriter
 from celmut.controller.workqueue import TokenBucket, WorkQueue
 from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.kyverno_exceptions import KyvernoExceptions
@@ -95,6 +96,7 @@ class ControllerConfig:
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
     page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
     http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
+    webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
 
 
 class Controller:
@@ -179,6 +181,12 @@ class Controller:
             if self.policy_source is not None and not config.dry_run
             else None
         )
+        # webhook.managedRules: the leader keeps the MutatingWebhookConfiguration in line with the policies.
+        self.webhook_rules = (
+            WebhookRulesWriter(cluster, config.webhook_rules)
+            if config.webhook_rules is not None and not config.dry_run
+            else None
+        )
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
 
@@ -222,6 +230,8 @@ class Controller:
             self.sync_kyverno_exceptions()
         if (reloaded or (self.generator is not None and self.generator.due())) and self.is_leader():
             self.sync_admission_policies()
+        if (reloaded or (self.webhook_rules is not None and self.webhook_rules.due())) and self.is_leader():
+            self.sync_webhook_rules()
         engine = self.store.engine
         if engine is None or (self._loaded is not None and self._loaded.all is engine):
             return []
@@ -253,6 +263,15 @@ class Controller:
             for action, names in vars(outcome).items():
                 if names:
                     self.metrics.generated.labels(action).inc(len(names))
+
+    def sync_webhook_rules(self) -> None:
+        """The leader writes the webhook configuration the loaded policies need (never before the cluster's
+        policies are all listed: an empty list then would drop every rule)."""
+        engine, writer = self.store.engine, self.webhook_rules
+        if engine is None or writer is None or (self.policy_source is not None and not self.policy_source.synced()):
+            return
+        if writer.sync(engine.policies, self.policy_source):
+            self.metrics.webhook_configuration_writes.inc()
 
     def _watch_triggers(self, api_version: str, resource: str) -> None:
         cache = self.caches.cache(api_version, resource, wait=False)
@@ -305,6 +324,7 @@ class Controller:
         if leading:
             self.sync_kyverno_exceptions()
             self.sync_admission_policies()
+            self.sync_webhook_rules()
             self.scan(reason="leader")
 
     # --- workers ---------------------------------------------------------------------------------

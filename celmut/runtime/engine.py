@@ -39,7 +39,7 @@ from celmut.cel.costs import json_nbytes
 from celmut.cel.evalcontext import DEFAULT_TIMEOUT_SECONDS
 from celmut.compile.compiled import CompiledException, CompiledExpression, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import decode, matching, mutations, ownership
-from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, request_key
+from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, in_group, request_key
 from celmut.runtime.failures import DecodeFailure, MutationError, ParamError, PolicyFailure
 from celmut.runtime.mutated_by import Recorder
 from celmut.runtime.params import resolve_params
@@ -190,12 +190,10 @@ class AdmissionEngine:
         return AdmissionResult(True, original, current, patch, outcomes, "", warnings, audit)
 
     def _policies_for(self, request: AdmissionInput, failure_policy: str | None) -> Sequence[CompiledPolicy]:
-        """The admission policies to visit, in order (``failure_policy``: only those with it)."""
+        """The admission policies to visit, in order (``failure_policy``: only those of that webhook group)."""
         if not self.options.report_unselected:
             return self.index.candidates(request_key(request), failure_policy)
-        return [
-            p for p in self.policies if admits(p) and (failure_policy is None or p.failure_policy == failure_policy)
-        ]
+        return [p for p in self.policies if admits(p) and in_group(p, failure_policy)]
 
     # --- per policy ----------------------------------------------------------------------------------
 
