@@ -105,7 +105,7 @@ class WebhookRulesWriter:
         try:
             role = self.cluster.get("rbac.authorization.k8s.io/v1", "clusterroles", "", name)
         except NotFound:
-            log.warning("the owner ClusterRole is missing: configuration not written", extra={"name": name})
+            log.warning("the owner ClusterRole is missing: configuration not written", extra={"configuration": name})
             return None
         uid = (role.get("metadata") or {}).get("uid")
         return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": name, "uid": uid}]
@@ -146,13 +146,13 @@ class WebhookRulesWriter:
         except NotFound:
             self.cluster.create(*CONFIGURATIONS, "", desired)
             self.writes += 1
-            log.info("webhook configuration created", extra={"name": self.config.name})
+            log.info("webhook configuration created", extra={"configuration": self.config.name})
             return True
         meta = current.get("metadata") or {}
         if (meta.get("labels") or {}).get(managed_webhooks.MANAGED_LABEL[0]) != managed_webhooks.MANAGED_LABEL[1]:
             log.warning(
                 "a MutatingWebhookConfiguration of that name is not the controller's: left alone until removed",
-                extra={"name": self.config.name},
+                extra={"configuration": self.config.name},
             )
             return False
         _carry_over(current, desired)
@@ -161,7 +161,7 @@ class WebhookRulesWriter:
         desired["metadata"]["resourceVersion"] = meta.get("resourceVersion")
         self.cluster.replace(*CONFIGURATIONS, "", self.config.name, desired)
         self.writes += 1
-        log.info("webhook configuration updated", extra={"name": self.config.name})
+        log.info("webhook configuration updated", extra={"configuration": self.config.name})
         return True
 
     def _report(self, unregistered: list[managed_webhooks.Unregistered], source: ClusterPolicySource | None) -> None:
