@@ -47,6 +47,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     webhook_flags.add_namespace_exclusions(p)
     p.add_argument("--namespace-selector", metavar="SELECTOR", help="only namespaces it selects (a LabelSelector)")
     p.add_argument(
+        "--static-rules",
+        action="store_true",
+        help="render the webhook configuration with the chart's static rules (webhook.managedRules: false); "
+        "default: the controller writes it from the policies",
+    )
+    p.add_argument(
         "--kyverno-crds",
         choices=KYVERNO_CRD_CHOICES,
         default="auto",
@@ -150,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         excluded_namespaces=excluded,
         fail_excluded_namespaces=fail_excluded,
         namespace_selector=namespace_selector,
+        managed_rules=not args.static_rules,
     )
     print(yaml.safe_dump_all(manifests(options), sort_keys=False, width=120), end="")
     return EXIT_OK

@@ -20,7 +20,12 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     group.add_argument("--webhook-reinvocation-policy", choices=REINVOCATION_POLICIES, default="Never")
     group.add_argument("--webhook-timeout", type=int, default=10, help="timeoutSeconds (1-30, default 10)")
     group.add_argument("--webhook-exclude-namespace", action="append", default=[], metavar="NS")
-    group.add_argument("--webhook-fail-exclude-namespace", action="append", metavar="NS", help="default kube-system")
+    group.add_argument(
+        "--webhook-fail-exclude-namespace",
+        action="append",
+        metavar="NS[,NS]",
+        help="never sent to the webhooks whose call fails closed (default kube-system; '' for none)",
+    )
     group.add_argument("--webhook-namespace-selector", metavar="SELECTOR", help="a LabelSelector as JSON/YAML")
     group.add_argument(
         "--webhook-owner-clusterrole",
@@ -43,9 +48,8 @@ def rules_config(args: argparse.Namespace) -> WebhookRulesConfig | None:
         if not sep or not key:
             raise ValueError(f"--webhook-annotation {item!r}: give KEY=VALUE")
         annotations[key] = value
-    fail_excluded = args.webhook_fail_exclude_namespace
-    if fail_excluded is None:
-        fail_excluded = ["kube-system"]
+    given = args.webhook_fail_exclude_namespace
+    fail_excluded = ["kube-system"] if given is None else [n for item in given for n in item.split(",")]
     settings = WebhookSettings(
         service=(args.webhook_service, args.webhook_namespace),
         own_namespace=args.webhook_namespace,

@@ -91,7 +91,8 @@ def test_kyverno_exceptions_off_maps_to_the_chart_value(helm: Path, capsys: pyte
 
 
 def test_the_namespace_comes_first_and_the_webhook_configuration_last(capsys: pytest.CaptureFixture[str]) -> None:
-    objects = printed(capsys, "--namespace", "tools")
+    assert "MutatingWebhookConfiguration" not in [o["kind"] for o in printed(capsys)]  # the controller writes it
+    objects = printed(capsys, "--namespace", "tools", "--static-rules")
     assert (objects[0]["kind"], objects[0]["metadata"]["name"]) == ("Namespace", "tools")
     kinds = [o["kind"] for o in objects]
     assert (
@@ -102,8 +103,13 @@ def test_the_namespace_comes_first_and_the_webhook_configuration_last(capsys: py
     assert all(o["metadata"].get("namespace", "tools") == "tools" for o in objects)
 
 
+def test_static_rules_map_to_the_chart_value(helm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = helm_tool.template(helm, None, "--set", "webhook.managedRules=false")
+    assert by_key(chart) == by_key(printed(capsys, "--static-rules"))
+
+
 def test_every_built_in_object_is_valid_for_kubernetes() -> None:
-    for obj in manifests(InstallOptions()):
+    for obj in [*manifests(InstallOptions()), *manifests(InstallOptions(managed_rules=False))]:
         if obj["kind"] != "CustomResourceDefinition":
             kubernetes_validate.validate(obj, "1.27", strict=True)
 

@@ -54,7 +54,9 @@ def by_name(config: Obj) -> dict[str, Obj]:
 
 
 def chart_webhooks(helm: Path, *values: str, release: str = "celmut", namespace: str = "celmut") -> list[Obj]:
-    objects = helm_tool.template(helm, None, *values, release=release, namespace=namespace)
+    objects = helm_tool.template(
+        helm, None, "--set", "webhook.managedRules=false", *values, release=release, namespace=namespace
+    )
     (config,) = [o for o in objects if o["kind"] == "MutatingWebhookConfiguration"]
     return list(config["webhooks"])
 
