@@ -82,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "read NS); default: none",
     )
     webhook_flags.add_flags(p)
+    flags.add_preset_failure_policy(p)
     flags.add_log_level(p)
     flags.add_engine_and_http(p)
     p.set_defaults(run=run)
@@ -131,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         http_policy=http_policy,
         webhook_rules=webhook_rules,
+        preset_failure_policy=args.preset_failure_policy,
     )
     controller = Controller(config, cluster)
     if args.dry_run:

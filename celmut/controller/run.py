@@ -97,6 +97,7 @@ class ControllerConfig:
     page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
     http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
     webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
+    preset_failure_policy: str | None = None  # the presets' failurePolicy (the chart's webhook.failurePolicy)
 
 
 class Controller:
@@ -123,6 +124,7 @@ class Controller:
             timeout_seconds=config.timeout_seconds,
             opt_out=OwnerOptOut(self.caches, config.opt_out_label),
             report_unselected=False,  # drift passes visit only the policies that may select a pod
+            preset_failure_policy=config.preset_failure_policy,
         )
         self.store = PolicyStore(sources, settings)
         self.metrics = ControllerMetrics()

@@ -134,6 +134,8 @@ def webhook_deployment(o: InstallOptions) -> Obj:
     args += ["--background-user", f"system:serviceaccount:{o.namespace}:{o.controller_account}"]
     args += ["--timeout", str(o.timeout_seconds), "--opt-out-label", o.opt_out_label]
     args += ["--policy-selector", o.policy_selector]
+    if o.failure_policy == "Fail":  # the presets follow webhook.failurePolicy
+        args += ["--preset-failure-policy", "Fail"]
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     container = {
         "name": "webhook",
@@ -177,6 +179,8 @@ def controller_deployment(o: InstallOptions) -> Obj:
     args += ["--opt-out-label", o.opt_out_label, "--policy-selector", o.policy_selector]
     if o.kyverno_exceptions:
         args += ["--kyverno-exceptions-namespace", o.exceptions_namespace]
+    if o.failure_policy == "Fail":
+        args += ["--preset-failure-policy", "Fail"]
     if o.managed_rules:
         args += managed_rules_args(o)
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]

@@ -38,6 +38,7 @@ class EngineSettings:
     # Report a skip for every policy whose rules do not name the request's kind (the CLI's detailed
     # results); the webhook and the controller visit only the candidates (runtime/candidates.py).
     report_unselected: bool = True
+    preset_failure_policy: str | None = None  # the chart's webhook.failurePolicy for the presets' policies
 
 
 def is_crd(content: object) -> bool:

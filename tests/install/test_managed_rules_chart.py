@@ -54,5 +54,7 @@ def test_every_webhook_value_reaches_the_controller(helm: Path) -> None:
         opt_out_label="skip-me",
     )
     assert config.owner_cluster_role == "tools-celmut-controller"
+    for deployment in ("tools-celmut-webhook", "tools-celmut-controller"):  # item 4: the presets follow it too
+        assert parsed_args(container(objects, deployment)["args"]).preset_failure_policy == "Fail"
     none = helm_tool.template(helm, None, "--set-json", "webhook.failExcludedNamespaces=[]")
     assert managed_settings(none)[0].settings.fail_excluded_namespaces == ()

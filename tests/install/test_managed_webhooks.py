@@ -133,3 +133,30 @@ def test_background_only_policies_register_nothing() -> None:
         evaluation={"admission": {"enabled": False}, "mutateExisting": {"enabled": True}},
     )
     assert plan(compiled(only), SETTINGS).configuration["webhooks"] == []
+
+
+PODMUTATION = {
+    "apiVersion": "pod-mutations.cast.ai/v1",
+    "kind": "PodMutation",
+    "metadata": {"name": "team-labels"},
+    "spec": {
+        "filter": {"workload": {"namespaces": ["shop"]}},
+        "patches": [{"op": "add", "path": "/metadata/labels/team", "value": "shop"}],
+    },
+}
+
+
+def test_presets_are_served_by_the_webhook_whose_call_failure_policy_the_chart_sets() -> None:
+    """Issue 27 item 4, as CAST AI's chart: webhook.failurePolicy Fail makes a failed call reject the pods the
+    presets mutate (the presets compile with that failurePolicy, so the webhook serving them fails closed);
+    the default Ignore leaves them where they were."""
+    strict = WebhookSettings(service=("celmut", "celmut"), own_namespace="celmut", failure_policy="Fail")
+    for chart, webhook, call in (
+        ("Fail", "fail.mutate.celmut.io", "Fail"),
+        (None, "ignore.mutate.celmut.io", "Ignore"),
+    ):
+        compilation = compile_documents([Document("pm.yaml", 0, PODMUTATION)], preset_failure_policy=chart)
+        assert not compilation.errors
+        (found,) = plan(compilation.compiled.policies, strict).configuration["webhooks"]
+        assert (found["name"], found["failurePolicy"]) == (webhook, call)
+        assert {r for rule in found["rules"] for r in rule["resources"]} >= {"pods"}
