@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         configuration = webhook_configuration(buckets, settings, name=args.name)
     else:
         configuration = managed_webhooks.plan(policies, settings, name=args.name).configuration
-    if not configuration["webhooks"]:
+    if not any(webhook["rules"] for webhook in configuration["webhooks"]):
         print(
             f"error: refusing to print an empty configuration: no policy in {', '.join(args.policies)} runs at "
             "admission (use --from-cluster for a webhook serving cluster policies)",

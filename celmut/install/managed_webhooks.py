@@ -94,7 +94,7 @@ class Unregistered:
 class Plan:
     """The configuration to write, and the policies whose rules could not all be registered."""
 
-    configuration: Obj  # no policy at admission: no webhooks (the object stays, empty)
+    configuration: Obj  # no policy at admission: the two default webhooks with no rules
     unregistered: list[Unregistered] = field(default_factory=list)
 
 
@@ -134,6 +134,8 @@ def _split_served(rule: Obj, served: Served | None) -> tuple[Obj | None, list[st
 def _shared_selector(policies: Sequence[CompiledPolicy], attribute: str) -> Obj:
     """The selector every policy of a group has (``{}`` when they differ or have none)."""
     selectors = [getattr(p.match, attribute) for p in policies]
+    if not selectors:
+        return {}
     first = selectors[0]
     if first.is_empty or any(s != first for s in selectors[1:]):
         return {}
@@ -199,7 +201,10 @@ def plan(
     metadata: Mapping[str, Any] | None = None,
 ) -> Plan:
     """The configuration serving ``policies`` (those that run at admission), in a stable order."""
-    groups: dict[GroupKey, list[CompiledPolicy]] = {}
+    # Both default webhooks always, with no rules when no policy needs one (they then match nothing): the
+    # MutatingAdmissionPolicy generator copies their selectors (celmut.controller.generator), and the
+    # object keeps its shape as policies come and go.
+    groups: dict[GroupKey, list[CompiledPolicy]] = {GroupKey("Fail"): [], GroupKey("Ignore"): []}
     for policy in admission_policies(policies):
         groups.setdefault(group_of(policy), []).append(policy)
     unregistered: dict[tuple[str, str, str], set[str]] = {}
@@ -215,7 +220,7 @@ def plan(
                 if kept is not None:  # scope as the API server defaults it: the stored object compares equal
                     kept = {**kept, "scope": kept.get("scope", "*")}
                     rules.setdefault(_rule_key(kept), kept)
-        if rules:
+        if rules or (key.timeout_seconds is None and key.match_policy == "Equivalent"):
             webhooks.append(_webhook(key, members, [rules[k] for k in sorted(rules)], settings))
     reports = [Unregistered(k, ns, n, tuple(sorted(r))) for (k, ns, n), r in sorted(unregistered.items())]
     meta: Obj = {"name": name, **dict(metadata or {})}

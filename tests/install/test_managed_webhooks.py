@@ -41,7 +41,9 @@ def compiled(*documents: Obj) -> list[Any]:
 
 
 def webhooks(*documents: Obj, served: Any = None) -> dict[str, Obj]:
-    return {w["name"]: w for w in plan(compiled(*documents), SETTINGS, served=served).configuration["webhooks"]}
+    """The webhooks with rules (the two default ones are always there, with none when nothing needs them)."""
+    found = plan(compiled(*documents), SETTINGS, served=served).configuration["webhooks"]
+    return {w["name"]: w for w in found if w["rules"]}
 
 
 def test_groups_per_failure_policy_and_timeout_each_on_its_own_path() -> None:
@@ -111,7 +113,7 @@ def test_a_resource_not_served_is_left_out_and_reported_never_widened() -> None:
         SETTINGS,
         served=lambda g, v, r: (g, v, r) in served,
     )
-    (webhook,) = result.configuration["webhooks"]
+    (webhook,) = [w for w in result.configuration["webhooks"] if w["rules"]]
     assert [r["resources"] for r in webhook["rules"]] == [["configmaps"]]
     assert [(u.name, u.resources) for u in result.unregistered] == [("a", ("v1/gizmos",)), ("b", ("v1/gizmos",))]
     assert "v1/gizmos not served" in result.unregistered[0].message
@@ -132,7 +134,9 @@ def test_background_only_policies_register_nothing() -> None:
         ["CREATE"],
         evaluation={"admission": {"enabled": False}, "mutateExisting": {"enabled": True}},
     )
-    assert plan(compiled(only), SETTINGS).configuration["webhooks"] == []
+    found = plan(compiled(only), SETTINGS).configuration["webhooks"]
+    assert [(w["name"], w["rules"]) for w in found] == [("fail.mutate.celmut.io", []), ("ignore.mutate.celmut.io", [])]
+    assert found[0]["namespaceSelector"]["matchExpressions"][0]["values"] == ["celmut", "kube-system"]  # MAPs copy it
 
 
 PODMUTATION = {
@@ -157,6 +161,6 @@ def test_presets_are_served_by_the_webhook_whose_call_failure_policy_the_chart_s
     ):
         compilation = compile_documents([Document("pm.yaml", 0, PODMUTATION)], preset_failure_policy=chart)
         assert not compilation.errors
-        (found,) = plan(compilation.compiled.policies, strict).configuration["webhooks"]
+        (found,) = [w for w in plan(compilation.compiled.policies, strict).configuration["webhooks"] if w["rules"]]
         assert (found["name"], found["failurePolicy"]) == (webhook, call)
         assert {r for rule in found["rules"] for r in rule["resources"]} >= {"pods"}
