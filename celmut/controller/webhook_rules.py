@@ -71,6 +71,7 @@ class WebhookRulesWriter:
         self.writes = 0  # creates and replaces issued (a metric, and what the burst test bounds)
         self._next = 0.0
         self._reported: dict[tuple[str, str, str], str] = {}  # policy -> message reported (once per change)
+        self._foreign = False  # an object of that name is someone else's (logged once)
 
     def due(self) -> bool:
         return time.monotonic() >= self._next
@@ -150,11 +151,14 @@ class WebhookRulesWriter:
             return True
         meta = current.get("metadata") or {}
         if (meta.get("labels") or {}).get(managed_webhooks.MANAGED_LABEL[0]) != managed_webhooks.MANAGED_LABEL[1]:
-            log.warning(
-                "a MutatingWebhookConfiguration of that name is not the controller's: left alone until removed",
-                extra={"configuration": self.config.name},
-            )
+            if not self._foreign:  # once, not at every resync
+                log.warning(
+                    "a MutatingWebhookConfiguration of that name is not the controller's: left alone until removed",
+                    extra={"configuration": self.config.name},
+                )
+            self._foreign = True
             return False
+        self._foreign = False
         _carry_over(current, desired)
         if _comparable(current) == _comparable(desired):
             return False
