@@ -55,11 +55,22 @@ class WebhookRulesConfig:
     resync_seconds: float = 5.0  # look again unprompted (a CRD installed, someone else's object removed)
 
 
+def _pruned(value: Any) -> Any:
+    """``value`` without empty lists, maps and nulls: the API server leaves ``omitempty`` fields out (an
+    empty ``rules`` comes back absent), which must not read as a difference and a write at every resync."""
+    if isinstance(value, Mapping):
+        pruned = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in (None, [], {})}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
 def _comparable(obj: Mapping[str, Any]) -> tuple[Any, ...]:
     meta = obj.get("metadata") or {}
     owners = [{k: r.get(k) for k in ("apiVersion", "kind", "name", "uid")} for r in meta.get("ownerReferences") or []]
     label = (meta.get("labels") or {}).get(managed_webhooks.MANAGED_LABEL[0])
-    return label, meta.get("annotations") or {}, owners, obj.get("webhooks") or []
+    return label, meta.get("annotations") or {}, owners, _pruned(obj.get("webhooks") or [])
 
 
 class WebhookRulesWriter:
