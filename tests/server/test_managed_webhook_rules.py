@@ -364,3 +364,40 @@ def test_a_configuration_of_that_name_that_is_not_the_controllers_is_left_alone(
         assert configuration(fake)["webhooks"] == []  # type: ignore[index]
         fake.store.delete(MWC, "celmut")  # Helm removes it after the upgrade
         eventually(lambda: registered(fake) != set(), timeout=15, what="the controller's own configuration")
+
+
+def append(key: str, suffix: str) -> str:
+    """Appends ``suffix`` to annotation ``key``: applied twice, the value shows it."""
+    return (
+        f'!has(object.metadata.annotations) ? [JSONPatch{{op: "add", path: "/metadata/annotations", value: {{"{key}": "{suffix}"}}}}] : '
+        f'[JSONPatch{{op: "add", path: "/metadata/annotations/{key}", '
+        f'value: ("{key}" in object.metadata.annotations ? object.metadata.annotations["{key}"] : "") + "{suffix}"}}]'
+    )
+
+
+def test_a_request_two_webhooks_match_is_mutated_once_by_each_policy(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """A policy with its own webhookConfiguration.timeoutSeconds gets a webhook of that timeout (Kyverno's
+    fine-grained webhooks); both webhooks match a ConfigMap CREATE, and each runs only its own policy."""
+    fake = with_policy_crds(fake_apiserver)
+    configmaps = rule("", "v1", "configmaps", "CREATE")
+    fake.store.create(mutating_policy("plain", configmaps, append("trail", "p")))
+    fake.store.create(
+        mutating_policy("timed", configmaps, append("trail", "t"), webhookConfiguration={"timeoutSeconds": 4})
+    )
+    with managed(fake, tmp_path) as (servers, _):
+        wait_for_policies(servers, "plain", "timed")
+        wanted = {
+            ("fail.mutate.celmut.io", "configmaps", "CREATE"),
+            ("fail-timeout-4.mutate.celmut.io", "configmaps", "CREATE"),
+        }
+        eventually(lambda: registered(fake) == wanted, timeout=15, what="two webhooks")
+        timed = next(w for w in configuration(fake)["webhooks"] if w["name"].startswith("fail-timeout-4"))  # type: ignore[index]
+        assert timed["timeoutSeconds"] == 4 and timed["clientConfig"]["service"]["path"] == "/mutate/fail/timeout-4"
+        cluster = client(fake, tmp_path)
+        try:
+            made = cluster.create("v1", "configmaps", "default", {"metadata": {"name": "c"}})
+        finally:
+            cluster.close()
+    assert made["metadata"]["annotations"]["trail"] == "pt"  # each policy once, in webhook order
