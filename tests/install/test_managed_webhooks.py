@@ -128,6 +128,8 @@ def test_autogen_targets_are_registered_but_never_replicasets() -> None:
 
 
 def test_background_only_policies_register_nothing() -> None:
+    """kyverno pkg/controllers/webhook/mpol_test.go TestGetMutatingPoliciesExcludesAdmissionDisabled
+    (kyverno#16090): an admission-disabled MutatingPolicy is never registered, mutateExisting or not."""
     only = policy(
         "a",
         ["configmaps"],
