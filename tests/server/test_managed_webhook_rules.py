@@ -99,7 +99,7 @@ def registered(fake: FakeApiServer) -> set[tuple[str, str, str]]:
 
 @contextmanager
 def managed(
-    fake: FakeApiServer, tmp_path: Path, *, controllers: int = 1, **settings: Any
+    fake: FakeApiServer, tmp_path: Path, *, controllers: int = 1, webhooks: int = 1, **settings: Any
 ) -> Iterator[tuple[list[RunningServer], list[Controller]]]:
     """celmut's webhook (one replica) behind its Service, and ``controllers`` controllers managing the
     configuration, owned by the chart's controller ClusterRole; no configuration is installed by hand."""
@@ -110,7 +110,7 @@ def managed(
         )
     (tmp_path / "none").mkdir(exist_ok=True)
     with ExitStack() as stack:
-        servers = stack.enter_context(celmut_in_cluster(fake, tmp_path, create_configuration=False))
+        servers = stack.enter_context(celmut_in_cluster(fake, tmp_path, replicas=webhooks, create_configuration=False))
         webhook = WebhookSettings(ca_bundle=servers[0].ca_file.read_bytes(), **settings)
         rules = WebhookRulesConfig(webhook, owner_cluster_role=OWNER, resync_seconds=0.2)
         running_controllers = [
@@ -282,7 +282,7 @@ def test_two_controllers_and_a_leader_change_converge_on_one_configuration(
 ) -> None:
     fake = with_policy_crds(fake_apiserver)
     fake.store.create(mutating_policy("cm", rule("", "v1", "configmaps", "CREATE"), add_label("a")))
-    with managed(fake, tmp_path, controllers=2) as (_, controllers):
+    with managed(fake, tmp_path, controllers=2, webhooks=2) as (servers, controllers):
         eventually(
             lambda: registered(fake) == {("fail.mutate.celmut.io", "configmaps", "CREATE")},
             timeout=15,
@@ -296,6 +296,13 @@ def test_two_controllers_and_a_leader_change_converge_on_one_configuration(
         eventually(standby.is_leader, timeout=15, what="the standby to take over")
         wanted = {("fail.mutate.celmut.io", "configmaps", "CREATE"), ("fail.mutate.celmut.io", "services", "DELETE")}
         eventually(lambda: registered(fake) == wanted, timeout=15, what="the new leader's configuration")
+        wait_for_policies(servers, "cm")
+        cluster = client(fake, tmp_path)
+        try:  # both webhook replicas behind the Service serve what the configuration sends
+            made = [cluster.create("v1", "configmaps", "default", {"metadata": {"name": f"c{i}"}}) for i in range(2)]
+        finally:
+            cluster.close()
+        assert [m["metadata"]["labels"] for m in made] == [{"a": "yes"}, {"a": "yes"}]
     configurations = [c for c in fake.store.list(MWC)]
     assert len(configurations) == 1
     assert [w["name"] for w in configurations[0]["webhooks"]] == ["fail.mutate.celmut.io", "ignore.mutate.celmut.io"]
