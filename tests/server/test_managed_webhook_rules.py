@@ -263,7 +263,9 @@ def test_a_burst_of_100_policy_changes_gives_a_bounded_number_of_writes(
             fake.store.update(policy)
         wanted = {("fail.mutate.celmut.io", "configmaps", "CREATE"), ("fail.mutate.celmut.io", "secrets", "CREATE")}
         eventually(lambda: registered(fake) == wanted, timeout=30, what="the burst's rules")
-        eventually(lambda: controller.store.engine is not None and len(controller.store.engine.policies) == 50)
+        eventually(
+            lambda: controller.store.engine is not None and len(controller.store.engine.policies) == 50, timeout=30
+        )
         settled = writer.writes
         print(f"\n[managed webhook rules] {settled} writes for 100 policy changes")
         assert settled <= 3, f"{settled} writes for 100 changes: the create, then one per distinct rule set"
@@ -366,7 +368,7 @@ def test_a_configuration_of_that_name_that_is_not_the_controllers_is_left_alone(
     fake.store.create(mutating_policy("cm", rule("", "v1", "configmaps", "CREATE"), add_label("a")))
     with managed(fake, tmp_path) as (_, [controller]):
         wait_for_policies([], "cm")
-        eventually(lambda: controller.store.engine is not None and controller.store.engine.policies)
+        eventually(lambda: controller.store.engine is not None and controller.store.engine.policies, timeout=15)
         controller.sync_webhook_rules()
         assert configuration(fake)["webhooks"] == []  # type: ignore[index]
         fake.store.delete(MWC, "celmut")  # Helm removes it after the upgrade
