@@ -55,6 +55,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "they hold the policies)",
     )
     p.add_argument(
+        "--static-rules",
+        action="store_true",
+        help="render the webhook configuration with the chart's static rules (webhook.managedRules: false); "
+        "default: the controller writes it from the policies",
+    )
+    p.add_argument(
         "--kyverno-crds",
         choices=KYVERNO_CRD_CHOICES,
         default="auto",
@@ -158,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         excluded_namespaces=excluded,
         fail_excluded_namespaces=fail_excluded,
         namespace_selector=namespace_selector,
+        managed_rules=not args.static_rules,
     )
     printed = crd_manifests(options) if args.crds else manifests(options)
     print(yaml.safe_dump_all(printed, sort_keys=False, width=120), end="")

@@ -2,8 +2,10 @@
 
 ``--from-cluster`` (the webhook runs ``celmut serve --from-cluster``): both webhooks, with the rules the
 kinds read from the cluster need (pods for the presets, the pod controllers for autogen) plus those of
-any ``--policies``; exactly what the Helm chart renders for the same settings. ``--policies`` alone: one
-webhook per failurePolicy present, with the policies' rules. The Service (``--service``/``--namespace``,
+any ``--policies``; exactly what the Helm chart renders with ``webhook.managedRules: false``.
+``--policies`` alone: exactly what the controller writes for those policies with ``webhook.managedRules``
+(the chart's default; :mod:`celmut.install.managed_webhooks`): one webhook per failurePolicy and
+timeoutSeconds present, with the policies' rules. The Service (``--service``/``--namespace``,
 default ``celmut``/``celmut``, as the chart) or ``--url``; ``--ca-bundle`` (omitted: injected later by
 celmut's controller or cert-manager). The chart's defaults: the Fail webhook ignores call failures
 (``--failure-policy``), celmut's namespace never and kube-system never by the Fail webhook
@@ -24,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from celmut.cli import webhook_flags
+from celmut.install import managed_webhooks
 from celmut.install.webhook_config import (
     DEFAULT_RULES,
     Bucket,
@@ -31,7 +34,6 @@ from celmut.install.webhook_config import (
     admission_policies,
     chart_buckets,
     parse_label_selector,
-    policy_buckets,
     policy_rules,
     webhook_configuration,
 )
@@ -136,17 +138,18 @@ def run(args: argparse.Namespace) -> int:
                 print(f"error: {error}", file=sys.stderr)
             return EXIT_BAD_INPUT
         policies = compilation.compiled.policies
-    buckets: list[Bucket]
+    buckets: list[Bucket] = []
     if args.from_cluster:
         buckets = chart_buckets(settings, policy_rules(admission_policies(policies), DEFAULT_RULES))
+        configuration = webhook_configuration(buckets, settings, name=args.name)
     else:
-        buckets = policy_buckets(policies, settings)
-    if not buckets:
+        configuration = managed_webhooks.plan(policies, settings, name=args.name).configuration
+    if not any(webhook["rules"] for webhook in configuration["webhooks"]):
         print(
             f"error: refusing to print an empty configuration: no policy in {', '.join(args.policies)} runs at "
             "admission (use --from-cluster for a webhook serving cluster policies)",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    print(yaml.safe_dump(webhook_configuration(buckets, settings, name=args.name), sort_keys=False), end="")
+    print(yaml.safe_dump(configuration, sort_keys=False), end="")
     return EXIT_OK

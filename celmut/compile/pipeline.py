@@ -36,11 +36,16 @@ class Compilation:
 
 
 def compile_documents(
-    documents: Iterable[Document], backend: str | None = None, *, skip_unsupported: bool = False
+    documents: Iterable[Document],
+    backend: str | None = None,
+    *,
+    skip_unsupported: bool = False,
+    preset_failure_policy: str | None = None,
 ) -> Compilation:
     """Expand presets into policies, then parse and compile every policy; a document that is neither
-    a policy, a preset nor a CRD is an error, or with ``skip_unsupported`` only listed."""
-    expanded, preset_errors = presets.expand(documents)
+    a policy, a preset nor a CRD is an error, or with ``skip_unsupported`` only listed.
+    ``preset_failure_policy``: the failurePolicy of the presets' policies (default their own, Ignore)."""
+    expanded, preset_errors = presets.expand(documents, failure_policy=preset_failure_policy)
     policies = load_policy_documents(expanded)
     policies.errors[:0] = preset_errors
     compiled = compile_policy_set(policies, backend)

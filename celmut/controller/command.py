@@ -24,6 +24,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from celmut.controller import webhook_flags
 from celmut.service import cluster_data_flags, flags
 
 log = logging.getLogger("celmut.controller")
@@ -86,6 +87,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "MutatingPolicy celmut serves, so that Kyverno skips it (Kyverno must have policy exceptions on and "
         "read NS); default: none",
     )
+    webhook_flags.add_flags(p)
+    flags.add_preset_failure_policy(p)
     flags.add_log_level(p)
     flags.add_engine_and_http(p)
     cluster_data_flags.add_image_data(p)
@@ -114,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
         tls = TlsConfig.from_environment(os.environ)
+        webhook_rules = webhook_flags.rules_config(args)
         cluster = Cluster.connect(args.kubeconfig)
     except (ValueError, ClusterError) as ex:
         print(f"error: {ex}", file=sys.stderr)
@@ -137,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         http_policy=http_policy,
         registry=registry,
+        webhook_rules=webhook_rules,
+        preset_failure_policy=args.preset_failure_policy,
     )
     controller = Controller(config, cluster)
     if args.dry_run:

@@ -13,6 +13,7 @@ from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.reconcile import LoadedPolicies
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.triggers import drift_policies, policy_fingerprint
+from celmut.controller.webhook_rules import WebhookRulesConfig, WebhookRulesWriter
 from celmut.kube.authorization import SubjectAccessReviewAuthorizer
 from celmut.kube.client import Cluster
 from celmut.kube.kyverno_exceptions import KyvernoExceptions
@@ -47,6 +48,10 @@ class UpkeepConfig(Protocol):
     def http_policy(self) -> cel.HttpPolicy: ...
     @property
     def allow_immediate_restart(self) -> bool: ...
+    @property
+    def webhook_rules(self) -> WebhookRulesConfig | None: ...
+    @property
+    def preset_failure_policy(self) -> str | None: ...
     @property
     def evictions_per_minute(self) -> float: ...
 
@@ -88,6 +93,7 @@ class PolicyUpkeep:
             timeout_seconds=config.timeout_seconds,
             opt_out=opt_out,
             report_unselected=False,  # drift passes visit only the policies that may select a pod
+            preset_failure_policy=config.preset_failure_policy,
         )
         self.store = PolicyStore(sources, settings)
         self.metrics = metrics
@@ -107,6 +113,12 @@ class PolicyUpkeep:
             if self.policy_source is not None and not config.dry_run
             else None
         )
+        # webhook.managedRules: the leader keeps the MutatingWebhookConfiguration in line with the policies.
+        self.webhook_rules = (
+            WebhookRulesWriter(cluster, config.webhook_rules)
+            if config.webhook_rules is not None and not config.dry_run
+            else None
+        )
 
     def reload(self, is_leader: Callable[[], bool], *, force: bool = False) -> list[str] | None:
         """Reload policies; the names of policies that are new or changed (they are scanned), or None
@@ -117,6 +129,8 @@ class PolicyUpkeep:
             self.sync_kyverno_exceptions()
         if (reloaded or (self.generator is not None and self.generator.due())) and is_leader():
             self.sync_admission_policies()
+        if (reloaded or (self.webhook_rules is not None and self.webhook_rules.due())) and is_leader():
+            self.sync_webhook_rules()
         if reloaded and is_leader():
             self.sync_restart_conditions()
         engine = self.store.engine
@@ -143,6 +157,15 @@ class PolicyUpkeep:
             return
         existing = source.objects_of("PolicyException")
         exceptions.sync(source.ownership, source.policies(), existing, api_version)
+
+    def sync_webhook_rules(self) -> None:
+        """The leader writes the webhook configuration the loaded policies need (never before the cluster's
+        policies are all listed: an empty list then would drop every rule)."""
+        engine, writer = self.store.engine, self.webhook_rules
+        if engine is None or writer is None or (self.policy_source is not None and not self.policy_source.synced()):
+            return
+        if writer.sync(engine.policies, self.policy_source):
+            self.metrics.webhook_configuration_writes.inc()
 
     def sync_restart_conditions(self) -> None:
         """The leader states on each PodMutation asking for restartPolicy immediate whether it is acted on."""

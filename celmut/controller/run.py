@@ -44,6 +44,7 @@ from celmut.controller.status import ControllerMetrics
 from celmut.controller.trigger_watch import TriggerWatch
 from celmut.controller.triggers import OwnWrites, drift_policies
 from celmut.controller.unresolved import UnresolvedTargets
+from celmut.controller.webhook_rules import WebhookRulesConfig, WebhookRulesWriter
 from celmut.controller.workers import Workers
 from celmut.controller.workqueue import TokenBucket, WorkQueue
 from celmut.kube.client import Cluster, NotFound
@@ -98,6 +99,8 @@ class ControllerConfig:
     page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
     http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
     registry: cel.RegistryPolicy = field(default_factory=cel.RegistryPolicy)  # image.GetMetadata's registries
+    webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
+    preset_failure_policy: str | None = None  # the presets' failurePolicy (the chart's webhook.failurePolicy)
 
 
 class Controller:
@@ -212,6 +215,13 @@ class Controller:
         return self.policies.generator
 
     @property
+    def webhook_rules(self) -> WebhookRulesWriter | None:
+        return self.policies.webhook_rules
+
+    def sync_webhook_rules(self) -> None:
+        self.policies.sync_webhook_rules()
+
+    @property
     def processed(self) -> int:
         return self.workers.processed
 
@@ -275,6 +285,7 @@ class Controller:
         if leading:
             self.policies.sync_kyverno_exceptions()
             self.policies.sync_admission_policies()
+            self.policies.sync_webhook_rules()
             self.scan(reason="leader")
 
     # --- workers ---------------------------------------------------------------------------------

@@ -37,6 +37,11 @@ class ControllerMetrics:
             ["action"],
             registry=r,
         )
+        self.webhook_configuration_writes = Counter(
+            "celmut_controller_webhook_configuration_writes",
+            "Writes of the managed MutatingWebhookConfiguration (webhook.managedRules)",
+            registry=r,
+        )
         self.mutations = Counter(
             "celmut_mutations",
             "Policies that changed a target, by policy and outcome: applied (written), would-patch or "

@@ -12,6 +12,7 @@ self-managed: the controller's leader issues the webhook's certificate and write
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,7 @@ class InstallOptions:
     kyverno_exceptions: bool = True
     kyverno_exceptions_namespace: str = ""  # "": celmut's namespace
     rules: list[Obj] = field(default_factory=lambda: [dict(r) for r in DEFAULT_RULES])
+    managed_rules: bool = True  # webhook.managedRules: the controller writes the webhook configuration
 
     @property
     def exceptions_namespace(self) -> str:
@@ -138,6 +140,8 @@ def webhook_deployment(o: InstallOptions) -> Obj:
     args += ["--background-user", f"system:serviceaccount:{o.namespace}:{o.controller_account}"]
     args += ["--timeout", str(o.timeout_seconds), "--opt-out-label", o.opt_out_label]
     args += ["--policy-selector", o.policy_selector]
+    if o.failure_policy == "Fail":  # the presets follow webhook.failurePolicy
+        args += ["--preset-failure-policy", "Fail"]
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     container = {
         "name": "webhook",
@@ -181,6 +185,10 @@ def controller_deployment(o: InstallOptions) -> Obj:
     args += ["--opt-out-label", o.opt_out_label, "--policy-selector", o.policy_selector]
     if o.kyverno_exceptions:
         args += ["--kyverno-exceptions-namespace", o.exceptions_namespace]
+    if o.failure_policy == "Fail":
+        args += ["--preset-failure-policy", "Fail"]
+    if o.managed_rules:
+        args += managed_rules_args(o)
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     env = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -212,6 +220,22 @@ def controller_deployment(o: InstallOptions) -> Obj:
     return _deployment(o, "controller", o.controller_replicas, o.controller_account, pod)
 
 
+def managed_rules_args(o: InstallOptions) -> list[str]:
+    """The controller's flags for the managed webhook configuration, as the chart's controller.yaml."""
+    args = ["--manage-webhook-configuration", o.name, "--webhook-service", o.name, "--webhook-namespace", o.namespace]
+    args += ["--webhook-owner-clusterrole", f"{o.name}-controller", "--webhook-failure-policy", o.failure_policy]
+    args += ["--webhook-reinvocation-policy", o.reinvocation_policy, "--webhook-timeout", str(o.timeout_seconds)]
+    for namespace in o.excluded_namespaces:
+        args += ["--webhook-exclude-namespace", namespace]
+    args += ["--webhook-fail-exclude-namespace", ",".join(o.fail_excluded_namespaces)]
+    if o.namespace_selector:
+        args += [
+            "--webhook-namespace-selector",
+            json.dumps(o.namespace_selector, sort_keys=True, separators=(",", ":")),
+        ]
+    return args
+
+
 def webhook_settings(o: InstallOptions) -> WebhookSettings:
     """The chart's ``webhook`` values for these options (no caBundle: the controller writes it)."""
     return WebhookSettings(
@@ -239,7 +263,11 @@ def _rbac(o: InstallOptions) -> list[Obj]:
     objects: list[Obj] = []
     for component, account, rules in (
         ("webhook", o.webhook_account, rbac.shared_rules()),
-        ("controller", o.controller_account, rbac.controller_cluster_rules(o.name, self_managed_tls=True)),
+        (
+            "controller",
+            o.controller_account,
+            rbac.controller_cluster_rules(o.name, self_managed_tls=True, managed_rules=o.managed_rules),
+        ),
     ):
         name = f"{o.name}-{component}"
         subject = {"kind": "ServiceAccount", "name": account, "namespace": o.namespace}
@@ -318,6 +346,7 @@ def manifests(o: InstallOptions) -> list[Obj]:
             spec={"maxUnavailable": 1, "selector": {"matchLabels": _selector(o, "webhook")}},
         ),
         controller_deployment(o),
-        webhook_configuration(o),
     ]
+    if not o.managed_rules:  # else the controller writes it (celmut/controller/webhook_rules.py)
+        objects.append(webhook_configuration(o))
     return objects

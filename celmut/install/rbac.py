@@ -55,7 +55,9 @@ def shared_rules() -> list[Rule]:
     ]
 
 
-def controller_cluster_rules(webhook_configuration: str, *, self_managed_tls: bool) -> list[Rule]:
+def controller_cluster_rules(
+    webhook_configuration: str, *, self_managed_tls: bool, managed_rules: bool = False
+) -> list[Rule]:
     rules = [
         *shared_rules(),
         # Running pods: the in-place changes Kubernetes allows, and replacement through the Eviction
@@ -80,6 +82,17 @@ def controller_cluster_rules(webhook_configuration: str, *, self_managed_tls: bo
                 [webhook_configuration],
             )
         )
+    if managed_rules:  # the configuration written from the policies, owned by the controller's ClusterRole
+        rules += [
+            _rule("admissionregistration.k8s.io", ["mutatingwebhookconfigurations"], ["create"]),
+            _rule(
+                "admissionregistration.k8s.io",
+                ["mutatingwebhookconfigurations"],
+                ["get", "update"],
+                [webhook_configuration],
+            ),
+            _rule("rbac.authorization.k8s.io", ["clusterroles"], ["get"], [f"{webhook_configuration}-controller"]),
+        ]
     return rules
 
 

@@ -181,23 +181,6 @@ def chart_buckets(settings: WebhookSettings, rules: Sequence[Obj] = DEFAULT_RULE
     ]
 
 
-def policy_buckets(policies: Iterable[CompiledPolicy], settings: WebhookSettings) -> list[Bucket]:
-    """One webhook per failurePolicy present among ``policies``, with their rules; the longest
-    ``webhookConfiguration.timeoutSeconds`` (at most 30) and ``IfNeeded`` when one of them asks for it."""
-    serving = admission_policies(policies)
-    buckets = []
-    for bucket in ("Fail", "Ignore"):
-        chosen = [p for p in serving if p.failure_policy == bucket]
-        if not chosen:
-            continue
-        timeout = min(max([settings.timeout_seconds, *[p.timeout_seconds or 0 for p in chosen]]), 30)
-        if_needed = settings.reinvocation_policy == "IfNeeded" or any(
-            p.reinvocation_policy == "IfNeeded" for p in chosen
-        )
-        buckets.append(Bucket(bucket, policy_rules(chosen), timeout, "IfNeeded" if if_needed else "Never"))
-    return buckets
-
-
 def webhook_entry(bucket: Bucket, settings: WebhookSettings) -> Obj:
     """The webhook serving the policies of ``bucket.failure_policy``."""
     selector = dict(settings.namespace_selector)

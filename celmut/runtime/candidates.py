@@ -36,6 +36,21 @@ def may_select(match: MatchResources, key: RequestKey) -> bool:
     )
 
 
+def in_group(policy: CompiledPolicy, group: str | None) -> bool:
+    """Whether a webhook group serves ``policy``: ``None`` every policy; ``"Fail"``/``"Ignore"`` the
+    policies of that failurePolicy; ``"Fail@default"`` those of them without their own
+    ``webhookConfiguration.timeoutSeconds``, ``"Fail@5"`` those with 5 (one webhook per failurePolicy and
+    timeout: :mod:`celmut.install.managed_webhooks`)."""
+    if group is None:
+        return True
+    failure_policy, _, timeout = group.partition("@")
+    if policy.failure_policy != failure_policy:
+        return False
+    if not timeout:
+        return True
+    return str(policy.timeout_seconds) == timeout if policy.timeout_seconds is not None else timeout == "default"
+
+
 def admits(policy: CompiledPolicy) -> bool:
     """Whether the policy runs at admission (a mutateExisting policy with targets never mutates its
     trigger: semantics §8)."""
@@ -52,14 +67,14 @@ class PolicyIndex:
         self._memo: dict[tuple[RequestKey, str | None], tuple[CompiledPolicy, ...]] = {}
 
     def candidates(self, key: RequestKey, failure_policy: str | None = None) -> tuple[CompiledPolicy, ...]:
-        """In evaluation order; ``failure_policy`` keeps only the policies with that failurePolicy."""
+        """In evaluation order; ``failure_policy`` keeps only the policies of that webhook group (:func:`in_group`)."""
         memo_key = (key, failure_policy)
         found = self._memo.get(memo_key)
         if found is None:
             found = tuple(
                 p
                 for p in self.policies
-                if (failure_policy is None or p.failure_policy == failure_policy) and may_select(p.match, key)
+                if in_group(p, failure_policy) and may_select(p.match, key)
             )
             if len(self._memo) < self.max_keys:  # concurrent misses compute the same answer
                 self._memo[memo_key] = found

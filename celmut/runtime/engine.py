@@ -39,7 +39,7 @@ from celmut import cel
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledException, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import matching
-from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, request_key
+from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, in_group, request_key
 from celmut.runtime.context import RequestContext
 from celmut.runtime.evaluate import PolicyEvaluator
 from celmut.runtime.mutated_by import Recorder
@@ -175,9 +175,7 @@ class AdmissionEngine:
         )
 
     def _policies_for(self, request: AdmissionInput, failure_policy: str | None) -> Sequence[CompiledPolicy]:
-        """The admission policies to visit, in order (``failure_policy``: only those with it)."""
+        """The admission policies to visit, in order (``failure_policy``: only those of that webhook group)."""
         if not self.options.report_unselected:
             return self.index.candidates(request_key(request), failure_policy)
-        return [
-            p for p in self.policies if admits(p) and (failure_policy is None or p.failure_policy == failure_policy)
-        ]
+        return [p for p in self.policies if admits(p) and in_group(p, failure_policy)]

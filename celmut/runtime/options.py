@@ -28,6 +28,7 @@ class EngineSettings:
     # Outcomes (skipped) for the policies whose resource rules do not name the request's kind: the
     # CLI reports them; the webhook and the controller only visit candidates (runtime/candidates.py).
     report_unselected: bool = True
+    preset_failure_policy: str | None = None  # the chart's webhook.failurePolicy for the presets' policies
 
 
 @dataclass(frozen=True)

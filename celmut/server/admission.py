@@ -143,7 +143,7 @@ def fails_closed(engine: AdmissionEngine, failure_policy: str | None) -> bool:
     """Whether a request celmut could not evaluate must be denied: the webhook serves
     ``failurePolicy: Fail`` policies (``/mutate/fail``, or ``/mutate`` with any such policy)."""
     if failure_policy is not None:
-        return failure_policy == "Fail"
+        return failure_policy.partition("@")[0] == "Fail"
     return any(p.failure_policy == "Fail" for p in engine.policies if p.admission)
 
 

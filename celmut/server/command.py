@@ -95,6 +95,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="write celmut.io/mutated-by (each policy that changed the object, and its fields) on every object "
         'a policy mutates; without it, only policies annotated celmut.io/record-provenance: "true" record themselves',
     )
+    flags.add_preset_failure_policy(p)
     flags.add_log_level(p)
     limits = p.add_argument_group("connections and admissions (each bounded; see docs/security.md)")
     for flag, field, kind, metavar, text in _LIMIT_FLAGS:
@@ -151,5 +152,6 @@ def run(args: argparse.Namespace) -> int:
         services=cel.Services(http_policy=http_policy),
         registry=registry,
         record_provenance=args.record_provenance,
+        preset_failure_policy=args.preset_failure_policy,
     )
     return serve(config)

@@ -48,6 +48,25 @@ INLINE_MAX_BODY_BYTES = 256 * 1024
 _JSON = [(b"content-type", b"application/json")]
 
 
+def webhook_group(path: str) -> str | None:
+    """The policies a path under /mutate serves (:func:`celmut.runtime.candidates.in_group`): None for all,
+    ``"Fail"``, ``"Fail@default"``, ``"Fail@5"`` …; ``""`` for an unknown path."""
+    head, _, timeout = path[1:].partition("/") if path.startswith("/") else (path, "", "")
+    if ("/" + head if head else "") not in FAILURE_POLICY_PATHS:
+        return ""
+    failure_policy = FAILURE_POLICY_PATHS["/" + head if head else ""]
+    if not timeout:
+        return failure_policy
+    if failure_policy is None:
+        return ""
+    if timeout == "default":
+        return f"{failure_policy}@default"
+    seconds = timeout.removeprefix("timeout-")
+    if seconds == timeout or not seconds.isdigit() or not 1 <= int(seconds) <= 30 or seconds != str(int(seconds)):
+        return ""
+    return f"{failure_policy}@{seconds}"
+
+
 class ClientGone(Exception):
     """The client disconnected before its request body arrived."""
 
@@ -149,10 +168,13 @@ class MutateEndpoint:
         path: str = scope["path"][len(PREFIX) :]
         if scope["method"] != "POST":
             return _response(405, b'{"detail":"Method Not Allowed"}', extra=[(b"allow", b"POST")])
-        if path not in FAILURE_POLICY_PATHS:
-            message = f"unknown path /mutate{path}; use /mutate, /mutate/fail or /mutate/ignore"
+        failure_policy = webhook_group(path)
+        if failure_policy == "":
+            message = (
+                f"unknown path /mutate{path}; use /mutate, /mutate/fail or /mutate/ignore "
+                "(then optionally /default or /timeout-<seconds>)"
+            )
             return _response(404, reviews.status_body(message, 404))
-        failure_policy = FAILURE_POLICY_PATHS[path]
         limit = settings.max_body_bytes
         declared = _declared_length(scope)
         if declared is not None and declared > limit:

@@ -79,6 +79,7 @@ class ServeConfig:
     serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
     policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
     record_provenance: bool = False  # celmut.io/mutated-by on every object a policy changes
+    preset_failure_policy: str | None = None  # the presets' failurePolicy (the chart's webhook.failurePolicy)
     services: cel.Services = field(default_factory=cel.Services)
     registry: cel.RegistryPolicy = field(default_factory=cel.RegistryPolicy)  # image.GetMetadata's registries
 
@@ -149,6 +150,7 @@ def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> E
         background_usernames=frozenset(config.background_users),
         opt_out=cluster.opt_out if cluster is not None else None,
         record_provenance=config.record_provenance,
+        preset_failure_policy=config.preset_failure_policy,
         report_unselected=False,  # answers name only the policies that could select the request
     )
 

@@ -140,6 +140,17 @@ def add_policy_selector(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_preset_failure_policy(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--preset-failure-policy",
+        choices=("Ignore", "Fail"),
+        default=None,
+        help="the failurePolicy of the policies presets compile to (PodMutation, spot, GPU slicing, pinning), "
+        "so that they are served by the webhook whose call failure policy is this, as in CAST AI's chart "
+        "(the chart passes webhook.failurePolicy); default: the presets' own, Ignore",
+    )
+
+
 def add_cluster_policies(parser: argparse.ArgumentParser, *, admission_policies: str) -> None:
     """Which cluster policies a long-running command takes: ``--serve-admission-policies`` (help: "with
     --from-cluster, also " + ``admission_policies``) and ``--policy-selector``."""

@@ -130,7 +130,9 @@ class PolicyStore:
             if not force and fingerprint == self._fingerprint and self._engine is not None:
                 return None
             reads = [_Read(source, *source.documents()) for source in self.sources]
-            compilation = compile_documents([d for read in reads for d in read.documents])
+            compilation = compile_documents(
+                [d for read in reads for d in read.documents], preset_failure_policy=self.settings.preset_failure_policy
+            )
             found = [e for read in reads for e in read.errors] + list(compilation.errors)
             blocked = self._blocked(reads, list(compilation.errors)) if self.all_or_nothing else set()
             held_back = sorted(i for i in blocked if i in self._last_good)
@@ -140,7 +142,7 @@ class PolicyStore:
                     for i, read in enumerate(reads)
                     for d in (self._last_good[i] if i in held_back else read.documents)
                 ]
-                compilation = compile_documents(documents)
+                compilation = compile_documents(documents, preset_failure_policy=self.settings.preset_failure_policy)
             for index, read in enumerate(reads):
                 if index not in blocked:
                     self._last_good[index] = read.documents

@@ -38,12 +38,12 @@ MAX_CONFLICT_RETRIES = 5  # GuaranteedUpdate retries a write whose object change
 class Attributes:
     """One request as admission plugins see it (``admission.Attributes``); plugins replace ``obj``."""
 
-    operation: str  # CREATE | UPDATE
+    operation: str  # CREATE | UPDATE | DELETE | CONNECT
     rtype: ResourceType
     namespace: str
     name: str
     subresource: str
-    obj: Obj
+    obj: Any  # the object (None for DELETE; the options object, e.g. PodExecOptions, for CONNECT)
     old: Obj | None
     user: str | None
     dry_run: bool
@@ -54,16 +54,19 @@ class Attributes:
     audit_annotations: dict[str, str] = field(default_factory=dict)
     uid: str = field(default_factory=lambda: str(uuid.uuid4()))
 
-    def admission_request(self) -> Obj:
+    def admission_request(self, matched: ResourceType | None = None) -> Obj:
         """The ``AdmissionReview.request`` for this attempt (a fresh uid per webhook call, as the
-        dispatcher's ``CreateAdmissionObjects`` makes one per call)."""
+        dispatcher's ``CreateAdmissionObjects`` makes one per call). ``matched``: the equivalent resource a
+        ``matchPolicy: Equivalent`` webhook matched (``kind``/``resource`` name it, ``requestKind``/
+        ``requestResource`` the one requested; the caller converts the objects)."""
         rtype = self.rtype
         kind = {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
         resource = {"group": rtype.group, "version": rtype.version, "resource": rtype.plural}
+        target = matched or rtype
         request: Obj = {
             "uid": str(uuid.uuid4()),
-            "kind": kind,
-            "resource": resource,
+            "kind": {"group": target.group, "version": target.version, "kind": target.kind},
+            "resource": {"group": target.group, "version": target.version, "resource": target.plural},
             "requestKind": kind,
             "requestResource": resource,
             "name": self.name,
@@ -73,15 +76,17 @@ class Attributes:
             "object": self.obj,
             "oldObject": self.old,
             "dryRun": self.dry_run,
-            "options": {
-                "kind": "CreateOptions" if self.operation == "CREATE" else "UpdateOptions",
-                "apiVersion": "meta.k8s.io/v1",
-            },
+            "options": {"kind": _OPTIONS[self.operation], "apiVersion": "meta.k8s.io/v1"},
         }
+        if self.operation == "CONNECT":  # the options object is the request's object (PodExecOptions ...)
+            request["options"] = None
         if self.subresource:
             request["subResource"] = self.subresource
             request["requestSubResource"] = self.subresource
         return request
+
+
+_OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions", "CONNECT": ""}
 
 
 class MutatingPlugin(Protocol):
@@ -185,6 +190,28 @@ class ApiWrites:
         return self.store.update_entry(
             attrs.obj, rtype, ns or None, name=name, subresource=subresource, dry_run=dry_run, from_api=True
         )
+
+    def admit_delete(
+        self, rtype: ResourceType, namespace: str | None, name: str, *, user: str | None = None, dry_run: bool = False
+    ) -> None:
+        """A DELETE through admission before the store deletes (``object`` null, ``oldObject`` the stored
+        object): webhooks registered for DELETE are called and may deny it; no patch applies."""
+        if not self.chain.active:
+            return
+        old = self.store.get_entry(rtype, name, namespace)
+        attrs = Attributes("DELETE", rtype, namespace or "", name, "", None, old.copy(), user, dry_run)
+        self.chain.admit(attrs)
+
+    def admit_connect(
+        self, rtype: ResourceType, namespace: str | None, name: str, subresource: str, options: Obj, *, user: str | None
+    ) -> None:
+        """A CONNECT (``pods/exec``, ``pods/attach``, ``pods/portforward``, ``*/proxy``): admitted with the
+        options object (e.g. ``PodExecOptions``) as ``object``; webhooks may deny it."""
+        if not self.chain.active:
+            return
+        self.store.get_entry(rtype, name, namespace)  # 404 for a missing object, before admission
+        attrs = Attributes("CONNECT", rtype, namespace or "", name, subresource, options, None, user, False)
+        self.chain.admit(attrs)
 
     def patch(
         self,

@@ -157,7 +157,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         elif method == "PATCH":
             self._patch(target, query, body, user)
         elif method == "DELETE":
-            self._delete(target, query, body)
+            self._delete(target, query, body, user)
         else:
             raise errors.method_not_allowed()
 
@@ -248,6 +248,9 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
 
     def _post(self, target: Target, query: Query, body: bytes, user: str | None) -> None:
         content_type = self.headers.get("Content-Type") or ""
+        if target.subresource in CONNECT_SUBRESOURCES and target.name is not None:
+            self._connect(target, query, user)
+            return
         if target.subresource == "eviction" and target.name is not None:
             assert target.namespace is not None
             self._send_json(
@@ -266,6 +269,24 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             raise errors.bad_request("the body of the request must be a JSON object")
         entry = self.api.writes.create(obj, target.rtype, target.namespace, user=user, dry_run=dry_run(query))
         self._send(201, entry.raw)
+
+    def _connect(self, target: Target, query: Query, user: str | None) -> None:
+        """``POST pods/<name>/exec`` (attach, portforward): admitted as CONNECT with the options object the
+        query gives, then refused as the real server refuses a request without a stream upgrade (no kubelet)."""
+        kind = CONNECT_SUBRESOURCES[target.subresource]
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": kind}
+        for key, values in query.items():
+            if key in ("stdin", "stdout", "stderr", "tty"):
+                options[key] = values[-1] == "true"
+            elif key == "command":
+                options[key] = list(values)
+            elif key in ("container", "ports"):
+                options[key] = values[-1]
+        assert target.name is not None
+        self.api.writes.admit_connect(
+            target.rtype, target.namespace, target.name, target.subresource, options, user=user
+        )
+        raise errors.ApiError(400, "Upgrade request required", "BadRequest")
 
     def _put(self, target: Target, query: Query, body: bytes, user: str | None) -> None:
         if target.is_collection or target.subresource == "eviction":
@@ -323,7 +344,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         )
         self._send(201 if created else 200, entry.raw)
 
-    def _delete(self, target: Target, query: Query, body: bytes) -> None:
+    def _delete(self, target: Target, query: Query, body: bytes, user: str | None = None) -> None:
         store, rtype = self.api.store, target.rtype
         content_type = self.headers.get("Content-Type") or "application/json"
         options = decode_body(content_type, body) if body else {}
@@ -345,6 +366,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             return
         self._verb(target, "delete")
         assert target.name is not None
+        self.api.writes.admit_delete(rtype, target.namespace, target.name, user=user, dry_run=is_dry_run)
         entry, deleted = store.delete_entry(
             rtype, target.name, target.namespace, preconditions=options.get("preconditions"), dry_run=is_dry_run
         )
@@ -358,6 +380,9 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             self._send_json(200, errors.success_status(200, {k: v for k, v in details.items() if v}))
         else:
             self._send(200, entry.raw)
+
+
+CONNECT_SUBRESOURCES = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}
 
 
 def _raise(exc: Exception) -> Any:

@@ -152,7 +152,7 @@ class NativeAdmissionPolicies:
 
     def validate(self, attrs: Attributes) -> None:
         """Refuse a MutatingAdmissionPolicy whose expressions do not compile (422, one cause per field)."""
-        if attrs.rtype.kind != "MutatingAdmissionPolicy" or attrs.subresource or attrs.is_reinvoke:
+        if attrs.rtype.kind != "MutatingAdmissionPolicy" or attrs.subresource or attrs.is_reinvoke or attrs.obj is None:
             return
         from celmut.compile.policies import compile_admission_policy
         from celmut.policy.admission_policy import parse_admission_policy

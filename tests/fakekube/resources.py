@@ -130,7 +130,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "Pod",
         True,
         ("po",),
-        ("eviction", "resize", "status", "ephemeralcontainers"),
+        ("eviction", "resize", "status", "ephemeralcontainers", "exec", "attach", "portforward"),
         True,
         returns_deleted=True,
     ),

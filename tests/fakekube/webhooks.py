@@ -4,8 +4,11 @@ Modelled on ``staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/mutating
 its predicates:
 
 * configurations in name order, webhooks in list order (``mutating_webhook_manager.go`` sorts them);
-* ``rules`` (operations, apiGroups, apiVersions, resources with ``*``, ``pods/*``, ``*/status``, scope;
-  ``predicates/rules/rules.go``), ``namespaceSelector`` (the labels of the object's namespace; a
+* ``rules`` (operations CREATE/UPDATE/DELETE/CONNECT, apiGroups, apiVersions, resources with ``*``,
+  ``pods/*``, ``*/status``, ``pods/ephemeralcontainers``, scope; ``predicates/rules/rules.go``), and with
+  ``matchPolicy: Equivalent`` (the v1 default) a rule naming another served version of the same resource
+  (``generic/webhook.go`` ``ShouldCallHook``: the request is sent as that version, ``requestKind`` naming
+  the one asked for; the object's apiVersion is converted there and back, as a CRD with conversion None), ``namespaceSelector`` (the labels of the object's namespace; a
   Namespace uses its own; other cluster-scoped objects always match; ``predicates/namespace``),
   ``objectSelector`` (the new or the old object's labels; ``predicates/object``). ``matchConditions``
   are not modelled: a webhook with them is always called;
@@ -45,6 +48,7 @@ import jsonpatch
 
 from . import errors
 from .admission import Attributes
+from .resources import ResourceType, version_priority
 from .selectors import label_selector_matches as selector_matches
 
 if TYPE_CHECKING:
@@ -89,8 +93,8 @@ def audit_key_error(key: str) -> str:
     return ""
 
 
-def _rule_matches(rule: Obj, attrs: Attributes) -> bool:
-    rtype = attrs.rtype
+def _rule_matches(rule: Obj, attrs: Attributes, rtype: ResourceType | None = None) -> bool:
+    rtype = rtype or attrs.rtype
 
     def listed(values: list[str] | None, value: str) -> bool:
         return "*" in (values or []) or value in (values or [])
@@ -158,16 +162,41 @@ class MutatingWebhooks:
         except errors.ApiError:
             return {}  # the real server fails the call as an error; no namespace means no labels here
 
-    def _matches(self, webhook: Obj, attrs: Attributes) -> bool:
-        if not any(_rule_matches(rule, attrs) for rule in webhook.get("rules") or []):
-            return False
+    def _equivalents(self, rtype: ResourceType) -> list[ResourceType]:
+        """The other served versions of the same resource, preferred first (``EquivalentResourcesFor``)."""
+        others = [
+            t
+            for t in self.store.registry.types()
+            if t.group == rtype.group and t.plural == rtype.plural and t.version != rtype.version
+        ]
+        return sorted(others, key=lambda t: version_priority(t.version))
+
+    def _matched_resource(self, webhook: Obj, attrs: Attributes) -> ResourceType | None:
+        """The resource a webhook's rules match the request as (the request's own first; with
+        ``matchPolicy: Equivalent`` an equivalent one); None when they do not match."""
+        rules = webhook.get("rules") or []
+        if any(_rule_matches(rule, attrs) for rule in rules):
+            return attrs.rtype
+        if webhook.get("matchPolicy", "Equivalent") != "Equivalent":
+            return None
+        for equivalent in self._equivalents(attrs.rtype):
+            if any(_rule_matches(rule, attrs, equivalent) for rule in rules):
+                return equivalent
+        return None
+
+    def _matches(self, webhook: Obj, attrs: Attributes) -> ResourceType | None:
+        matched = self._matched_resource(webhook, attrs)
+        if matched is None:
+            return None
         labels = self._namespace_labels(attrs)
         if labels is not None and not selector_matches(webhook.get("namespaceSelector") or {}, labels):
-            return False
+            return None
         selector = webhook.get("objectSelector") or {}
-        return selector_matches(selector, _labels(attrs.obj)) or (
+        if selector_matches(selector, _labels(attrs.obj if attrs.operation != "CONNECT" else None)) or (
             attrs.old is not None and selector_matches(selector, _labels(attrs.old))
-        )
+        ):
+            return matched
+        return None
 
     def admit(self, attrs: Attributes, state: dict[str, Any]) -> None:
         invoked: set[str] = state.setdefault("invoked", set())  # IfNeeded webhooks invoked so far
@@ -176,14 +205,15 @@ class MutatingWebhooks:
             marked |= invoked  # another plugin changed the object after the webhooks ran
         for webhook in self._webhooks():
             name = str(webhook.get("name"))
-            if not self._matches(webhook, attrs):
+            matched = self._matches(webhook, attrs)
+            if matched is None:
                 continue
             if attrs.is_reinvoke and name not in marked:
                 continue
             if_needed = webhook.get("reinvocationPolicy") == "IfNeeded"
             if attrs.dry_run and webhook.get("sideEffects") not in ("None", "NoneOnDryRun"):
                 raise errors.bad_request(f'admission webhook "{name}" does not support dry run')
-            changed = self._call(webhook, attrs)
+            changed = self._call(webhook, attrs, matched)
             if changed:
                 marked |= invoked  # RequireReinvokingPreviouslyInvokedPlugins
                 attrs.should_reinvoke = True
@@ -217,15 +247,28 @@ class MutatingWebhooks:
         audit: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ()),
     ) -> None:
         call = WebhookCall(
-            webhook, url, attrs.operation, attrs.rtype.kind, attrs.namespace, attrs.is_reinvoke, outcome, message, *audit
+            webhook,
+            url,
+            attrs.operation,
+            attrs.rtype.kind,
+            attrs.namespace,
+            attrs.is_reinvoke,
+            outcome,
+            message,
+            *audit,
         )
         with self._lock:
             self.calls.append(call)
 
-    def _call(self, webhook: Obj, attrs: Attributes) -> bool:
+    def _call(self, webhook: Obj, attrs: Attributes, matched: ResourceType | None = None) -> bool:
         """Call one webhook and apply its patch; True when the object changed."""
         name = str(webhook.get("name"))
-        request = attrs.admission_request()
+        converted = matched is not None and matched != attrs.rtype
+        request = attrs.admission_request(matched if converted else None)
+        if converted and matched is not None:
+            for key in ("object", "oldObject"):
+                if isinstance(request.get(key), dict):
+                    request[key] = {**request[key], "apiVersion": matched.api_version}
         url = ""
         try:
             url = self._url(webhook)
@@ -249,12 +292,19 @@ class MutatingWebhooks:
             self._record(name, url, attrs, "denied", message, audit)
             raise errors.ApiError(max(int(status.get("code") or 0), 400), message, status.get("reason") or None)
         patch = response.get("patch")
+        if (patch and attrs.obj is None) or attrs.operation == "CONNECT":  # nothing a patch could apply to
+            patch = None
         if not patch:
             self._record(name, url, attrs, "unchanged", audit=audit)
             return False
         try:
             operations = json.loads(base64.b64decode(patch))
-            patched = jsonpatch.JsonPatch(operations).apply(copy_of(attrs.obj))
+            original = copy_of(attrs.obj)
+            if converted and matched is not None:
+                original["apiVersion"] = matched.api_version
+            patched = jsonpatch.JsonPatch(operations).apply(original)
+            if converted:
+                patched["apiVersion"] = attrs.rtype.api_version
         except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as ex:
             self._record(name, url, attrs, "failed", str(ex), audit)
             raise errors.ApiError(500, f"Internal error occurred: {ex}", "InternalError") from None

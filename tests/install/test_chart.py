@@ -235,7 +235,7 @@ def test_the_policy_selector_reaches_both_components_and_only_the_controller_kee
 
 
 def test_the_webhook_configuration_follows_celmut_conventions(rendered: dict[str, list[Obj]]) -> None:
-    default = rendered["default"]
+    default = rendered["static-rules"]
     configuration = one(default, "MutatingWebhookConfiguration", "celmut")
     service = one(default, "Service", "celmut")
     assert (
@@ -267,7 +267,7 @@ def test_celmut_never_sees_its_own_pods_and_failures_never_block_kube_system(ren
         fail, ignore = one(rendered[values], "MutatingWebhookConfiguration", "celmut")["webhooks"]
         return tuple(w["namespaceSelector"]["matchExpressions"][0]["values"] for w in (fail, ignore))  # type: ignore[return-value]
 
-    assert excluded("default") == (["celmut", "kube-system"], ["celmut"])
+    assert excluded("static-rules") == (["celmut", "kube-system"], ["celmut"])
     assert excluded("full") == (["celmut", "monitoring", "kube-system"], ["celmut", "monitoring"])
 
 
@@ -291,7 +291,8 @@ def test_self_managed_tls_is_wired_from_controller_to_webhook(rendered: dict[str
     default = rendered["default"]
     tls = TlsConfig.from_environment(_env(container(default, "celmut-controller")))
     assert tls is not None
-    assert tls.webhook_configuration == one(default, "MutatingWebhookConfiguration", "celmut")["metadata"]["name"]
+    managed = parsed_args(container(default, "celmut-controller")["args"]).manage_webhook_configuration
+    assert tls.webhook_configuration == managed == "celmut"  # the controller writes it, then keeps its CA bundle
     assert f"{one(default, 'Service', 'celmut')['metadata']['name']}.celmut.svc" in tls.hosts
     volumes = one(default, "Deployment", "celmut-webhook")["spec"]["template"]["spec"]["volumes"]
     assert {"name": "tls", "secret": {"secretName": tls.secret}} in volumes
@@ -313,8 +314,10 @@ def test_self_managed_tls_is_wired_from_controller_to_webhook(rendered: dict[str
 
 def test_cert_manager_issues_the_certificate_and_injects_the_ca(rendered: dict[str, list[Obj]]) -> None:
     objs = rendered["cert-manager"]
-    configuration = one(objs, "MutatingWebhookConfiguration", "celmut")
-    namespace, name = configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].split("/")
+    (annotation,) = parsed_args(container(objs, "celmut-controller")["args"]).webhook_annotation  # managed rules
+    key, _, value = annotation.partition("=")
+    assert key == "cert-manager.io/inject-ca-from"
+    namespace, name = value.split("/")
     certificate = one(objs, "Certificate", name)
     assert namespace == "celmut" and "celmut.celmut.svc" in certificate["spec"]["dnsNames"]
     volumes = one(objs, "Deployment", "celmut-webhook")["spec"]["template"]["spec"]["volumes"]

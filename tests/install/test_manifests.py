@@ -115,15 +115,20 @@ def test_the_namespace_comes_first_and_the_webhook_configuration_last(capsys: py
     assert main(["manifests", "--crds", "--namespace", "tools"]) == 0
     first = next(d for d in yaml.safe_load_all(capsys.readouterr().out) if d)
     assert (first["kind"], first["metadata"]["name"]) == ("Namespace", "tools")
-    assert main(["manifests", "--namespace", "tools"]) == 0
-    objects = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert "MutatingWebhookConfiguration" not in [o["kind"] for o in printed(capsys)]  # the controller writes it
+    objects = printed(capsys, "--namespace", "tools", "--static-rules")
     kinds = [o["kind"] for o in objects]
     assert kinds.index("Deployment") < kinds.index("MutatingWebhookConfiguration") == len(kinds) - 1
     assert all(o["metadata"].get("namespace", "tools") == "tools" for o in objects)
 
 
+def test_static_rules_map_to_the_chart_value(helm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chart = helm_tool.template(helm, None, "--set", "webhook.managedRules=false")
+    assert by_key(chart) == by_key(printed(capsys, "--static-rules"))
+
+
 def test_every_built_in_object_is_valid_for_kubernetes() -> None:
-    for obj in manifests(InstallOptions()):
+    for obj in [*manifests(InstallOptions()), *manifests(InstallOptions(managed_rules=False))]:
         if obj["kind"] != "CustomResourceDefinition":
             kubernetes_validate.validate(obj, "1.27", strict=True)
 

@@ -50,11 +50,14 @@ def with_policies(tmp_path: Path, text: str = POLICIES) -> list[str]:
 
 
 def by_name(config: Obj) -> dict[str, Obj]:
-    return {w["name"]: w for w in config["webhooks"]}
+    """The webhooks that match something (the controller's two default ones stay, empty, when unused)."""
+    return {w["name"]: w for w in config["webhooks"] if w["rules"]}
 
 
 def chart_webhooks(helm: Path, *values: str, release: str = "celmut", namespace: str = "celmut") -> list[Obj]:
-    objects = helm_tool.template(helm, None, *values, release=release, namespace=namespace)
+    objects = helm_tool.template(
+        helm, None, "--set", "webhook.managedRules=false", *values, release=release, namespace=namespace
+    )
     (config,) = [o for o in objects if o["kind"] == "MutatingWebhookConfiguration"]
     return list(config["webhooks"])
 
@@ -141,22 +144,33 @@ def test_from_cluster_adds_the_rules_of_policy_files(tmp_path: Path, capsys: pyt
 def test_one_webhook_per_failure_policy_with_rules_from_the_policies(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """What the controller writes (webhook.managedRules): the strict policy has its own timeoutSeconds, so it
+    gets a webhook of that timeout, as Kyverno's fine-grained webhooks (pkg/controllers/webhook)."""
     config = render(capsys, *with_policies(tmp_path), "--service", "celmut", "--namespace", "celmut-system")
     webhooks = by_name(config)
-    fail, ignore = webhooks["fail.mutate.celmut.io"], webhooks["ignore.mutate.celmut.io"]
+    assert list(webhooks) == ["fail-timeout-15.mutate.celmut.io", "ignore.mutate.celmut.io"]
+    fail, ignore = webhooks["fail-timeout-15.mutate.celmut.io"], webhooks["ignore.mutate.celmut.io"]
     assert fail["clientConfig"]["service"] == {
         "name": "celmut",
         "namespace": "celmut-system",
-        "path": "/mutate/fail",
+        "path": "/mutate/fail/timeout-15",
         "port": 443,
     }
-    assert ignore["clientConfig"]["service"]["path"] == "/mutate/ignore"
-    assert {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]} in fail["rules"]
+    assert ignore["clientConfig"]["service"]["path"] == "/mutate/ignore/default"
+    pods = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"}
+    assert pods in fail["rules"]
     assert any("deployments" in r["resources"] for r in fail["rules"])  # autogen variants are registered too
     assert all("replicasets" not in r["resources"] for r in fail["rules"])  # … but never ReplicaSets
     assert ignore["rules"] == [
-        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["configmaps"],
+            "scope": "*",
+        }
     ]
+    assert config["metadata"]["labels"] == {"webhook.celmut.io/managed-by": "celmut-controller"}
     assert fail["timeoutSeconds"] == 15 and ignore["timeoutSeconds"] == 10
     assert fail["failurePolicy"] == ignore["failurePolicy"] == "Ignore"  # the chart's default
     assert fail["namespaceSelector"]["matchExpressions"][0]["values"] == ["celmut-system", "kube-system"]
@@ -171,14 +185,15 @@ def test_one_webhook_per_failure_policy_with_rules_from_the_policies(
 def test_only_the_failure_policies_present_are_registered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     strict_only = POLICIES.split("---")[0]
     config = render(capsys, *with_policies(tmp_path, strict_only), "--failure-policy", "Fail")
-    assert [(w["name"], w["failurePolicy"]) for w in config["webhooks"]] == [("fail.mutate.celmut.io", "Fail")]
+    with_rules = [(w["name"], w["failurePolicy"]) for w in config["webhooks"] if w["rules"]]
+    assert with_rules == [("fail-timeout-15.mutate.celmut.io", "Fail")]
 
 
 def test_a_url_client_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     config = render(capsys, *with_policies(tmp_path), "--url", "https://celmut.example:8443/")
-    assert {w["clientConfig"]["url"] for w in config["webhooks"]} == {
-        "https://celmut.example:8443/mutate/fail",
-        "https://celmut.example:8443/mutate/ignore",
+    assert {w["clientConfig"]["url"] for w in config["webhooks"] if w["rules"]} == {
+        "https://celmut.example:8443/mutate/fail/timeout-15",
+        "https://celmut.example:8443/mutate/ignore/default",
     }
 
 
@@ -233,7 +248,7 @@ def test_only_the_policies_celmut_owns_are_registered(tmp_path: Path, capsys: py
     )
     config = render(capsys, *with_policies(tmp_path, labelled), "--policy-selector", "celmut.io/owner=celmut")
     webhooks = by_name(config)
-    assert list(webhooks) == ["fail.mutate.celmut.io"]  # the lenient (Ignore) policy is not celmut's
-    assert not any("configmaps" in r["resources"] for r in webhooks["fail.mutate.celmut.io"]["rules"])
+    assert list(webhooks) == ["fail-timeout-15.mutate.celmut.io"]  # the lenient (Ignore) policy is not celmut's
+    assert not any("configmaps" in r["resources"] for r in webhooks["fail-timeout-15.mutate.celmut.io"]["rules"])
     everything = by_name(render(capsys, *with_policies(tmp_path, labelled)))
-    assert list(everything) == ["fail.mutate.celmut.io", "ignore.mutate.celmut.io"]
+    assert list(everything) == ["fail-timeout-15.mutate.celmut.io", "ignore.mutate.celmut.io"]

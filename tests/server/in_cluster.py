@@ -21,14 +21,18 @@ from .support import RunningServer, running_server
 Obj = dict[str, Any]
 
 
-def install_webhook(fake: FakeApiServer, servers: list[RunningServer], configuration: Obj | None = None) -> Obj:
+def install_webhook(
+    fake: FakeApiServer, servers: list[RunningServer], configuration: Obj | None = None, *, create: bool = True
+) -> Obj:
     """Register ``configuration`` (default: the chart's own MutatingWebhookConfiguration, as `celmut
-    manifests` prints it) with the servers' CA, and the servers as the endpoints of its Service."""
+    manifests` prints it) with the servers' CA, and the servers as the endpoints of its Service.
+    ``create=False``: only the Service's endpoints (the controller writes the configuration)."""
     config = configuration or webhook_configuration(InstallOptions())
     ca_bundle = base64.b64encode(servers[0].ca_file.read_bytes()).decode()
     for webhook in config["webhooks"]:
         webhook["clientConfig"]["caBundle"] = ca_bundle
-    fake.store.create(config)
+    if create:
+        fake.store.create(config)
     hooks = fake.enable_webhooks()
     service = config["webhooks"][0]["clientConfig"].get("service")
     if service is not None:
@@ -44,6 +48,7 @@ def celmut_in_cluster(
     replicas: int = 1,
     policy_paths: tuple[str, ...] = (),
     configuration: Obj | None = None,
+    create_configuration: bool = True,
     **settings: Any,
 ) -> Iterator[list[RunningServer]]:
     """``replicas`` webhook processes (``celmut serve --from-cluster``) sharing one certificate, registered."""
@@ -68,7 +73,7 @@ def celmut_in_cluster(
             )
             for index in range(replicas)
         ]
-        install_webhook(fake, servers, configuration)
+        install_webhook(fake, servers, configuration, create=create_configuration)
         yield servers
 
 

@@ -1,0 +1,71 @@
+"""``celmut controller`` flags for the managed webhook configuration (``webhook.managedRules`` in the chart)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from celmut.install.webhook_config import FAILURE_POLICIES, REINVOCATION_POLICIES, WebhookSettings, parse_label_selector
+
+if TYPE_CHECKING:  # the Kubernetes client loads only when the controller runs, not for --help
+    from celmut.controller.webhook_rules import WebhookRulesConfig
+
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("managed webhook configuration (the leader keeps its rules in line with the policies)")
+    group.add_argument("--manage-webhook-configuration", metavar="NAME", default="", help="its name (default: off)")
+    group.add_argument("--webhook-service", metavar="NAME", default="celmut", help="the webhook Service (celmut)")
+    group.add_argument("--webhook-namespace", metavar="NS", default="celmut", help="celmut's namespace (celmut)")
+    group.add_argument("--webhook-failure-policy", choices=FAILURE_POLICIES, default="Ignore")
+    group.add_argument("--webhook-reinvocation-policy", choices=REINVOCATION_POLICIES, default="Never")
+    group.add_argument("--webhook-timeout", type=int, default=10, help="timeoutSeconds (1-30, default 10)")
+    group.add_argument("--webhook-exclude-namespace", action="append", default=[], metavar="NS")
+    group.add_argument(
+        "--webhook-fail-exclude-namespace",
+        action="append",
+        metavar="NS[,NS]",
+        help="never sent to the webhooks whose call fails closed (default kube-system; '' for none)",
+    )
+    group.add_argument("--webhook-namespace-selector", metavar="SELECTOR", help="a LabelSelector as JSON/YAML")
+    group.add_argument(
+        "--webhook-owner-clusterrole",
+        metavar="NAME",
+        default="",
+        help="the ClusterRole owning the configuration: deleting it (helm uninstall) garbage-collects it",
+    )
+    group.add_argument("--webhook-annotation", action="append", default=[], metavar="KEY=VALUE")
+
+
+def rules_config(args: argparse.Namespace) -> WebhookRulesConfig | None:
+    """The managed configuration's settings (None when not managed); ValueError names a bad flag."""
+    if not args.manage_webhook_configuration:
+        return None
+    if not 1 <= args.webhook_timeout <= 30:
+        raise ValueError(f"--webhook-timeout {args.webhook_timeout}: must be 1-30 seconds")
+    annotations = {}
+    for item in args.webhook_annotation:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--webhook-annotation {item!r}: give KEY=VALUE")
+        annotations[key] = value
+    given = args.webhook_fail_exclude_namespace
+    fail_excluded = ["kube-system"] if given is None else [n for item in given for n in item.split(",")]
+    settings = WebhookSettings(
+        service=(args.webhook_service, args.webhook_namespace),
+        own_namespace=args.webhook_namespace,
+        failure_policy=args.webhook_failure_policy,
+        reinvocation_policy=args.webhook_reinvocation_policy,
+        timeout_seconds=args.webhook_timeout,
+        excluded_namespaces=tuple(n for n in args.webhook_exclude_namespace if n),
+        fail_excluded_namespaces=tuple(n for n in fail_excluded if n),
+        namespace_selector=parse_label_selector(args.webhook_namespace_selector, "--webhook-namespace-selector"),
+        opt_out_label=args.opt_out_label,
+    )
+    from celmut.controller.webhook_rules import WebhookRulesConfig
+
+    return WebhookRulesConfig(
+        settings,
+        name=args.manage_webhook_configuration,
+        owner_cluster_role=args.webhook_owner_clusterrole,
+        annotations=annotations,
+    )
