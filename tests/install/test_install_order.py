@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from celmut.install.crds import KYVERNO_GROUPS
 from celmut.install.kyverno_crds import kyverno_crds
+from celmut.install.shared_crds import shared_crd
 from celmut.main import main
 from tests.fakekube import FakeApiServer
 from tests.kube.crds import crds_next_to_kyverno, kyvernos_crd
@@ -64,7 +64,7 @@ def rendered_kyverno_crds(helm: Path, fake: FakeApiServer, tmp_path: Path, *extr
     args = ("--dry-run=server", "--disable-openapi-validation", "--kubeconfig", str(kubeconfig), *extra)
     objects = helm_tool.template(helm, None, *args)
     return [
-        o for o in objects if o["kind"] == "CustomResourceDefinition" and o["spec"]["group"] in KYVERNO_GROUPS
+        o for o in objects if o["kind"] == "CustomResourceDefinition" and shared_crd(o["metadata"]["name"]) is not None
     ]
 
 
@@ -100,7 +100,7 @@ def test_kyverno_crds_disabled_renders_none_even_on_an_empty_cluster(
 
 def test_helm_template_without_a_cluster_renders_them_for_review(rendered: dict[str, list[Obj]]) -> None:
     crds = [o for o in rendered["default"] if o["kind"] == "CustomResourceDefinition"]
-    assert sorted(o["metadata"]["name"] for o in crds if o["spec"]["group"] in KYVERNO_GROUPS) == KYVERNO_CRDS
+    assert sorted(o["metadata"]["name"] for o in crds if shared_crd(o["metadata"]["name"]) is not None) == KYVERNO_CRDS
 
 
 # --- kubectl: celmut manifests --------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def kyverno_crd_names(objects: list[Obj]) -> list[str]:
     return sorted(
         o["metadata"]["name"]
         for o in objects
-        if o["kind"] == "CustomResourceDefinition" and o["spec"]["group"] in KYVERNO_GROUPS
+        if o["kind"] == "CustomResourceDefinition" and shared_crd(o["metadata"]["name"]) is not None
     )
 
 
