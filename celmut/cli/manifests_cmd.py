@@ -24,6 +24,7 @@ from celmut.cli import webhook_flags
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_OK
 from celmut.install.kyverno_crds import kyverno_crds
 from celmut.install.manifests import InstallOptions, manifests
+from celmut.install.report_crds import report_crds
 from celmut.install.webhook_config import parse_label_selector
 from celmut.service import flags
 
@@ -72,7 +73,7 @@ KYVERNO_CRD_CHOICES = ("auto", "include", "skip")
 
 def _kyverno_crds(choice: str, kubeconfig: str | None) -> tuple[str, ...]:
     """The Kyverno CRDs to print; ValueError when ``auto`` cannot ask the cluster it is configured for."""
-    names = tuple(crd.name for crd in kyverno_crds())
+    names = tuple(crd.name for crd in kyverno_crds() + report_crds())  # the CRDs others may own
     if choice != "auto":
         return names if choice == "include" else ()
     from celmut.kube.client import Cluster, ClusterError, NotFound  # the client loads only for auto

@@ -34,6 +34,7 @@ from celmut.controller.reconcile import (
     merge_work,
 )
 from celmut.controller.report import Progress, Report, ReportWriter
+from celmut.controller.report_loop import ReportingConfig, ReportLoop
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.triggers import (
     OwnWrites,
@@ -95,6 +96,7 @@ class ControllerConfig:
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
     page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
     http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
+    reports: ReportingConfig = field(default_factory=ReportingConfig)  # background PolicyReports
 
 
 class Controller:
@@ -181,11 +183,22 @@ class Controller:
         )
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
+        # Background PolicyReports (controller/report_loop.py): the leader scans and writes them.
+        self.reports = (
+            ReportLoop(cluster, self.caches, config.reports, self.metrics.registry, is_leader=self.is_leader,
+                       kyverno_present=self._kyverno_present)
+            if config.reports.background and not config.dry_run
+            else None
+        )
 
     # --- state -----------------------------------------------------------------------------------
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
+
+    def _kyverno_present(self) -> bool:
+        ownership = self.policy_source.ownership if self.policy_source is not None else None
+        return ownership is not None and ownership.kyverno.detected
 
     def current(self, key: TargetKey) -> dict[str, Any] | None:
         """The freshest copy known: the page of a paged scan, the watched cache, else a GET."""
@@ -228,6 +241,8 @@ class Controller:
         drifting = drift_policies(engine.policies)
         drift = AdmissionEngine(drifting, engine.exceptions, engine.options) if drifting else None
         self._loaded = LoadedPolicies(engine, drift)
+        if self.reports is not None:
+            self.reports.policies_loaded(engine)
         fingerprints = {p.display_name: policy_fingerprint(p) for p in engine.policies}
         changed = [name for name, fp in fingerprints.items() if self._fingerprints.get(name) != fp]
         self._fingerprints = fingerprints
@@ -359,6 +374,8 @@ class Controller:
                     next_scan = time.monotonic() + self.config.scan_interval
                     if self.is_leader():
                         self.scan(reason="periodic")
+                        if self.reports is not None:
+                            self.reports.scan_due()
                 self.reconciler.evaluations, evaluations = 0, self.reconciler.evaluations
                 self.metrics.evaluations.inc(evaluations)
             except Exception:  # keep the controller alive whatever a reload does; logged with its stack
@@ -391,6 +408,8 @@ class Controller:
         targets = [self._reload_loop] + [self._work_loop] * max(1, self.config.workers)
         if self.tls is not None:
             targets.append(functools.partial(self.tls.run, self._stop, self.is_leader))
+        if self.reports is not None:
+            targets.append(functools.partial(self.reports.run, self._stop))
         for index, target in enumerate(targets):
             thread = threading.Thread(target=target, name=f"celmut-controller-{index}", daemon=True)
             thread.start()

@@ -14,8 +14,9 @@ from typing import Any
 
 from celmut import __version__
 from celmut.install import rbac
-from celmut.install.crds import KYVERNO_GROUP, all_crds
+from celmut.install.crds import ABSENT_ONLY_GROUPS, all_crds
 from celmut.install.kyverno_crds import kyverno_crds as kyverno_crd_definitions
+from celmut.install.report_crds import report_crds
 from celmut.install.webhook_config import DEFAULT_RULES, WebhookSettings, chart_buckets
 from celmut.install.webhook_config import webhook_configuration as render_webhook_configuration
 from celmut.policy.selection import AUTO
@@ -43,7 +44,9 @@ class InstallOptions:
     fail_excluded_namespaces: tuple[str, ...] = ("kube-system",)
     excluded_namespaces: tuple[str, ...] = ()
     namespace_selector: dict[str, Any] = field(default_factory=dict)
-    kyverno_crds: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in kyverno_crd_definitions()))
+    kyverno_crds: tuple[str, ...] = field(
+        default_factory=lambda: tuple(c.name for c in kyverno_crd_definitions() + report_crds())
+    )  # the CRDs others may own (Kyverno's, the Policy WG reports'): those to print
     log_level: str = "INFO"
     opt_out_label: str = DEFAULT_OPT_OUT_LABEL
     policy_selector: str = AUTO
@@ -280,7 +283,9 @@ def _rbac(o: InstallOptions) -> list[Obj]:
 def manifests(o: InstallOptions) -> list[Obj]:
     """Every object of the install, in an order ``kubectl apply`` accepts."""
     objects: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": o.namespace}}]
-    objects += [crd.to_dict() for crd in all_crds() if crd.group != KYVERNO_GROUP or crd.name in o.kyverno_crds]
+    objects += [
+        crd.to_dict() for crd in all_crds() if crd.group not in ABSENT_ONLY_GROUPS or crd.name in o.kyverno_crds
+    ]
     objects += [
         _obj("v1", "ServiceAccount", _meta(o, o.webhook_account, "webhook")),
         _obj("v1", "ServiceAccount", _meta(o, o.controller_account, "controller")),
