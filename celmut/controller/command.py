@@ -80,6 +80,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "MutatingPolicy celmut serves, so that Kyverno skips it (Kyverno must have policy exceptions on and "
         "read NS); default: none",
     )
+    p.add_argument(
+        "--background-reports",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write a wgpolicyk8s.io PolicyReport per resource the policies match, as Kyverno's background "
+        "scan does (default on; written only where the report CRDs are served)",
+    )
+    p.add_argument(
+        "--report-interval", type=duration, default=2.0, metavar="DURATION", help="report writes coalesce (2s)"
+    )
+    p.add_argument(
+        "--report-max-results", type=int, default=1000, metavar="N", help="results per report (Kyverno's 1000)"
+    )
     flags.add_log_level(p)
     flags.add_engine_and_http(p)
     p.set_defaults(run=run)
@@ -100,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
         if compilation.errors:
             return 2
+    from celmut.controller.report_loop import ReportingConfig
     from celmut.controller.run import Controller, ControllerConfig
     from celmut.kube.client import Cluster, ClusterError
     from celmut.kube.tls_manager import TlsConfig
@@ -127,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
         policy_selector=args.policy_selector,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         http_policy=http_policy,
+        reports=ReportingConfig(
+            background=args.background_reports, interval=args.report_interval, max_results=args.report_max_results
+        ),
     )
     controller = Controller(config, cluster)
     if args.dry_run:

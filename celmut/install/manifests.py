@@ -178,6 +178,7 @@ def controller_deployment(o: InstallOptions) -> Obj:
     args += ["--opt-out-label", o.opt_out_label, "--policy-selector", o.policy_selector]
     if o.kyverno_exceptions:
         args += ["--kyverno-exceptions-namespace", o.exceptions_namespace]
+    args += ["--report-interval", "2s", "--report-max-results", "1000"]  # the chart's reports.* defaults
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     env = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
