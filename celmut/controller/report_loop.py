@@ -119,6 +119,11 @@ class ReportLoop:
             else:
                 self._due.update(keys)
 
+    def scan_pending(self) -> bool:
+        """A scan is due and has not run yet."""
+        with self._lock:
+            return self._due is None or bool(self._due)
+
     def pass_once(self) -> FlushStats:
         """One pass: adopt the stored reports (first time), scan what is due, write what changed."""
         if not self._adopted:
