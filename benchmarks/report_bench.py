@@ -3,8 +3,8 @@
 The fake API server (tests/fakekube, serving the wgpolicyk8s.io CRDs) is seeded with the ConfigMaps;
 the controller runs here through the real kubernetes client. 3 policies would change every ConfigMap
 (``fail``), 2 find it already mutated (``pass``). Prints, for the first scan, a rescan that finds the
-same, and 10 % of the ConfigMaps given the first mutation (fail → pass): wall time, evaluations, reports stored and report
-writes (POST/PUT/DELETE on wgpolicyk8s.io) — the writes follow the resources whose results changed.
+same, and 10 % of the ConfigMaps given the first mutation (fail → pass): wall time, evaluations,
+reports stored and report writes (POST/PUT/DELETE on wgpolicyk8s.io) — the writes follow the resources whose results changed.
 
     python benchmarks/report_bench.py [--resources 1000]
 """
@@ -89,7 +89,8 @@ def main() -> None:
             server.clear_requests()
             before = results()
             for i in range(0, n, 10):
-                server.store.patch("configmaps", f"cm-{i}", {"metadata": {"labels": {"l0": "true"}}}, namespace="default")
+                applied = {"metadata": {"labels": {"l0": "true"}}}
+                server.store.patch("configmaps", f"cm-{i}", applied, namespace="default")
             seconds = wait(lambda: report_writes(server) >= n // 10)
             time.sleep(1.0)
             change = (seconds, results() - before, stored(), report_writes(server))
