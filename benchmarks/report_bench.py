@@ -4,7 +4,8 @@ The fake API server (tests/fakekube, serving the wgpolicyk8s.io CRDs) is seeded 
 the controller runs here through the real kubernetes client. 3 policies would change every ConfigMap
 (``fail``), 2 find it already mutated (``pass``). Prints, for the first scan, a rescan that finds the
 same, and 10 % of the ConfigMaps given the first mutation (fail → pass): wall time, evaluations,
-reports stored and report writes (POST/PUT/DELETE on wgpolicyk8s.io) — the writes follow the resources whose results changed.
+reports stored and report writes (POST/PUT/DELETE on wgpolicyk8s.io): the writes follow the resources
+whose results changed.
 
     python benchmarks/report_bench.py [--resources 1000]
 """
