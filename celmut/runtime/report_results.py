@@ -159,10 +159,15 @@ class ReportResult:
         )
 
 
-def result_of(outcome: PolicyOutcome, policy: PolicyReporting, process: str, now: int) -> ReportResult | None:
+def result_of(
+    outcome: PolicyOutcome, policy: PolicyReporting, process: str, now: int, *, scanned: bool | None = None
+) -> ReportResult | None:
     """The report result of one policy outcome, or None when Kyverno reports nothing (the policy does
-    not match the resource). ``process`` says whether the outcome comes from a background scan (where
-    a change the policy would make is a ``fail``) or an admission review (where it was applied)."""
+    not match the resource). ``process`` is the ``process`` property; ``scanned`` (default: whether
+    ``process`` is a background scan) whether the outcome comes from a scan of a stored resource, where a
+    change the policy would make is a ``fail``, rather than an admission, where it was applied."""
+    if scanned is None:
+        scanned = process == PROCESS_BACKGROUND
     properties: dict[str, str] = {"process": process}
     if outcome.binding:
         properties["mapBinding"] = outcome.binding
@@ -180,7 +185,7 @@ def result_of(outcome: PolicyOutcome, policy: PolicyReporting, process: str, now
         if outcome.cause not in ("matchCondition", "targetMatchCondition"):
             return None  # not matched (constraints, namespace, binding): Kyverno has no rule response
         result, message = "skip", MESSAGE_SKIP
-    elif outcome.status == "applied" and process == PROCESS_BACKGROUND:
+    elif outcome.status == "applied" and scanned:
         result, message = "fail", MESSAGE_NOT_APPLIED
     else:  # applied at admission, or nothing left to change
         result = "pass"
@@ -199,6 +204,14 @@ def result_of(outcome: PolicyOutcome, policy: PolicyReporting, process: str, now
         severity=policy.severity,
         timestamp=now,
     )
+
+
+def process_of(policy: PolicyReporting) -> str:
+    """results.go selectProcess: ``background scan`` when the policy has background processing on, else
+    ``admission review`` when it has admission on (what Kyverno's CLI reports)."""
+    if policy.background:
+        return PROCESS_BACKGROUND
+    return PROCESS_ADMISSION if policy.admission else ""
 
 
 def sort_key(result: ReportResult) -> tuple[str, str, str, int]:
