@@ -88,6 +88,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "scan does (default on; written only where the report CRDs are served)",
     )
     p.add_argument(
+        "--admission-reports",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="report the policies the background scan does not run from the admissions the controller "
+        "sees (process: admission review; default on)",
+    )
+    p.add_argument(
         "--report-interval", type=duration, default=2.0, metavar="DURATION", help="report writes coalesce (2s)"
     )
     p.add_argument(
@@ -142,7 +149,10 @@ def run(args: argparse.Namespace) -> int:
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         http_policy=http_policy,
         reports=ReportingConfig(
-            background=args.background_reports, interval=args.report_interval, max_results=args.report_max_results
+            background=args.background_reports,
+            admission=args.admission_reports,
+            interval=args.report_interval,
+            max_results=args.report_max_results,
         ),
     )
     controller = Controller(config, cluster)

@@ -36,6 +36,7 @@ class ReportingConfig:
     """``--background-reports`` and its knobs (the chart's ``reports.*`` values)."""
 
     background: bool = True  # write background-scan reports (Kyverno's features.backgroundScan / reporting)
+    admission: bool = True  # report admission-only policies from admissions (Kyverno's features.admissionReports)
     interval: float = 2.0  # seconds between passes (how long changes coalesce)
     max_writes: int = 200  # report writes per pass
     max_results: int = MAX_RESULTS  # results per report
@@ -94,7 +95,11 @@ class ReportLoop:
         )
         self.metrics.pending.set_function(self.writer.pending)
         self.scanner = BackgroundReports(
-            caches, self.writer, on_result=lambda r: self.metrics.results.labels(r, "background scan").inc()
+            caches,
+            self.writer,
+            on_result=lambda result, process: self.metrics.results.labels(result, process).inc(),
+            background=config.background,
+            admission=config.admission,
         )
         self.is_leader = is_leader
         self._due: set[str] | None = set()  # policy keys to scan; None: all

@@ -25,7 +25,14 @@ from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
 from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.runtime.report_objects import ResourceRef
-from celmut.runtime.report_results import PROCESS_BACKGROUND, PolicyReporting, ReportResult, reporting_of, result_of
+from celmut.runtime.report_results import (
+    PROCESS_ADMISSION,
+    PROCESS_BACKGROUND,
+    PolicyReporting,
+    ReportResult,
+    reporting_of,
+    result_of,
+)
 
 log = logging.getLogger("celmut.reports")
 
@@ -37,6 +44,7 @@ class ReportedPolicy:
     reporting: PolicyReporting
     engine: AdmissionEngine
     resources: frozenset[tuple[str, str]]  # (apiVersion, plural) its matchConstraints name
+    admission_only: bool = False  # background off: reported from admissions only ("admission review")
 
 
 def watched_resources(policy: CompiledPolicy) -> set[tuple[str, str]]:
@@ -57,14 +65,21 @@ def watched_resources(policy: CompiledPolicy) -> set[tuple[str, str]]:
     return out
 
 
-def reported_policies(engine: AdmissionEngine) -> dict[str, ReportedPolicy]:
-    """The policies of ``engine`` that get background reports, by report key."""
+def reported_policies(
+    engine: AdmissionEngine, *, background: bool = True, admission: bool = True
+) -> dict[str, ReportedPolicy]:
+    """The policies of ``engine`` that get reports, by report key: with ``background``, those with
+    background processing on (scanned); with ``admission``, the others with admission on (reported from
+    the admissions the watches see)."""
     grouped: dict[str, list[CompiledPolicy]] = {}
     facts: dict[str, PolicyReporting] = {}
+    scanned: dict[str, bool] = {}
     for policy in engine.policies:
         reporting = reporting_of(policy)
-        if reporting.disabled or not reporting.background:
+        scan = background and reporting.background
+        if reporting.disabled or not (scan or (admission and reporting.admission)):
             continue
+        scanned[reporting.key] = scan
         if policy.kind == "MutatingAdmissionPolicy" and not policy.bindings:
             continue
         grouped.setdefault(reporting.key, []).append(policy)
@@ -74,16 +89,25 @@ def reported_policies(engine: AdmissionEngine) -> dict[str, ReportedPolicy]:
         resources: set[tuple[str, str]] = set()
         for policy in policies:
             resources |= watched_resources(policy)
-        out[key] = ReportedPolicy(
-            facts[key], AdmissionEngine(policies, engine.exceptions, engine.options), frozenset(resources)
-        )
+        engine_of_one = AdmissionEngine(policies, engine.exceptions, engine.options)
+        out[key] = ReportedPolicy(facts[key], engine_of_one, frozenset(resources), not scanned[key])
     return out
 
 
-def scan_object(policy: ReportedPolicy, obj: dict[str, Any], now: int) -> list[ReportResult]:
-    """The background results of one policy on one stored object."""
-    admitted = policy.engine.admit(AdmissionInput.from_object(obj, "CREATE"))
-    results = (result_of(outcome, policy.reporting, PROCESS_BACKGROUND, now) for outcome in admitted.outcomes)
+def scan_object(
+    policy: ReportedPolicy, obj: dict[str, Any], now: int, admitted: tuple[str, dict[str, Any] | None] | None = None
+) -> list[ReportResult]:
+    """The results of one policy on one stored object: as a background scan sees it (a CREATE of the
+    stored object), or, with ``admitted`` (operation, old object), as the admission that stored it did."""
+    if admitted is None:
+        request = AdmissionInput.from_object(obj, "CREATE")
+        process = PROCESS_BACKGROUND
+    else:
+        operation, old = admitted
+        request = AdmissionInput.from_object(obj, operation, old_object=old)
+        process = PROCESS_ADMISSION
+    outcomes = policy.engine.admit(request).outcomes
+    results = (result_of(o, policy.reporting, process, now, scanned=admitted is None) for o in outcomes)
     return [r for r in results if r is not None]
 
 
@@ -95,18 +119,23 @@ class BackgroundReports:
         caches: CacheSet,
         writer: ReportWriter,
         *,
-        on_result: Callable[[str], None] | None = None,  # result name, for metrics
+        on_result: Callable[[str, str], None] | None = None,  # (result, process), for metrics
         clock: Callable[[], float] = time.time,
+        background: bool = True,  # scan the policies with background processing on
+        admission: bool = True,  # report the others from the admissions the watches see
     ) -> None:
+        self.background = background
+        self.admission = admission
         self.caches = caches
         self.writer = writer
-        self.on_result = on_result or (lambda result: None)
+        self.on_result = on_result or (lambda result, process: None)
         self.clock = clock
         self._engine: AdmissionEngine | None = None
         self._policies: dict[str, ReportedPolicy] = {}
         self._fingerprints: dict[str, tuple[str, ...]] = {}
         self._watched: set[tuple[str, str]] = set()
-        self._changed: dict[tuple[str, str, str, str], None] = {}  # resources changed since the last pass
+        # resources changed since the last pass -> (operation, old object) of the first change seen
+        self._changed: dict[tuple[str, str, str, str], tuple[str, dict[str, Any] | None]] = {}
         self._lock = threading.Lock()
 
     # --- policies --------------------------------------------------------------------------------
@@ -116,7 +145,7 @@ class BackgroundReports:
         if engine is self._engine:
             return []
         self._engine = engine
-        policies = reported_policies(engine)
+        policies = reported_policies(engine, background=self.background, admission=self.admission)
         exceptions = repr(
             [(e.namespace, e.name, e.policy_refs, [c.source for c in e.match_conditions]) for e in engine.exceptions]
         )
@@ -151,7 +180,8 @@ class BackgroundReports:
                 return
             with self._lock:
                 key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
-                self._changed[key] = None
+                operation = "CREATE" if event == "ADDED" else "UPDATE"
+                self._changed.setdefault(key, (operation, old if operation == "UPDATE" else None))
 
         cache.add_handler(changed)
 
@@ -166,8 +196,8 @@ class BackgroundReports:
         now = int(self.clock())
         evaluations = 0
         for key, policy in list(self._policies.items()):
-            if keys is not None and key not in keys:
-                continue
+            if (keys is not None and key not in keys) or policy.admission_only:
+                continue  # Kyverno's background scan runs only the policies with background processing
             seen: set[str] = set()
             for api_version, resource in sorted(policy.resources):
                 cache = self.caches.cache(api_version, resource)
@@ -181,30 +211,41 @@ class BackgroundReports:
     def rescan_changed(self) -> int:
         """Rescan the resources that changed since the last call (each once, however often it changed)."""
         with self._lock:
-            changed, self._changed = list(self._changed), {}
+            changed, self._changed = self._changed, {}
         now = int(self.clock())
         evaluations = 0
-        for api_version, resource, namespace, name in changed:
+        for (api_version, resource, namespace, name), (operation, old) in changed.items():
             cache = self.caches.cache(api_version, resource, wait=False)
             obj = cache.get(namespace, name) if cache is not None else None
             if obj is None or cache is None:
                 continue
             obj = _typed(obj, cache.kind, api_version)
+            if old is not None:
+                old = _typed(old, cache.kind, api_version)
             for policy in self._policies.values():
                 if (api_version, resource) in policy.resources:
-                    evaluations += self._record(policy, obj, now, None)
+                    admitted = (operation, old) if policy.admission_only else None
+                    evaluations += self._record(policy, obj, now, None, admitted)
         return evaluations
 
-    def _record(self, policy: ReportedPolicy, obj: dict[str, Any], now: int, seen: set[str] | None) -> int:
+    def _record(
+        self,
+        policy: ReportedPolicy,
+        obj: dict[str, Any],
+        now: int,
+        seen: set[str] | None,
+        admitted: tuple[str, dict[str, Any] | None] | None = None,
+    ) -> int:
         ref = ResourceRef.of(obj)
         if ref is None:
             return 0
-        results = scan_object(policy, obj, now)
+        results = scan_object(policy, obj, now, admitted)
         for result in results:
-            self.on_result(result.result)
+            self.on_result(result.result, dict(result.properties).get("process", ""))
         if results and seen is not None:
             seen.add(ref.uid)
-        self.writer.put(ref, policy.reporting.key, results)
+        if results or admitted is None:  # an admission that did not match leaves earlier results alone
+            self.writer.put(ref, policy.reporting.key, results)
         return 1
 
 

@@ -187,7 +187,7 @@ class Controller:
         self.reports = (
             ReportLoop(cluster, self.caches, config.reports, self.metrics.registry, is_leader=self.is_leader,
                        kyverno_present=self._kyverno_present)
-            if config.reports.background and not config.dry_run
+            if (config.reports.background or config.reports.admission) and not config.dry_run
             else None
         )
 

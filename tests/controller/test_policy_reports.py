@@ -242,7 +242,9 @@ def test_many_resources_and_policies_get_one_report_each_in_one_write_each(
     policies.append(policy("pass", add_label("done"), admission=True, mutate_existing=False))
     with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", *policies), **_settings()) as controller:
         assert controller.reports is not None
-        wait_for(lambda: len(fake_apiserver.store.list(POLR, None)) == count and not controller.reports.writer.pending())
+        wait_for(
+            lambda: len(fake_apiserver.store.list(POLR, None)) == count and not controller.reports.writer.pending()
+        )
         writes = [r for m in ("POST", "PUT", "DELETE") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
         assert len(writes) == count
         report = fake_apiserver.store.list(POLR, None)[0]
@@ -252,3 +254,26 @@ def test_many_resources_and_policies_get_one_report_each_in_one_write_each(
         wait_for(lambda: not controller.reports.scan_pending())
         time.sleep(0.3)
         assert not [r for m in ("POST", "PUT", "DELETE") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
+
+
+def test_a_policy_without_background_processing_is_reported_from_admissions(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """chainsaw mutating-policies/reporting/admission (report.yaml): a ConfigMap created through the API
+    server gets pass / success, process "admission review"; existing ones are not scanned."""
+    install_report_crds(fake_apiserver)
+    fake_apiserver.store.create(configmap("before"))
+    admission_only = policy("add-foo", LABEL, admission=True, mutate_existing=False)
+    admission_only["spec"]["evaluation"]["background"] = {"enabled": False}
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", admission_only), **_settings()):
+        # as if the webhook had mutated it at admission (the fake API server calls no webhook here)
+        fake_apiserver.store.create(configmap("created", foo="bar"))
+        report = wait_for(lambda: report_of(fake_apiserver, "created"))
+        time.sleep(0.2)
+        assert report_of(fake_apiserver, "before") is None
+    [result] = report["results"]
+    assert (result["result"], result["message"], result["properties"]) == (
+        "pass",
+        "success",
+        {"process": "admission review"},
+    )
