@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from celmut.controller.reconcile import Reconciler, TargetKey, Task
 from celmut.controller.run import Controller, ControllerConfig
@@ -251,7 +252,12 @@ def test_a_failing_target_expression_is_reported(fake_apiserver: FakeApiServer, 
         (failed,) = [o for o in controller.report.outcomes() if o.action == "failed"]
         assert "spec.targetMatchConstraints.expression" in failed.message and "no such key: labels" in failed.message
         assert controller.metrics.errors._value.get() >= 1
-        events = [e for e in fake_apiserver.store.list("events", "default") if e["reason"] == "TargetsUnresolved"]
+
+        def unresolved() -> list[dict[str, Any]]:
+            return [e for e in fake_apiserver.store.list("events", "default") if e["reason"] == "TargetsUnresolved"]
+
+        eventually(unresolved, what="the TargetsUnresolved Event")  # posted just after the report records it
+        events = unresolved()
         assert [(e["involvedObject"]["kind"], e["involvedObject"]["name"], e["type"]) for e in events] == [
             ("MutatingPolicy", "bad-targets", "Warning")
         ]
