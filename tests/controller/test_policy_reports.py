@@ -249,6 +249,13 @@ def test_many_resources_and_policies_get_one_report_each_in_one_write_each(
         assert len(writes) == count
         report = fake_apiserver.store.list(POLR, None)[0]
         assert report["summary"] == {"error": 0, "fail": 4, "pass": 1, "skip": 0, "warn": 0}
+        metrics = controller.metrics.render().decode()
+        assert f'celmut_policy_report_writes_total{{action="created"}} {float(count)}' in metrics
+        assert (
+            f'celmut_policy_report_results_total{{process="background scan",result="fail"}} {float(4 * count)}'
+            in metrics
+        )
+        assert "celmut_policy_report_pending 0.0" in metrics
         fake_apiserver.clear_requests()
         controller.reports.scan_due()
         wait_for(lambda: not controller.reports.scan_pending())
