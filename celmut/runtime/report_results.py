@@ -45,7 +45,9 @@ PROCESS_ADMISSION = "admission review"
 ANNOTATION_SCORED = "policies.kyverno.io/scored"  # kyverno api/kyverno/annotations.go
 ANNOTATION_CATEGORY = "policies.kyverno.io/category"
 ANNOTATION_SEVERITY = "policies.kyverno.io/severity"
-ANNOTATION_REPORTS_DISABLED = "reports.kyverno.io/disabled"  # kyverno pkg/utils/report/labels.go
+# kyverno pkg/utils/report/labels.go LabelExcludeReporting: a *label*, whatever its value (chainsaw
+# mutating-admission-policy-reports/background/generated-reporting-opt-in "disabled-wins": 'false' disables)
+LABEL_REPORTS_DISABLED = "reports.kyverno.io/disabled"
 SEVERITIES = ("critical", "high", "medium", "low", "info")  # results.go SeverityFromString
 
 MESSAGE_NOT_APPLIED = "mutation is not applied"  # scanner.go
@@ -64,7 +66,7 @@ class PolicyReporting:
     scored: bool = True
     category: str = ""
     severity: str = ""
-    disabled: bool = False  # reports.kyverno.io/disabled
+    disabled: bool = False  # the label reports.kyverno.io/disabled
     background: bool = True  # spec.evaluation.background.enabled (always on for a MAP)
     admission: bool = True
 
@@ -73,7 +75,8 @@ def reporting_of(policy: CompiledPolicy) -> PolicyReporting:
     """The reporting facts of a compiled policy (an autogen variant reports as its policy)."""
     definition = policy.definition
     raw: Mapping[str, Any] = getattr(definition, "raw", None) or {}
-    annotations = (raw.get("metadata") or {}).get("annotations") or {}
+    metadata = raw.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
     is_map = policy.kind == "MutatingAdmissionPolicy"
     evaluation = getattr(definition, "evaluation", None)
     severity = str(annotations.get(ANNOTATION_SEVERITY, ""))
@@ -83,7 +86,7 @@ def reporting_of(policy: CompiledPolicy) -> PolicyReporting:
         scored=annotations.get(ANNOTATION_SCORED) != "false",
         category=str(annotations.get(ANNOTATION_CATEGORY, "")),
         severity=severity if severity in SEVERITIES else "",
-        disabled=ANNOTATION_REPORTS_DISABLED in annotations,
+        disabled=LABEL_REPORTS_DISABLED in (metadata.get("labels") or {}),
         background=bool(getattr(evaluation, "background", True)) if not is_map else True,
         admission=policy.admission,
     )

@@ -202,15 +202,15 @@ def test_a_report_goes_with_its_resource_and_cluster_scoped_resources_get_cluste
         assert not fake_apiserver.store.exists(POLR, uid, "default")
 
 
-def test_reports_disabled_by_annotation_or_background_off_are_not_written(
+def test_reports_disabled_by_label_or_background_off_are_not_written(
     fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
-    """reports.kyverno.io/disabled, and spec.evaluation.background.enabled: false (Kyverno's gate)."""
+    """The label reports.kyverno.io/disabled (any value: chainsaw generated-reporting-opt-in "disabled-wins"),
+    and spec.evaluation.background.enabled: false (not scanned; nothing was admitted since the start)."""
     install_report_crds(fake_apiserver)
     fake_apiserver.store.create(configmap("cm"))
-    quiet = policy(
-        "quiet", LABEL, admission=True, mutate_existing=False, annotations={"reports.kyverno.io/disabled": "true"}
-    )
+    quiet = policy("quiet", LABEL, admission=True, mutate_existing=False)
+    quiet["metadata"]["labels"] = {"reports.kyverno.io/disabled": "false"}  # Kyverno: the label's presence
     no_background = policy("no-background", add_label("x"), admission=True, mutate_existing=False)
     no_background["spec"]["evaluation"]["background"] = {"enabled": False}
     loud = policy("loud", add_label("y"), admission=True, mutate_existing=False)
