@@ -284,3 +284,41 @@ def test_a_policy_without_background_processing_is_reported_from_admissions(
         "success",
         {"process": "admission review"},
     )
+
+
+def test_a_mutating_admission_policy_with_a_binding_is_reported_as_kyverno_reports_it(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """chainsaw mutating-admission-policy-reports/background/with-binding-pass (report-assert.yaml)."""
+    install_report_crds(fake_apiserver)
+    fake_apiserver.store.create(configmap("labelled", foo="bar"))
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}
+    expression = 'Object{metadata: Object.metadata{labels: {"foo": "bar"}}}'
+    admission_policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "add-label"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [rule]},
+            "reinvocationPolicy": "Never",
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": "add-label-binding"},
+        "spec": {"policyName": "add-label"},
+    }
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", admission_policy, binding), **_settings()):
+        report = wait_for(lambda: report_of(fake_apiserver, "labelled"))
+    [result] = report["results"]
+    assert {k: v for k, v in result.items() if k != "timestamp"} == {
+        "message": "mutation is successfully applied",
+        "policy": "add-label",
+        "properties": {"mapBinding": "add-label-binding", "process": "background scan"},
+        "result": "pass",
+        "rule": "add-label",
+        "scored": True,
+        "source": "MutatingAdmissionPolicy",
+    }
