@@ -322,3 +322,44 @@ def test_a_mutating_admission_policy_with_a_binding_is_reported_as_kyverno_repor
         "scored": True,
         "source": "MutatingAdmissionPolicy",
     }
+
+
+def test_only_the_leader_writes_reports_and_a_new_leader_adopts_them(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Two replicas: one report per resource, written by the leader; the standby that takes over adopts
+    the stored reports (a rescan that finds the same writes nothing) and keeps them current."""
+    install_report_crds(fake_apiserver)
+    fake_apiserver.store.create(configmap("one"))
+    policies = write_policies(tmp_path / "p", policy("add-foo", LABEL, admission=True, mutate_existing=False))
+    election = {
+        "leader_elect": True,
+        "lease_namespace": "default",
+        "lease_duration": 1.0,
+        "renew_deadline": 0.6,
+        "retry_period": 0.1,
+    }
+    with (
+        running(fake_apiserver, tmp_path, policies, identity="a", **election, **_settings()) as first,
+        running(fake_apiserver, tmp_path, policies, identity="b", **election, **_settings()) as second,
+    ):
+        wait_for(lambda: first.is_leader() != second.is_leader())
+        wait_for(lambda: report_of(fake_apiserver, "one"))
+        leader, standby = (first, second) if first.is_leader() else (second, first)
+        assert (
+            standby.reports is not None
+            and standby.reports.writer.results(
+                fake_apiserver.store.get("configmaps", "one", "default")["metadata"]["uid"]
+            )
+            == []
+        )  # the standby computed and holds nothing
+        assert leader.elector is not None
+        leader.elector.stop(release=False)
+        wait_for(standby.is_leader)
+        fake_apiserver.clear_requests()
+        fake_apiserver.store.create(configmap("two"))
+        wait_for(lambda: report_of(fake_apiserver, "two"))
+        time.sleep(0.3)
+        written = [r.path for m in ("POST", "PUT") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
+        assert len(written) == 1  # the new report only: "one" was adopted, not rewritten
+    assert len(fake_apiserver.store.list(POLR, None)) == 2
