@@ -5,11 +5,12 @@ controller Deployments, Service, PodDisruptionBudget, RBAC and the MutatingWebho
 the Namespace. Apply with ``celmut manifests | kubectl apply --server-side -f -``; uninstall with
 ``celmut manifests | kubectl delete -f -``.
 
-The policies.kyverno.io CRDs are printed only when celmut owns them (``--kyverno-crds auto``, the
-default, asks the cluster of the current kubeconfig context — the one kubectl applies to — and prints
-each one that does not exist yet or that celmut installed; the others are Kyverno's, and so are left
-out of the install *and* of the uninstall). ``--kyverno-crds include`` or ``skip`` decides without a
-cluster; without any kubeconfig ``auto`` includes them. The choice is reported on stderr.
+The policies.kyverno.io CRDs, and the wgpolicyk8s.io report CRDs, are printed only when celmut owns
+them (``--kyverno-crds auto``, the default, asks the cluster of the current kubeconfig context — the
+one kubectl applies to — and prints each one that does not exist yet or that celmut installed; the
+others are Kyverno's, and so are left out of the install *and* of the uninstall). ``--kyverno-crds
+include`` or ``skip`` decides without a cluster; without any kubeconfig ``auto`` includes them. The
+choice is reported on stderr.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--kyverno-crds",
         choices=KYVERNO_CRD_CHOICES,
         default="auto",
-        help="the policies.kyverno.io CRDs: auto (default: each one the cluster does not have, or has from "
-        "celmut), include, or skip (Kyverno owns them)",
+        help="the policies.kyverno.io and wgpolicyk8s.io CRDs: auto (default: each one the cluster does not "
+        "have, or has from celmut), include, or skip (Kyverno owns them)",
     )
     p.add_argument(
         "--skip-kyverno-crds", dest="kyverno_crds", action="store_const", const="skip", help="--kyverno-crds skip"
