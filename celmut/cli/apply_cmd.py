@@ -102,6 +102,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     shown.add_argument("--diff", action="store_true", help="print a unified diff of each changed object instead")
     shown.add_argument("-t", "--table", action="store_true", help="print kyverno apply's results table instead")
     shown.add_argument(
+        "--policy-report",
+        action="store_true",
+        help="print the ClusterPolicyReport/PolicyReports kyverno apply --policy-report prints instead (-o json: JSON)",
+    )
+    shown.add_argument(
         "--explain",
         action="store_true",
         help="instead of the objects, print per resource each field changed with the policy and mutation that "
@@ -202,6 +207,11 @@ def _apply(args: argparse.Namespace, backend: str, connection: tuple[Cluster, Re
         sys.stdout.write(explain_render.render(explain_render.explain_runs(runs, scanned), _explain_format(args)))
     elif args.table:
         sys.stdout.write(apply_report.table(found, console.palette(args), detailed=args.detailed_results))
+    elif args.policy_report:
+        from celmut.cli import apply_policy_report
+
+        found_reports = apply_policy_report.reports(runs, compiled.policies)
+        sys.stdout.write(apply_policy_report.render(found_reports, "json" if args.output == "json" else "yaml"))
     elif args.diff:
         _print_diffs(runs, defaulted, scanned, console.palette(args))
     elif not (args.output_file or args.output_dir):

@@ -89,6 +89,26 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     webhook_flags.add_flags(p)
     flags.add_preset_failure_policy(p)
+    p.add_argument(
+        "--background-reports",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write a wgpolicyk8s.io PolicyReport per resource the policies match, as Kyverno's background "
+        "scan does (default on; written only where the report CRDs are served)",
+    )
+    p.add_argument(
+        "--admission-reports",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="report the policies the background scan does not run from the admissions the controller "
+        "sees (process: admission review; default on)",
+    )
+    p.add_argument(
+        "--report-interval", type=duration, default=2.0, metavar="DURATION", help="report writes coalesce (2s)"
+    )
+    p.add_argument(
+        "--report-max-results", type=int, default=1000, metavar="N", help="results per report (Kyverno's 1000)"
+    )
     flags.add_log_level(p)
     flags.add_engine_and_http(p)
     cluster_data_flags.add_image_data(p)
@@ -111,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
         if compilation.errors:
             return 2
+    from celmut.controller.report_loop import ReportingConfig
     from celmut.controller.run import Controller, ControllerConfig
     from celmut.kube.client import Cluster, ClusterError
     from celmut.kube.tls_manager import TlsConfig
@@ -143,6 +164,12 @@ def run(args: argparse.Namespace) -> int:
         registry=registry,
         webhook_rules=webhook_rules,
         preset_failure_policy=args.preset_failure_policy,
+        reports=ReportingConfig(
+            background=args.background_reports,
+            admission=args.admission_reports,
+            interval=args.report_interval,
+            max_results=args.report_max_results,
+        ),
     )
     controller = Controller(config, cluster)
     if args.dry_run:

@@ -40,6 +40,7 @@ from celmut.controller.reconcile import (
     merge_work,
 )
 from celmut.controller.report import Progress, Report, ReportWriter
+from celmut.controller.report_loop import ReportingConfig, ReportLoop
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.trigger_watch import TriggerWatch
 from celmut.controller.triggers import OwnWrites, drift_policies
@@ -101,6 +102,7 @@ class ControllerConfig:
     registry: cel.RegistryPolicy = field(default_factory=cel.RegistryPolicy)  # image.GetMetadata's registries
     webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
     preset_failure_policy: str | None = None  # the presets' failurePolicy (the chart's webhook.failurePolicy)
+    reports: ReportingConfig = field(default_factory=ReportingConfig)  # background PolicyReports
 
 
 class Controller:
@@ -162,6 +164,19 @@ class Controller:
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
         self.tracing = tracing.from_environment("celmut-controller")  # None: off (OTEL_* variables)
+        # Background PolicyReports (controller/report_loop.py): the leader scans and writes them.
+        self.reports = (
+            ReportLoop(
+                cluster,
+                self.caches,
+                config.reports,
+                self.metrics.registry,
+                is_leader=self.is_leader,
+                kyverno_present=self._kyverno_present,
+            )
+            if (config.reports.background or config.reports.admission) and not config.dry_run
+            else None
+        )
         self.workers.tracing = self.tracing
 
     def _elector(self) -> LeaderElector:
@@ -233,6 +248,10 @@ class Controller:
         ownership = self.policy_source.ownership if self.policy_source is not None else None
         return not self.config.dry_run and self.is_leader() and ownership is not None and not ownership.kyverno.detected
 
+    def _kyverno_present(self) -> bool:
+        ownership = self.policy_source.ownership if self.policy_source is not None else None
+        return ownership is not None and ownership.kyverno.detected
+
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
 
@@ -269,6 +288,8 @@ class Controller:
         if changed is None:
             return []
         assert self._loaded is not None
+        if self.reports is not None:
+            self.reports.policies_loaded(self._loaded.all)
         self.triggers.watch(self._loaded.all.policies)
         return changed
 
@@ -305,6 +326,8 @@ class Controller:
                     next_scan = time.monotonic() + self.config.scan_interval
                     if self.is_leader():
                         self.scan(reason="periodic")
+                        if self.reports is not None:
+                            self.reports.scan_due()
                 self.reconciler.evaluations, evaluations = 0, self.reconciler.evaluations
                 self.metrics.evaluations.inc(evaluations)
             except Exception:  # keep the controller alive whatever a reload does; logged with its stack
@@ -338,6 +361,8 @@ class Controller:
         targets = [self._reload_loop] + [self.workers.loop] * max(1, self.config.workers)
         if self.tls is not None:
             targets.append(functools.partial(self.tls.run, self._stop, self.is_leader))
+        if self.reports is not None:
+            targets.append(functools.partial(self.reports.run, self._stop))
         for index, target in enumerate(targets):
             thread = threading.Thread(target=target, name=f"celmut-controller-{index}", daemon=True)
             thread.start()

@@ -189,6 +189,7 @@ def controller_deployment(o: InstallOptions) -> Obj:
         args += ["--preset-failure-policy", "Fail"]
     if o.managed_rules:
         args += managed_rules_args(o)
+    args += ["--report-interval", "2s", "--report-max-results", "1000"]  # the chart's reports.* defaults
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     env = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},

@@ -72,6 +72,12 @@ def controller_cluster_rules(
             ["mutatingadmissionpolicies", "mutatingadmissionpolicybindings"],
             ["create", "update", "delete"],
         ),
+        # Background PolicyReports: one per resource the policies match, replaced when results change.
+        _rule(
+            "wgpolicyk8s.io",
+            ["policyreports", "clusterpolicyreports"],
+            ["get", "list", "watch", "create", "update", "delete"],
+        ),
     ]
     if self_managed_tls:  # the CA bundle of celmut's own webhook configuration
         rules.append(

@@ -47,6 +47,9 @@ SHARED_CRDS: tuple[SharedCrd, ...] = (
     SharedCrd("namespacedmutatingpolicies.policies.kyverno.io", "Kyverno", "kyverno-crds"),
     SharedCrd("policyexceptions.policies.kyverno.io", "Kyverno", "kyverno-crds"),
     SharedCrd("globalcontextentries.kyverno.io", "Kyverno", "kyverno-crds"),
+    # The Policy WG report kinds: Kyverno's chart ships them, and so do Policy Reporter and others.
+    SharedCrd("policyreports.wgpolicyk8s.io", "Kyverno", "kyverno-crds"),
+    SharedCrd("clusterpolicyreports.wgpolicyk8s.io", "Kyverno", "kyverno-crds"),
 )
 
 

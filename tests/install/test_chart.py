@@ -231,6 +231,20 @@ def test_the_policy_selector_reaches_both_components_and_only_the_controller_kee
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "celmut-controller", "namespace": "celmut"}]
 
 
+def test_the_report_values_reach_the_controller_and_it_may_write_reports(rendered: dict[str, list[Obj]]) -> None:
+    for values, background, interval, limit in (("default", True, 2.0, 1000), ("full", False, 10.0, 500)):
+        controller = parsed_args(container(rendered[values], "celmut-controller")["args"])
+        assert (controller.background_reports, controller.admission_reports) == (background, True)
+        assert (controller.report_interval, controller.report_max_results) == (interval, limit)
+        role = one(rendered[values], "ClusterRole", "celmut-controller")
+        for verb in ("list", "create", "update", "delete"):
+            assert allows(role["rules"], "wgpolicyk8s.io", "policyreports", verb)
+            assert allows(role["rules"], "wgpolicyk8s.io", "clusterpolicyreports", verb)
+        assert not allows(
+            one(rendered[values], "ClusterRole", "celmut-webhook")["rules"], "wgpolicyk8s.io", "policyreports", "create"
+        )
+
+
 # --- the webhook configuration -----------------------------------------------------------------------
 
 

@@ -85,3 +85,8 @@ def kyvernos_webhooks() -> dict[str, Any]:
             }
         ],
     }
+
+
+def report_crds() -> list[dict[str, Any]]:
+    """The shipped wgpolicyk8s.io PolicyReport and ClusterPolicyReport CRDs."""
+    return [copy.deepcopy(_shipped()[kind]) for kind in ("PolicyReport", "ClusterPolicyReport")]

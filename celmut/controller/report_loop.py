@@ -1,0 +1,170 @@
+"""The controller's reporting thread: background scans in, coalesced report writes out, metrics.
+
+Every ``interval`` seconds the leader scans what is due — the policies that are new or changed, or all
+of them on the periodic scan, and the resources that changed since the last pass (each once) — then
+writes the reports whose results changed, at most ``max_writes`` a pass (the rest wait for the next).
+So a burst of changes to one resource is one write, and a scan that finds what the last one found is
+none. Standbys write nothing. ``celmut_policy_report_*`` metrics: writes by action, write errors,
+results by outcome, reports waiting to be written.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from celmut.controller.reporting import BackgroundReports
+from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.lookup import CacheSet
+from celmut.kube.report_writer import FlushStats, ReportWriter, list_reports
+from celmut.runtime import AdmissionEngine
+from celmut.runtime.report_objects import MAX_RESULTS
+
+log = logging.getLogger("celmut.reports")
+
+#: Kyverno present: celmut's reports are named ``celmut-<uid>`` next to Kyverno's ``<uid>``.
+PREFIX_NEXT_TO_KYVERNO = "celmut-"
+ABSENT_RECHECK = 30  # passes between two looks for report CRDs that were not served
+
+
+@dataclass
+class ReportingConfig:
+    """``--background-reports`` and its knobs (the chart's ``reports.*`` values)."""
+
+    background: bool = True  # write background-scan reports (Kyverno's features.backgroundScan / reporting)
+    admission: bool = True  # report admission-only policies from admissions (Kyverno's features.admissionReports)
+    interval: float = 2.0  # seconds between passes (how long changes coalesce)
+    max_writes: int = 200  # report writes per pass
+    max_results: int = MAX_RESULTS  # results per report
+
+
+class ReportMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.writes = Counter(
+            "celmut_policy_report_writes",
+            "Policy report writes by action: created, updated, deleted",
+            ["action"],
+            registry=registry,
+        )
+        self.write_errors = Counter(
+            "celmut_policy_report_write_errors",
+            "Policy report writes the API server refused, by status",
+            ["status"],
+            registry=registry,
+        )
+        self.results = Counter(
+            "celmut_policy_report_results",
+            "Report results computed, by result and process",
+            ["result", "process"],
+            registry=registry,
+        )
+        self.pending = Gauge(
+            "celmut_policy_report_pending", "Reports whose results changed and are not written yet", registry=registry
+        )
+
+    def on_write(self, action: str, result: str) -> None:
+        if action == "error":
+            self.write_errors.labels(result).inc()
+        else:
+            self.writes.labels(action).inc()
+
+
+class ReportLoop:
+    """Owns the writer and the background scanner; ``run`` is the reporting thread."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        caches: CacheSet,
+        config: ReportingConfig,
+        registry: CollectorRegistry,
+        *,
+        is_leader: Callable[[], bool],
+        kyverno_present: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.config = config
+        self.cluster = cluster
+        self.metrics = ReportMetrics(registry)
+        self.kyverno_present = kyverno_present
+        self.writer = ReportWriter(
+            cluster, prefix=self._prefix(), limit=config.max_results, on_write=self.metrics.on_write
+        )
+        self.metrics.pending.set_function(self.writer.pending)
+        self.scanner = BackgroundReports(
+            caches,
+            self.writer,
+            on_result=lambda result, process: self.metrics.results.labels(result, process).inc(),
+            background=config.background,
+            admission=config.admission,
+        )
+        self.is_leader = is_leader
+        self._due: set[str] | None = set()  # policy keys to scan; None: all
+        self._adopted = False
+        self._absent_passes = 0  # passes since the report CRDs were found not served
+        self._lock = threading.Lock()
+
+    def _prefix(self) -> str:
+        return PREFIX_NEXT_TO_KYVERNO if self.kyverno_present() else ""
+
+    def policies_loaded(self, engine: AdmissionEngine) -> None:
+        """After each reload: the new or changed policies are scanned on the next pass."""
+        changed = self.scanner.load(engine)
+        if changed:
+            self.scan_due(changed)
+
+    def scan_due(self, keys: list[str] | None = None) -> None:
+        """Scan ``keys`` (all when None) on the next pass."""
+        with self._lock:
+            if keys is None or self._due is None:
+                self._due = None
+            else:
+                self._due.update(keys)
+
+    def scan_pending(self) -> bool:
+        """A scan is due and has not run yet."""
+        with self._lock:
+            return self._due is None or bool(self._due)
+
+    def pass_once(self) -> FlushStats:
+        """One pass: adopt the stored reports (first time), scan what is due, write what changed."""
+        if not self._adopted:
+            if self._absent_passes % ABSENT_RECHECK:  # the report CRDs were not served: look again later
+                self._absent_passes += 1
+                return FlushStats()
+            try:
+                stored = list_reports(self.cluster)
+            except NotFound:
+                if not self._absent_passes:
+                    log.warning("no policy reports: the wgpolicyk8s.io CRDs are not installed")
+                self._absent_passes += 1
+                return FlushStats()
+            except ClusterError as ex:
+                log.warning("cannot list policy reports", extra={"error": str(ex)})
+                return FlushStats()
+            self._absent_passes = 0
+            self.writer.adopt(stored)
+            self._adopted = True
+            self.writer.keep_policies(self.scanner.keys())  # reports of policies deleted meanwhile
+            self.scan_due()
+        self.writer.set_prefix(self._prefix())
+        with self._lock:
+            due, self._due = self._due, set()
+        if due is None or due:
+            self.scanner.scan(None if due is None else sorted(due))
+        self.scanner.rescan_changed()
+        return self.writer.flush(self.config.max_writes)
+
+    def run(self, stop: threading.Event) -> None:
+        """The reporting thread (leader only)."""
+        while not stop.wait(self.config.interval):
+            if not self.is_leader():
+                self._adopted = False  # a new leader starts from what is stored
+                continue
+            try:
+                self.pass_once()
+            except Exception:  # keep reporting alive whatever one pass does; logged with its stack
+                log.exception("policy report pass failed")

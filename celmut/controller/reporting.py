@@ -1,0 +1,260 @@
+"""Background reports: every resource the served policies match gets its policy report.
+
+As Kyverno's background scan does (kyverno ``pkg/controllers/report/background/controller.go`` and
+``pkg/controllers/report/utils/scanner.go``): each policy whose ``spec.evaluation.background.enabled``
+is on (the default) and that ``reports.kyverno.io/disabled`` does not turn off — and each
+MutatingAdmissionPolicy with a binding — is evaluated alone on every stored resource its
+matchConstraints name, as a CREATE of that resource. What it would still change is a ``fail``, what
+it leaves as it is a ``pass`` (:mod:`celmut.runtime.report_results`). A resource is rescanned when it
+changes (watch), every policy when it changes, everything on the periodic scan; results go to the
+:class:`~celmut.kube.report_writer.ReportWriter`, which writes one report per resource, coalesced.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from celmut.compile.compiled import CompiledPolicy
+from celmut.controller.triggers import policy_fingerprint
+from celmut.kube.lookup import CacheSet
+from celmut.kube.report_writer import ReportWriter
+from celmut.runtime import AdmissionEngine, AdmissionInput
+from celmut.runtime.report_objects import ResourceRef
+from celmut.runtime.report_results import (
+    PROCESS_ADMISSION,
+    PROCESS_BACKGROUND,
+    PolicyReporting,
+    ReportResult,
+    reporting_of,
+    result_of,
+)
+
+log = logging.getLogger("celmut.reports")
+
+
+@dataclass
+class ReportedPolicy:
+    """One reported policy: its reporting facts and an engine that runs it (and its autogen variants) alone."""
+
+    reporting: PolicyReporting
+    engine: AdmissionEngine
+    resources: frozenset[tuple[str, str]]  # (apiVersion, plural) its matchConstraints name
+    admission_only: bool = False  # background off: reported from admissions only ("admission review")
+
+
+def watched_resources(policy: CompiledPolicy) -> set[tuple[str, str]]:
+    """(apiVersion, plural) of each resource a policy's resourceRules name exactly (wildcards and
+    subresources are not listed: Kyverno's background scan lists kinds, never ``*``)."""
+    out: set[tuple[str, str]] = set()
+    rules = list(policy.match.resource_rules)
+    for binding in policy.bindings:
+        if binding.match is not None:
+            rules += binding.match.resource_rules
+    for rule in rules:
+        for group in rule.api_groups:
+            for version in rule.api_versions:
+                for resource in rule.resources:
+                    if "*" in (group, version) or "*" in resource or "/" in resource:
+                        continue
+                    out.add((f"{group}/{version}" if group else version, resource))
+    return out
+
+
+def reported_policies(
+    engine: AdmissionEngine, *, background: bool = True, admission: bool = True
+) -> dict[str, ReportedPolicy]:
+    """The policies of ``engine`` that get reports, by report key: with ``background``, those with
+    background processing on (scanned); with ``admission``, the others with admission on (reported from
+    the admissions the watches see)."""
+    grouped: dict[str, list[CompiledPolicy]] = {}
+    facts: dict[str, PolicyReporting] = {}
+    scanned: dict[str, bool] = {}
+    for policy in engine.policies:
+        reporting = reporting_of(policy)
+        scan = background and reporting.background
+        if reporting.disabled or not (scan or (admission and reporting.admission)):
+            continue
+        scanned[reporting.key] = scan
+        if policy.kind == "MutatingAdmissionPolicy" and not policy.bindings:
+            continue
+        grouped.setdefault(reporting.key, []).append(policy)
+        facts[reporting.key] = reporting
+    out: dict[str, ReportedPolicy] = {}
+    for key, policies in grouped.items():
+        resources: set[tuple[str, str]] = set()
+        for policy in policies:
+            resources |= watched_resources(policy)
+        engine_of_one = AdmissionEngine(policies, engine.exceptions, engine.options)
+        out[key] = ReportedPolicy(facts[key], engine_of_one, frozenset(resources), not scanned[key])
+    return out
+
+
+def scan_object(
+    policy: ReportedPolicy, obj: dict[str, Any], now: int, admitted: tuple[str, dict[str, Any] | None] | None = None
+) -> list[ReportResult]:
+    """The results of one policy on one stored object: as a background scan sees it (a CREATE of the
+    stored object), or, with ``admitted`` (operation, old object), as the admission that stored it did."""
+    if admitted is None:
+        request = AdmissionInput.from_object(obj, "CREATE")
+        process = PROCESS_BACKGROUND
+    else:
+        operation, old = admitted
+        request = AdmissionInput.from_object(obj, operation, old_object=old)
+        process = PROCESS_ADMISSION
+    outcomes = policy.engine.admit(request).outcomes
+    results = (result_of(o, policy.reporting, process, now, scanned=admitted is None) for o in outcomes)
+    return [r for r in results if r is not None]
+
+
+class BackgroundReports:
+    """Scans resources for the reported policies and hands the results to the writer."""
+
+    def __init__(
+        self,
+        caches: CacheSet,
+        writer: ReportWriter,
+        *,
+        on_result: Callable[[str, str], None] | None = None,  # (result, process), for metrics
+        clock: Callable[[], float] = time.time,
+        background: bool = True,  # scan the policies with background processing on
+        admission: bool = True,  # report the others from the admissions the watches see
+    ) -> None:
+        self.background = background
+        self.admission = admission
+        self.caches = caches
+        self.writer = writer
+        self.on_result = on_result or (lambda result, process: None)
+        self.clock = clock
+        self._engine: AdmissionEngine | None = None
+        self._policies: dict[str, ReportedPolicy] = {}
+        self._fingerprints: dict[str, tuple[str, ...]] = {}
+        self._watched: set[tuple[str, str]] = set()
+        # resources changed since the last pass -> (operation, old object) of the first change seen
+        self._changed: dict[tuple[str, str, str, str], tuple[str, dict[str, Any] | None]] = {}
+        self._lock = threading.Lock()
+
+    # --- policies --------------------------------------------------------------------------------
+
+    def load(self, engine: AdmissionEngine) -> list[str]:
+        """Take the policies of a (re)loaded engine; the keys of those new or changed (to scan)."""
+        if engine is self._engine:
+            return []
+        self._engine = engine
+        policies = reported_policies(engine, background=self.background, admission=self.admission)
+        exceptions = repr(
+            [(e.namespace, e.name, e.policy_refs, [c.source for c in e.match_conditions]) for e in engine.exceptions]
+        )
+        fingerprints = {
+            key: (
+                str(rp.reporting),
+                exceptions,
+                *(policy_fingerprint(p) + repr(p.bindings) for p in rp.engine.policies),
+            )
+            for key, rp in policies.items()
+        }
+        changed = [key for key, fp in fingerprints.items() if self._fingerprints.get(key) != fp]
+        self._policies, self._fingerprints = policies, fingerprints
+        self.writer.keep_policies(policies)
+        for resource in sorted(set().union(*(p.resources for p in policies.values())) - self._watched):
+            self._watch(*resource)
+        return changed
+
+    def _watch(self, api_version: str, resource: str) -> None:
+        cache = self.caches.cache(api_version, resource)
+        if cache is None:
+            log.warning("cannot watch reported resource", extra={"resource": f"{resource}.{api_version}"})
+            return
+        self._watched.add((api_version, resource))
+
+        def changed(event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            metadata = obj.get("metadata") or {}
+            if event == "DELETED":
+                uid = metadata.get("uid")
+                if uid:
+                    self.writer.forget_resource(str(uid))
+                return
+            with self._lock:
+                key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
+                operation = "CREATE" if event == "ADDED" else "UPDATE"
+                self._changed.setdefault(key, (operation, old if operation == "UPDATE" else None))
+
+        cache.add_handler(changed)
+
+    def keys(self) -> list[str]:
+        """The keys of the reported policies."""
+        return list(self._policies)
+
+    # --- scans -----------------------------------------------------------------------------------
+
+    def scan(self, keys: list[str] | None = None) -> int:
+        """Scan every resource of the named policies (all when None); the number of evaluations."""
+        now = int(self.clock())
+        evaluations = 0
+        for key, policy in list(self._policies.items()):
+            if (keys is not None and key not in keys) or policy.admission_only:
+                continue  # Kyverno's background scan runs only the policies with background processing
+            seen: set[str] = set()
+            for api_version, resource in sorted(policy.resources):
+                cache = self.caches.cache(api_version, resource)
+                if cache is None:
+                    continue
+                for obj in cache.items():
+                    evaluations += self._record(policy, _typed(obj, cache.kind, api_version), now, seen)
+            self.writer.retain_resources(key, seen)
+        return evaluations
+
+    def rescan_changed(self) -> int:
+        """Rescan the resources that changed since the last call (each once, however often it changed)."""
+        with self._lock:
+            changed, self._changed = self._changed, {}
+        now = int(self.clock())
+        evaluations = 0
+        for (api_version, resource, namespace, name), (operation, old) in changed.items():
+            cache = self.caches.cache(api_version, resource, wait=False)
+            obj = cache.get(namespace, name) if cache is not None else None
+            if obj is None or cache is None:
+                continue
+            obj = _typed(obj, cache.kind, api_version)
+            if old is not None:
+                old = _typed(old, cache.kind, api_version)
+            for policy in self._policies.values():
+                if (api_version, resource) in policy.resources:
+                    admitted = (operation, old) if policy.admission_only else None
+                    evaluations += self._record(policy, obj, now, None, admitted)
+        return evaluations
+
+    def _record(
+        self,
+        policy: ReportedPolicy,
+        obj: dict[str, Any],
+        now: int,
+        seen: set[str] | None,
+        admitted: tuple[str, dict[str, Any] | None] | None = None,
+    ) -> int:
+        ref = ResourceRef.of(obj)
+        if ref is None:
+            return 0
+        results = scan_object(policy, obj, now, admitted)
+        for result in results:
+            self.on_result(result.result, dict(result.properties).get("process", ""))
+        if results and seen is not None:
+            seen.add(ref.uid)
+        if results or admitted is None:  # an admission that did not match leaves earlier results alone
+            self.writer.put(ref, policy.reporting.key, results)
+        return 1
+
+
+def _typed(obj: dict[str, Any], kind: str | None, api_version: str) -> dict[str, Any]:
+    """A cached object with its apiVersion and kind (typed list items come without them)."""
+    if obj.get("kind") and obj.get("apiVersion"):
+        return obj
+    out = dict(obj)
+    out.setdefault("apiVersion", api_version)
+    if kind:
+        out.setdefault("kind", kind)
+    return out

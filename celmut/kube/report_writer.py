@@ -1,0 +1,291 @@
+"""Writes the per-resource policy reports: results in from scans and admissions, coalesced writes out.
+
+Results arrive per (resource, policy) with :meth:`ReportWriter.put`, as often as they like; nothing is
+written then. :meth:`ReportWriter.flush` writes each resource whose results changed since the last
+write, once, whatever number of puts came in between — and none whose results are the same but for
+their timestamps (a rescan that finds what the last one found keeps the old timestamps and writes
+nothing). A resource with no result left loses its report. So the number of writes follows the
+number of resources whose outcome changed, never the number of scans or admissions.
+
+Only reports labelled ``app.kubernetes.io/managed-by: celmut`` (and named with this writer's prefix)
+are ever replaced or deleted: a report another owner wrote under the same name is left alone and the
+write counted as an error. The garbage collector deletes a report with its resource (ownerReference);
+:meth:`forget_resource` only drops what the writer remembers of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+from celmut.runtime.report_objects import (
+    API_VERSION,
+    CLUSTER,
+    MANAGED_BY,
+    MANAGED_BY_CELMUT,
+    MAX_RESULTS,
+    NAMESPACED,
+    ResourceRef,
+    bounded,
+    build_report,
+    ref_of,
+    report_name,
+    results_of,
+)
+from celmut.runtime.report_results import ReportResult
+
+log = logging.getLogger("celmut.reports")
+
+
+@dataclass
+class _Entry:
+    ref: ResourceRef
+    results: dict[str, list[ReportResult]] = field(default_factory=dict)  # policy key -> results
+    stored: list[ReportResult] | None = None  # what the stored report holds (None: no report)
+    resource_version: str = ""
+
+    def desired(self, limit: int) -> list[ReportResult]:
+        return bounded((r for results in self.results.values() for r in results), limit)[0]
+
+
+@dataclass
+class FlushStats:
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    errors: int = 0
+
+    @property
+    def writes(self) -> int:
+        return self.created + self.updated + self.deleted
+
+
+def _same(a: list[ReportResult], b: list[ReportResult]) -> bool:
+    return len(a) == len(b) and all(x.same_as(y) for x, y in zip(a, b, strict=True))
+
+
+class ReportWriter:
+    """The reports of one writer (the controller's leader, or a webhook replica's admission results)."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        prefix: str = "",
+        limit: int = MAX_RESULTS,
+        on_write: Callable[[str, str], None] | None = None,  # (kind of write, result) for metrics
+    ) -> None:
+        self.cluster = cluster
+        self.prefix = prefix
+        self.limit = limit
+        self.on_write = on_write or (lambda action, result: None)
+        self._entries: dict[str, _Entry] = {}
+        self._dirty: dict[str, None] = {}
+        self._renamed: list[tuple[ResourceRef, str]] = []  # reports stored under an earlier prefix
+        self._lock = threading.Lock()
+
+    # --- results in ------------------------------------------------------------------------------
+
+    def put(self, ref: ResourceRef, policy: str, results: Iterable[ReportResult]) -> None:
+        """The results of ``policy`` on ``ref`` are now ``results`` (none: it has no result there).
+        A result equal to the one already held but for its timestamp keeps the older timestamp."""
+        new = list(results)
+        with self._lock:
+            entry = self._entries.get(ref.uid)
+            if entry is None:
+                if not new:
+                    return
+                entry = self._entries[ref.uid] = _Entry(ref)
+            entry.ref = ref
+            old = entry.results.get(policy, [])
+            kept = [next((o for o in old if o.same_as(n)), n) for n in new]
+            if kept == old:
+                return
+            if kept:
+                entry.results[policy] = kept
+            else:
+                entry.results.pop(policy, None)
+            self._dirty[ref.uid] = None
+
+    def keep_policies(self, policies: Iterable[str]) -> None:
+        """Drop every result of a policy not in ``policies`` (it was deleted, disabled or left celmut)."""
+        keep = set(policies)
+        with self._lock:
+            for uid, entry in self._entries.items():
+                gone = [p for p in entry.results if p not in keep]
+                for policy in gone:
+                    del entry.results[policy]
+                if gone:
+                    self._dirty[uid] = None
+
+    def retain_resources(self, policy: str, uids: set[str]) -> None:
+        """After a full scan of ``policy``: its results on resources the scan did not see are gone."""
+        with self._lock:
+            for uid, entry in self._entries.items():
+                if uid not in uids and policy in entry.results:
+                    del entry.results[policy]
+                    self._dirty[uid] = None
+
+    def forget_resource(self, uid: str) -> None:
+        """The resource is deleted: its report goes with it (ownerReference), forget both."""
+        with self._lock:
+            self._entries.pop(uid, None)
+            self._dirty.pop(uid, None)
+
+    def adopt(self, reports: Iterable[Mapping[str, Any]]) -> int:
+        """Take over the stored reports of an earlier run (listed at start): their results are held
+        as if just put, so a scan that finds the same writes nothing. Returns how many were taken."""
+        count = 0
+        with self._lock:
+            for report in reports:
+                metadata = report.get("metadata") or {}
+                ref = ref_of(report)
+                if ref is None or (metadata.get("labels") or {}).get(MANAGED_BY) != MANAGED_BY_CELMUT:
+                    continue
+                if metadata.get("name") != report_name(ref, self.prefix):
+                    continue
+                stored = results_of(report)
+                entry = _Entry(ref, stored=stored, resource_version=str(metadata.get("resourceVersion", "")))
+                for result in stored:
+                    entry.results.setdefault(result.policy, []).append(result)
+                self._entries[ref.uid] = entry
+                count += 1
+        return count
+
+    def set_prefix(self, prefix: str) -> None:
+        """Name reports ``<prefix><uid>`` from now on (Kyverno came or went): the next flush deletes
+        those stored under the old names and writes them under the new ones."""
+        with self._lock:
+            if prefix == self.prefix:
+                return
+            for uid, entry in self._entries.items():
+                if entry.stored is not None:
+                    self._renamed.append((entry.ref, self.prefix))
+                    entry.stored, entry.resource_version = None, ""
+                    self._dirty[uid] = None
+            self.prefix = prefix
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._dirty)
+
+    def results(self, uid: str) -> list[ReportResult]:
+        """The results currently held for a resource (sorted, bounded)."""
+        with self._lock:
+            entry = self._entries.get(uid)
+            return entry.desired(self.limit) if entry is not None else []
+
+    # --- writes out ------------------------------------------------------------------------------
+
+    def flush(self, max_writes: int | None = None) -> FlushStats:
+        """Write the reports whose results changed (at most ``max_writes`` writes; the rest wait)."""
+        stats = FlushStats()
+        with self._lock:
+            renamed, self._renamed = self._renamed, []
+        for ref, old_prefix in renamed:
+            try:
+                self.cluster.delete(API_VERSION, ref.report_kind[1], ref.namespace, report_name(ref, old_prefix))
+                stats.deleted += 1
+                self.on_write("deleted", "ok")
+            except NotFound:
+                pass
+            except ClusterError as ex:
+                stats.errors += 1
+                self.on_write("error", str(ex.status))
+        while max_writes is None or stats.writes + stats.errors < max_writes:
+            with self._lock:
+                if not self._dirty:
+                    break
+                uid = next(iter(self._dirty))
+                del self._dirty[uid]
+                entry = self._entries.get(uid)
+                if entry is None:
+                    continue
+                desired = entry.desired(self.limit)
+                stored, version, ref = entry.stored, entry.resource_version, entry.ref
+                if not desired and stored is None:
+                    del self._entries[uid]
+                    continue
+            if stored is not None and _same(desired, stored):
+                stats.unchanged += 1
+                continue
+            try:
+                action, version = self._write(ref, desired, stored is not None, version)
+            except ClusterError as ex:
+                stats.errors += 1
+                self.on_write("error", str(ex.status))
+                log.warning("policy report not written", extra={"resource": f"{ref.kind}/{ref.name}", "error": str(ex)})
+                continue
+            setattr(stats, action, getattr(stats, action) + 1)
+            self.on_write(action, "ok")
+            with self._lock:
+                current = self._entries.get(uid)
+                if current is None:
+                    continue
+                if action == "deleted":
+                    if not current.results:
+                        del self._entries[uid]
+                    else:
+                        current.stored, current.resource_version = None, ""
+                else:
+                    current.stored, current.resource_version = desired, version
+        return stats
+
+    def _write(self, ref: ResourceRef, desired: list[ReportResult], exists: bool, version: str) -> tuple[str, str]:
+        _kind, plural = ref.report_kind
+        name = report_name(ref, self.prefix)
+        if not desired:
+            with contextlib.suppress(NotFound):
+                self.cluster.delete(API_VERSION, plural, ref.namespace, name)
+            return "deleted", ""
+        body = build_report(ref, desired, prefix=self.prefix, limit=self.limit)
+        if exists:
+            body["metadata"]["resourceVersion"] = version
+            try:
+                stored = self.cluster.replace(API_VERSION, plural, ref.namespace, name, body)
+                return "updated", _version(stored)
+            except NotFound:
+                body["metadata"].pop("resourceVersion", None)
+            except Conflict:  # changed under us: replace the latest, if it is still ours
+                return "updated", self._replace_latest(ref, body)
+        try:
+            created = self.cluster.create(API_VERSION, plural, ref.namespace, body)
+            return "created", _version(created)
+        except Conflict:  # AlreadyExists: an earlier run's (or another replica's) report
+            return "updated", self._replace_latest(ref, body)
+
+    def _replace_latest(self, ref: ResourceRef, body: dict[str, Any]) -> str:
+        _kind, plural = ref.report_kind
+        name = body["metadata"]["name"]
+        current = self.cluster.get(API_VERSION, plural, ref.namespace, name)
+        labels = (current.get("metadata") or {}).get("labels") or {}
+        if labels.get(MANAGED_BY) != MANAGED_BY_CELMUT:
+            raise Conflict(409, "AlreadyExists", f"report {name} belongs to {labels.get(MANAGED_BY) or 'someone else'}")
+        body["metadata"]["resourceVersion"] = _version(current)
+        return _version(self.cluster.replace(API_VERSION, plural, ref.namespace, name, body))
+
+
+def _version(obj: Any) -> str:
+    if isinstance(obj, Mapping):
+        return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return ""
+
+
+def list_reports(cluster: Cluster) -> list[dict[str, Any]]:
+    """Every report celmut wrote (to :meth:`ReportWriter.adopt` at start); NotFound when the report
+    CRDs are not served."""
+    selector = f"{MANAGED_BY}={MANAGED_BY_CELMUT}"
+    out: list[dict[str, Any]] = []
+    for kind, plural in (NAMESPACED, CLUSTER):
+        listed = cluster.list_all(API_VERSION, plural, "", label_selector=selector)  # NotFound: no CRDs
+        for item in listed.get("items") or []:
+            item.setdefault("apiVersion", API_VERSION)
+            item.setdefault("kind", kind)
+            out.append(item)
+    return out

@@ -1,0 +1,96 @@
+"""The report writer on the fake API server: coalesced writes, no write when only timestamps change,
+never a report another owner wrote, and renaming when Kyverno arrives (celmut-<uid> next to Kyverno's
+<uid>, so neither overwrites the other)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from celmut.kube.client import Cluster
+from celmut.kube.report_writer import ReportWriter, list_reports
+from celmut.runtime.report_objects import ResourceRef
+from celmut.runtime.report_results import ReportResult
+from tests.fakekube import FakeApiServer
+from tests.kube.crds import report_crds
+
+REF = ResourceRef("v1", "ConfigMap", "default", "cm", "uid-1")
+
+
+def result(policy: str, outcome: str = "fail", stamp: int = 1) -> ReportResult:
+    return ReportResult(policy=policy, result=outcome, message="m", source="KyvernoMutatingPolicy", timestamp=stamp)  # type: ignore[arg-type]
+
+
+def connect(server: FakeApiServer, tmp_path: Path) -> Cluster:
+    for crd in report_crds():
+        server.store.create(crd)
+    return Cluster.connect(str(server.kubeconfig(tmp_path / "kubeconfig")), timeout=5)
+
+
+def writes(server: FakeApiServer) -> int:
+    return sum(len(server.requests_matching(m, "wgpolicyk8s")) for m in ("POST", "PUT", "DELETE"))
+
+
+def test_many_puts_are_one_write_and_a_new_timestamp_alone_is_none(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    writer = ReportWriter(connect(fake_apiserver, tmp_path))
+    for stamp in range(5):
+        writer.put(REF, "a", [result("a", stamp=stamp)])
+        writer.put(REF, "b", [result("b", "pass", stamp=stamp)])
+    stats = writer.flush()
+    assert (stats.created, writes(fake_apiserver)) == (1, 1)
+    stored = fake_apiserver.store.get("policyreports", "uid-1", "default")
+    assert [r["timestamp"]["seconds"] for r in stored["results"]] == [0, 0]  # the first seen, kept
+    writer.put(REF, "a", [result("a", stamp=99)])
+    assert writer.flush().writes == 0 and writes(fake_apiserver) == 1
+    writer.put(REF, "a", [result("a", "pass", stamp=99)])
+    assert writer.flush().updated == 1
+    writer.put(REF, "a", [])
+    writer.put(REF, "b", [])
+    assert writer.flush().deleted == 1
+    assert not fake_apiserver.store.exists("policyreports", "uid-1", "default")
+
+
+def test_a_report_someone_else_wrote_is_never_overwritten(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    cluster = connect(fake_apiserver, tmp_path)
+    kyverno = {
+        "apiVersion": "wgpolicyk8s.io/v1alpha2",
+        "kind": "PolicyReport",
+        "metadata": {"name": "uid-1", "namespace": "default", "labels": {"app.kubernetes.io/managed-by": "kyverno"}},
+        "results": [{"policy": "theirs", "result": "pass", "source": "KyvernoMutatingPolicy"}],
+    }
+    fake_apiserver.store.create(kyverno)
+    errors: list[str] = []
+    writer = ReportWriter(cluster, on_write=lambda action, status: errors.append(status) if action == "error" else None)
+    writer.put(REF, "mine", [result("mine")])
+    stats = writer.flush()
+    assert stats.errors == 1 and errors == ["409"]
+    stored = fake_apiserver.store.get("policyreports", "uid-1", "default")
+    assert [r["policy"] for r in stored["results"]] == ["theirs"]
+
+
+def test_next_to_kyverno_reports_move_to_names_of_their_own(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    cluster = connect(fake_apiserver, tmp_path)
+    writer = ReportWriter(cluster)
+    writer.put(REF, "mine", [result("mine")])
+    writer.flush()
+    writer.set_prefix("celmut-")
+    stats = writer.flush()
+    assert (stats.deleted, stats.created) == (1, 1)
+    assert not fake_apiserver.store.exists("policyreports", "uid-1", "default")
+    assert fake_apiserver.store.get("policyreports", "celmut-uid-1", "default")["scope"]["uid"] == "uid-1"
+
+
+def test_a_restarted_writer_adopts_what_is_stored_and_rewrites_nothing(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    cluster = connect(fake_apiserver, tmp_path)
+    first = ReportWriter(cluster)
+    first.put(REF, "a", [result("a")])
+    first.flush()
+    second = ReportWriter(cluster)
+    assert second.adopt(list_reports(cluster)) == 1
+    second.put(REF, "a", [result("a", stamp=50)])
+    assert second.flush().writes == 0
+    second.keep_policies([])  # the policy is gone
+    assert second.flush().deleted == 1
