@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from celmut.install.kyverno_crds import kyverno_crds
+from celmut.install.crds import all_crds
 from celmut.install.shared_crds import shared_crd
 from celmut.main import main
 from tests.fakekube import FakeApiServer
@@ -31,13 +31,18 @@ from tests.kube.crds import crds_next_to_kyverno, kyvernos_crd
 from . import helm as helm_tool
 
 Obj = dict[str, Any]
-KYVERNO_CRDS = sorted(crd.name for crd in kyverno_crds())
+def shared_crds() -> list[Any]:
+    """The CRDs another product may own (celmut/install/shared_crds.py): Kyverno's kinds and the reports'."""
+    return [crd for crd in all_crds() if shared_crd(crd.name) is not None]
+
+
+KYVERNO_CRDS = sorted(crd.name for crd in shared_crds())
 
 
 def installed_by(release: str, namespace: str) -> list[Obj]:
     """celmut's Kyverno CRDs as `helm install <release>` created them (Helm stamps its ownership)."""
     out = []
-    for crd in kyverno_crds():
+    for crd in shared_crds():
         obj = crd.to_dict()
         obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "Helm"
         obj["metadata"]["annotations"].update(
@@ -48,15 +53,23 @@ def installed_by(release: str, namespace: str) -> list[Obj]:
 
 
 def kyvernos_crds() -> list[Obj]:
-    """Kyverno's policies.kyverno.io CRDs, as its chart installs them — also what `helm install kyverno
-    kyverno/kyverno -n kyverno --take-ownership` leaves of celmut's."""
-    kinds = ("MutatingPolicy", "NamespacedMutatingPolicy", "PolicyException", "GlobalContextEntry")
+    """Kyverno's CRDs celmut may install too (its policies.kyverno.io kinds, GlobalContextEntry and the
+    wgpolicyk8s.io reports), as its chart installs them — also what `helm install kyverno kyverno/kyverno
+    -n kyverno --take-ownership` leaves of celmut's."""
+    kinds = (
+        "MutatingPolicy",
+        "NamespacedMutatingPolicy",
+        "PolicyException",
+        "GlobalContextEntry",
+        "PolicyReport",
+        "ClusterPolicyReport",
+    )
     return [kyvernos_crd(kind) for kind in kinds]
 
 
 def from_manifests() -> list[Obj]:
     """celmut's Kyverno CRDs as `celmut manifests | kubectl apply` created them (no Helm metadata)."""
-    return [crd.to_dict() for crd in kyverno_crds()]
+    return [crd.to_dict() for crd in shared_crds()]
 
 
 def rendered_kyverno_crds(helm: Path, fake: FakeApiServer, tmp_path: Path, *extra: str) -> list[Obj]:

@@ -44,7 +44,8 @@ def spec_of(kind: str) -> WatchedKind:
 def kyvernos_crd(kind: str = "MutatingPolicy") -> dict[str, Any]:
     """The CRD of ``kind`` as Kyverno's chart installs it (charts/kyverno/charts/crds templates:
     kyverno.crds.labels, Helm's ownership annotations of the release ``kyverno``)."""
-    definition = copy.deepcopy(_shipped()[kind]) if kind == "GlobalContextEntry" else crd(spec_of(kind))
+    shipped_only = ("GlobalContextEntry", "PolicyReport", "ClusterPolicyReport")  # not policy kinds celmut watches
+    definition = copy.deepcopy(_shipped()[kind]) if kind in shipped_only else crd(spec_of(kind))
     definition["metadata"]["labels"] = {
         "app.kubernetes.io/part-of": "kyverno",
         "app.kubernetes.io/component": "crds",
@@ -60,7 +61,8 @@ def kyvernos_crd(kind: str = "MutatingPolicy") -> dict[str, Any]:
 def crds_next_to_kyverno() -> list[dict[str, Any]]:
     """The CRDs celmut watches, Kyverno's policy kinds as Kyverno installed them (Kyverno came first)."""
     kyvernos = {"MutatingPolicy", "NamespacedMutatingPolicy", "PolicyException"}
-    return [kyvernos_crd("GlobalContextEntry")] + [
+    reports = [kyvernos_crd("PolicyReport"), kyvernos_crd("ClusterPolicyReport")]  # its chart ships them too
+    return [kyvernos_crd("GlobalContextEntry"), *reports] + [
         kyvernos_crd(d["spec"]["names"]["kind"]) if d["spec"]["names"]["kind"] in kyvernos else d for d in policy_crds()
     ]
 
