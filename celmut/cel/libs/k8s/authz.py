@@ -116,6 +116,9 @@ def user_from_request(request: Mapping[str, Any]) -> UserInfo:
     )
 
 
+REQUEST_VARIABLES = frozenset(("authorizer", "authorizer.requestResource"))
+
+
 def request_variables(request: Mapping[str, Any]) -> dict[str, Any]:
     """``authorizer`` and ``authorizer.requestResource`` for one request (``NewAuthorizerVal``,
     ``NewResourceAuthorizerVal``: the request's resource, subresource, namespace and name)."""
