@@ -51,13 +51,13 @@ class Metrics:
             registry=self.registry,
         )
         # per-policy series, ~20 updates per admission: plain numbers under one lock (same exposition);
-        # across worker processes, prometheus_client's shared-file metrics of the same names
-        self.policies: PolicySeries | SharedPolicySeries
-        if self.shared_directory is None:
-            self.policies = PolicySeries(_LATENCY_BUCKETS)
-            self.registry.register(self.policies)
-        else:
-            self.policies = SharedPolicySeries(_LATENCY_BUCKETS, self.registry)
+        # across worker processes, the same numbers flushed to a file per worker and summed on a scrape
+        self.policies = (
+            PolicySeries(_LATENCY_BUCKETS)
+            if self.shared_directory is None
+            else SharedPolicySeries(_LATENCY_BUCKETS, self.shared_directory)
+        )
+        self.registry.register(self.policies)
         self.policies_loaded = Gauge(
             "celmut_policies_loaded", "Policies in service", registry=self.registry, multiprocess_mode="livemax"
         )
@@ -114,4 +114,10 @@ class Metrics:
             return generate_latest(self.registry)
         every_worker = CollectorRegistry()
         MultiProcessCollector(every_worker, self.shared_directory)  # type: ignore[no-untyped-call]
+        every_worker.register(self.policies)  # its files, summed (SharedPolicySeries.collect)
         return generate_latest(every_worker)
+
+    def flush(self) -> None:
+        """Worker processes: make this worker's per-policy counts visible to the others' scrapes."""
+        if isinstance(self.policies, SharedPolicySeries):
+            self.policies.flush()

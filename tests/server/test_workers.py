@@ -28,14 +28,20 @@ REQUESTS_PER_ROUND = 40
 
 
 def _post(port: int, context: ssl.SSLContext, body: bytes) -> bytes:
-    with context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30), server_hostname="127.0.0.1") as c:
-        head = f"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+    with context.wrap_socket(
+        socket.create_connection(("127.0.0.1", port), timeout=30), server_hostname="127.0.0.1"
+    ) as c:
+        head = (
+            f"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+        )
         c.sendall(f"{head}\r\nConnection: close\r\n\r\n".encode() + body)
         return read_all(c)
 
 
 def _get(port: int, context: ssl.SSLContext, path: str) -> bytes:
-    with context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30), server_hostname="127.0.0.1") as c:
+    with context.wrap_socket(
+        socket.create_connection(("127.0.0.1", port), timeout=30), server_hostname="127.0.0.1"
+    ) as c:
         c.sendall(f"GET {path} HTTP/1.1\r\nHost: webhook\r\nConnection: close\r\n\r\n".encode())
         return read_all(c)
 
@@ -49,13 +55,32 @@ def _sample(exposition: bytes, name: str) -> float:
     return total
 
 
+def _scrape(port: int, context: ssl.SSLContext) -> bytes:
+    return _get(port, context, "/metrics").split(b"\r\n\r\n", 1)[1]
+
+
+def _per_policy(exposition: bytes) -> list[float]:
+    """celmut_mutations_total of policy noop-0, outcome unchanged."""
+    return [
+        float(line.rsplit(b" ", 1)[1])
+        for line in exposition.splitlines()
+        if line.startswith(b"celmut_mutations_total{") and b'"noop-0"' in line and b'"unchanged"' in line
+    ]
+
+
 def _requests_per_worker(directory: Path) -> list[float]:
     """Each worker's own count, read from its counter file as the library reads them."""
     counts = []
     for path in sorted(glob.glob(str(directory / "counter_*.db"))):
         metrics = MultiProcessCollector.merge([path], accumulate=False)
         counts.append(
-            sum(s.value for m in metrics if m.name == "celmut_admission_requests" for s in m.samples if s.name.endswith("_total"))
+            sum(
+                s.value
+                for m in metrics
+                if m.name == "celmut_admission_requests"
+                for s in m.samples
+                if s.name.endswith("_total")
+            )
         )
     return counts
 
@@ -70,7 +95,9 @@ def test_every_scrape_shows_the_admissions_of_all_workers_and_the_policies_once(
     scratch.mkdir()
     command = [sys.executable, "-m", "celmut.main", "serve", "--policies", str(tmp_path / "policies"), "--workers", "2"]
     command += ["--self-signed", "--cert-dir", str(tmp_path / "tls"), "--port", str(port), "--log-level", "ERROR"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(scratch)})
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(scratch)}
+    )
     try:
         deadline = time.monotonic() + 90
         context = ssl.create_default_context()
@@ -97,17 +124,16 @@ def test_every_scrape_shows_the_admissions_of_all_workers_and_the_policies_once(
             if len([c for c in per_worker if c > 0]) == 2:
                 break
         assert len([c for c in per_worker if c > 0]) == 2, f"one worker served everything: {per_worker}"
+        flushed = time.monotonic() + 60  # each worker writes its per-policy counts every second
+        while _per_policy(_scrape(port, context)) != [sent]:
+            assert time.monotonic() < flushed, "the workers' per-policy counts never added up"
+            time.sleep(0.2)
         for _ in range(20):  # each scrape lands on either worker
-            exposition = _get(port, context, "/metrics").split(b"\r\n\r\n", 1)[1]
+            exposition = _scrape(port, context)
             assert _sample(exposition, "celmut_admission_requests_total") == sent
             assert _sample(exposition, "celmut_policies_loaded") == 3
             assert _sample(exposition, "celmut_admission_duration_seconds_count") == sent
-            per_policy = [
-                float(line.rsplit(b" ", 1)[1])
-                for line in exposition.splitlines()
-                if line.startswith(b"celmut_mutations_total{") and b'"noop-0"' in line and b'"unchanged"' in line
-            ]
-            assert per_policy == [sent], "the per-policy series are summed over the workers too"
+            assert _per_policy(exposition) == [sent], "the per-policy series are summed over the workers too"
     finally:
         process.terminate()
         process.wait(30)
