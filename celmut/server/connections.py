@@ -86,7 +86,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         type(self).accepted += 1
         self._deadline: asyncio.TimerHandle | None = None
-        self._header_bytes = 0  # of the request whose headers are being read; -1 between requests
+        self._header_bytes = 0  # of the request whose headers are being read; -1 while none is
         self._idle_since = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -97,15 +97,21 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._arm(self.limits.header_timeout)
 
     def data_received(self, data: bytes) -> None:
-        if self._header_bytes < 0 and not self._busy():
-            self._header_bytes = 0  # the first bytes of the next request on a kept-alive connection
-            self._arm(self.limits.header_timeout)
+        # Counted while a request's headers are read: from the connection's first byte, and from the
+        # parser's start of each next request (on_message_begin) until its headers are complete; never
+        # a body, not even one still arriving after its response was sent (a 413 answered early).
         if self._header_bytes >= 0:
             self._header_bytes += len(data)
             if self._header_bytes > MAX_HEADER_BYTES:
                 self._refuse_headers()
                 return
         super().data_received(data)
+
+    def on_message_begin(self) -> None:
+        if self._header_bytes < 0:  # the next request on a kept-alive connection: its first byte is here
+            self._header_bytes = 0
+            self._arm(self.limits.header_timeout)
+        super().on_message_begin()
 
     def on_headers_complete(self) -> None:
         self._header_bytes = -1  # the app bounds the body (body_timeout)
