@@ -221,6 +221,7 @@ def make_server(
         evaluation_threads=config.evaluation_threads,
         extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
         on_admitted=cluster.admitted if cluster is not None else None,
+        on_decided=cluster.decided if cluster is not None else None,
         cache_sizes=cluster.caches.sizes if cluster is not None else None,
         tracing=tracing.from_environment("celmut-webhook"),
     )
