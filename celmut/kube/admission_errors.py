@@ -168,20 +168,24 @@ class AdmissionErrorRecorder:
         self.max_writes = max_writes
         self.max_pending = max_pending
         self.on_write = on_write or (lambda action: None)
-        self._pending: dict[tuple[str, str, str, str, str], tuple[AdmissionError, int]] = {}
+        # (resource, policy) -> (the latest error, admissions since the last flush, the first one's time)
+        self._pending: dict[tuple[str, str, str, str, str], tuple[AdmissionError, int, int]] = {}
         self._dropped = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._written: dict[str, tuple[str, int, str]] = {}  # Event name -> (resourceVersion, count, first)
 
-    def record(self, error: AdmissionError) -> None:
+    def record(self, error: AdmissionError, count: int = 1, first: int | None = None) -> None:
         """Remember ``error`` until the next flush (the latest message wins; the admissions are counted)."""
+        first = error.time if first is None else first
         with self._lock:
             held = self._pending.get(error.key)
             if held is None and len(self._pending) >= self.max_pending:
                 self._dropped += 1  # bounded memory under a storm: the Event of this one waits for the next
                 return
-            self._pending[error.key] = (error, (held[1] if held else 0) + 1)
+            if held is not None:
+                count, first = held[1] + count, min(held[2], first)
+            self._pending[error.key] = (error, count, first)
 
     def pending(self) -> int:
         with self._lock:
@@ -193,9 +197,9 @@ class AdmissionErrorRecorder:
             keys = list(self._pending)[: self.max_writes]
             batch = [self._pending.pop(key) for key in keys]
         writes = 0
-        for error, count in batch:
+        for error, count, first in batch:
             try:
-                writes += self._write(error, count)
+                writes += self._write(error, count, first)
             except ClusterError as ex:
                 self.on_write("error")
                 log.warning(
@@ -204,10 +208,10 @@ class AdmissionErrorRecorder:
                 )
         return writes
 
-    def _write(self, error: AdmissionError, count: int) -> int:
+    def _write(self, error: AdmissionError, count: int, first: int) -> int:
         """One request when this replica wrote the Event before (a replace on the version it knows), else
         a create; a Conflict (another replica wrote it) reads the latest and adds to its count."""
-        body = event_of(error, count, error.time)
+        body = event_of(error, count, first)
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         known = self._written.get(name)
         if known is None:
@@ -232,7 +236,7 @@ class AdmissionErrorRecorder:
                 return self._stored(name, self.cluster.replace("v1", "events", namespace, name, updated), "updated")
             except (Conflict, NotFound):
                 known = None  # changed (another replica) or expired meanwhile: read it again
-        self.record(error)  # still contended: the next flush tries again
+        self.record(error, count, first)  # still contended: the next flush tries again
         return 0
 
     def _stored(self, name: str, event: Any, action: str) -> int:
