@@ -226,11 +226,11 @@ class AdmissionErrorRecorder:
                 except NotFound:
                     return self._stored(name, self.cluster.create("v1", "events", namespace, body), "created")
                 metadata = current.get("metadata") or {}
-                known = (str(metadata.get("resourceVersion", "")), int(current.get("count") or 0), "")
-                known = (known[0], known[1], str(current.get("firstTimestamp") or body["firstTimestamp"]))
-            version, stored_count, first = known
+                stamp = str(current.get("firstTimestamp") or body["firstTimestamp"])
+                known = (str(metadata.get("resourceVersion", "")), int(current.get("count") or 0), stamp)
+            version, stored_count, first_stamp = known
             updated = event_of(error, stored_count + count, error.time)
-            updated["firstTimestamp"] = first or body["firstTimestamp"]
+            updated["firstTimestamp"] = first_stamp or body["firstTimestamp"]
             updated["metadata"]["resourceVersion"] = version
             try:
                 return self._stored(name, self.cluster.replace("v1", "events", namespace, name, updated), "updated")
@@ -240,10 +240,10 @@ class AdmissionErrorRecorder:
         return 0
 
     def _stored(self, name: str, event: Any, action: str) -> int:
-        metadata = event.get("metadata") or {} if isinstance(event, Mapping) else {}
-        version = str(metadata.get("resourceVersion", ""))
-        count = int(event.get("count") or 1) if isinstance(event, Mapping) else 1
-        first = str(event.get("firstTimestamp") or "") if isinstance(event, Mapping) else ""
+        stored: Mapping[str, Any] = event if isinstance(event, Mapping) else {}
+        version = str((stored.get("metadata") or {}).get("resourceVersion", ""))
+        count = int(stored.get("count") or 1)
+        first = str(stored.get("firstTimestamp") or "")
         with self._lock:
             self._written[name] = (version, count, first)
             while len(self._written) > self.max_pending:
