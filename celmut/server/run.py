@@ -225,6 +225,8 @@ def make_server(
         cache_sizes=cluster.caches.sizes if cluster is not None else None,
         tracing=tracing.from_environment("celmut-webhook"),
     )
+    if cluster is not None and cluster.admission_errors is not None:
+        cluster.admission_errors.on_write = lambda action: metrics.error_events.labels(action).inc()
     stop = threading.Event()
     watcher: list[CertificateWatcher] = []
 
