@@ -89,7 +89,7 @@ class Metrics:
         )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
         self.error_events = Counter(
-            "celmut_admission_error_events",
+            "celmut_report_error_events",
             "Writes of the PolicyError Events that carry admission errors to the reports: created, updated, error",
             ["action"],
             registry=self.registry,

@@ -127,8 +127,8 @@ def test_admissions_are_reported_as_the_webhook_decided_them_in_one_report(
         assert recorder.flush() == 1
         assert writes(fake, "/events") == 1
         metrics = servers[0].metrics.render().decode()
-        assert 'celmut_admission_error_events_total{action="created"} 1.0' in metrics
-        assert 'celmut_admission_error_events_total{action="updated"} 1.0' in metrics
+        assert 'celmut_report_error_events_total{action="created"} 1.0' in metrics
+        assert 'celmut_report_error_events_total{action="updated"} 1.0' in metrics
 
         def settled() -> bool:
             cache = reports.scanner.caches.cache("v1", "configmaps", wait=False)
