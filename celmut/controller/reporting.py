@@ -195,8 +195,12 @@ class BackgroundReports:
                     self._successors.pop(str(uid), None)
                 return
             uid = str(metadata.get("uid") or "")
-            if uid:  # which change made this state: what the webhook's errors are matched against
-                before = _version(old) if event != "ADDED" and old is not None else ""
+            # which change made this state: what the webhook's errors are matched against. The first
+            # list's ADDED events are not creations (the object may have changed since it was created):
+            # a CREATE's error is matched only to a creation the watch saw
+            creation = event == "ADDED" and cache.synced.is_set()
+            if uid and (creation or (event != "ADDED" and old is not None)):
+                before = "" if event == "ADDED" else _version(old or {})
                 successors = self._successors.setdefault(uid, {})
                 successors[before] = _version(obj)
                 while len(successors) > MAX_SUCCESSORS:

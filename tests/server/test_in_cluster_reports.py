@@ -175,3 +175,38 @@ def test_a_creation_denied_by_a_fail_policy_has_no_report(fake_apiserver: FakeAp
         controller.reports.pass_once()
     assert not fake.store.exists("configmaps", "denied", "default")
     assert fake.store.list("policyreports", "default") == []
+
+
+@pytest.mark.fakekube(webhooks=True)
+def test_a_new_leader_does_not_put_an_old_error_on_a_later_state(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    """The error Event outlives the admission (event TTL): a controller started after the resource changed
+    again must not report it on a state that admission did not decide (a background-off policy reports
+    only the changes it sees, as Kyverno's admission reports do: none here)."""
+    fake = fake_apiserver
+    for crd in [*policy_crds(), *report_crds()]:
+        fake.store.create(crd)
+    failing = admission_policy("fails-open", FAILS_FOR_USERS)
+    fake.store.create(failing)
+    policies = write_policies(tmp_path / "p", failing)
+    configuration = webhook_configuration(InstallOptions(rules=[RULE_CONFIGMAPS]))
+    with celmut_in_cluster(fake, tmp_path, configuration=configuration) as servers:
+        wait_for_policies(servers, "fails-open")
+        connection = servers[0].cluster
+        assert connection is not None and connection.admission_errors is not None
+        connection.admission_errors.stop()
+        kubernetes.client.CoreV1Api(fake.api_client()).create_namespaced_config_map("default", configmap("cm"))
+        assert connection.admission_errors.flush() == 1
+    changed = fake.store.get("configmaps", "cm", "default")
+    changed["data"] = {"later": "change"}  # a later state, not decided by that admission
+    fake.store.update(changed)
+    with running(fake, tmp_path, policies, reports=ReportingConfig(interval=3600)) as controller:
+        assert controller.reports is not None
+        reports = controller.reports
+
+        def event_seen() -> bool:
+            reports.pass_once()
+            return bool(reports._error_events is not None and reports._error_events.items())
+
+        eventually(event_seen, timeout=20, what="the error Event in the controller's watch")
+        reports.pass_once()
+    assert results(fake, "cm") == {}
