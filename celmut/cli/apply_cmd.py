@@ -210,7 +210,7 @@ def _apply(args: argparse.Namespace, backend: str, connection: tuple[Cluster, Re
     elif args.policy_report:
         from celmut.cli import apply_policy_report
 
-        found_reports = apply_policy_report.reports(runs, compiled.policies)
+        found_reports = apply_policy_report.reports(runs, compiled.policies, scanned=scanned)
         sys.stdout.write(apply_policy_report.render(found_reports, "json" if args.output == "json" else "yaml"))
     elif args.diff:
         _print_diffs(runs, defaulted, scanned, console.palette(args))

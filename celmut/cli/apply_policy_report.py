@@ -9,6 +9,13 @@ as its one subject; ``summary`` counts them. The CLI admits the resources, so a 
 is a ``pass`` (``success``); the ``process`` property follows the policy's evaluation settings
 (``background scan`` unless background processing is off). Printed as YAML with sorted keys
 (sigs.k8s.io/yaml), or JSON with ``-o json``. A policy that does not match a resource has no result.
+
+mutateExisting targets (``--target-resources``) as ``processor/policy_processor.go`` reports them: one
+result per (target, policy) evaluated, whose subject is the *trigger* (the engine response's
+``Resource`` is the trigger; the target is only the rule's ``PatchedTarget``), ``pass`` whether or not
+the target changed, ``skip``/``error`` as for the trigger. No ``patched-target`` property: the CLI's
+``report.ComputePolicyReportResult`` calls ``ToPolicyReportResult`` alone; only the cluster's mutation
+reports (``pkg/utils/report/results.go`` ``MutationEngineResponseToReportResults``) add it.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from celmut.runtime.report_results import (
 
 if TYPE_CHECKING:
     from celmut.compile.compiled import CompiledPolicy
+    from celmut.runtime.mutate_existing import TargetResult
     from celmut.service.offline import ResourceRun
 
 
@@ -51,10 +59,15 @@ def _subject(resource: dict[str, Any]) -> dict[str, Any]:
 
 
 def reports(
-    runs: Sequence[ResourceRun], policies: Sequence[CompiledPolicy], now: int | None = None
+    runs: Sequence[ResourceRun],
+    policies: Sequence[CompiledPolicy],
+    now: int | None = None,
+    scanned: Sequence[TargetResult] = (),
 ) -> list[dict[str, Any]]:
     """The ClusterPolicyReport ``merged`` (when a cluster-wide policy has a result), then one
-    PolicyReport per namespaced policy with results."""
+    PolicyReport per namespaced policy with results. ``scanned``: the targets of mutateExisting policies
+    with admission off (celmut evaluates them once, without a trigger); Kyverno's CLI evaluates the
+    targets within each input resource's pass, so each is reported once per input resource, about it."""
     stamp = int(time.time()) if now is None else now
     facts: dict[str, tuple[PolicyReporting, str]] = {}
     for policy in policies:
@@ -69,6 +82,17 @@ def reports(
                 continue
             reporting, namespace = facts[outcome.policy]
             result = result_of(outcome, reporting, process_of(reporting), stamp, scanned=False)
+            if result is None:
+                continue
+            if namespace:
+                namespaced.setdefault((namespace, reporting.key.split("/", 1)[-1]), []).append((result, subject))
+            else:
+                clustered.append((result, subject))
+        for target in [*run.targets, *scanned]:
+            if target.policy not in facts:
+                continue
+            reporting, namespace = facts[target.policy]
+            result = result_of(target.outcome, reporting, process_of(reporting), stamp, scanned=False)
             if result is None:
                 continue
             if namespace:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from celmut.controller.reporting import BackgroundReports
+from celmut.kube.admission_errors import SELECTOR, parse_event
+from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import FlushStats, ReportWriter, list_reports
@@ -106,6 +108,7 @@ class ReportLoop:
         self._adopted = False
         self._absent_passes = 0  # passes since the report CRDs were found not served
         self._lock = threading.Lock()
+        self._error_events: WatchedCache | None = None  # the webhook's admission errors (leader only)
 
     def _prefix(self) -> str:
         return PREFIX_NEXT_TO_KYVERNO if self.kyverno_present() else ""
@@ -156,7 +159,23 @@ class ReportLoop:
         if due is None or due:
             self.scanner.scan(None if due is None else sorted(due))
         self.scanner.rescan_changed()
+        self._admission_errors()
         return self.writer.flush(self.config.max_writes)
+
+    def _admission_errors(self) -> None:
+        """The webhook's admission errors, from the Events it writes (a label-selected watch)."""
+        if not self.config.admission:
+            return
+        if self._error_events is None:
+            self._error_events = WatchedCache(self.cluster, "v1", "events", label_selector=SELECTOR).start()
+            self._error_events.wait_synced(5.0)
+        errors = [e for e in map(parse_event, self._error_events.items()) if e is not None]
+        if errors:
+            self.scanner.admission_errors(sorted(errors, key=lambda e: e.time))
+
+    def stop(self) -> None:
+        if self._error_events is not None:
+            self._error_events.stop()
 
     def run(self, stop: threading.Event) -> None:
         """The reporting thread (leader only)."""
@@ -168,3 +187,4 @@ class ReportLoop:
                 self.pass_once()
             except Exception:  # keep reporting alive whatever one pass does; logged with its stack
                 log.exception("policy report pass failed")
+        self.stop()

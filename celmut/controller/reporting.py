@@ -21,6 +21,7 @@ from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller.triggers import policy_fingerprint
+from celmut.kube.admission_errors import AdmissionError
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
 from celmut.runtime import AdmissionEngine, AdmissionInput
@@ -33,8 +34,12 @@ from celmut.runtime.report_results import (
     reporting_of,
     result_of,
 )
+from celmut.runtime.results import PolicyOutcome
 
 log = logging.getLogger("celmut.reports")
+
+MAX_SUCCESSORS = 8  # changes remembered per resource, to tell which state an admission error is about
+ERROR_MEMORY = 7200.0  # seconds an applied admission error is remembered (twice the API server's event TTL)
 
 
 @dataclass
@@ -136,6 +141,14 @@ class BackgroundReports:
         self._watched: set[tuple[str, str]] = set()
         # resources changed since the last pass -> (operation, old object) of the first change seen
         self._changed: dict[tuple[str, str, str, str], tuple[str, dict[str, Any] | None]] = {}
+        # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
+        # the state a webhook error was reported on (held until the resource changes)
+        self._evaluated: dict[str, dict[str, str]] = {}
+        self._held: dict[str, dict[str, str]] = {}
+        # resource uid -> resourceVersion replaced ("" for a creation) -> the one that replaced it
+        self._successors: dict[str, dict[str, str]] = {}
+        # error key -> (admission time, old resourceVersion) of the last one applied
+        self._errors_seen: dict[tuple[str, str, str, str, str], tuple[int, str]] = {}
         self._lock = threading.Lock()
 
     # --- policies --------------------------------------------------------------------------------
@@ -177,13 +190,84 @@ class BackgroundReports:
                 uid = metadata.get("uid")
                 if uid:
                     self.writer.forget_resource(str(uid))
+                    self._evaluated.pop(str(uid), None)
+                    self._held.pop(str(uid), None)
+                    self._successors.pop(str(uid), None)
                 return
+            uid = str(metadata.get("uid") or "")
+            # which change made this state: what the webhook's errors are matched against. The first
+            # list's ADDED events are not creations (the object may have changed since it was created):
+            # a CREATE's error is matched only to a creation the watch saw
+            creation = event == "ADDED" and cache.synced.is_set()
+            if uid and (creation or (event != "ADDED" and old is not None)):
+                before = "" if event == "ADDED" else _version(old or {})
+                successors = self._successors.setdefault(uid, {})
+                successors[before] = _version(obj)
+                while len(successors) > MAX_SUCCESSORS:
+                    del successors[next(iter(successors))]
             with self._lock:
                 key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
                 operation = "CREATE" if event == "ADDED" else "UPDATE"
                 self._changed.setdefault(key, (operation, old if operation == "UPDATE" else None))
 
         cache.add_handler(changed)
+
+    # --- admission errors ------------------------------------------------------------------------
+
+    def admission_errors(self, errors: list[AdmissionError], *, grace: float = 120.0) -> list[AdmissionError]:
+        """Report the webhook's admission errors (:mod:`celmut.kube.admission_errors`) as ``error``
+        results, process ``admission review``, on the resources they are about; the ones whose resource is
+        not (yet) in the watch cache are returned to try again, for ``grace`` seconds after the admission
+        (then dropped, as Kyverno deletes an ephemeral report it could not adopt: ``isTooOld`` in
+        ``pkg/controllers/report/aggregate/controller.go`` — a CREATE a ``Fail`` policy denied has no
+        resource to report on).
+
+        Which result wins: the webhook's decision on an object state beats the controller's own
+        re-evaluation of that same state (the stored object does not show that a policy failed on it);
+        otherwise the latest wins, as Kyverno's ``mergeReports`` keeps the result with the newest
+        timestamp. The error then stands until the resource changes."""
+        retry: list[AdmissionError] = []
+        now = self.clock()
+        for seen_key, (seen_at, _version_replaced) in list(self._errors_seen.items()):
+            if now - seen_at > ERROR_MEMORY:
+                del self._errors_seen[seen_key]
+        for error in errors:
+            policy = self._policies.get(error.policy)
+            if policy is None or (error.api_version, error.resource) not in policy.resources:
+                continue  # not reported (disabled, admission reports off, or a resource it does not name)
+            if self._errors_seen.get(error.key) == (error.time, error.old_version):
+                continue  # applied already (the Event is listed again on every pass)
+            cache = self.caches.cache(error.api_version, error.resource, wait=False)
+            obj = cache.get(error.namespace, error.name) if cache is not None else None
+            ref = ResourceRef.of(_typed(obj, cache.kind, error.api_version)) if obj and cache else None
+            if ref is None or obj is None:
+                if now - error.time < grace:
+                    retry.append(error)
+                continue
+            version = _version(obj)
+            if error.denied:
+                state = error.old_version or None  # a denied UPDATE left the state it would have replaced
+            else:
+                state = self._successors.get(ref.uid, {}).get(error.old_version)
+            if state is None:
+                if now - error.time < grace and not error.denied:
+                    retry.append(error)  # the change it made is not in the watch yet
+                continue
+            self._errors_seen[error.key] = (error.time, error.old_version)
+            if state != version:
+                continue  # the resource changed since: a later admission decided about the current state
+            current = [r for r in self.writer.results(ref.uid) if r.policy == error.policy]
+            newest = max((r.timestamp for r in current), default=-1)
+            if error.time < newest and self._evaluated.get(ref.uid, {}).get(error.policy) != version:
+                continue  # a later result about this state (a scan after the admission)
+            failed = PolicyOutcome(error.policy, "", "error", error.message, binding=error.binding)
+            result = result_of(failed, policy.reporting, PROCESS_ADMISSION, error.time)
+            if result is None:
+                continue
+            self.on_result("error", PROCESS_ADMISSION)
+            self.writer.put(ref, error.policy, [result])
+            self._held.setdefault(ref.uid, {})[error.policy] = version
+        return retry
 
     def keys(self) -> list[str]:
         """The keys of the reported policies."""
@@ -239,6 +323,15 @@ class BackgroundReports:
         ref = ResourceRef.of(obj)
         if ref is None:
             return 0
+        key, version = policy.reporting.key, _version(obj)
+        held = self._held.get(ref.uid, {})
+        if key in held:
+            if held[key] == version:  # the webhook's error on this state stands until the resource changes
+                if seen is not None:
+                    seen.add(ref.uid)
+                return 0
+            del held[key]
+        self._evaluated.setdefault(ref.uid, {})[key] = version
         results = scan_object(policy, obj, now, admitted)
         for result in results:
             self.on_result(result.result, dict(result.properties).get("process", ""))
@@ -247,6 +340,10 @@ class BackgroundReports:
         if results or admitted is None:  # an admission that did not match leaves earlier results alone
             self.writer.put(ref, policy.reporting.key, results)
         return 1
+
+
+def _version(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
 
 def _typed(obj: dict[str, Any], kind: str | None, api_version: str) -> dict[str, Any]:

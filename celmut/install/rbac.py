@@ -49,7 +49,9 @@ def shared_rules() -> list[Rule]:
         _rule("pod-mutations.cast.ai", ["podmutations/status"], ["patch"]),
         _rule("presets.celmut.io", ["gpuslicings/status"], ["patch"]),
         _rule("pinning.celmut.io", ["podpinningplans/status"], ["patch"]),
-        _rule("", ["events"], ["create"]),
+        # Events: a Warning Event when a policy does not compile; the webhook's admission errors, one Event
+        # per (resource, policy) updated as they recur, which the controller's leader watches for reports.
+        _rule("", ["events"], ["create", "get", "update", "list", "watch"]),
         # The CEL authorizer of MutatingAdmissionPolicies: each check is a SubjectAccessReview.
         _rule("authorization.k8s.io", ["subjectaccessreviews"], ["create"]),
     ]

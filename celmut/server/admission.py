@@ -48,6 +48,7 @@ class Admission:
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None  # (received, admitted)
     reclaim: Callable[[Callable[[], object]], object] | None = None  # runs heap.reclaim off the event loop
     tracing: traces.Tracing | None = None  # OpenTelemetry spans (celmut.service.tracing); None: off
+    on_decided: Callable[[Any, AdmissionResult], None] | None = None  # (request, result): errors to the reports
 
     def answer(
         self,
@@ -130,6 +131,11 @@ class Admission:
         created = request.operation == "CREATE" and not request.dry_run and result.allowed
         if self.on_admitted is not None and created and result.object is not None:
             self.on_admitted(result.original, result.object)
+        if self.on_decided is not None and not request.dry_run:
+            try:
+                self.on_decided(request, result)
+            except Exception:  # reporting never changes an answer
+                log.exception("could not record the admission for the reports", extra={"uid": review.uid})
         answer = reviews.build_response(review, result)
         seconds = time.perf_counter() - started
         self.metrics.observe(request.operation, result, seconds)

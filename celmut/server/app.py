@@ -59,7 +59,9 @@ def create_app(
     settings = settings or ServerSettings()
     metrics = metrics or Metrics()
     pool = ThreadPoolExecutor(max(settings.evaluation_threads, 1), thread_name_prefix="celmut-admission")
-    admission = Admission(metrics, settings.on_admitted, reclaim=pool.submit, tracing=settings.tracing)
+    admission = Admission(
+        metrics, settings.on_admitted, reclaim=pool.submit, tracing=settings.tracing, on_decided=settings.on_decided
+    )
 
     @contextlib.asynccontextmanager
     async def lifecycle(app: FastAPI) -> AsyncIterator[None]:

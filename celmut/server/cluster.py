@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celmut.cel.lookups import HttpPolicy, RegistryPolicy
+from celmut.kube.admission_errors import AdmissionErrorRecorder, errors_of
 from celmut.kube.client import Cluster
 from celmut.kube.global_context import GlobalContextStore
 from celmut.kube.lookup import CacheSet, ClusterLookup
@@ -36,6 +37,8 @@ class ClusterConnection:
     opt_out: OwnerOptOut
     global_context: GlobalContextStore  # GlobalContextEntry data (the controller's leader writes their status)
     images: RegistryImages  # image.GetMetadata from the registries (the pods' pull secrets when allowed)
+    # admission errors, flushed as coalesced Events for the controller's reports (issue 28)
+    admission_errors: AdmissionErrorRecorder | None = None
 
     @classmethod
     def open(
@@ -65,6 +68,7 @@ class ClusterConnection:
         connection = cls(
             cluster, caches, ClusterLookup(caches), source, OwnerOptOut(caches, opt_out_label), global_context, images
         )
+        connection.admission_errors = AdmissionErrorRecorder(cluster).start()
         if not connection.policy_source.wait_synced(sync_timeout):
             log.warning("cluster policies not listed yet; serving what is known", extra={"timeout": sync_timeout})
         # The entries' first data, briefly: not a readiness condition (a cluster without the CRD, or RBAC
@@ -90,7 +94,16 @@ class ClusterConnection:
     def admitted(self, received: dict[str, Any] | None, admitted: dict[str, Any]) -> None:
         self.resources.remember_admitted(admitted, received=received)
 
+    def decided(self, request: Any, result: Any) -> None:
+        """After each admission: its policy errors go to the reports (:mod:`celmut.kube.admission_errors`)."""
+        if self.admission_errors is not None:
+            for error in errors_of(request, result):
+                self.admission_errors.record(error)
+
     def stop(self) -> None:
+        if self.admission_errors is not None:
+            self.admission_errors.stop()
+            self.admission_errors.flush()  # what the last interval recorded
         self.global_context.stop()
         self.policy_source.stop()
         self.caches.stop()

@@ -88,6 +88,12 @@ class Metrics:
             multiprocess_mode="livemax",
         )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
+        self.error_events = Counter(
+            "celmut_report_error_events",
+            "Writes of the PolicyError Events that carry admission errors to the reports: created, updated, error",
+            ["action"],
+            registry=self.registry,
+        )
 
     def caches(self, sizes: list[tuple[str, bool, int, bool]]) -> None:
         for resource, metadata_only, objects, overflowed in sizes:

@@ -222,9 +222,12 @@ def make_server(
         evaluation_threads=config.evaluation_threads,
         extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
         on_admitted=cluster.admitted if cluster is not None else None,
+        on_decided=cluster.decided if cluster is not None else None,
         cache_sizes=cluster.caches.sizes if cluster is not None else None,
         tracing=tracing.from_environment("celmut-webhook"),
     )
+    if cluster is not None and cluster.admission_errors is not None:
+        cluster.admission_errors.on_write = lambda action: metrics.error_events.labels(action).inc()
     stop = threading.Event()
     watcher: list[CertificateWatcher] = []
 

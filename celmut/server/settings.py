@@ -28,6 +28,8 @@ class ServerSettings:
     extra_ready_checks: list[Callable[[], str]] = field(default_factory=list)  # '' when ready, else why not
     # told (object received, object admitted) for each CREATE admitted
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None
+    # told (request, result) of each admission decided: its errors go to the policy reports
+    on_decided: Callable[[Any, Any], None] | None = None
     # (resource, metadata-only, objects, overflowed) of each cluster cache, shown in /metrics
     cache_sizes: Callable[[], list[tuple[str, bool, int, bool]]] | None = None
     tracing: Tracing | None = None  # OpenTelemetry spans of admissions (celmut.service.tracing); None: off
