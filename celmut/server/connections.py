@@ -98,14 +98,15 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         # Counted while a request's headers are read: from the connection's first byte, and from the
-        # parser's start of each next request (on_message_begin) until its headers are complete; never
-        # a body, not even one still arriving after its response was sent (a 413 answered early).
-        if self._header_bytes >= 0:
+        # parser's start of each next request (on_message_begin) until its headers are complete. The
+        # chunk is parsed first: one read may hold the end of the headers and much of the body (a large
+        # AdmissionReview), and a body is never counted — nor one still arriving after an early 413.
+        # What is parsed before a refusal is one read at most.
+        super().data_received(data)
+        if self._header_bytes >= 0 and self.parser is not None:
             self._header_bytes += len(data)
             if self._header_bytes > MAX_HEADER_BYTES:
                 self._refuse_headers()
-                return
-        super().data_received(data)
 
     def on_message_begin(self) -> None:
         if self._header_bytes < 0:  # the next request on a kept-alive connection: its first byte is here
