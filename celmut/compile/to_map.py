@@ -38,6 +38,7 @@ from typing import Any
 
 from celmut.cel.errors import CelCompileError
 from celmut.compile import autogen, map_cel
+from celmut.compile.cel_literals import cel_string
 from celmut.compile.map_rules import KEPT, RULES, NotConvertible, Rule, behaviour_rules, celmut_rules, skip_reason
 from celmut.compile.policies import compile_admission_policy
 from celmut.policy.admission_policy import parse_admission_policy, parse_binding
@@ -149,7 +150,7 @@ def guard_conditions(match: MatchResources, opt_out_label: str) -> list[_Conditi
         guards.append(
             _Condition(
                 "celmut.io/not-opted-out",
-                f"!({_string(opt_out_label)} in object.metadata.?labels.orValue({{}}))",
+                f"!({cel_string(opt_out_label)} in object.metadata.?labels.orValue({{}}))",
                 "celmut's opt-out label",
             )
         )
@@ -163,10 +164,6 @@ def guard_conditions(match: MatchResources, opt_out_label: str) -> list[_Conditi
             )
         )
     return guards
-
-
-def _string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _own_conditions(policy: MutatingPolicy, variant: str, preset: bool) -> list[_Condition]:
