@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -272,6 +272,25 @@ def check_kubernetes_cel(document: Obj, conditions: list[_Condition], policy: Mu
         raise NotConvertible("kubernetes-cel", _describe(first, origin, first.expression)) from None
 
 
+def _check_condition_list(conditions: Sequence[_Condition], where: str) -> None:
+    """The API server takes at most :data:`MAX_CONDITIONS` match conditions, each of its own name."""
+    names: dict[str, str] = {}
+    for condition in conditions:
+        if condition.name in names:
+            raise NotConvertible(
+                "condition-names",
+                f"{condition.origin} and {names[condition.name]} are both named {condition.name!r}: the API server "
+                "refuses two match conditions of one name",
+            )
+        names[condition.name] = condition.origin
+    if len(conditions) > MAX_CONDITIONS:
+        raise NotConvertible(
+            "too-many-conditions",
+            f"{where}{len(conditions)} match conditions with the exceptions folded in; the API server allows "
+            f"{MAX_CONDITIONS}",
+        )
+
+
 def convert(
     policy: MutatingPolicy,
     exceptions: Iterable[PolicyException] = (),
@@ -307,21 +326,7 @@ def convert(
             *guard_conditions(variant_policy.match_constraints, opt_out_label),
             *_own_conditions(variant_policy, variant, preset),
         ]
-        names: dict[str, str] = {}
-        for condition in conditions:
-            if condition.name in names:
-                raise NotConvertible(
-                    "condition-names",
-                    f"{condition.origin} and {names[condition.name]} are both named {condition.name!r}: the API server "
-                    "refuses two match conditions of one name",
-                )
-            names[condition.name] = condition.origin
-        if len(conditions) > MAX_CONDITIONS:
-            raise NotConvertible(
-                "too-many-conditions",
-                f"{where}{len(conditions)} match conditions with the exceptions folded in; the API server allows "
-                f"{MAX_CONDITIONS}",
-            )
+        _check_condition_list(conditions, where)
         document = _document(policy, variant_policy, variant, conditions, api_version)
         for selector in ("namespaceSelector", "objectSelector"):
             if (scope or {}).get(selector):
