@@ -161,7 +161,9 @@ def through_the_webhook(policies: Path, kubeconfig: Path, tmp_path: Path) -> dic
 
 def through_the_controller(policies: Path, kubeconfig: Path) -> dict[str, dict[str, Any]]:
     cluster = Cluster.connect(str(kubeconfig))
-    controller = Controller(ControllerConfig(ServiceSettings(policy_paths=(str(policies),), from_cluster=True)), cluster)
+    controller = Controller(
+        ControllerConfig(ServiceSettings(policy_paths=(str(policies),), from_cluster=True)), cluster
+    )
     try:
         controller.policy_source.start()  # type: ignore[union-attr]
         controller.policy_source.wait_synced(10)  # type: ignore[union-attr]

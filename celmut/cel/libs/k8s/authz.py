@@ -54,7 +54,6 @@ UNAVAILABLE = (
 )
 
 
-
 @dataclass
 class RequestChecks:
     """The decisions of one request, shared by every check value derived from its ``authorizer``."""
