@@ -90,6 +90,7 @@ def main() -> None:
     from celmut.cel.backends import select
     from celmut.controller.run import Controller, ControllerConfig
     from celmut.kube.client import Cluster
+    from celmut.service.settings import ServiceSettings
 
     policy_dir = Path(tempfile.mkdtemp(prefix="celmut-scan-bench-"))
     for document in scan_policies():
@@ -101,7 +102,8 @@ def main() -> None:
     kubeconfig = parent.recv()
     try:
         cluster = Cluster.connect(kubeconfig, timeout=30)
-        config = ControllerConfig(policy_paths=[str(policy_dir)], rate=1e6, workers=args.workers, scan_interval=0)
+        service = ServiceSettings(policy_paths=(str(policy_dir),))
+        config = ControllerConfig(service, rate=1e6, workers=args.workers, scan_interval=0)
         controller = Controller(config, cluster)
         server_cpu, own_cpu = cpu_seconds(server.pid), time.process_time()
         started = time.perf_counter()

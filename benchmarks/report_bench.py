@@ -25,6 +25,7 @@ sys.path[:0] = [str(ROOT)]
 from celmut.controller.report_loop import ReportingConfig  # noqa: E402
 from celmut.controller.run import Controller, ControllerConfig  # noqa: E402
 from celmut.kube.client import Cluster  # noqa: E402
+from celmut.service.settings import ServiceSettings  # noqa: E402
 from tests.controller.support import add_label, configmap, policy, write_policies  # noqa: E402
 from tests.fakekube import FakeApiServer  # noqa: E402
 from tests.kube.crds import report_crds  # noqa: E402
@@ -64,7 +65,10 @@ def main() -> None:
             folder = write_policies(Path(tmp) / "policies", *policies)
             cluster = Cluster.connect(str(server.kubeconfig(Path(tmp) / "kubeconfig")), timeout=30)
             config = ControllerConfig(
-                policy_paths=[str(folder)], workers=1, scan_interval=0.0, reports=ReportingConfig(interval=0.2)
+                ServiceSettings(policy_paths=(str(folder),)),
+                workers=1,
+                scan_interval=0.0,
+                reports=ReportingConfig(interval=0.2),
             )
             controller = Controller(config, cluster).start()
             assert controller.reports is not None

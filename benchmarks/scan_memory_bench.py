@@ -45,7 +45,13 @@ def scan(kubeconfig: str, policies: str, page_size: int, pipe: Connection) -> No
 
     before = rss_mib()
     paging = {"page_size": page_size} if "page_size" in ControllerConfig.__dataclass_fields__ else {}  # older code
-    config = ControllerConfig(policy_paths=[policies], dry_run=True, scan_interval=0, **paging)
+    if "service" in ControllerConfig.__dataclass_fields__:  # one ServiceSettings (issue 26)
+        from celmut.service.settings import ServiceSettings
+
+        paging["service"] = ServiceSettings(policy_paths=(policies,))
+    else:  # older code
+        paging["policy_paths"] = [policies]
+    config = ControllerConfig(dry_run=True, scan_interval=0, **paging)
     controller = Controller(config, Cluster.connect(kubeconfig, timeout=120))
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+", encoding="utf-8") as out:

@@ -79,12 +79,13 @@ def main() -> None:
     from celmut.server.admission import Admission
     from celmut.server.metrics import Metrics
     from celmut.server.run import ServeConfig, build_store
+    from celmut.service.settings import ServiceSettings
 
     with tempfile.TemporaryDirectory() as directory:
         for index, condition in enumerate(["true", "true", "true", "false"]):
             Path(directory, f"p{index}.yaml").write_text(POLICY.format(name=f"p{index}", condition=condition))
         metrics = Metrics()
-        store = build_store(ServeConfig(policy_paths=[directory]), metrics)
+        store = build_store(ServeConfig(ServiceSettings(policy_paths=(directory,))), metrics)
         store.reload(force=True)
     engine = store.engine
     assert engine is not None

@@ -22,6 +22,11 @@ from celmut.policy.selection import PolicySelection
         (names.is_qualified_name, "/app", False),  # IsQualifiedName: "prefix part must be non-empty"
         (names.is_label_value, "", True),
         (names.is_label_value, "-x", False),
+        # Go's `$` is the end of the text: a trailing newline is not part of a valid name
+        (names.is_dns_label, "kube-system\n", False),
+        (names.is_dns_subdomain, "ip-10-0-1-17.ec2.internal\n", False),
+        (names.is_qualified_name, "app\n", False),
+        (names.is_label_value, "web\n", False),
     ],
     ids=lambda v: getattr(v, "__name__", repr(v)),
 )

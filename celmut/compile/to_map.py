@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from celmut.cel.errors import CelCompileError
 from celmut.compile import autogen, map_cel
+from celmut.compile.cel_literals import cel_string
 from celmut.compile.map_rules import KEPT, RULES, NotConvertible, Rule, behaviour_rules, celmut_rules, skip_reason
 from celmut.compile.policies import compile_admission_policy
 from celmut.policy.admission_policy import parse_admission_policy, parse_binding
@@ -149,7 +150,7 @@ def guard_conditions(match: MatchResources, opt_out_label: str) -> list[_Conditi
         guards.append(
             _Condition(
                 "celmut.io/not-opted-out",
-                f"!({_string(opt_out_label)} in object.metadata.?labels.orValue({{}}))",
+                f"!({cel_string(opt_out_label)} in object.metadata.?labels.orValue({{}}))",
                 "celmut's opt-out label",
             )
         )
@@ -163,10 +164,6 @@ def guard_conditions(match: MatchResources, opt_out_label: str) -> list[_Conditi
             )
         )
     return guards
-
-
-def _string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _own_conditions(policy: MutatingPolicy, variant: str, preset: bool) -> list[_Condition]:
@@ -275,6 +272,25 @@ def check_kubernetes_cel(document: Obj, conditions: list[_Condition], policy: Mu
         raise NotConvertible("kubernetes-cel", _describe(first, origin, first.expression)) from None
 
 
+def _check_condition_list(conditions: Sequence[_Condition], where: str) -> None:
+    """The API server takes at most :data:`MAX_CONDITIONS` match conditions, each of its own name."""
+    names: dict[str, str] = {}
+    for condition in conditions:
+        if condition.name in names:
+            raise NotConvertible(
+                "condition-names",
+                f"{condition.origin} and {names[condition.name]} are both named {condition.name!r}: the API server "
+                "refuses two match conditions of one name",
+            )
+        names[condition.name] = condition.origin
+    if len(conditions) > MAX_CONDITIONS:
+        raise NotConvertible(
+            "too-many-conditions",
+            f"{where}{len(conditions)} match conditions with the exceptions folded in; the API server allows "
+            f"{MAX_CONDITIONS}",
+        )
+
+
 def convert(
     policy: MutatingPolicy,
     exceptions: Iterable[PolicyException] = (),
@@ -310,21 +326,7 @@ def convert(
             *guard_conditions(variant_policy.match_constraints, opt_out_label),
             *_own_conditions(variant_policy, variant, preset),
         ]
-        names: dict[str, str] = {}
-        for condition in conditions:
-            if condition.name in names:
-                raise NotConvertible(
-                    "condition-names",
-                    f"{condition.origin} and {names[condition.name]} are both named {condition.name!r}: the API server "
-                    "refuses two match conditions of one name",
-                )
-            names[condition.name] = condition.origin
-        if len(conditions) > MAX_CONDITIONS:
-            raise NotConvertible(
-                "too-many-conditions",
-                f"{where}{len(conditions)} match conditions with the exceptions folded in; the API server allows "
-                f"{MAX_CONDITIONS}",
-            )
+        _check_condition_list(conditions, where)
         document = _document(policy, variant_policy, variant, conditions, api_version)
         for selector in ("namespaceSelector", "objectSelector"):
             if (scope or {}).get(selector):

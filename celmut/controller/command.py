@@ -89,6 +89,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     webhook_flags.add_flags(p)
     flags.add_preset_failure_policy(p)
+    _add_report_flags(p)
+    flags.add_log_level(p)
+    flags.add_engine_and_http(p)
+    cluster_data_flags.add_image_data(p)
+    p.set_defaults(run=run)
+
+
+def _add_report_flags(p: argparse.ArgumentParser) -> None:
+    """The background PolicyReports (``controller/report_loop.py``)."""
     p.add_argument(
         "--background-reports",
         action=argparse.BooleanOptionalAction,
@@ -109,16 +118,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--report-max-results", type=int, default=1000, metavar="N", help="results per report (Kyverno's 1000)"
     )
-    flags.add_log_level(p)
-    flags.add_engine_and_http(p)
-    cluster_data_flags.add_image_data(p)
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    http_policy = flags.start_process(args)
-    registry = cluster_data_flags.registry_policy(args)
-    if http_policy is None or registry is None:
+    from celmut.service.settings import from_flags
+
+    service = from_flags(args)
+    if service is None:
         return 2
     if not args.policies and not args.from_cluster:
         print("error: give --policies PATH and/or --from-cluster", file=sys.stderr)
@@ -139,14 +145,13 @@ def run(args: argparse.Namespace) -> int:
     try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
         tls = TlsConfig.from_environment(os.environ)
         webhook_rules = webhook_flags.rules_config(args)
-        cluster = Cluster.connect(args.kubeconfig)
+        cluster = Cluster.connect(service.kubeconfig)
     except (ValueError, ClusterError) as ex:
         print(f"error: {ex}", file=sys.stderr)
         return 2
     config = ControllerConfig(
+        service=service,
         tls=tls,
-        policy_paths=args.policies,
-        from_cluster=args.from_cluster,
         dry_run=args.dry_run,
         rate=args.rate,
         scan_interval=args.scan_interval,
@@ -156,14 +161,8 @@ def run(args: argparse.Namespace) -> int:
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
-        opt_out_label=args.opt_out_label,
-        serve_admission_policies=args.serve_admission_policies,
-        policy_selector=args.policy_selector,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
-        http_policy=http_policy,
-        registry=registry,
         webhook_rules=webhook_rules,
-        preset_failure_policy=args.preset_failure_policy,
         reports=ReportingConfig(
             background=args.background_reports,
             admission=args.admission_reports,

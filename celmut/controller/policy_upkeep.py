@@ -18,9 +18,9 @@ from celmut.kube.authorization import SubjectAccessReviewAuthorizer
 from celmut.kube.client import Cluster
 from celmut.kube.kyverno_exceptions import KyvernoExceptions
 from celmut.kube.policy_source import ClusterPolicySource
-from celmut.policy.selection import PolicySelection
 from celmut.runtime.ownership import OptOut
-from celmut.service.assembly import EngineSettings, cluster_services, narrowed
+from celmut.service.assembly import narrowed
+from celmut.service.settings import ServiceSettings
 from celmut.service.store import PolicySource, PolicyStore
 from celmut.sources.files import FileSource
 
@@ -29,29 +29,15 @@ class UpkeepConfig(Protocol):
     """What :class:`PolicyUpkeep` reads of the controller's configuration (``ControllerConfig``)."""
 
     @property
-    def policy_paths(self) -> list[str]: ...
-    @property
-    def from_cluster(self) -> bool: ...
+    def service(self) -> ServiceSettings: ...
     @property
     def dry_run(self) -> bool: ...
     @property
-    def timeout_seconds(self) -> float: ...
-    @property
-    def opt_out_label(self) -> str: ...
-    @property
-    def serve_admission_policies(self) -> bool: ...
-    @property
-    def policy_selector(self) -> str: ...
-    @property
     def kyverno_exceptions_namespace(self) -> str: ...
-    @property
-    def http_policy(self) -> cel.HttpPolicy: ...
     @property
     def allow_immediate_restart(self) -> bool: ...
     @property
     def webhook_rules(self) -> WebhookRulesConfig | None: ...
-    @property
-    def preset_failure_policy(self) -> str | None: ...
     @property
     def evictions_per_minute(self) -> float: ...
 
@@ -70,30 +56,23 @@ class PolicyUpkeep:
         global_context: cel.GlobalContextLookup | None = None,
         images: cel.ImageMetadataLookup | None = None,
     ) -> None:
+        service = config.service
         self.policy_source = (
             ClusterPolicySource(
-                cluster,
-                admission_policies=config.serve_admission_policies,
-                selection=PolicySelection(config.policy_selector),
+                cluster, admission_policies=service.serve_admission_policies, selection=service.policy_selection
             )
-            if config.from_cluster
+            if service.from_cluster
             else None
         )
-        sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
+        sources: list[PolicySource] = [FileSource(list(service.policy_paths))] if service.policy_paths else []
         if self.policy_source is not None:
             sources.append(self.policy_source)
-        settings = EngineSettings(
-            services=cluster_services(
-                cel.Services(http_policy=config.http_policy),
-                resources,
-                global_context,
-                images,
-                SubjectAccessReviewAuthorizer(cluster),
-            ),
-            timeout_seconds=config.timeout_seconds,
+        settings = service.in_cluster(
+            resources=resources,
+            global_context=global_context,
+            images=images,
+            authorizer=SubjectAccessReviewAuthorizer(cluster),
             opt_out=opt_out,
-            report_unselected=False,  # drift passes visit only the policies that may select a pod
-            preset_failure_policy=config.preset_failure_policy,
         )
         self.store = PolicyStore(sources, settings)
         self.metrics = metrics
@@ -109,7 +88,7 @@ class PolicyUpkeep:
         )
         # spec.autogen.mutatingAdmissionPolicy: the leader keeps the generated MutatingAdmissionPolicies.
         self.generator = (
-            AdmissionPolicyGenerator(cluster, opt_out_label=config.opt_out_label)
+            AdmissionPolicyGenerator(cluster, opt_out_label=service.opt_out_label)
             if self.policy_source is not None and not config.dry_run
             else None
         )

@@ -35,6 +35,7 @@ from celmut.runtime.report_results import (
     result_of,
 )
 from celmut.runtime.results import PolicyOutcome
+from celmut.service.assembly import narrowed
 
 log = logging.getLogger("celmut.reports")
 
@@ -94,7 +95,7 @@ def reported_policies(
         resources: set[tuple[str, str]] = set()
         for policy in policies:
             resources |= watched_resources(policy)
-        engine_of_one = AdmissionEngine(policies, engine.exceptions, engine.options)
+        engine_of_one = narrowed(engine, policies)  # the same settings, schemas and exceptions
         out[key] = ReportedPolicy(facts[key], engine_of_one, frozenset(resources), not scanned[key])
     return out
 

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from celmut import cel, heap
+from celmut import heap
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
 from celmut.controller.policy_upkeep import PolicyUpkeep
@@ -56,10 +56,9 @@ from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.registry import RegistryImages
 from celmut.kube.tls_manager import TlsConfig, TlsManager
-from celmut.policy.selection import AUTO
-from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.service import tracing
 from celmut.service.lookup_needs import looked_up, metadata_only_resources
+from celmut.service.settings import ServiceSettings
 from celmut.service.store import PolicyStore
 
 log = logging.getLogger("celmut.controller")
@@ -69,10 +68,12 @@ def default_identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ControllerConfig:
-    policy_paths: list[str] = field(default_factory=list)
-    from_cluster: bool = False
+    """``celmut controller``'s settings: the ones every surface shares (``service``, with the
+    engine's), and the controller's own: pacing, scans, leader election, what the leader keeps."""
+
+    service: ServiceSettings = field(default_factory=ServiceSettings)
     dry_run: bool = False
     rate: float = 50.0  # writes per second (token bucket)
     burst: int | None = None
@@ -83,7 +84,6 @@ class ControllerConfig:
     allow_immediate_restart: bool = False  # PodMutation restartPolicy immediate may evict (restart_policy.py)
     recheck_seconds: float = 10.0  # how soon a pod waiting for its workload's replacement is looked at again
     reload_interval: float = 2.0
-    timeout_seconds: float = 10.0  # CEL budget per evaluation
     leader_elect: bool = False
     lease_namespace: str = "celmut"
     lease_name: str = "celmut-controller"
@@ -93,15 +93,9 @@ class ControllerConfig:
     retry_period: float = 2.0
     sync_timeout: float = 60.0
     tls: TlsConfig | None = None  # the webhook TLS the controller keeps valid (None: cert-manager or manual)
-    opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # objects (or their owners) carrying it are left alone
-    serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
-    policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
     page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
-    http_policy: cel.HttpPolicy = field(default_factory=cel.HttpPolicy)  # CEL http.Get/Post allow-list
-    registry: cel.RegistryPolicy = field(default_factory=cel.RegistryPolicy)  # image.GetMetadata's registries
     webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
-    preset_failure_policy: str | None = None  # the presets' failurePolicy (the chart's webhook.failurePolicy)
     reports: ReportingConfig = field(default_factory=ReportingConfig)  # background PolicyReports
 
 
@@ -118,12 +112,14 @@ class Controller:
         self._page: dict[TargetKey, dict[str, Any]] = {}  # the pods of the page a --dry-run scan processes
         self.lookup = ClusterLookup(self.caches)
         # GlobalContextEntry data; their status is written by the leader while Kyverno is absent.
-        self.global_context = GlobalContextStore(cluster, config.http_policy, write_status=self._owns_entry_status)
-        self.images = RegistryImages(config.registry, cluster)
+        self.global_context = GlobalContextStore(
+            cluster, config.service.http_policy, write_status=self._owns_entry_status
+        )
+        self.images = RegistryImages(config.service.registry, cluster)
         self.metrics = ControllerMetrics()
         self.metrics.registry.register(self.global_context)
         self.report = Report()
-        opt_out = OwnerOptOut(self.caches, config.opt_out_label)
+        opt_out = OwnerOptOut(self.caches, config.service.opt_out_label)
         self.policies = PolicyUpkeep(
             config, cluster, self.lookup, opt_out, self.metrics, self.global_context, self.images
         )
@@ -151,7 +147,16 @@ class Controller:
             self.report,
             events=lambda: not config.dry_run and self.is_leader(),
         )
-        self.triggers = TriggerWatch(
+        self.triggers = self._trigger_watch()
+        # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
+        self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
+        self.tracing = tracing.from_environment("celmut-controller")  # None: off (OTEL_* variables)
+        # Background PolicyReports (controller/report_loop.py): the leader scans and writes them.
+        self.reports = self._report_loop()
+        self.workers.tracing = self.tracing
+
+    def _trigger_watch(self) -> TriggerWatch:
+        return TriggerWatch(
             self.caches,
             self.lookup,
             lambda: self._loaded,
@@ -161,23 +166,19 @@ class Controller:
             self.unresolved_targets,
             lambda: self.workers.processed,
         )
-        # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
-        self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
-        self.tracing = tracing.from_environment("celmut-controller")  # None: off (OTEL_* variables)
-        # Background PolicyReports (controller/report_loop.py): the leader scans and writes them.
-        self.reports = (
-            ReportLoop(
-                cluster,
-                self.caches,
-                config.reports,
-                self.metrics.registry,
-                is_leader=self.is_leader,
-                kyverno_present=self._kyverno_present,
-            )
-            if (config.reports.background or config.reports.admission) and not config.dry_run
-            else None
+
+    def _report_loop(self) -> ReportLoop | None:
+        reports = self.config.reports
+        if not (reports.background or reports.admission) or self.config.dry_run:
+            return None
+        return ReportLoop(
+            self.cluster,
+            self.caches,
+            reports,
+            self.metrics.registry,
+            is_leader=self.is_leader,
+            kyverno_present=self._kyverno_present,
         )
-        self.workers.tracing = self.tracing
 
     def _elector(self) -> LeaderElector:
         config = self.config

@@ -12,11 +12,15 @@ on a bounded pool of threads, so neither idle clients nor a slow policy can star
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from celmut.errors import ConfigurationError
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.server.limits import ConnectionLimits
 from celmut.service import cluster_data_flags, flags
+
+if TYPE_CHECKING:  # the CEL layer loads only when the command runs
+    from celmut.service.settings import ServiceSettings
 
 _LIMITS = ConnectionLimits()
 _EVALUATION_THREADS = 4  # celmut.server.app.DEFAULT_EVALUATION_THREADS (that module loads FastAPI)
@@ -113,13 +117,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(run=run)
 
 
+def service_settings(args: argparse.Namespace) -> ServiceSettings | None:
+    """The settings every surface shares, with the webhook's own engine flags (``--timeout``,
+    ``--background-user``, ``--record-provenance``); None (after printing why) when unusable."""
+    from celmut.service.settings import from_flags
+
+    return from_flags(
+        args,
+        timeout_seconds=args.timeout,
+        background_usernames=frozenset(args.background_user or (DEFAULT_BACKGROUND_USER,)),
+        record_provenance=args.record_provenance,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    from celmut import cel
     from celmut.server.run import ServeConfig, serve  # FastAPI and uvicorn load only for this command
 
-    http_policy = flags.start_process(args)
-    registry = cluster_data_flags.registry_policy(args)
-    if http_policy is None or registry is None:
+    service = service_settings(args)
+    if service is None:
         return 2
     limits = ConnectionLimits(**{field: getattr(args, flag[2:].replace("-", "_")) for flag, field, *_ in _LIMIT_FLAGS})
     problem = limits.problem() or ("--evaluation-threads must be positive" if args.evaluation_threads < 1 else "")
@@ -131,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.policies and not args.from_cluster:
         raise ConfigurationError("give --policies PATH and/or --from-cluster")
     config = ServeConfig(
-        policy_paths=args.policies,
+        service=service,
         host=args.host,
         port=args.port,
         tls_cert=args.tls_cert,
@@ -139,19 +154,8 @@ def run(args: argparse.Namespace) -> int:
         self_signed=args.self_signed,
         cert_dir=args.cert_dir,
         workers=args.workers,
-        timeout_seconds=args.timeout,
         reload_interval=args.reload_interval,
-        from_cluster=args.from_cluster,
-        kubeconfig=args.kubeconfig,
-        background_users=tuple(args.background_user or (DEFAULT_BACKGROUND_USER,)),
-        opt_out_label=args.opt_out_label,
-        serve_admission_policies=args.serve_admission_policies,
-        policy_selector=args.policy_selector,
         limits=limits,
         evaluation_threads=args.evaluation_threads,
-        services=cel.Services(http_policy=http_policy),
-        registry=registry,
-        record_provenance=args.record_provenance,
-        preset_failure_policy=args.preset_failure_policy,
     )
     return serve(config)

@@ -28,20 +28,19 @@ from typing import TYPE_CHECKING
 import uvicorn
 from fastapi import FastAPI
 
-from celmut import cel, heap
+from celmut import heap
 from celmut.errors import ConfigurationError
 from celmut.kube import certs
 from celmut.kube.authorization import SubjectAccessReviewAuthorizer
-from celmut.policy.selection import AUTO, PolicySelection
-from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 from celmut.server import DEFAULT_BACKGROUND_USER
 from celmut.server.app import create_app
-from celmut.server.connections import LimitedServer, protocol_class
+from celmut.server.connections import LimitedHttpToolsProtocol, LimitedServer, protocol_class
 from celmut.server.limits import ConnectionLimits
 from celmut.server.metrics import Metrics, share_between_workers, worker_stopped
 from celmut.server.settings import DEFAULT_EVALUATION_THREADS, DEFAULT_MAX_BODY_BYTES, ServerSettings
 from celmut.service import tracing
-from celmut.service.assembly import EngineSettings, cluster_services
+from celmut.service.assembly import EngineSettings
+from celmut.service.settings import SURFACE_TIMEOUT_SECONDS, ServiceSettings, surface_engine
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
 from celmut.sources.files import FileSource
 
@@ -56,11 +55,18 @@ METRICS_FLUSH_SECONDS = 1.0  # how old another worker's per-policy counts may be
 # 72 to 7 ms and a benign admission's from 116 to 19 ms, idle latency unchanged
 # (benchmarks/isolation_bench.py).
 SWITCH_INTERVAL_SECONDS = 0.001
+BACKGROUND_USERS = frozenset({DEFAULT_BACKGROUND_USER})  # --background-user's default
 
 
-@dataclass
+@dataclass(frozen=True)
 class ServeConfig:
-    policy_paths: list[str] = field(default_factory=list)
+    """``celmut serve``'s settings: the ones every surface shares (``service``, with the engine's),
+    and the webhook's own: where and how it listens, TLS, worker processes, bounds."""
+
+    # the controller's identity among the background users: skipBackgroundRequests ignores its requests
+    service: ServiceSettings = field(
+        default_factory=lambda: ServiceSettings(engine=surface_engine(background_usernames=BACKGROUND_USERS))
+    )
     host: str = "127.0.0.1"
     port: int = 8443
     tls_cert: str | None = None
@@ -68,38 +74,34 @@ class ServeConfig:
     self_signed: bool = False
     cert_dir: str | None = None
     workers: int = 1
-    timeout_seconds: float = 10.0
     reload_interval: float = 2.0
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     evaluation_threads: int = DEFAULT_EVALUATION_THREADS
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
-    from_cluster: bool = False
-    kubeconfig: str | None = None  # None: in-cluster configuration, else ~/.kube/config
-    background_users: tuple[str, ...] = (DEFAULT_BACKGROUND_USER,)  # skipBackgroundRequests ignores these
-    opt_out_label: str = DEFAULT_OPT_OUT_LABEL  # also followed through owners (the objectSelector cannot)
-    serve_admission_policies: bool = False  # cluster MAPs: the API server applies them itself
-    policy_selector: str = AUTO  # which cluster MutatingPolicies are celmut's (celmut.policy.selection)
-    record_provenance: bool = False  # celmut.io/mutated-by on every object a policy changes
-    preset_failure_policy: str | None = None  # the presets' failurePolicy (the chart's webhook.failurePolicy)
-    services: cel.Services = field(default_factory=cel.Services)
-    registry: cel.RegistryPolicy = field(default_factory=cel.RegistryPolicy)  # image.GetMetadata's registries
+
+    @property
+    def timeout_seconds(self) -> float:
+        """``--timeout``: the webhook's answer deadline, also the CEL deadline of its admissions."""
+        deadline = self.service.engine.timeout_seconds
+        return deadline if deadline is not None else SURFACE_TIMEOUT_SECONDS
 
 
 def connect_cluster(config: ServeConfig) -> ClusterConnection | None:
     """Open the cluster connection of this process when ``--from-cluster`` asks for one."""
-    if not config.from_cluster:
+    service = config.service
+    if not service.from_cluster:
         return None
     from celmut.kube.client import ClusterError  # the kubernetes client loads slowly: only when needed
     from celmut.server.cluster import ClusterConnection
 
     try:
         return ClusterConnection.open(
-            config.kubeconfig,
-            opt_out_label=config.opt_out_label,
-            admission_policies=config.serve_admission_policies,
-            policy_selection=PolicySelection(config.policy_selector),
-            http_policy=config.services.http_policy,
-            registry_policy=config.registry,
+            service.kubeconfig,
+            opt_out_label=service.opt_out_label,
+            admission_policies=service.serve_admission_policies,
+            policy_selection=service.policy_selection,
+            http_policy=service.http_policy,
+            registry_policy=service.registry,
         )
     except ClusterError as ex:
         raise ValueError(f"cannot connect to the cluster: {ex}") from None
@@ -133,31 +135,23 @@ class CertificateWatcher:
 
 
 def engine_settings(config: ServeConfig, cluster: ClusterConnection | None) -> EngineSettings:
+    """The engine's settings, with the cluster's lookups when connected (else image data read from
+    the registries anonymously)."""
     if cluster is not None:
-        services = cluster_services(
-            config.services,
-            cluster.resources,
-            cluster.global_context,
-            cluster.images,
-            SubjectAccessReviewAuthorizer(cluster.cluster),
+        return config.service.in_cluster(
+            resources=cluster.resources,
+            global_context=cluster.global_context,
+            images=cluster.images,
+            authorizer=SubjectAccessReviewAuthorizer(cluster.cluster),
+            opt_out=cluster.opt_out,
         )
-    else:
-        from celmut.kube.registry import RegistryImages  # image data without a cluster: anonymous pulls
+    from celmut.kube.registry import RegistryImages  # image data without a cluster: anonymous pulls
 
-        services = cluster_services(config.services, None, None, RegistryImages(config.registry))
-    return EngineSettings(
-        services=services,
-        timeout_seconds=config.timeout_seconds,
-        background_usernames=frozenset(config.background_users),
-        opt_out=cluster.opt_out if cluster is not None else None,
-        record_provenance=config.record_provenance,
-        preset_failure_policy=config.preset_failure_policy,
-        report_unselected=False,  # answers name only the policies that could select the request
-    )
+    return config.service.in_cluster(images=RegistryImages(config.service.registry))
 
 
 def build_store(config: ServeConfig, metrics: Metrics, cluster: ClusterConnection | None = None) -> PolicyStore:
-    sources: list[PolicySource] = [FileSource(config.policy_paths)] if config.policy_paths else []
+    sources: list[PolicySource] = [FileSource(list(config.service.policy_paths))] if config.service.policy_paths else []
     if cluster is not None:
         sources.append(cluster.policy_source)
         metrics.registry.register(cluster.global_context)  # entry sizes and refresh failures
@@ -207,15 +201,9 @@ def check_tls_files(cert: str, key: str) -> None:
         raise ConfigurationError(f"--tls-cert {cert} / --tls-key {key}: {ex.strerror or ex}") from None
 
 
-def make_server(
-    config: ServeConfig,
-    store: PolicyStore,
-    metrics: Metrics,
-    cert: str,
-    key: str,
-    cluster: ClusterConnection | None = None,
-) -> uvicorn.Server:
-    settings = ServerSettings(
+def server_settings(config: ServeConfig, cluster: ClusterConnection | None) -> ServerSettings:
+    """What the FastAPI app answers with: the webhook's timeout and bounds, and the cluster's checks."""
+    return ServerSettings(
         timeout_seconds=config.timeout_seconds,
         max_body_bytes=config.max_body_bytes,
         body_timeout=config.limits.body_timeout,
@@ -226,59 +214,84 @@ def make_server(
         cache_sizes=cluster.caches.sizes if cluster is not None else None,
         tracing=tracing.from_environment("celmut-webhook"),
     )
-    if cluster is not None and cluster.admission_errors is not None:
-        cluster.admission_errors.on_write = lambda action: metrics.error_events.labels(action).inc()
-    stop = threading.Event()
-    watcher: list[CertificateWatcher] = []
 
-    def poll_policies() -> None:
-        while not stop.wait(config.reload_interval):
+
+class Upkeep:
+    """What the server keeps up while it runs: the policies (a thread polling their sources), the
+    serving certificate, the memory of connection bursts and, with worker processes, this worker's share
+    of the metrics; started and stopped by the app's lifespan."""
+
+    def __init__(
+        self, reload_interval: float, store: PolicyStore, protocol: type[LimitedHttpToolsProtocol], metrics: Metrics
+    ) -> None:
+        self.reload_interval = reload_interval
+        self.store = store
+        self.protocol = protocol
+        self.metrics = metrics
+        self.certificate: CertificateWatcher | None = None  # set once uvicorn built the SSL context
+        self.stop = threading.Event()
+
+    def poll_policies(self) -> None:
+        while not self.stop.wait(self.reload_interval):
             try:
-                store.reload()
+                self.store.reload()
             except Exception:  # keep serving the last good set whatever happens
                 log.exception("policy reload failed")
 
-    async def poll_certificates() -> None:
-        while not stop.is_set():
-            await asyncio.sleep(min(config.reload_interval, 1.0))
-            watcher[0].check()
+    async def poll_certificates(self) -> None:
+        while not self.stop.is_set():
+            await asyncio.sleep(min(self.reload_interval, 1.0))
+            if self.certificate is not None:
+                self.certificate.check()
 
-    async def return_memory() -> None:
+    async def return_memory(self) -> None:
         """After a burst of connections, collect their garbage once they are gone (a TLS transport
         and its protocol form a cycle) and give the memory back: idle connections must not keep the
         RSS after they closed."""
         seen = waiting = 0
-        while not stop.is_set():
+        while not self.stop.is_set():
             await asyncio.sleep(MAINTENANCE_SECONDS)
-            if protocol.accepted - seen >= 100:
-                seen, waiting = protocol.accepted, 2  # the connections of the burst may still be open
+            if self.protocol.accepted - seen >= 100:
+                seen, waiting = self.protocol.accepted, 2  # the connections of the burst may still be open
             if waiting:
                 waiting -= 1
                 heap.reclaim()
 
-    async def share_metrics() -> None:
+    async def share_metrics(self) -> None:
         """With worker processes: this worker's per-policy counts, for the scrapes other workers answer."""
-        while not stop.is_set():
+        while not self.stop.is_set():
             await asyncio.sleep(METRICS_FLUSH_SECONDS)
-            metrics.flush()
+            self.metrics.flush()
 
     @contextlib.asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        threading.Thread(target=poll_policies, name="celmut-policy-reload", daemon=True).start()
+    async def lifespan(self, _app: FastAPI) -> AsyncIterator[None]:
+        threading.Thread(target=self.poll_policies, name="celmut-policy-reload", daemon=True).start()
         loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(poll_certificates()), loop.create_task(return_memory())]
-        if metrics.shared_directory is not None:
-            tasks.append(loop.create_task(share_metrics()))
+        tasks = [loop.create_task(self.poll_certificates()), loop.create_task(self.return_memory())]
+        if self.metrics.shared_directory is not None:
+            tasks.append(loop.create_task(self.share_metrics()))
         try:
             yield
         finally:
-            stop.set()
+            self.stop.set()
             for task in tasks:
                 task.cancel()
 
-    app: FastAPI = create_app(store, settings, metrics, lifespan=lifespan)
+
+def make_server(
+    config: ServeConfig,
+    store: PolicyStore,
+    metrics: Metrics,
+    cert: str,
+    key: str,
+    cluster: ClusterConnection | None = None,
+) -> uvicorn.Server:
     limits = config.limits
     protocol = protocol_class(limits)
+    upkeep = Upkeep(config.reload_interval, store, protocol, metrics)
+    if cluster is not None and cluster.admission_errors is not None:
+        cluster.admission_errors.on_write = lambda action: metrics.error_events.labels(action).inc()
+    app: FastAPI = create_app(store, server_settings(config, cluster), metrics, lifespan=upkeep.lifespan)
     uv_config = uvicorn.Config(
         app,
         host=config.host,
@@ -295,7 +308,7 @@ def make_server(
     )
     uv_config.load()
     assert uv_config.ssl is not None
-    watcher.append(CertificateWatcher(uv_config.ssl, cert, key))
+    upkeep.certificate = CertificateWatcher(uv_config.ssl, cert, key)
     return LimitedServer(uv_config, limits)
 
 

@@ -12,6 +12,7 @@ import yaml
 from celmut.controller.run import Controller, ControllerConfig
 from celmut.kube.client import Cluster
 from tests.fakekube import FakeApiServer
+from tests.service.settings_support import take_service
 
 RULE_CONFIGMAPS = {
     "apiGroups": [""],
@@ -84,7 +85,8 @@ def running(server: FakeApiServer, tmp_path: Path, policy_dir: Path, **settings:
     options: dict[str, Any] = {"rate": 1000.0, "workers": 1, "reload_interval": 0.05, "scan_interval": 0.0}
     options.update(settings)
     cluster = connect(server, tmp_path, str(options.get("identity", "controller")))
-    controller = Controller(ControllerConfig(policy_paths=[str(policy_dir)], **options), cluster).start()
+    options["policy_paths"] = [str(policy_dir)]
+    controller = Controller(ControllerConfig(service=take_service(options), **options), cluster).start()
     try:
         yield controller
     finally:

@@ -10,6 +10,7 @@ from celmut.controller.reconcile import Reconciler, TargetKey, Task
 from celmut.controller.run import Controller, ControllerConfig
 from celmut.main import main
 from celmut.runtime.mutate_existing import Target
+from celmut.service.settings import ServiceSettings
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
 
@@ -112,7 +113,11 @@ def test_a_conflicting_write_is_re_read_and_never_overwrites(fake_apiserver: Fak
     )
     cluster = connect(fake_apiserver, tmp_path)
     controller = Controller(
-        ControllerConfig(policy_paths=[str(write_policies(tmp_path / "p", policy("scanned", add_label("scanned"))))]),
+        ControllerConfig(
+            ServiceSettings(
+                policy_paths=(str(write_policies(tmp_path / "p", policy("scanned", add_label("scanned")))),)
+            )
+        ),
         cluster,
     )
     controller.reload(force=True)

@@ -12,6 +12,7 @@ from typing import Any
 from celmut.controller.report import ReportWriter
 from celmut.controller.run import Controller, ControllerConfig
 from celmut.main import main
+from celmut.service.settings import ServiceSettings
 from tests.controller.test_evictions import drift_policy, replica
 from tests.fakekube import FakeApiServer
 
@@ -25,7 +26,13 @@ def test_a_dry_run_scan_pages_through_pods_and_reports_each_once(fake_apiserver:
     for index in range(PODS):
         fake_apiserver.store.create(replica(f"web-{index:02d}"))
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
-    config = ControllerConfig(policy_paths=[str(policies)], dry_run=True, scan_interval=0, page_size=PAGE, allow_immediate_restart=True)
+    config = ControllerConfig(
+        ServiceSettings(policy_paths=(str(policies),)),
+        dry_run=True,
+        scan_interval=0,
+        page_size=PAGE,
+        allow_immediate_restart=True,
+    )
     controller = Controller(config, connect(fake_apiserver, tmp_path))
     fake_apiserver.clear_requests()
     try:
@@ -69,7 +76,13 @@ def test_a_dry_run_report_is_streamed_as_each_page_finishes(fake_apiserver: Fake
     for index in range(PODS):
         fake_apiserver.store.create(replica(f"web-{index:02d}"))
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
-    config = ControllerConfig(policy_paths=[str(policies)], dry_run=True, scan_interval=0, page_size=PAGE, allow_immediate_restart=True)
+    config = ControllerConfig(
+        ServiceSettings(policy_paths=(str(policies),)),
+        dry_run=True,
+        scan_interval=0,
+        page_size=PAGE,
+        allow_immediate_restart=True,
+    )
     controller = Controller(config, connect(fake_apiserver, tmp_path))
     fake_apiserver.clear_requests()
     stream = PageAwareStream(fake_apiserver)

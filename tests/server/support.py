@@ -25,6 +25,7 @@ from celmut.server.cluster import ClusterConnection
 from celmut.server.metrics import Metrics
 from celmut.server.run import ServeConfig, bind, build_store, connect_cluster, make_server
 from celmut.service.store import PolicyStore
+from tests.service.settings_support import take_service
 
 
 @dataclass
@@ -57,14 +58,15 @@ def running_server(
 ) -> Iterator[RunningServer]:
     """``material``: serve with this certificate (replicas behind one Service share the CA)."""
     material = material or certs.self_signed(tmp_path / "tls", ["127.0.0.1", "localhost"])
+    options = {"policy_paths": policy_paths, **settings}
     config = ServeConfig(
-        policy_paths=policy_paths,
+        service=take_service(options, ServeConfig().service),
         host="127.0.0.1",
         port=0,
         tls_cert=str(material.cert_file),
         tls_key=str(material.key_file),
         reload_interval=0.1,
-        **settings,
+        **options,
     )
     metrics = Metrics()
     cluster = connect_cluster(config)

@@ -18,6 +18,7 @@ import pytest
 from celmut import cel
 from celmut.controller.run import Controller, ControllerConfig
 from celmut.main import main
+from celmut.service.settings import ServiceSettings, surface_engine
 from tests.controller.support import connect
 from tests.fakekube import FakeApiServer
 from tests.server.support import JsonHandler, Served, admission_request, pod
@@ -94,7 +95,10 @@ def test_the_controller_evaluates_with_the_allow_list_it_was_given(
     policy = cel.HttpPolicy(allow=("https://teams.example.com/",), allow_networks=("10.96.0.0/12",))
     cluster = connect(fake_apiserver, tmp_path)
     try:
-        controller = Controller(ControllerConfig(policy_paths=[str(tmp_path)], http_policy=policy), cluster)
+        service = ServiceSettings(
+            policy_paths=(str(tmp_path),), engine=surface_engine(services=cel.Services(http_policy=policy))
+        )
+        controller = Controller(ControllerConfig(service), cluster)
         controller.store.reload(force=True)
         engine = controller.store.engine
         assert engine is not None and engine.options.services.http_policy is policy

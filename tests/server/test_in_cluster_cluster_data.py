@@ -191,7 +191,7 @@ def test_the_controller_gives_the_object_celmut_test_gives(
 ) -> None:
     expected = offline_result(world, tmp_path, capsys)
     world.fake.store.create(world.pod("web"))  # an existing pod: mutateExisting
-    settings = {"http_policy": world.http_policy(), "registry": world.registry_policy()}
+    settings = {"services": cel.Services(http_policy=world.http_policy()), "registry": world.registry_policy()}
     with running(world.fake, tmp_path, world.policies, **settings):
         eventually(
             lambda: written(world.fake.store.get("pods", "web", "default")) == written(expected),

@@ -27,6 +27,7 @@ from celmut.server.app import create_app
 from celmut.server.metrics import Metrics
 from celmut.server.run import ServeConfig, build_store
 from celmut.server.settings import ServerSettings
+from celmut.service.settings import ServiceSettings
 from tests.server.support import admission_request, decoded_patch, pod, running_server
 from tests.server.test_webhook import ECHO, POLICY, write
 
@@ -128,7 +129,7 @@ def test_a_defect_of_celmut_follows_the_failure_policy_instead_of_a_500(tmp_path
         raise RuntimeError("defect")
 
     metrics = Metrics()
-    store = build_store(ServeConfig(policy_paths=[_policies(tmp_path)]), metrics)
+    store = build_store(ServeConfig(ServiceSettings(policy_paths=(_policies(tmp_path),))), metrics)
     store.reload(force=True)
     app = create_app(store, ServerSettings(on_admitted=broken), metrics)
     request = admission_request(pod())

@@ -173,7 +173,7 @@ def test_each_admission_is_logged_as_one_json_line_without_object_contents(echo_
 def test_requests_from_the_background_controller_skip_skip_background_policies(tmp_path: Path) -> None:
     write(tmp_path, "echo", POLICY.format(name="echo", failure="Fail", expression=ECHO))
     controller = "system:serviceaccount:ops:celmut-controller"
-    with running_server(tmp_path, [str(tmp_path / "policies")], background_users=(controller,)) as server:
+    with running_server(tmp_path, [str(tmp_path / "policies")], background_usernames=frozenset({controller})) as server:
         from_controller = admission_request(pod(), userInfo={"username": controller, "groups": []})
         assert decoded_patch(server.review(from_controller)) == []  # skipBackgroundRequests defaults to true
         assert decoded_patch(server.review(admission_request(pod())))  # anyone else is mutated

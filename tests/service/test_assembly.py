@@ -22,6 +22,7 @@ from celmut.controller.run import Controller, ControllerConfig
 from celmut.kube.client import Cluster
 from celmut.main import main
 from celmut.runtime import AdmissionInput
+from celmut.service.settings import ServiceSettings
 from tests.fakekube import FakeApiServer
 from tests.fakekube_tests.manifests import structural_widget_crd
 from tests.server.support import admission_request, decoded_patch, running_server
@@ -160,7 +161,9 @@ def through_the_webhook(policies: Path, kubeconfig: Path, tmp_path: Path) -> dic
 
 def through_the_controller(policies: Path, kubeconfig: Path) -> dict[str, dict[str, Any]]:
     cluster = Cluster.connect(str(kubeconfig))
-    controller = Controller(ControllerConfig(policy_paths=[str(policies)], from_cluster=True), cluster)
+    controller = Controller(
+        ControllerConfig(ServiceSettings(policy_paths=(str(policies),), from_cluster=True)), cluster
+    )
     try:
         controller.policy_source.start()  # type: ignore[union-attr]
         controller.policy_source.wait_synced(10)  # type: ignore[union-attr]

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from celmut import jsonutil, names
-from celmut.compile.presets import cel_literals as lit
+from celmut.compile import cel_literals as lit
 from celmut.compile.presets import placement as pl
 from celmut.compile.presets import yaml_format
 from celmut.compile.presets.base import GENERATED_BY, PresetOutput, compile_each

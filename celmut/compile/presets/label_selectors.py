@@ -4,7 +4,7 @@ and the CEL that tests one against a pod's labels."""
 from __future__ import annotations
 
 from celmut import names
-from celmut.compile.presets.cel_literals import cel_string, cel_strings
+from celmut.compile.cel_literals import cel_string, cel_strings
 from celmut.policy.fields import Reader
 from celmut.policy.match import LabelSelector, Requirement
 

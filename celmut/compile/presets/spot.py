@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from celmut import names
-from celmut.compile.presets import cel_literals as lit
+from celmut.compile import cel_literals as lit
 from celmut.compile.presets import label_selectors as ls
 from celmut.compile.presets import placement as pl
 from celmut.compile.presets import yaml_format

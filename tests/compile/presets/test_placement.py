@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from celmut import names
-from celmut.compile.presets import cel_literals as lit
+from celmut.compile import cel_literals as lit
 from celmut.compile.presets import label_selectors as ls
 from celmut.compile.presets import placement as pl
 from celmut.compile.presets import yaml_format

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from celmut import cel
+from celmut.compile.cel_literals import cel_string
 from celmut.compile.pipeline import Compilation, compile_documents
-from celmut.compile.presets.cel_literals import cel_string
 from celmut.compile.presets.podmutation.patches import cel_literal
 from celmut.runtime import AdmissionResult
 from celmut.service.offline import OfflineCluster

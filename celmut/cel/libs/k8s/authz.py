@@ -29,7 +29,6 @@ expression), every other function 1.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,6 +37,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.lookups import AuthorizationAttributes, AuthorizationDecision, LookupUnavailable, UserInfo
 from celmut.cel.values import no_such_overload
+from celmut.names import is_dns_label, is_dns_subdomain
 
 LIBRARY = Library("kubernetes.authz")
 method = LIBRARY.method
@@ -52,9 +52,6 @@ MAX_CHECKS_PER_REQUEST = 32
 UNAVAILABLE = (
     "no authorizer is configured: offline, pass --authorizer allow|deny|FILE (checks are never silently allowed)"
 )
-
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 @dataclass
@@ -158,9 +155,9 @@ def service_account(authorizer: Any, namespace: Any, name: Any) -> Authorizer:
     _string("serviceAccount", authorizer, namespace, Authorizer)
     if not isinstance(name, str):
         raise no_such_overload("serviceAccount", authorizer, namespace, name)
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+    if not is_dns_subdomain(name):
         raise CelEvaluationError("Invalid service account name")
-    if len(namespace) > 63 or not _DNS1123_LABEL.fullmatch(namespace):
+    if not is_dns_label(namespace):
         raise CelEvaluationError("Invalid service account namespace")
     user = UserInfo(  # serviceaccount.ServiceAccountInfo.UserInfo
         username=f"system:serviceaccount:{namespace}:{name}",

@@ -40,10 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from celmut import jsonutil
+from celmut.compile.cel_literals import cel_string
 from celmut.compile.presets import placement as pl
 from celmut.compile.presets import yaml_format
 from celmut.compile.presets.base import GENERATED_BY, PresetOutput
-from celmut.compile.presets.cel_literals import cel_string
 from celmut.compile.presets.podmutation import model
 from celmut.compile.presets.podmutation.filters import LABELS_EXPRESSION, matches_cel
 from celmut.compile.presets.podmutation.model import PodMutation

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from celmut.compile.presets.cel_literals import cel_string
+from celmut.compile.cel_literals import cel_string
 from celmut.compile.presets.podmutation.model import Filter, LabelGroup, LabelMatcher, Matcher
 
 NAMESPACE = "request.namespace"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from celmut.compile.presets.cel_literals import cel_string
+from celmut.compile.cel_literals import cel_string
 from celmut.compile.presets.podmutation.model import Operation
 
 

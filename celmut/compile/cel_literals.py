@@ -1,5 +1,6 @@
-"""CEL source for literal values, for the presets that generate CEL: one home, so every preset
-quotes the same way (``\\``, ``"``, newlines and control characters escaped; other text as is)."""
+"""CEL source for literal values, for the code that generates CEL (the presets, the conversion to
+MutatingAdmissionPolicies): one home, so every generator quotes the same way (``\\``, ``"``, newlines
+and control characters escaped; other text as is)."""
 
 from __future__ import annotations
 
