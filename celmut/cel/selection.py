@@ -85,6 +85,15 @@ def _list_position(container: list[Any] | tuple[Any, ...], index: Any) -> int:
     raise CelEvaluationError(f"index out of bounds: {position}")
 
 
+def _map_key(index: Any) -> Any:
+    """A double key looks up the int of the same value (cel-go ``common/types/double.go``
+    ``Double.Equal`` by heterogeneous equality; cel-spec fields.textproto
+    ``map_key_mixed_numbers_double_key``): ``{1u: 'a'}[1.0]`` is ``'a'``, ``{1u: 'a'}[1.5]`` no key."""
+    if type(index) is float and index.is_integer():
+        return int(index)
+    return index
+
+
 def index_value(container: Any, index: Any) -> Any:
     """``container[index]`` for lists and maps (numeric keys compare by value)."""
     if isinstance(container, list | tuple):
@@ -93,7 +102,7 @@ def index_value(container: Any, index: Any) -> Any:
         if isinstance(index, dict | list):
             raise no_such_overload("_[_]", container, index)
         try:
-            return container[index]
+            return container[_map_key(index)]
         except KeyError:
             raise CelEvaluationError(f"no such key: {describe(index)}") from None
         except TypeError:
@@ -120,7 +129,8 @@ def index_optional(container: Any, index: Any) -> v.OptionalValue:
         return v.OptionalValue(container[position]) if 0 <= position < len(container) else v.NONE
     if isinstance(container, dict):
         try:
-            return v.OptionalValue(container[index]) if index in container else v.NONE
+            key = _map_key(index)
+            return v.OptionalValue(container[key]) if key in container else v.NONE
         except TypeError:
             raise no_such_overload("_[?_]", container, index) from None
     raise no_such_overload("_[?_]", container, index)

@@ -152,10 +152,39 @@ ERROR_TEXTS = [
     ),
 ]
 
+# fields.textproto: a double key finds the int or uint of the same value in a map (heterogeneous
+# equality); the cases' mixed key literals are wrapped in dyn() (homogeneous literals, Kubernetes).
+FIELDS = [
+    ("map_fields/map_key_mixed_numbers_double_key", "{dyn(1u): 1.0, dyn(2): 2.0, dyn(3u): 3.0}[3.0]", 3.0),
+    (
+        "map_fields/map_key_mixed_numbers_lossy_double_key",
+        "{dyn(1u): 1.0, dyn(2): 2.0, dyn(3u): 3.0}[3.1]",
+        Err("evaluation", "no such key"),
+    ),
+    ("map_fields/map_key_mixed_numbers_uint_key", "{dyn(1u): 1.0, dyn(2): 2.0, dyn(3u): 3.0}[2u]", 2.0),
+    ("map_fields/map_key_mixed_numbers_int_key", "{dyn(1u): 1.0, dyn(2): 2.0, dyn(3u): 3.0}[1]", 1.0),
+    ("map_fields/double_key_optional_index", "{dyn(1u): 'a'}[?1.0].orValue('none')", "a"),
+    (
+        "in/mixed_numbers_and_keys_present",
+        "3.0 in {dyn(1): 1, dyn(2): 2, dyn(3u): 3} && 2u in {dyn(1u): 1, dyn(2): 2} && 1 in {dyn(1u): 1, dyn(2): 2}",
+        True,
+    ),
+    ("in/mixed_numbers_and_keys_absent", "3.1 in {dyn(1): 1, dyn(2): 2, dyn(3u): 3}", False),
+]
+
+# timestamps.textproto timestamp_range: a year past 9999 is out of range (cel-spec wants "range"; a
+# five-digit year is not RFC 3339 either, which cel-go's time.Parse reports as a conversion error).
+TIMESTAMP_RANGE = [
+    ("timestamp_range/from_string_over", "timestamp('10000-01-01T00:00:00Z')", Err("evaluation", "out of range")),
+    ("timestamp_range/from_string_under", "timestamp('0000-01-01T00:00:00Z')", Err("evaluation", "out of range")),
+]
+
 CASES = (
     [("math_ext", *row) for row in MATH_EXT]
     + [("optionals", *row) for row in OPTIONALS]
     + [("errors", *row) for row in ERROR_TEXTS]
+    + [("fields", *row) for row in FIELDS]
+    + [("timestamps", *row) for row in TIMESTAMP_RANGE]
 )
 
 

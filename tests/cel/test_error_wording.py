@@ -34,3 +34,15 @@ def test_the_request_budget_is_the_admission_plugins_running_out_of_cost_budget(
     assert str(raised.value) == (
         "validation failed due to running out of cost budget, no further validation rules will be run"
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "where"),
+    [("[1, true]", "<input>:1:5:"), ("{0: 1, 5: false}", "<input>:1:11:"), ("[1,\n  true]", "<input>:2:3:")],
+)
+def test_an_error_about_a_bool_literal_points_at_it(expression: str, where: str) -> None:
+    """cel-go reports a literal's own line and column (parser/helper.go ``newLiteral`` keeps the token's
+    offset); celpy's lexer callback dropped the position of ``true``/``false`` (reported at 0:0)."""
+    with pytest.raises(cel.CelCompileError) as raised:
+        cel.Environment("kubernetes").compile(expression)
+    assert where in str(raised.value)
