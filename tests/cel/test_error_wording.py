@@ -46,3 +46,24 @@ def test_an_error_about_a_bool_literal_points_at_it(expression: str, where: str)
     with pytest.raises(cel.CelCompileError) as raised:
         cel.Environment("kubernetes").compile(expression)
     assert where in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "undeclared"),
+    [
+        # kube-apiserver gives a MAP `authorizer`; a Kyverno MutatingPolicy has no such variable
+        ("authorizer.path('/healthz').check('get').allowed()", ["'authorizer'"]),
+        ("foo.size()", ["'foo'"]),
+        ("foo.bar(1)", ["'foo'", "'bar'"]),
+        ("a.b.c(1)", ["'a'", "'c'"]),
+    ],
+)
+def test_an_instance_call_on_an_undeclared_name_names_the_name_as_cel_go(expression: str, undeclared: list[str]) -> None:
+    """cel-go checker/checker.go ``checkCall``: a target that is no qualified function name is checked as
+    an expression first (``undeclared reference to 'authorizer'``), then the function name."""
+    with pytest.raises(cel.CelCompileError) as raised:
+        cel.Environment("kyverno").compile(expression)
+    errors = [line for line in str(raised.value).splitlines() if line.startswith("ERROR")]
+    assert len(errors) == len(undeclared), errors
+    for line, name in zip(errors, undeclared, strict=True):
+        assert f"undeclared reference to {name} (in container '')" in line

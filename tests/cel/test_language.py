@@ -252,7 +252,7 @@ SYNTAX = [
     ("has(1)", Err("compile", "invalid argument to has() macro")),
     ("[1].all(1, true)", Err("compile", "simple identifier")),
     ("undefined_var", Err("compile", "undeclared reference to 'undefined_var'")),
-    ("foo.bar()", Err("compile", "undeclared reference to 'foo.bar'")),
+    ("foo.bar()", Err("compile", "undeclared reference to 'foo' (in container '')")),  # cel-go checkCall: the target first
     ("'a'.nope()", Err("compile", "undeclared reference to 'nope'")),
     ("'a'.startsWith(1)", Err("compile", "no matching overload for 'startsWith'")),
     ("[1, 'a']", Err("compile", "wrap mixed values in dyn()")),
