@@ -58,7 +58,9 @@ def test_an_error_about_a_bool_literal_points_at_it(expression: str, where: str)
         ("a.b.c(1)", ["'a'", "'c'"]),
     ],
 )
-def test_an_instance_call_on_an_undeclared_name_names_the_name_as_cel_go(expression: str, undeclared: list[str]) -> None:
+def test_an_instance_call_on_an_undeclared_name_names_the_name_as_cel_go(
+    expression: str, undeclared: list[str]
+) -> None:
     """cel-go checker/checker.go ``checkCall``: a target that is no qualified function name is checked as
     an expression first (``undeclared reference to 'authorizer'``), then the function name."""
     with pytest.raises(cel.CelCompileError) as raised:
