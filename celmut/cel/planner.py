@@ -21,7 +21,14 @@ from celmut.cel import values as v
 from celmut.cel.declarations import Overload, assignable_overloads
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.selection import index_optional, index_value, select_field, select_optional, select_path, test_field
+from celmut.cel.selection import (
+    index_optional,
+    index_value,
+    select_field,
+    select_if_present,
+    select_path,
+    test_field,
+)
 from celmut.cel.values import no_such_overload
 
 Fn = Callable[[EvalContext], Any]
@@ -98,7 +105,7 @@ class Planner:
             return lambda ctx: test_field(operand(ctx), field)
         if node.optional:
             operand = self.plan(node.operand)
-            return lambda ctx: select_optional(operand(ctx), field)
+            return lambda ctx: select_if_present(operand(ctx), field)
         # A chain of plain selections (object.metadata.labels) becomes one closure.
         fields: list[str] = []
         current: ast.Node = node
@@ -265,22 +272,23 @@ class Planner:
         return ordered
 
     def _optional_or(self, node: ast.Call) -> Fn:
-        """``opt.or(other)`` / ``opt.orValue(default)``: the argument is evaluated only when needed."""
+        """``opt.or(other)`` / ``opt.orValue(default)``: the argument is evaluated only when needed.
+
+        Kyverno rewrites ``x.orValue(y)`` to ``__orValueCompat__(x, y)`` (pkg/cel/compiler/env.go
+        ``OrValueCompatEnvOptions``), a strict function: both are evaluated, an error in either fails
+        (``object.missing.orValue(2)`` is ``no such key``), and a value that is no optional is returned."""
         assert node.target is not None
         target, alternative = self.plan(node.target), self.plan(node.args[0])
         name = node.function
-        lenient = self.lenient_or_value and name == "orValue"
+        kyverno_compat = self.lenient_or_value and name == "orValue"
 
         def optional_or(ctx: EvalContext) -> Any:
-            if lenient:
-                try:
-                    value = target(ctx)
-                except CelCostError:
-                    raise
-                except CelEvaluationError:
-                    return alternative(ctx)
-            else:
-                value = target(ctx)
+            value = target(ctx)
+            if kyverno_compat:
+                default = alternative(ctx)
+                if isinstance(value, v.OptionalValue):
+                    return value.value if value.present else default
+                return value
             if isinstance(value, v.OptionalValue):
                 if value.present:
                     return value.value if name == "orValue" else value
@@ -288,8 +296,6 @@ class Planner:
                 if name == "or" and not isinstance(other, v.OptionalValue):
                     raise no_such_overload(name, value, other)
                 return other
-            if lenient:
-                return value
             raise no_such_overload(name, value)
 
         return optional_or

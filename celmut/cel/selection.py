@@ -74,6 +74,20 @@ def select_optional(value: Any, field: str) -> v.OptionalValue:
     return v.NONE
 
 
+def select_if_present(value: Any, field: str) -> v.OptionalValue:
+    """``value.?field``: cel-go qualifies an optional step with its presence test on
+    (interpreter/attributes.go ``applyQualifiers`` → ``QualifyIfPresent`` → ``refQualify``), so on a
+    value that is no container (``null.?metadata``, a cluster-scoped object's ``namespaceObject``) the
+    field is absent: ``optional.none()``. A plain step after it (``x.?a.b``) stays strict."""
+    if isinstance(value, v.OptionalValue):
+        if not value.present:
+            return value
+        value = value.value
+    if not isinstance(value, dict) and getattr(value, "cel_has", None) is None:
+        return v.NONE
+    return select_optional(value, field)
+
+
 def _list_position(container: list[Any] | tuple[Any, ...], index: Any) -> int:
     kind = type(index)
     if kind is int or kind is v.UintType or (kind is float and index.is_integer()):
@@ -127,10 +141,10 @@ def index_optional(container: Any, index: Any) -> v.OptionalValue:
             raise no_such_overload("_[?_]", container, index)
         position = int(index)
         return v.OptionalValue(container[position]) if 0 <= position < len(container) else v.NONE
-    if isinstance(container, dict):
-        try:
-            key = _map_key(index)
-            return v.OptionalValue(container[key]) if key in container else v.NONE
-        except TypeError:
-            raise no_such_overload("_[?_]", container, index) from None
-    raise no_such_overload("_[?_]", container, index)
+    if not isinstance(container, dict):
+        return v.NONE  # cel-go refQualify with its presence test on, as select_if_present
+    try:
+        key = _map_key(index)
+        return v.OptionalValue(container[key]) if key in container else v.NONE
+    except TypeError:
+        raise no_such_overload("_[?_]", container, index) from None

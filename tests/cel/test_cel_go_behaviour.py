@@ -118,9 +118,29 @@ LAST_INDEX_OF = [
 ]
 
 
+# interpreter/attributes.go applyQualifiers: an optional step qualifies with its presence test on
+# (QualifyIfPresent → refQualify), so on a value that is no container it is absent, not an error
+# (a cluster-scoped object's namespaceObject is null); a plain step after it stays strict.
+OPTIONAL_STEPS_ON_NO_CONTAINER = [
+    row("dyn(null).?metadata.hasValue()", False, "x.?f on null"),
+    row("dyn(1).?a.orValue('none')", "none", "x.?f on an int"),
+    row("dyn('s')[?0].hasValue()", False, "x[?k] on a string"),
+    row("object.?spec.?replicas.?x.hasValue()", False, "a chain reaching a number"),
+    row("{'k': dyn(null)}.?k.x.hasValue()", Err("evaluation", "no such key"), "a plain step after it"),
+]
+
+
 @pytest.mark.parametrize(
     ("expression", "expected"),
-    LAST_INDEX_OF + HAS_ON_OPTIONALS + NESTING + ESCAPES + TYPE_VALUES + LIST_TYPES + NUMBERS + NANOSECONDS,
+    OPTIONAL_STEPS_ON_NO_CONTAINER
+    + LAST_INDEX_OF
+    + HAS_ON_OPTIONALS
+    + NESTING
+    + ESCAPES
+    + TYPE_VALUES
+    + LIST_TYPES
+    + NUMBERS
+    + NANOSECONDS,
 )
 def test_kubernetes_profile_evaluates_as_cel_go(expression: str, expected: Any) -> None:
     check_case(expression, expected, profile="kubernetes", object=OBJECT)
@@ -157,9 +177,12 @@ INTENDED = [
         "ip('::ffff:' + '1.2.3.4')",
         Err("evaluation", 'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed'),
     ),
-    # Kyverno's lenient orValue on a value that is not optional
-    ("kyverno", "object.missing.orValue(2)", 2),
+    # Kyverno's orValue (pkg/cel/compiler/env.go OrValueCompatEnvOptions: the macro calls the strict
+    # __orValueCompat__): a value that is not optional is returned, an error in either argument fails
     ("kyverno", "object.spec.replicas.orValue(2)", 1),
+    ("kyverno", "object.missing.orValue(2)", Err("evaluation", "no such key: missing")),
+    ("kyverno", "optional.of(1).orValue(1 / 0)", Err("evaluation", "division by zero")),
+    ("kubernetes", "optional.of(1).orValue(1 / 0)", 1),
     ("kubernetes", "object.missing.orValue(2)", Err("evaluation", "no such key: missing")),
 ]
 

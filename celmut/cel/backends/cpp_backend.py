@@ -38,10 +38,9 @@ arguments
 text cel-cpp refuses to compile                       a safety net (no such case is known)
 ====================================================  ===========================================================
 
-Kyverno's lenient ``x.orValue(y)`` (``y`` when ``x`` fails or is empty, ``x`` when it is not an
-optional) is lowered, not a fallback: a field chain on an activation variable is computed in Python
-with the cel-python engine's selection functions, anything else is bound once with ``cel.bind`` and
-tested with cel-cpp's non-strict ``__not_strictly_false__``.
+Kyverno's ``x.orValue(y)`` (its macro calls the strict ``__orValueCompat__(x, y)``: an error in
+either fails, an empty optional gives ``y``, a value that is no optional ``x`` itself) is lowered,
+not a fallback: both are bound with ``cel.bind`` and tested together.
 
 At run time, an evaluation is redone on cel-python when a value cannot cross exactly: a variable or
 library result holding an optional, a library object, a NUL character, or a uint or timestamp where
@@ -94,7 +93,14 @@ from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.selection import index_optional, index_value, select_field, select_optional, select_path, test_field
+from celmut.cel.selection import (
+    index_optional,
+    index_value,
+    select_field,
+    select_if_present,
+    select_path,
+    test_field,
+)
 from celmut.cel.values import OptionalValue
 
 _ERROR = cel.Type.ERROR
@@ -129,7 +135,7 @@ _MAX_CACHED_ACTIVATIONS = 256
 # expressions that build lists run on cel-python (also when a hoisted list has over 1,000 elements).
 LARGE_INPUT_BYTES = 32 * 1024
 LARGE_LIST = 1_000
-_STEPS = {"select": select_field, "optselect": select_optional, "index": index_value, "optindex": index_optional}
+_STEPS = {"select": select_field, "optselect": select_if_present, "index": index_value, "optindex": index_optional}
 
 
 def lenient_chain(value: Any, steps: tuple[Any, ...]) -> tuple[bool, Any]:
