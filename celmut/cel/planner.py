@@ -272,23 +272,22 @@ class Planner:
         return ordered
 
     def _optional_or(self, node: ast.Call) -> Fn:
-        """``opt.or(other)`` / ``opt.orValue(default)``: the argument is evaluated only when needed.
-
-        Kyverno rewrites ``x.orValue(y)`` to ``__orValueCompat__(x, y)`` (pkg/cel/compiler/env.go
-        ``OrValueCompatEnvOptions``), a strict function: both are evaluated, an error in either fails
-        (``object.missing.orValue(2)`` is ``no such key``), and a value that is no optional is returned."""
+        """``opt.or(other)`` / ``opt.orValue(default)``: the argument is evaluated only when needed."""
         assert node.target is not None
         target, alternative = self.plan(node.target), self.plan(node.args[0])
         name = node.function
-        kyverno_compat = self.lenient_or_value and name == "orValue"
+        lenient = self.lenient_or_value and name == "orValue"
 
         def optional_or(ctx: EvalContext) -> Any:
-            value = target(ctx)
-            if kyverno_compat:
-                default = alternative(ctx)
-                if isinstance(value, v.OptionalValue):
-                    return value.value if value.present else default
-                return value
+            if lenient:
+                try:
+                    value = target(ctx)
+                except CelCostError:
+                    raise
+                except CelEvaluationError:
+                    return alternative(ctx)
+            else:
+                value = target(ctx)
             if isinstance(value, v.OptionalValue):
                 if value.present:
                     return value.value if name == "orValue" else value
@@ -296,6 +295,8 @@ class Planner:
                 if name == "or" and not isinstance(other, v.OptionalValue):
                     raise no_such_overload(name, value, other)
                 return other
+            if lenient:
+                return value
             raise no_such_overload(name, value)
 
         return optional_or

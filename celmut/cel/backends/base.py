@@ -22,7 +22,7 @@ from celmut.cel.declarations import Overload
 class BackendOptions:
     """Profile-dependent evaluation rules an engine must honour."""
 
-    lenient_or_value: bool  # Kyverno's __orValueCompat__: x.orValue(y) on a non-optional x returns x
+    lenient_or_value: bool  # Kyverno: x.orValue(y) on a non-optional x returns x
     profile: str = "kyverno"  # the environment's profile (which libraries and extensions exist)
 
 

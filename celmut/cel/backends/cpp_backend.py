@@ -38,9 +38,10 @@ arguments
 text cel-cpp refuses to compile                       a safety net (no such case is known)
 ====================================================  ===========================================================
 
-Kyverno's ``x.orValue(y)`` (its macro calls the strict ``__orValueCompat__(x, y)``: an error in
-either fails, an empty optional gives ``y``, a value that is no optional ``x`` itself) is lowered,
-not a fallback: both are bound with ``cel.bind`` and tested together.
+Kyverno's lenient ``x.orValue(y)`` (``y`` when ``x`` fails or is empty, ``x`` when it is not an
+optional) is lowered, not a fallback: a field chain on an activation variable is computed in Python
+with the cel-python engine's selection functions, anything else is bound once with ``cel.bind`` and
+tested with cel-cpp's non-strict ``__not_strictly_false__``.
 
 At run time, an evaluation is redone on cel-python when a value cannot cross exactly: a variable or
 library result holding an optional, a library object, a NUL character, or a uint or timestamp where

@@ -310,23 +310,29 @@ class _Lowering(Unparser):
         return _contains(node_type, "struct") or (self.hides_struct and _dynamic(node_type))
 
     def _lenient_or_value(self, node: ast.Call) -> str:
-        """Kyverno's ``x.orValue(y)``: its macro calls the strict ``__orValueCompat__(x, y)``
-        (pkg/cel/compiler/env.go ``OrValueCompatEnvOptions``): an error in ``x`` or ``y`` fails, a
-        present optional gives its value, an empty one ``y``, any other value ``x`` itself. Both are
-        bound with ``cel.bind`` and the ``&&`` test makes either one's error the result."""
+        """Kyverno's ``x.orValue(y)``: ``y`` when ``x`` fails or is empty, ``x`` when it is not an optional.
+
+        A field chain on an activation variable is computed in Python (hoisted); anything else is
+        bound once with ``cel.bind`` and tested with cel-cpp's non-strict ``__not_strictly_false__``,
+        the one function that sees an error without propagating it."""
         assert node.target is not None
-        if self.profile != "kyverno":  # pragma: no cover - the compat orValue is Kyverno's
-            raise Fallback("Kyverno's orValue needs cel.bind")
-        value_name, default_name = f"{BOUND_VAR}{self.bound}", f"{BOUND_VAR}{self.bound + 1}"
-        self.bound += 2
-        target, default = self.unparse(node.target), self.unparse(node.args[0])
+        chain = self._chain(node.target)
+        if chain is not None:
+            variable = hoisted(chain[0], (), steps=chain[1])
+            self.hoisted[variable.name] = variable
+            return f"(size({variable.name}) == 0 ? {self.unparse(node.args[0])} : {variable.name}[0])"
+        if self.profile != "kyverno":  # pragma: no cover - lenient orValue is Kyverno's
+            raise Fallback("lenient orValue needs cel.bind")
+        name = f"{BOUND_VAR}{self.bound}"
+        self.bound += 1
+        target = self.unparse(node.target)
+        default = self.unparse(node.args[0])
         if self.type_of(node.target).kind == "optional_type":
-            value = f"{value_name}.orValue({default_name})"
-        else:
-            value = f"(type({value_name}) == optional_type ? {value_name}.orValue({default_name}) : {value_name})"
-        both_ok = f"type({value_name}) == type({value_name}) && type({default_name}) == type({default_name})"
-        body = f"{both_ok} ? {value} : {default_name}"
-        return f"cel.bind({value_name}, {target}, cel.bind({default_name}, {default}, {body}))"
+            test = f"!__not_strictly_false__(!{name}.hasValue())"
+            return f"cel.bind({name}, {target}, {test} ? {name}.value() : {default})"
+        ok = f"!__not_strictly_false__(type({name}) != type({name}))"
+        value = f"(type({name}) == optional_type ? {name}.orValue({default}) : {name})"
+        return f"cel.bind({name}, {target}, {ok} ? {value} : {default})"
 
     def _chain(self, node: ast.Node) -> tuple[str, tuple[Step, ...]] | None:
         """``(root, steps)`` for an activation variable followed by (optional) selections and
