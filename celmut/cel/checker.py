@@ -234,10 +234,12 @@ class Checker:
                 shadowed = self._lookup_local(root) is not None or root in self.decls.variables
                 if not shadowed and (name in self.decls.functions or name in self.decls.unavailable_hint):
                     node = ast.Call(name, node.args, line=node.line, column=node.column)
-                elif not shadowed and qualified not in self.decls.constants and qualified not in TYPE_IDENTIFIERS:
-                    return node, self.error(node, self._undeclared(name))
         if node.function not in self.decls.functions and node.function not in _SPECIAL_CALLS:
-            # Report the unknown function itself, not the arguments' knock-on errors (cel.bind's variable).
+            # Report the unknown function itself, not the arguments' knock-on errors (cel.bind's variable);
+            # cel-go checker.go checkCall checks an instance call's target first, so `authorizer.path(…)`
+            # where `authorizer` is not declared names 'authorizer', then the function.
+            if node.target is not None:
+                self.visit(node.target)
             return node, self.error(node, self._undeclared(node.function))
         if node.target is not None:
             node.target = self.visit(node.target)

@@ -277,6 +277,8 @@ def contains(ctx: EvalContext, element: Any, container: Any) -> bool:
     if isinstance(container, dict):
         if isinstance(element, dict | list | float) and not (type(element) is float and element.is_integer()):
             return False
+        if type(element) is float:
+            element = int(element)  # cel-spec fields.textproto in/mixed_numbers_and_keys_present
         try:
             return element in container
         except TypeError:

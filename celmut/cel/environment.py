@@ -132,8 +132,11 @@ class Environment:
                 return program
         checked = self.check(source)
         program = self.backend.program(checked, source, self.functions, self.options)
-        if self.profile.name == "kubernetes":
-            self._refuse_constant_errors(checked, program, source)
+        # Both systems build programs with k8s.io/apiserver's plugin/cel compiler on its base
+        # environment: kube-apiserver for a MAP, Kyverno's MutatingPolicy compiler through
+        # environment.MustBaseEnvSet and plugincel.NewCompositedCompiler
+        # (kyverno pkg/cel/policies/mpol/compiler/compiler.go).
+        self._refuse_constant_errors(checked, program, source)
         with _cache_lock:
             _cache[key] = program
             if len(_cache) > _CACHE_SIZE:

@@ -106,6 +106,14 @@ def _grammar_cache(grammar: str) -> str | bool:
     return os.path.join(directory, f"cel-grammar-{digest}.lark")
 
 
+def _bool_literal(token: lark.Token) -> lark.Token:
+    """``true``/``false`` lexed as identifiers become BOOL_LIT tokens keeping their position (celpy's
+    ``ambiguous_literals`` drops it, so an error about a bool literal was reported at 0:0)."""
+    if token.value in ("true", "false"):
+        return lark.Token.new_borrow_pos("BOOL_LIT", token.value, token)
+    return token
+
+
 class ExtendedCELParser(celpy.celparser.CELParser):
     """celpy's parser facade over the extended grammar; one shared Lark instance per process."""
 
@@ -122,7 +130,7 @@ class ExtendedCELParser(celpy.celparser.CELParser):
                     parser="lalr",
                     start="expr",
                     g_regex_flags=re.M,
-                    lexer_callbacks={"IDENT": self.ambiguous_literals},
+                    lexer_callbacks={"IDENT": _bool_literal},
                     propagate_positions=True,
                     maybe_placeholders=False,
                     priority="invert",

@@ -21,7 +21,14 @@ from celmut.cel import values as v
 from celmut.cel.declarations import Overload, assignable_overloads
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.selection import index_optional, index_value, select_field, select_optional, select_path, test_field
+from celmut.cel.selection import (
+    index_optional,
+    index_value,
+    select_field,
+    select_if_present,
+    select_path,
+    test_field,
+)
 from celmut.cel.values import no_such_overload
 
 Fn = Callable[[EvalContext], Any]
@@ -98,7 +105,7 @@ class Planner:
             return lambda ctx: test_field(operand(ctx), field)
         if node.optional:
             operand = self.plan(node.operand)
-            return lambda ctx: select_optional(operand(ctx), field)
+            return lambda ctx: select_if_present(operand(ctx), field)
         # A chain of plain selections (object.metadata.labels) becomes one closure.
         fields: list[str] = []
         current: ast.Node = node

@@ -1,4 +1,4 @@
-"""What the API server refuses when it builds a program, beyond type checking (kubernetes profile).
+"""What the API server refuses when it builds a program, beyond type checking (both profiles).
 
 Kubernetes refuses at compile time exactly what two cel-go mechanisms reject, and nothing else —
 a constant call that fails in any other function (``ip("192.168.0.1.0")``, ``quantity("1.5Gi.")``,
@@ -15,6 +15,11 @@ a constant call that fails in any other function (``ip("192.168.0.1.0")``, ``qua
   there fails ``env.Program``; the regex optimizations (cel-go ``matches``, Kubernetes'
   ``library/regex.go`` ``find``/``findAll``) compile a constant pattern the same way. The API server
   reports ``program instantiation failed: …`` (``plugin/cel/compile.go``).
+
+Kyverno compiles a MutatingPolicy with the same compiler on the same base environment
+(``pkg/cel/policies/mpol/compiler/compiler.go``: ``environment.MustBaseEnvSet`` extended with its
+libraries, then ``plugincel.NewCompositedCompiler``; every ``CompilationErrors()`` of a variable,
+match condition or mutation is a policy error), so the kyverno profile refuses the same.
 """
 
 from __future__ import annotations

@@ -74,6 +74,20 @@ def select_optional(value: Any, field: str) -> v.OptionalValue:
     return v.NONE
 
 
+def select_if_present(value: Any, field: str) -> v.OptionalValue:
+    """``value.?field``: cel-go qualifies an optional step with its presence test on
+    (interpreter/attributes.go ``applyQualifiers`` → ``QualifyIfPresent`` → ``refQualify``), so on a
+    value that is no container (``null.?metadata``, a cluster-scoped object's ``namespaceObject``) the
+    field is absent: ``optional.none()``. A plain step after it (``x.?a.b``) stays strict."""
+    if isinstance(value, v.OptionalValue):
+        if not value.present:
+            return value
+        value = value.value
+    if not isinstance(value, dict) and getattr(value, "cel_has", None) is None:
+        return v.NONE
+    return select_optional(value, field)
+
+
 def _list_position(container: list[Any] | tuple[Any, ...], index: Any) -> int:
     kind = type(index)
     if kind is int or kind is v.UintType or (kind is float and index.is_integer()):
@@ -85,6 +99,15 @@ def _list_position(container: list[Any] | tuple[Any, ...], index: Any) -> int:
     raise CelEvaluationError(f"index out of bounds: {position}")
 
 
+def _map_key(index: Any) -> Any:
+    """A double key looks up the int of the same value (cel-go ``common/types/double.go``
+    ``Double.Equal`` by heterogeneous equality; cel-spec fields.textproto
+    ``map_key_mixed_numbers_double_key``): ``{1u: 'a'}[1.0]`` is ``'a'``, ``{1u: 'a'}[1.5]`` no key."""
+    if type(index) is float and index.is_integer():
+        return int(index)
+    return index
+
+
 def index_value(container: Any, index: Any) -> Any:
     """``container[index]`` for lists and maps (numeric keys compare by value)."""
     if isinstance(container, list | tuple):
@@ -93,7 +116,7 @@ def index_value(container: Any, index: Any) -> Any:
         if isinstance(index, dict | list):
             raise no_such_overload("_[_]", container, index)
         try:
-            return container[index]
+            return container[_map_key(index)]
         except KeyError:
             raise CelEvaluationError(f"no such key: {describe(index)}") from None
         except TypeError:
@@ -118,9 +141,10 @@ def index_optional(container: Any, index: Any) -> v.OptionalValue:
             raise no_such_overload("_[?_]", container, index)
         position = int(index)
         return v.OptionalValue(container[position]) if 0 <= position < len(container) else v.NONE
-    if isinstance(container, dict):
-        try:
-            return v.OptionalValue(container[index]) if index in container else v.NONE
-        except TypeError:
-            raise no_such_overload("_[?_]", container, index) from None
-    raise no_such_overload("_[?_]", container, index)
+    if not isinstance(container, dict):
+        return v.NONE  # cel-go refQualify with its presence test on, as select_if_present
+    try:
+        key = _map_key(index)
+        return v.OptionalValue(container[key]) if key in container else v.NONE
+    except TypeError:
+        raise no_such_overload("_[?_]", container, index) from None

@@ -118,9 +118,29 @@ LAST_INDEX_OF = [
 ]
 
 
+# interpreter/attributes.go applyQualifiers: an optional step qualifies with its presence test on
+# (QualifyIfPresent → refQualify), so on a value that is no container it is absent, not an error
+# (a cluster-scoped object's namespaceObject is null); a plain step after it stays strict.
+OPTIONAL_STEPS_ON_NO_CONTAINER = [
+    row("dyn(null).?metadata.hasValue()", False, "x.?f on null"),
+    row("dyn(1).?a.orValue('none')", "none", "x.?f on an int"),
+    row("dyn('s')[?0].hasValue()", False, "x[?k] on a string"),
+    row("object.?spec.?replicas.?x.hasValue()", False, "a chain reaching a number"),
+    row("{'k': dyn(null)}.?k.x.hasValue()", Err("evaluation", "no such key"), "a plain step after it"),
+]
+
+
 @pytest.mark.parametrize(
     ("expression", "expected"),
-    LAST_INDEX_OF + HAS_ON_OPTIONALS + NESTING + ESCAPES + TYPE_VALUES + LIST_TYPES + NUMBERS + NANOSECONDS,
+    OPTIONAL_STEPS_ON_NO_CONTAINER
+    + LAST_INDEX_OF
+    + HAS_ON_OPTIONALS
+    + NESTING
+    + ESCAPES
+    + TYPE_VALUES
+    + LIST_TYPES
+    + NUMBERS
+    + NANOSECONDS,
 )
 def test_kubernetes_profile_evaluates_as_cel_go(expression: str, expected: Any) -> None:
     check_case(expression, expected, profile="kubernetes", object=OBJECT)

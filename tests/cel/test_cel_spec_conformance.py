@@ -133,7 +133,9 @@ OPTIONALS = [
 # Error texts the C++ engine gave in its own words (the cel-python engine already matched):
 # conversions.textproto and timestamps.textproto timestamp_range.
 ERROR_TEXTS = [
-    ("conversions/bytes_invalid", r"string(b'\000\xff')", Err("evaluation", "invalid UTF-8")),
+    # a constant argument is folded at program build in both systems (tests/cel/test_program_checks.py)
+    ("conversions/bytes_invalid", r"string(b'\000\xff' + b'')", Err("evaluation", "invalid UTF-8")),
+    ("conversions/bytes_invalid_constant", r"string(b'\000\xff')", Err("compile", "invalid UTF-8")),
     (
         "timestamps/add_duration_under",
         "timestamp('0001-01-01T00:00:00Z') + duration('-1s')",
@@ -152,10 +154,48 @@ ERROR_TEXTS = [
     ),
 ]
 
+# fields.textproto: a double key finds the int or uint of the same value in a map (heterogeneous
+# equality); the cases' mixed key literals are wrapped in dyn() (homogeneous literals, Kubernetes).
+FIELDS = [
+    ("map_fields/map_key_mixed_numbers_double_key", "{dyn(1u): 1.0, dyn(2): 2.0, dyn(3u): 3.0}[3.0]", 3.0),
+    (
+        "map_fields/map_key_mixed_numbers_lossy_double_key",
+        "{dyn(1u): 1.0, dyn(2): 2.0, dyn(3u): 3.0}[3.1]",
+        Err("evaluation", "no such key"),
+    ),
+    ("map_fields/map_key_mixed_numbers_uint_key", "{dyn(1u): 1.0, dyn(2): 2.0, dyn(3u): 3.0}[2u]", 2.0),
+    ("map_fields/map_key_mixed_numbers_int_key", "{dyn(1u): 1.0, dyn(2): 2.0, dyn(3u): 3.0}[1]", 1.0),
+    ("map_fields/double_key_optional_index", "{dyn(1u): 'a'}[?1.0].orValue('none')", "a"),
+    (
+        "in/mixed_numbers_and_keys_present",
+        "3.0 in {dyn(1): 1, dyn(2): 2, dyn(3u): 3} && 2u in {dyn(1u): 1, dyn(2): 2} && 1 in {dyn(1u): 1, dyn(2): 2}",
+        True,
+    ),
+    ("in/mixed_numbers_and_keys_absent", "3.1 in {dyn(1): 1, dyn(2): 2, dyn(3u): 3}", False),
+]
+
+# timestamps.textproto timestamp_range: a year past 9999 is out of range (cel-spec wants "range"; a
+# five-digit year is not RFC 3339 either, which cel-go's time.Parse reports as a conversion error).
+# A literal argument is refused at compile time by Kubernetes' ValidateTimestampLiterals, in both profiles.
+TIMESTAMP_RANGE = [
+    ("timestamp_range/from_string_over", "timestamp('10000-01-01T00:00:00Z' + '')", Err("evaluation", "out of range")),
+    ("timestamp_range/from_string_under", "timestamp('0000-01-01T00:00:00Z' + '')", Err("evaluation", "out of range")),
+    (
+        "timestamp_range/from_string_over_literal",
+        "timestamp('10000-01-01T00:00:00Z')",
+        Err("compile", "invalid timestamp"),
+    ),
+    # cel-expr-python refused the range's first instant; celmut evaluates it on cel-python there
+    ("timestamp_range/min_is_valid", "string(timestamp('0001-01-01T00:00:00Z'))", "0001-01-01T00:00:00Z"),
+    ("timestamp_range/max_micros_is_valid", "timestamp('9999-12-31T23:59:59.999999Z') > timestamp(0)", True),
+]
+
 CASES = (
     [("math_ext", *row) for row in MATH_EXT]
     + [("optionals", *row) for row in OPTIONALS]
     + [("errors", *row) for row in ERROR_TEXTS]
+    + [("fields", *row) for row in FIELDS]
+    + [("timestamps", *row) for row in TIMESTAMP_RANGE]
 )
 
 

@@ -34,3 +34,38 @@ def test_the_request_budget_is_the_admission_plugins_running_out_of_cost_budget(
     assert str(raised.value) == (
         "validation failed due to running out of cost budget, no further validation rules will be run"
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "where"),
+    [("[1, true]", "<input>:1:5:"), ("{0: 1, 5: false}", "<input>:1:11:"), ("[1,\n  true]", "<input>:2:3:")],
+)
+def test_an_error_about_a_bool_literal_points_at_it(expression: str, where: str) -> None:
+    """cel-go reports a literal's own line and column (parser/helper.go ``newLiteral`` keeps the token's
+    offset); celpy's lexer callback dropped the position of ``true``/``false`` (reported at 0:0)."""
+    with pytest.raises(cel.CelCompileError) as raised:
+        cel.Environment("kubernetes").compile(expression)
+    assert where in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "undeclared"),
+    [
+        # kube-apiserver gives a MAP `authorizer`; a Kyverno MutatingPolicy has no such variable
+        ("authorizer.path('/healthz').check('get').allowed()", ["'authorizer'"]),
+        ("foo.size()", ["'foo'"]),
+        ("foo.bar(1)", ["'foo'", "'bar'"]),
+        ("a.b.c(1)", ["'a'", "'c'"]),
+    ],
+)
+def test_an_instance_call_on_an_undeclared_name_names_the_name_as_cel_go(
+    expression: str, undeclared: list[str]
+) -> None:
+    """cel-go checker/checker.go ``checkCall``: a target that is no qualified function name is checked as
+    an expression first (``undeclared reference to 'authorizer'``), then the function name."""
+    with pytest.raises(cel.CelCompileError) as raised:
+        cel.Environment("kyverno").compile(expression)
+    errors = [line for line in str(raised.value).splitlines() if line.startswith("ERROR")]
+    assert len(errors) == len(undeclared), errors
+    for line, name in zip(errors, undeclared, strict=True):
+        assert f"undeclared reference to {name} (in container '')" in line

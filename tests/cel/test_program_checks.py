@@ -1,4 +1,4 @@
-"""What the kubernetes profile refuses at compile time, and what it leaves to run time, as the API
+"""What the kubernetes and kyverno profiles refuse at compile time, and what they leave to run time, as the API
 server does (celmut/cel/program_checks.py). Each row names the upstream mechanism it follows:
 cel-go ``cel/validator.go`` (the AST validators k8s.io/apiserver/pkg/cel/environment/base.go turns on)
 and ``interpreter/decorators.go`` ``decOptimize`` / ``decRegexOptimizer`` (base.go's
@@ -56,10 +56,12 @@ def test_kubernetes_refuses_what_the_api_server_refuses_and_no_more(expression: 
     check_case(expression, expected, profile="kubernetes", object={"spec": {"x": "y"}, "metadata": {"name": "n"}})
 
 
-@pytest.mark.parametrize("expression", ["ip('192.168.0.1.0')", "int('twelve')"])
-def test_the_kyverno_profile_keeps_its_own_rules(expression: str) -> None:
-    """Out of this change's scope: the Kyverno profile refused none of these before and still does not."""
-    check_case(expression, Err("evaluation"), profile="kyverno")
+@cases(REFUSED + AT_RUN_TIME)
+def test_kyverno_refuses_what_its_mutating_policy_compiler_refuses_and_no_more(expression: str, expected: Any) -> None:
+    """Kyverno compiles a MutatingPolicy with the API server's compiler on its base environment
+    (kyverno pkg/cel/policies/mpol/compiler/compiler.go: environment.MustBaseEnvSet,
+    plugincel.NewCompositedCompiler; each CompilationErrors() is a policy error)."""
+    check_case(expression, expected, profile="kyverno", object={"spec": {"x": "y"}, "metadata": {"name": "n"}})
 
 
 @pytest.mark.parametrize(

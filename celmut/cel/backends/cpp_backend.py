@@ -94,7 +94,14 @@ from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.selection import index_optional, index_value, select_field, select_optional, select_path, test_field
+from celmut.cel.selection import (
+    index_optional,
+    index_value,
+    select_field,
+    select_if_present,
+    select_path,
+    test_field,
+)
 from celmut.cel.values import OptionalValue
 
 _ERROR = cel.Type.ERROR
@@ -129,7 +136,7 @@ _MAX_CACHED_ACTIVATIONS = 256
 # expressions that build lists run on cel-python (also when a hoisted list has over 1,000 elements).
 LARGE_INPUT_BYTES = 32 * 1024
 LARGE_LIST = 1_000
-_STEPS = {"select": select_field, "optselect": select_optional, "index": index_value, "optindex": index_optional}
+_STEPS = {"select": select_field, "optselect": select_if_present, "index": index_value, "optindex": index_optional}
 
 
 def lenient_chain(value: Any, steps: tuple[Any, ...]) -> tuple[bool, Any]:

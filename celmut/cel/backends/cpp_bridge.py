@@ -241,6 +241,10 @@ def _rerun(state: BridgeState, reason: str) -> ValueError:
     return ValueError(RERUN_TOKEN)
 
 
+# The seconds cel-go accepts (common/types/timestamp.go minUnixTime, maxUnixTime), less their last second.
+_CPP_TIMESTAMP_RANGE = (-62_135_596_800 * 1_000_000_000, 253_402_300_799 * 1_000_000_000)
+
+
 # --- dispatchers --------------------------------------------------------------------------------------
 
 
@@ -263,6 +267,10 @@ def _result_check(result_type: cel.Type) -> Callable[[Any, BridgeState], Any]:
             if value.ns % 1000:
                 # cel-expr-python passes datetime/timedelta, which stop at microseconds
                 raise _rerun(state, "a timestamp or duration with nanoseconds cannot enter cel-cpp")
+            if cls is v.Timestamp and not _CPP_TIMESTAMP_RANGE[0] < value.ns < _CPP_TIMESTAMP_RANGE[1]:
+                # cel-expr-python refuses 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z, both valid
+                # in cel-go (cel-spec timestamps.textproto timestamp_range/add_duration_under)
+                raise _rerun(state, "a timestamp at an end of the range cannot enter cel-cpp")
             return value.to_datetime() if cls is v.Timestamp else value.to_timedelta()
         if isinstance(value, dict | list | tuple):
             try:

@@ -164,6 +164,9 @@ def error_from_cpp(message: str, state: BridgeState | None, missing: Mapping[str
         if match.group("recv") is not None:
             args.insert(0, _type_name(match.group("recv")))
         name = _function_name(match.group("name"))
+        if name in ("_?._", "_[?_]"):  # x.?f, x[?k] on a value that is no container: cel-go answers
+            # optional.none() (interpreter/attributes.go refQualify with its presence test on)
+            raise NeedsRerun("an optional selection on a value that is no container")
         if name != match.group("name") and args:
             args.pop()  # the bridge's candidate-set index
         return CelEvaluationError(f"no such overload: {name}({', '.join(args)})")

@@ -25,7 +25,9 @@ from celmut.cel.errors import CelEvaluationError, describe
 LIBRARY = Library("cel.lib.std.time")
 fn, method = LIBRARY.function, LIBRARY.method
 
-_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
+# A year of five or more digits parses so that it is refused as out of range, as cel-spec wants
+# (timestamps.textproto timestamp_range/from_string_over: "range").
+_RFC3339 = re.compile(r"^(\d{4,})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
 _NANOS = v.NANOS_PER_SECOND
 # cel-go's valid range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z
 _MIN_TIMESTAMP_NS = -62_135_596_800 * _NANOS
@@ -50,6 +52,8 @@ def parse_timestamp(text: str) -> v.Timestamp:
     if match is None:
         raise CelEvaluationError(f"invalid timestamp {describe(text)}: want RFC 3339 such as 2024-01-02T15:04:05Z")
     year, month, day, hour, minute, second, fraction, zone = match.groups()
+    if len(year) > 4:
+        raise CelEvaluationError(f"invalid timestamp {describe(text)}: year {year} is out of range")
     try:
         offset = 0
         if zone not in ("Z", "z"):
