@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from celmut import cel
 from celmut.compile.compiled import CompiledBinding, CompiledExpression, CompiledPolicy
 from celmut.runtime import matching, ownership, semantics
-from celmut.runtime.candidates import ExceptionIndex
+from celmut.runtime.candidates import ExceptionIndex, may_select, request_key
 from celmut.runtime.context import RequestContext
 from celmut.runtime.exception_match import ExceptionMatch, match_exceptions
 from celmut.runtime.failures import DecodeFailure, ParamError, PolicyFailure
@@ -97,7 +97,8 @@ class PolicyEvaluator:
     ) -> None:
         self.options = options
         self._exceptions = exceptions
-        # chosen by a PolicyIndex by kind alone (report_unselected off): they match whatever the object says
+        # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
+        # (report_unselected off) they match whatever the object says; else the kind is checked alone
         self._matched_by_kind = matched_by_kind
 
     def context(self, request: Any) -> RequestContext:
@@ -130,8 +131,13 @@ class PolicyEvaluator:
                 return "controlledReplicaSet", controlled
         if policy.skip_background_requests and request.user_info.get("username") in self.options.background_usernames:
             return "backgroundRequest", "request from celmut's background controller (skipBackgroundRequests)"
-        if not self.options.report_unselected and id(policy) in self._matched_by_kind:
-            return "", ""  # PolicyIndex.candidates chose it by the request's kind, and nothing else constrains it
+        if id(policy) in self._matched_by_kind:
+            if not self.options.report_unselected:
+                return "", ""  # PolicyIndex.candidates chose it by the request's kind, and nothing else constrains it
+            # the kind decides alone (matching.decided_by_kind): match_reason without its selector walks
+            if may_select(policy.match, request_key(request)):
+                return "", ""
+            return "matchConstraints", matching.NO_RULE_MATCHES
         reason = matching.match_reason(policy.match, request, context.namespace_labels())
         return ("matchConstraints", reason) if reason else ("", "")
 
