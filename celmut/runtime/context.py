@@ -36,6 +36,7 @@ class RequestContext:
         self.input_size = request.input_size
         self._namespace_labels: dict[str, str] | None = None
         self._namespace_object: Any = request.namespace_object
+        self._namespace_looked_up = False
         self.encoded = decode.EncodedObjects()
 
     @classmethod
@@ -45,7 +46,8 @@ class RequestContext:
 
     def namespace_object(self) -> Any:
         request = self.request
-        if self._namespace_object is None and request.namespace:
+        if self._namespace_object is None and request.namespace and not self._namespace_looked_up:
+            self._namespace_looked_up = True  # looked up once per request, found or not (not per policy)
             resources = self.services.resources
             if resources is not None:
                 try:
