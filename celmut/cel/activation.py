@@ -217,6 +217,33 @@ class Activation:
         self.variables = LazyVariables(variables or {}, self, variable_values)
         self.vars["variables"] = self.variables
 
+    def derive(
+        self,
+        *,
+        object: Any = None,
+        params: Any = None,
+        exceptions: Mapping[str, Any] | None = None,
+        variables: Mapping[str, Evaluable] | None = None,
+    ) -> Activation:
+        """A new activation for another policy of the same request: this one's request, oldObject,
+        namespaceObject, services and budget (already normalised and size-checked: per request, not
+        per policy), with its own ``object``, params, exceptions and variables."""
+        derived = Activation.__new__(Activation)
+        derived.services = self.services
+        derived.budget = self.budget
+        shared = self.vars
+        derived.vars = _Variables(
+            object=object,
+            oldObject=shared["oldObject"],
+            request=shared["request"],
+            namespaceObject=shared["namespaceObject"],
+            params=params,
+            exceptions={"allowedImages": [], "allowedValues": [], **(exceptions or {})},
+        )
+        derived.variables = LazyVariables(variables or {}, derived)
+        derived.vars["variables"] = derived.variables
+        return derived
+
     @property
     def object(self) -> Any:
         return self.vars["object"]

@@ -130,12 +130,57 @@ def _leaf(value: Any) -> tuple[int, int, bool]:
 _EXIT = object()  # json_nbytes' stack marker: the children of the node below it are measured
 
 
+_TREE_DEPTH = 64  # json_nbytes' recursive walk goes no deeper; below, the stack walk measures
+
+
+class _NotATree(Exception):
+    """A container reached twice (shared), or nested past ``_TREE_DEPTH``: measure with the memo."""
+
+
 def json_nbytes(value: Any) -> int:
     """``Measure().nbytes(value)``, counting bytes only: the engine checks every mutation result with
     it, and a walk that builds no (cost, bytes, nan) tuple per node costs about a third. Memoised by
-    identity per call, so shared subtrees are measured once (the tree they unfold to never is)."""
+    identity per call, so shared subtrees are measured once (the tree they unfold to never is).
+
+    A mutation result is almost always a small tree: a plain recursive walk measures it in a
+    fraction of the memoised walk's time, and hands over to that walk the moment it meets a
+    container twice or nests deeper than ``_TREE_DEPTH`` (so nothing shared is ever unfolded)."""
     if not isinstance(value, _CONTAINERS):
         return _leaf(value)[1]
+    try:
+        return _tree_nbytes(value, set(), 0)
+    except _NotATree:
+        return _shared_nbytes(value)
+
+
+def _tree_nbytes(node: Any, seen: set[int], depth: int) -> int:
+    key = id(node)
+    if depth > _TREE_DEPTH or key in seen:
+        raise _NotATree
+    seen.add(key)
+    total = 2
+    if isinstance(node, dict):
+        for name, child in node.items():
+            total += len(name) + 5 if type(name) is str and name.isascii() else _leaf(name)[1] + 3
+            if type(child) is str and child.isascii():
+                total += len(child) + 2
+            elif isinstance(child, _CONTAINERS):
+                total += _tree_nbytes(child, seen, depth + 1)
+            else:
+                total += _leaf_nbytes(child)
+    else:
+        for child in node:
+            if type(child) is str and child.isascii():
+                total += len(child) + 3
+            elif isinstance(child, _CONTAINERS):
+                total += 1 + _tree_nbytes(child, seen, depth + 1)
+            else:
+                total += 1 + _leaf_nbytes(child)
+    return total
+
+
+def _shared_nbytes(value: Any) -> int:
+    """:func:`json_nbytes` of any value, each distinct container measured once (an explicit stack)."""
     memo: dict[int, int] = {}
     stack: list[Any] = [value]
     while stack:

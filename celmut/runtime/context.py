@@ -36,6 +36,8 @@ class RequestContext:
         self.input_size = request.input_size
         self._namespace_labels: dict[str, str] | None = None
         self._namespace_object: Any = request.namespace_object
+        self._namespace_looked_up = False
+        self._base_activation: cel.Activation | None = None  # what every policy's activation shares
         self.encoded = decode.EncodedObjects()
 
     @classmethod
@@ -45,7 +47,8 @@ class RequestContext:
 
     def namespace_object(self) -> Any:
         request = self.request
-        if self._namespace_object is None and request.namespace:
+        if self._namespace_object is None and request.namespace and not self._namespace_looked_up:
+            self._namespace_looked_up = True  # looked up once per request, found or not (not per policy)
             resources = self.services.resources
             if resources is not None:
                 try:
@@ -62,18 +65,19 @@ class RequestContext:
     def activation(
         self, policy: CompiledPolicy, current: Any, params: Any = None, exceptions: dict[str, Any] | None = None
     ) -> cel.Activation:
-        return cel.Activation(
-            object=current,
-            old_object=self.request.old_object,
-            request=self.cel_request,
-            namespace_object=self.namespace_object(),
-            params=params,
-            exceptions=exceptions,
-            variables=policy.variables,
-            services=self.services,
-            budget=self.budget,
-            max_input_bytes=self.options.max_input_bytes,
-            input_size=self.input_size,
+        """``policy``'s activation: derived from one built (normalised, size-checked) per request."""
+        if self._base_activation is None:
+            self._base_activation = cel.Activation(
+                old_object=self.request.old_object,
+                request=self.cel_request,
+                namespace_object=self.namespace_object(),
+                services=self.services,
+                budget=self.budget,
+                max_input_bytes=self.options.max_input_bytes,
+                input_size=self.input_size,
+            )
+        return self._base_activation.derive(
+            object=current, params=params, exceptions=exceptions, variables=policy.variables
         )
 
     def exception_activation(self, current: Any) -> cel.Activation:

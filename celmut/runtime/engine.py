@@ -78,7 +78,7 @@ class AdmissionEngine:
         self.exceptions = list(exceptions)
         self.options = options or AdmissionOptions()
         self.index = PolicyIndex([p for p in self.policies if admits(p)])
-        # visited only through the index (report_unselected off), these match whatever the object says
+        # decided by the request's kind alone: visited through the index (report_unselected off) they match
         matched_by_kind = frozenset(id(p) for p in self.index.policies if matching.decided_by_kind(p.match))
         self._exception_index = ExceptionIndex(self.exceptions)
         self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind)

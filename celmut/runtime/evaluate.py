@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from celmut import cel
 from celmut.compile.compiled import CompiledBinding, CompiledExpression, CompiledPolicy
 from celmut.runtime import matching, ownership, semantics
-from celmut.runtime.candidates import ExceptionIndex
+from celmut.runtime.candidates import ExceptionIndex, RequestKey, may_select, request_key
 from celmut.runtime.context import RequestContext
 from celmut.runtime.exception_match import ExceptionMatch, match_exceptions
 from celmut.runtime.failures import DecodeFailure, ParamError, PolicyFailure
@@ -54,6 +54,7 @@ class Pass:
 
 ADMISSION = Pass("match_conditions", "matchCondition", True, True, True, False)
 MUTATE_EXISTING = Pass("target_match_conditions", "targetMatchCondition", False, False, False, True)
+_MAX_KIND_ANSWERS = 1 << 14  # PolicyEvaluator._selects: (policy, request kind) answers remembered
 
 
 def condition_reason(condition: CompiledExpression, field: str = "matchCondition") -> str:
@@ -97,8 +98,12 @@ class PolicyEvaluator:
     ) -> None:
         self.options = options
         self._exceptions = exceptions
-        # chosen by a PolicyIndex by kind alone (report_unselected off): they match whatever the object says
+        # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
+        # (report_unselected off) they match whatever the object says; else the kind is checked alone
         self._matched_by_kind = matched_by_kind
+        # (policy id, request key) -> may_select, for those policies: keys are the resources an API
+        # server serves (a bounded set), and at most _MAX_KIND_ANSWERS are remembered
+        self._selects_kind: dict[tuple[int, RequestKey], bool] = {}
 
     def context(self, request: Any) -> RequestContext:
         """A fresh per-request context with the options' budget (one per trigger or target)."""
@@ -130,10 +135,24 @@ class PolicyEvaluator:
                 return "controlledReplicaSet", controlled
         if policy.skip_background_requests and request.user_info.get("username") in self.options.background_usernames:
             return "backgroundRequest", "request from celmut's background controller (skipBackgroundRequests)"
-        if not self.options.report_unselected and id(policy) in self._matched_by_kind:
-            return "", ""  # PolicyIndex.candidates chose it by the request's kind, and nothing else constrains it
+        if id(policy) in self._matched_by_kind:
+            if not self.options.report_unselected:
+                return "", ""  # PolicyIndex.candidates chose it by the request's kind, and nothing else constrains it
+            # the kind decides alone (matching.decided_by_kind): match_reason without its selector walks
+            if self._selects(policy, request_key(request)):
+                return "", ""
+            return "matchConstraints", matching.NO_RULE_MATCHES
         reason = matching.match_reason(policy.match, request, context.namespace_labels())
         return ("matchConstraints", reason) if reason else ("", "")
+
+    def _selects(self, policy: CompiledPolicy, key: RequestKey) -> bool:
+        memo_key = (id(policy), key)
+        selects = self._selects_kind.get(memo_key)
+        if selects is None:
+            selects = may_select(policy.match, key)
+            if len(self._selects_kind) < _MAX_KIND_ANSWERS:  # concurrent misses compute the same answer
+                self._selects_kind[memo_key] = selects
+        return selects
 
     def _bindings(
         self, policy: CompiledPolicy, how: Semantics, context: RequestContext, current: dict[str, Any] | None

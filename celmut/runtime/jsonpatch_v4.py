@@ -87,6 +87,8 @@ def _atoi(key: str) -> int:
 
 def _decode_key(token: str) -> str:
     """``decodePatchKey``: one pass of ``~1`` → ``/`` and ``~0`` → ``~`` (a strings.Replacer)."""
+    if "~" not in token:
+        return token  # nothing to replace: the common key, without a walk per character
     out, i = [], 0
     while i < len(token):
         pair = token[i : i + 2]

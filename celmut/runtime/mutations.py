@@ -100,11 +100,23 @@ def apply_object(obj: dict[str, Any], applied: Any, schema: Schema | None, *, re
     if not isinstance(applied, dict):
         raise MutationError(f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}")
     try:
-        _refuse_bytes(applied, schema, "")
+        if _contains_bytes(applied):  # rare: only then walk again for the schema's type and the path
+            _refuse_bytes(applied, schema, "")
         merged = apply_configuration(obj, values.to_plain(applied), schema, replace_atomic=replace_atomic)
     except MergeError as ex:
         raise MutationError(f"error applying patch: {ex}") from None
     return merged
+
+
+def _contains_bytes(value: Any) -> bool:
+    """Whether CEL bytes are anywhere in ``value`` (what :func:`_refuse_bytes` refuses), cheaply."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else (value,)
+    for item in items:
+        if isinstance(item, bytes):
+            return True
+        if isinstance(item, dict | list | tuple) and _contains_bytes(item):
+            return True
+    return False
 
 
 def _refuse_bytes(value: Any, schema: Schema | None, path: str) -> None:

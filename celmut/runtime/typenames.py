@@ -46,7 +46,8 @@ def _type_check(value: Any, path: str, errors: list[str]) -> None:
                 "which matches field name path from root Object type"
             )
         for key, field in value.items():
-            _type_check(field, f"{path}.{key}", errors)
+            if isinstance(field, dict | list | tuple):  # a scalar names no type
+                _type_check(field, f"{path}.{key}", errors)
     elif isinstance(value, dict):
         for item in value.values():
             _type_check(item, path, errors)

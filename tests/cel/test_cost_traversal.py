@@ -147,6 +147,17 @@ def test_the_cost_walk_of_a_deeply_shared_value_is_linear_in_what_exists(express
     assert run(expression, "celpy", cel.Budget(), **variables) == want
 
 
+def deep_tree(depth: int) -> list[Any]:
+    """``[[[…]]]`` ``depth`` lists deep, nothing shared."""
+    root: list[Any] = []
+    node = root
+    for _ in range(depth):
+        child: list[Any] = []
+        node.append(child)
+        node = child
+    return root
+
+
 @pytest.mark.parametrize(
     "value",
     [
@@ -156,6 +167,9 @@ def test_the_cost_walk_of_a_deeply_shared_value_is_linear_in_what_exists(express
         pytest.param({"ü": (1, 2), 3: "int key"}, id="non-ascii and int keys, tuples"),
         pytest.param(shared(40), id="8**40 unfolded maps, 41 in memory"),
         pytest.param(nested_lists(40), id="nested shared lists"),
+        pytest.param(["a", "é", ["b", {"c": "d"}], {"e": ["f", 1]}], id="a tree: strings in lists and maps"),
+        pytest.param(deep_tree(500), id="a tree nested past the recursive walk's depth"),
+        pytest.param({"a": [1], "b": {"c": [1]}, "d": ()}, id="a tree of equal but distinct containers"),
     ],
 )
 def test_the_engines_byte_measure_agrees_with_the_full_measure(value: Any) -> None:

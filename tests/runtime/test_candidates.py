@@ -21,7 +21,7 @@ from celmut.compile.compiled import CompiledPolicySet
 from celmut.controller.triggers import trigger_policies
 from celmut.runtime import AdmissionEngine, AdmissionInput, AdmissionOptions
 from celmut.runtime.candidates import PolicyIndex, may_select, request_key
-from celmut.runtime.matching import decided_by_kind, match_reason, namespace_labels
+from celmut.runtime.matching import NO_RULE_MATCHES, decided_by_kind, match_reason, namespace_labels
 from celmut.runtime.results import PolicyOutcome
 from tests.runtime.helpers import compile_text
 
@@ -189,8 +189,9 @@ def test_a_request_visits_only_the_policies_that_name_its_kind() -> None:
 @SLOW
 @given(data=st.data())
 def test_a_match_decided_by_kind_holds_for_every_request_the_index_lets_through(data: st.DataObject) -> None:
-    """The engine's shortcut (runtime/engine.py ``_precheck``): for a match without selectors,
-    exclusions, scope or resourceNames, being a candidate is matching, whatever the object says."""
+    """The engine's shortcut (runtime/evaluate.py ``_precheck``): for a match without selectors,
+    exclusions, scope or resourceNames, being a candidate is matching, whatever the object says, and
+    not being one is the matcher's "no resourceRule matches" (what report_unselected reports)."""
     policy_set = compiled([data.draw(policies(i)) for i in range(4)])
     shortcut = [p for p in policy_set.policies if decided_by_kind(p.match)]
     for request in data.draw(st.lists(requests(), min_size=1, max_size=6)):
@@ -198,6 +199,8 @@ def test_a_match_decided_by_kind_holds_for_every_request_the_index_lets_through(
         for policy in shortcut:
             if may_select(policy.match, request_key(request)):
                 assert match_reason(policy.match, request, labels) == "", (policy.name, request_key(request))
+            else:
+                assert match_reason(policy.match, request, labels) == NO_RULE_MATCHES, policy.name
 
 
 def test_only_a_match_the_request_kind_decides_takes_the_shortcut() -> None:
