@@ -125,6 +125,16 @@ class CacheSet:
             cache.stop()
 
 
+def read_object(cluster: Cluster, api_version: str, resource: str, namespace: str, name: str) -> dict[str, Any]:
+    """One object read from the API server, its errors as CEL lookup errors (``resource.Get``)."""
+    try:
+        return cluster.get(api_version, resource, namespace, name)
+    except NotFound as ex:
+        raise ResourceNotFound(ex.message) from None
+    except ClusterError as ex:
+        raise LookupFailed(f"reading {resource} {namespace}/{name}: {ex}") from None
+
+
 def _owner_key(obj: Mapping[str, Any]) -> tuple[str, ...]:
     meta = obj.get("metadata") or {}
     owners = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
@@ -201,12 +211,7 @@ class ClusterLookup:
                 raise ResourceNotFound(f'{kinds.qualified_resource(api_version, resource)} "{name}" not found')
             return obj
         before_blocking(f"reading {resource} from the API server")
-        try:
-            return self.caches.cluster.get(api_version, resource, namespace, name)
-        except NotFound as ex:
-            raise ResourceNotFound(ex.message) from None
-        except ClusterError as ex:
-            raise LookupFailed(f"reading {resource} {namespace}/{name}: {ex}") from None
+        return read_object(self.caches.cluster, api_version, resource, namespace, name)
 
     def list(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None

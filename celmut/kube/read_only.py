@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.cel.lookups import LookupFailed, ResourceNotFound
+from celmut.cel.lookups import LookupFailed
 from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.lookup import read_object
 from celmut.policy.match import ResourceRule
 
 
@@ -27,12 +28,7 @@ class ReadOnlyLookup:
         self.command = command
 
     def get(self, api_version: str, resource: str, namespace: str, name: str) -> dict[str, Any]:
-        try:
-            return self.cluster.get(api_version, resource, namespace, name)
-        except NotFound as ex:
-            raise ResourceNotFound(ex.message) from None
-        except ClusterError as ex:
-            raise LookupFailed(f"reading {resource} {namespace}/{name}: {ex}") from None
+        return read_object(self.cluster, api_version, resource, namespace, name)
 
     def list(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
