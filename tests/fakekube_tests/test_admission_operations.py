@@ -16,28 +16,11 @@ from kubernetes.client.rest import ApiException
 
 from celmut.kube.client import Cluster, ClusterError
 from tests.fakekube import FakeApiServer
+from tests.fakekube.crd_builders import open_crd
 from tests.fakekube.stub_webhook import StubWebhook, configuration, rule
 
 Obj = dict[str, Any]
-GADGETS: Obj = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gadgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
-        "versions": [
-            {
-                "name": version,
-                "served": True,
-                "storage": version == "v1",
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-            }
-            for version in ("v1", "v2")
-        ],
-    },
-}
+GADGETS: Obj = open_crd("example.com", "gadgets", "Gadget")
 
 
 def allow(request: Obj) -> tuple[list[Obj] | None, str | None]:

@@ -17,6 +17,7 @@ from celmut.install.webhook_config import WebhookSettings
 from celmut.kube.client import Cluster, resource_path
 from tests.controller.support import connect, running
 from tests.fakekube import FakeApiServer
+from tests.fakekube.crd_builders import open_crd
 from tests.kube.conftest import eventually
 from tests.kube.crds import policy_crds
 
@@ -53,25 +54,7 @@ def add_label(key: str) -> str:
     )
 
 
-WIDGETS_CRD: Obj = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-        "versions": [
-            {
-                "name": version,
-                "served": True,
-                "storage": version == "v1",
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-            }
-            for version in ("v1", "v2")
-        ],
-    },
-}
+WIDGETS_CRD: Obj = open_crd("example.com", "widgets", "Widget")
 
 
 def with_policy_crds(fake: FakeApiServer) -> FakeApiServer:
