@@ -165,31 +165,9 @@ class _SuiteRunner:
 
     def load(self) -> tuple[OfflineCluster, list[dict[str, Any]]]:
         suite, run = self.suite, self.run
-        values = Values()
-        if suite.variables or suite.values:
-            run.progress.append("  Loading values/variables ...")
-            if suite.variables:
-                values = load_values(self.path(suite.variables))
-            if suite.values:
-                values = parse_values(suite.values, f"{suite.path}: values", inline=True)
-        user_info: dict[str, Any] = {}
-        if suite.userinfo:
-            run.progress.append("  Loading user infos ...")
-            user_info = kyverno_files.load_user_info(self.path(suite.userinfo))
-        run.progress.append("  Loading policies ...")
-        documents, read_errors = read_paths(*map(str, self.paths(suite.policies + suite.exceptions)))
-        if read_errors:
-            raise DocumentError(str(suite.path), "; ".join(str(e) for e in read_errors))
-        policies = []
-        for document in documents:
-            other = _other_engine_kind(document)
-            if other:
-                self.other_policies[str((document.content.get("metadata") or {}).get("name") or "")] = other
-            else:
-                policies.append(document)
-        self.policy_documents = policies
-        policies, unbound = kyverno_files.bind_unbound_admission_policies(policies)
-        run.notes += unbound
+        values = self._load_values()
+        user_info = self._load_user_info()
+        documents, policies = self._load_policies()
         run.progress.append("  Loading resources ...")
         given = load_documents(*self.paths(suite.cluster_resources))
         cluster = kyverno_files.unwrap_cluster_resources(given, suite.base)
@@ -197,27 +175,11 @@ class _SuiteRunner:
             run.progress.append("Loading Kubernetes resources ...")
         targets = load_documents(*self.paths(suite.target_resources))
         cluster += load_documents(*self.paths(suite.param_resources))
-        images, entries = StaticImages(), StaticGlobalContext()
-        if suite.context:
-            context = kyverno_files.load_context(self.path(suite.context))
-            cluster += [Document(f"{suite.context} spec.resources", i, o) for i, o in enumerate(context.resources)]
-            images = StaticImages(context.images)
-            for name, projections in context.global_context.items():
-                entries.entries[name] = ContextFileEntry(name, projections)
-            run.warnings += context.warnings
-        mocks: dict[str, GlobalEntry] = {
-            m.name: m for m in kyverno_files.mock_entries(suite.global_context_entries, str(suite.path), suite.base)
-        }
-        entries.entries.update(mocks)
+        images, entries = self._load_context(cluster)
         kubernetes_objects(cluster)
         crds = [d.content for d in [*cluster, *documents] if is_crd(d.content)]
         table = kinds.KindTable(crds)
-        # Targets are read like resources (defaulted), the rest of the cluster as given (Kyverno reads
-        # clusterResources and context resources without YamlToUnstructured).
-        for document, obj in zip(targets, kubernetes_objects(targets), strict=True):
-            target = kyverno_files.default_namespace(obj, table)
-            self.target_identities.add(suite_compare.identity(target))
-            cluster.append(Document(document.path, document.index, target))
+        self._add_targets(targets, cluster, table)
         inputs = kubernetes_objects(load_documents(*self.paths(suite.resources)))
         resources = [kyverno_files.default_namespace(obj, table) for obj in inputs]
         if suite.exceptions:
@@ -233,6 +195,73 @@ class _SuiteRunner:
             authorizer=self.authorizer,
         )
         return offline, resources
+
+    def _load_values(self) -> Values:
+        """The suite's ``variables`` file, overridden by its inline ``values``."""
+        suite = self.suite
+        values = Values()
+        if suite.variables or suite.values:
+            self.run.progress.append("  Loading values/variables ...")
+            if suite.variables:
+                values = load_values(self.path(suite.variables))
+            if suite.values:
+                values = parse_values(suite.values, f"{suite.path}: values", inline=True)
+        return values
+
+    def _load_user_info(self) -> dict[str, Any]:
+        """The suite's ``userinfo`` file, or no user info."""
+        if not self.suite.userinfo:
+            return {}
+        self.run.progress.append("  Loading user infos ...")
+        return kyverno_files.load_user_info(self.path(self.suite.userinfo))
+
+    def _load_policies(self) -> tuple[list[Document], list[Document]]:
+        """Every policy and exception document read, and the ones this engine runs (other engines'
+        policies set aside in ``other_policies``) with a binding for each unbound admission policy."""
+        suite, run = self.suite, self.run
+        run.progress.append("  Loading policies ...")
+        documents, read_errors = read_paths(*map(str, self.paths(suite.policies + suite.exceptions)))
+        if read_errors:
+            raise DocumentError(str(suite.path), "; ".join(str(e) for e in read_errors))
+        policies = []
+        for document in documents:
+            other = _other_engine_kind(document)
+            if other:
+                self.other_policies[str((document.content.get("metadata") or {}).get("name") or "")] = other
+            else:
+                policies.append(document)
+        self.policy_documents = policies
+        policies, unbound = kyverno_files.bind_unbound_admission_policies(policies)
+        run.notes += unbound
+        return documents, policies
+
+    def _load_context(self, cluster: list[Document]) -> tuple[StaticImages, StaticGlobalContext]:
+        """The suite's ``context`` file (its resources appended to ``cluster``) and global context
+        mocks: the images and global context entries."""
+        suite = self.suite
+        images, entries = StaticImages(), StaticGlobalContext()
+        if suite.context:
+            context = kyverno_files.load_context(self.path(suite.context))
+            cluster += [Document(f"{suite.context} spec.resources", i, o) for i, o in enumerate(context.resources)]
+            images = StaticImages(context.images)
+            for name, projections in context.global_context.items():
+                entries.entries[name] = ContextFileEntry(name, projections)
+            self.run.warnings += context.warnings
+        mocks: dict[str, GlobalEntry] = {
+            m.name: m for m in kyverno_files.mock_entries(suite.global_context_entries, str(suite.path), suite.base)
+        }
+        entries.entries.update(mocks)
+        return images, entries
+
+    def _add_targets(self, targets: list[Document], cluster: list[Document], table: kinds.KindTable) -> None:
+        """Append the target resources to ``cluster``, remembering their identities.
+
+        Targets are read like resources (defaulted), the rest of the cluster as given (Kyverno reads
+        clusterResources and context resources without YamlToUnstructured)."""
+        for document, obj in zip(targets, kubernetes_objects(targets), strict=True):
+            target = kyverno_files.default_namespace(obj, table)
+            self.target_identities.add(suite_compare.identity(target))
+            cluster.append(Document(document.path, document.index, target))
 
     def is_declared_target(self, target: TargetResult) -> bool:
         return suite_compare.identity(target.target) in self.target_identities

@@ -231,50 +231,75 @@ def _parse_autogen(spec: Reader) -> tuple[tuple[str, ...] | None, bool]:
     return (tuple(controllers) if controllers is not None else None), generate_map
 
 
-def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldError]) -> MutatingPolicy:
-    """Parse and validate one document; field errors are appended to ``errors``."""
-    kind = doc.get("kind", "")
+def _parse_metadata(doc: dict[str, Any], kind: str, errors: list[FieldError]) -> tuple[Reader, str, str, str]:
+    """The metadata reader, name, namespace (namespaced kind only) and restart-policy annotation."""
     meta = Reader(doc.get("metadata"), "metadata", errors)
     name = meta.string("name", required=True)
     namespace = meta.string("namespace") if kind == "NamespacedMutatingPolicy" else ""
     annotations = meta.child("annotations")
     restart_policy = annotations.string(RESTART_POLICY_ANNOTATION, default="deferred", enum=RESTART_POLICIES)
-    spec = Reader(doc.get("spec"), "spec", errors)
-    spec.unknown_fields(_SPEC_FIELDS)
+    return meta, name, namespace, restart_policy
 
-    evaluation = _parse_evaluation(spec)
-    json_mode = evaluation.mode == "JSON"
+
+def _parse_match_constraints(spec: Reader, json_mode: bool) -> MatchResources:
+    """``spec.matchConstraints``: required, with at least one resource rule, unless in JSON mode."""
     if not spec.has("matchConstraints") and not json_mode:
         spec.fail("Required value: matchConstraints must be set", "matchConstraints")
     match = parse_match_resources(spec.child("matchConstraints"))
     if spec.has("matchConstraints") and not match.resource_rules and not json_mode:
         spec.fail("Required value: at least one resource rule is needed", "matchConstraints.resourceRules")
+    return match
 
-    target: TargetMatchConstraints | None = None
-    if spec.has("targetMatchConstraints"):
-        target_reader = spec.child("targetMatchConstraints")
-        target_match = parse_match_resources(target_reader, operations_required=False)
-        target = TargetMatchConstraints(
-            match=target_match if target_match.resource_rules else None,
-            expression=target_reader.string("expression"),
-            expression_path=target_reader.at("expression"),
-        )
 
+def _parse_target_match_constraints(spec: Reader) -> TargetMatchConstraints | None:
+    """``spec.targetMatchConstraints`` (mutateExisting targets), or None when absent."""
+    if not spec.has("targetMatchConstraints"):
+        return None
+    target_reader = spec.child("targetMatchConstraints")
+    target_match = parse_match_resources(target_reader, operations_required=False)
+    return TargetMatchConstraints(
+        match=target_match if target_match.resource_rules else None,
+        expression=target_reader.string("expression"),
+        expression_path=target_reader.at("expression"),
+    )
+
+
+def _check_applies_somewhere(spec: Reader, evaluation: Evaluation) -> None:
+    """Admission and mutateExisting cannot both be disabled."""
     if not evaluation.admission and not evaluation.mutate_existing:
         spec.fail(
             "Invalid value: admission and mutateExisting cannot both be disabled; the policy would never apply",
             "evaluation",
         )
-    controllers, generate_map = _parse_autogen(spec)
-    # Kyverno compiles MutatingPolicy condition names without checking them (pkg/cel/policies/mpol/
-    # compiler/compiler.go: conditions are only compiled), and public policies use sentences as names.
-    warnings: list[str] = []
-    audit = tuple(
+
+
+def _parse_audit_annotations(spec: Reader) -> tuple[AuditAnnotation, ...]:
+    """``spec.auditAnnotations``: key and valueExpression, both required."""
+    return tuple(
         AuditAnnotation(
             item.string("key", required=True), item.string("valueExpression", required=True), item.at("valueExpression")
         )
         for item in spec.items("auditAnnotations")
     )
+
+
+def parse_mutating_policy(doc: dict[str, Any], source: str, errors: list[FieldError]) -> MutatingPolicy:
+    """Parse and validate one document; field errors are appended to ``errors``."""
+    kind = doc.get("kind", "")
+    meta, name, namespace, restart_policy = _parse_metadata(doc, kind, errors)
+    spec = Reader(doc.get("spec"), "spec", errors)
+    spec.unknown_fields(_SPEC_FIELDS)
+
+    evaluation = _parse_evaluation(spec)
+    json_mode = evaluation.mode == "JSON"
+    match = _parse_match_constraints(spec, json_mode)
+    target = _parse_target_match_constraints(spec)
+    _check_applies_somewhere(spec, evaluation)
+    controllers, generate_map = _parse_autogen(spec)
+    # Kyverno compiles MutatingPolicy condition names without checking them (pkg/cel/policies/mpol/
+    # compiler/compiler.go: conditions are only compiled), and public policies use sentences as names.
+    warnings: list[str] = []
+    audit = _parse_audit_annotations(spec)
     mutations = _parse_mutations(spec)
     reinvocation = spec.string("reinvocationPolicy", default="Never", enum=("Never", "IfNeeded"))
     if json_mode:

@@ -137,7 +137,20 @@ def _merge_items(
       update allow) is kept as is while the applied list does not name it, and collapses into the
       one applied item when it does — the applied item alone, merged with none of the duplicates
       (``indexListPathElements``: "Duplicated items are not merged with the new value");
-    * duplicates in the applied list are an error."""
+    * duplicates in the applied list are an error.
+
+    Split in three passes, each called once per list (never per item): index the applied items, index
+    the live ones, then walk both."""
+    rhs_order, rhs = _index_applied(applied, key_of, path, keys)
+    lhs_order, lhs = _index_live(existing, key_of)
+    return _interleave(existing, lhs_order, lhs, rhs_order, rhs, merge_item)
+
+
+def _index_applied(
+    applied: list[Any], key_of: Callable[[Any], _ItemKey], path: str, keys: tuple[str, ...]
+) -> tuple[list[_ItemKey], dict[_ItemKey, Any]]:
+    """The applied items' keys in order and the items by key (null items skipped); a
+    :class:`MergeError` for a key given twice."""
     rhs_order: list[_ItemKey] = []
     rhs: dict[_ItemKey, Any] = {}
     for item in applied:
@@ -148,10 +161,28 @@ def _merge_items(
             raise MergeError(f"{path}[{_render_key(keys, key)}]: duplicate entries for key in the applied list")
         rhs[key] = item
         rhs_order.append(key)
+    return rhs_order, rhs
+
+
+def _index_live(existing: list[Any], key_of: Callable[[Any], _ItemKey]) -> tuple[list[_ItemKey], dict[_ItemKey, Any]]:
+    """The live items' keys in order and the items by key, None for a key held more than once."""
     lhs_order = [key_of(item) for item in existing]
     lhs: dict[_ItemKey, Any] = {}
     for key, item in zip(lhs_order, existing, strict=True):
         lhs[key] = None if key in lhs else item  # a duplicated key is merged with nothing
+    return lhs_order, lhs
+
+
+def _interleave(
+    existing: list[Any],
+    lhs_order: list[_ItemKey],
+    lhs: dict[_ItemKey, Any],
+    rhs_order: list[_ItemKey],
+    rhs: dict[_ItemKey, Any],
+    merge_item: Callable[[_ItemKey, Any, Any], Any],
+) -> list[Any]:
+    """The merged list: both lists walked together in ``visitListItems``'s order (see
+    :func:`_merge_items`)."""
     shared = iter([key for key in rhs_order if key in lhs])
     next_shared = next(shared, None)
     merged: set[_ItemKey] = set()
