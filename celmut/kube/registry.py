@@ -175,6 +175,13 @@ class RegistryImages:
     def _fetch(self, image: Image, credentials: Credentials | None) -> dict[str, Any]:
         self.fetches += 1
         registry = image.registry()
+        index, manifest, config, digest = self._fetch_documents(image, registry, credentials)
+        return _image_data(image, registry, digest, index, manifest, config)
+
+    def _fetch_documents(
+        self, image: Image, registry: str, credentials: Credentials | None
+    ) -> tuple[dict[str, Any] | None, dict[str, Any], Any, str]:
+        """GET the image's manifest (through its index, if any) and config: (index, manifest, config, digest)."""
         host = DOCKER_HUB_API if registry == DEFAULT_REGISTRY else registry
         insecure = registry_allowed(registry, self.policy.insecure)
         client = _Client(insecure, time.monotonic() + self.policy.timeout_seconds)
@@ -189,19 +196,7 @@ class RegistryImages:
             index = None
             if media_type in _INDEX_TYPES or "manifests" in manifest:
                 index = manifest
-                chosen = next(
-                    (
-                        m
-                        for m in manifest.get("manifests") or []
-                        if (m.get("platform") or {}).get("os") == PLATFORM[0]
-                        and (m.get("platform") or {}).get("architecture") == PLATFORM[1]
-                    ),
-                    None,
-                )
-                if chosen is None:
-                    raise LookupFailed(f"no child with platform {PLATFORM[0]}/{PLATFORM[1]} in index {image.original}")
-                body, _, _ = self._get(client, f"{base}/manifests/{chosen['digest']}", ", ".join(MANIFEST_TYPES))
-                manifest = orjson.loads(body)
+                manifest = self._platform_manifest(client, base, image, index)
             config_digest = str((manifest.get("config") or {}).get("digest") or "")
             body, _, _ = self._get(client, f"{base}/blobs/{config_digest}", "*/*")
             config = orjson.loads(body)
@@ -209,27 +204,50 @@ class RegistryImages:
             raise LookupFailed(f"{image.original}: {type(ex).__name__}: {ex}") from None
         finally:
             client.session.close()
-        name = f"{registry}/{image.repository()}"
-        data: dict[str, Any] = {
-            "image": image.original,
-            "registry": registry,
-            "repository": image.repository(),
+        return index, manifest, config, digest
+
+    def _platform_manifest(self, client: _Client, base: str, image: Image, index: dict[str, Any]) -> Any:
+        """GET the manifest of the index's child for ``PLATFORM``."""
+        chosen = next(
+            (
+                m
+                for m in index.get("manifests") or []
+                if (m.get("platform") or {}).get("os") == PLATFORM[0]
+                and (m.get("platform") or {}).get("architecture") == PLATFORM[1]
+            ),
+            None,
+        )
+        if chosen is None:
+            raise LookupFailed(f"no child with platform {PLATFORM[0]}/{PLATFORM[1]} in index {image.original}")
+        body, _, _ = self._get(client, f"{base}/manifests/{chosen['digest']}", ", ".join(MANIFEST_TYPES))
+        return orjson.loads(body)
+
+
+def _image_data(
+    image: Image, registry: str, digest: str, index: dict[str, Any] | None, manifest: Any, config: Any
+) -> dict[str, Any]:
+    """The image data a lookup returns: the reference's parts, the resolved digest and the fetched documents."""
+    name = f"{registry}/{image.repository()}"
+    data: dict[str, Any] = {
+        "image": image.original,
+        "registry": registry,
+        "repository": image.repository(),
+    }
+    if image.digest():
+        data |= {
+            "identifier": image.digest(),
+            "digest": image.digest(),
+            "resolvedImage": f"{name}@{image.digest()}",
         }
-        if image.digest():
-            data |= {
-                "identifier": image.digest(),
-                "digest": image.digest(),
-                "resolvedImage": f"{name}@{image.digest()}",
-            }
-        else:
-            data |= {
-                "identifier": image.tag(),
-                "tag": image.tag(),
-                "digest": digest,
-                "resolvedImage": f"{name}:{image.tag()}@{digest}",
-            }
-        if index is not None:
-            data["imageIndex"] = index
-        data["manifest"] = manifest
-        data["config"] = config
-        return data
+    else:
+        data |= {
+            "identifier": image.tag(),
+            "tag": image.tag(),
+            "digest": digest,
+            "resolvedImage": f"{name}:{image.tag()}@{digest}",
+        }
+    if index is not None:
+        data["imageIndex"] = index
+    data["manifest"] = manifest
+    data["config"] = config
+    return data

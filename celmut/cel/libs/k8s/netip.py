@@ -158,37 +158,36 @@ _HEX = {c: int(c, 16) for c in "0123456789abcdefABCDEF"}
 
 
 def _parse_ipv6(text: str) -> Addr:
-    rest, zone = text, ""
-    if "%" in rest:
-        rest, zone = rest.split("%", 1)
-        if not zone:
-            raise _error(text, "zone must be a non-empty string")
-    groups: list[int] = []  # 16-bit groups parsed so far
+    rest, zone = _split_zone(text)
     ellipsis = -1  # position (in groups) of "::"
     if rest.startswith("::"):
         ellipsis = 0
         rest = rest[2:]
         if not rest:
             return Addr(128, 0, zone)
+    groups, ellipsis, rest = _parse_ipv6_groups(text, rest, zone, ellipsis)
+    if rest:
+        raise _error(text, "trailing garbage after address", rest)
+    return Addr(128, _ipv6_value(text, groups, ellipsis), zone)
+
+
+def _split_zone(text: str) -> tuple[str, str]:
+    """The address and its ``%zone`` (empty when there is none)."""
+    rest, zone = text, ""
+    if "%" in rest:
+        rest, zone = rest.split("%", 1)
+        if not zone:
+            raise _error(text, "zone must be a non-empty string")
+    return rest, zone
+
+
+def _parse_ipv6_groups(text: str, rest: str, zone: str, ellipsis: int) -> tuple[list[int], int, str]:
+    """The colon-separated 16-bit groups at the start of ``rest``: (groups, position of "::", what is left)."""
+    groups: list[int] = []  # 16-bit groups parsed so far
     while len(groups) < 8:
-        offset = acc = 0
-        while offset < len(rest) and rest[offset] in _HEX:
-            acc = (acc << 4) + _HEX[rest[offset]]
-            if offset > 3:
-                raise _error(text, "each group must have 4 or less digits", rest)
-            if acc > 0xFFFF:
-                raise _error(text, "IPv6 field has value >=2^16", rest)
-            offset += 1
-        if offset == 0:
-            raise _error(text, "each colon-separated field must have at least one digit", rest)
+        acc, offset = _parse_hex_group(text, rest)
         if offset < len(rest) and rest[offset] == ".":
-            if ellipsis < 0 and len(groups) != 6:
-                raise _error(text, "embedded IPv4 address must replace the final 2 fields of the address", rest)
-            if len(groups) + 2 > 8:
-                raise _error(text, "too many hex fields to fit an embedded IPv4 at the end of the address", rest)
-            end = len(text) - (len(zone) + 1 if zone else 0)
-            a, b, c, d = _parse_ipv4_fields(text, end - len(rest), end)
-            groups += [a << 8 | b, c << 8 | d]
+            groups += _embedded_ipv4(text, rest, zone, len(groups), ellipsis)
             rest = ""
             break
         groups.append(acc)
@@ -207,8 +206,37 @@ def _parse_ipv6(text: str) -> Addr:
             rest = rest[1:]
             if not rest:
                 break
-    if rest:
-        raise _error(text, "trailing garbage after address", rest)
+    return groups, ellipsis, rest
+
+
+def _parse_hex_group(text: str, rest: str) -> tuple[int, int]:
+    """The hex group at the start of ``rest``: (its value, its number of digits)."""
+    offset = acc = 0
+    while offset < len(rest) and rest[offset] in _HEX:
+        acc = (acc << 4) + _HEX[rest[offset]]
+        if offset > 3:
+            raise _error(text, "each group must have 4 or less digits", rest)
+        if acc > 0xFFFF:
+            raise _error(text, "IPv6 field has value >=2^16", rest)
+        offset += 1
+    if offset == 0:
+        raise _error(text, "each colon-separated field must have at least one digit", rest)
+    return acc, offset
+
+
+def _embedded_ipv4(text: str, rest: str, zone: str, count: int, ellipsis: int) -> list[int]:
+    """The last two groups, written as the IPv4 address ``rest``; ``count`` groups come before it."""
+    if ellipsis < 0 and count != 6:
+        raise _error(text, "embedded IPv4 address must replace the final 2 fields of the address", rest)
+    if count + 2 > 8:
+        raise _error(text, "too many hex fields to fit an embedded IPv4 at the end of the address", rest)
+    end = len(text) - (len(zone) + 1 if zone else 0)
+    a, b, c, d = _parse_ipv4_fields(text, end - len(rest), end)
+    return [a << 8 | b, c << 8 | d]
+
+
+def _ipv6_value(text: str, groups: list[int], ellipsis: int) -> int:
+    """The 128-bit value of ``groups``, with the "::" at ``ellipsis`` expanded to zeros."""
     if len(groups) < 8:
         if ellipsis < 0:
             raise _error(text, "address string too short")
@@ -218,7 +246,7 @@ def _parse_ipv6(text: str) -> Addr:
     value = 0
     for group in groups:
         value = value << 16 | group
-    return Addr(128, value, zone)
+    return value
 
 
 def parse_prefix(text: str) -> Prefix:

@@ -215,7 +215,16 @@ def _ip_net(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> dict[str,
 def _certificate(cert: x509.Certificate, der: bytes, key: rsa.RSAPublicKey) -> dict[str, Any]:
     parts = _tbs_parts(der)
     exts = cert.extensions
-    out: dict[str, Any] = {
+    out = _certificate_fields(cert, der, key, parts)
+    _add_extension_fields(out, exts)
+    return out
+
+
+def _certificate_fields(
+    cert: x509.Certificate, der: bytes, key: rsa.RSAPublicKey, parts: dict[str, Any]
+) -> dict[str, Any]:
+    """Every field of Go's ``x509.Certificate``, set from the certificate body; extension fields at their zero value."""
+    return {
         "Raw": _b64(der),
         "RawTBSCertificate": _b64(parts["tbs"]),
         "RawSubjectPublicKeyInfo": _b64(parts["spki"]),
@@ -254,6 +263,10 @@ def _certificate(cert: x509.Certificate, der: bytes, key: rsa.RSAPublicKey) -> d
         "CRLDistributionPoints": None,
         "PolicyIdentifiers": None,
     }
+
+
+def _add_extension_fields(out: dict[str, Any], exts: x509.Extensions) -> None:
+    """Set the fields of ``out`` that come from the certificate's extensions."""
     if (ext := _ext(exts, ExtensionOID.EXTENDED_KEY_USAGE)) is not None:
         usages = [_EXT_KEY_USAGE[o.dotted_string] for o in ext.value if o.dotted_string in _EXT_KEY_USAGE]
         out["ExtKeyUsage"] = usages or None
@@ -265,32 +278,41 @@ def _certificate(cert: x509.Certificate, der: bytes, key: rsa.RSAPublicKey) -> d
     if (ext := _ext(exts, ExtensionOID.AUTHORITY_KEY_IDENTIFIER)) is not None:
         out["AuthorityKeyId"] = _b64(ext.value.key_identifier)
     if (ext := _ext(exts, ExtensionOID.AUTHORITY_INFORMATION_ACCESS)) is not None:
-        for access in ext.value:
-            if isinstance(access.access_location, x509.UniformResourceIdentifier):
-                field = {"1.3.6.1.5.5.7.48.1": "OCSPServer", "1.3.6.1.5.5.7.48.2": "IssuingCertificateURL"}
-                name = field.get(access.access_method.dotted_string)
-                if name:
-                    out[name] = [*(out[name] or []), access.access_location.value]
+        _add_access_urls(out, ext.value)
     if (ext := _ext(exts, ExtensionOID.SUBJECT_ALTERNATIVE_NAME)) is not None:
         out.update(_alt_names(ext.value))
     if (ext := _ext(exts, ExtensionOID.NAME_CONSTRAINTS)) is not None:
         out["PermittedDNSDomainsCritical"] = ext.critical
-        for prefix, subtrees in (
-            ("Permitted", ext.value.permitted_subtrees),
-            ("Excluded", ext.value.excluded_subtrees),
-        ):
-            subtrees = subtrees or []
-            out[f"{prefix}DNSDomains"] = _general_names(subtrees, x509.DNSName) or None
-            out[f"{prefix}IPRanges"] = [_ip_net(n) for n in _general_names(subtrees, x509.IPAddress)] or None
-            out[f"{prefix}EmailAddresses"] = _general_names(subtrees, x509.RFC822Name) or None
-            out[f"{prefix}URIDomains"] = _general_names(subtrees, x509.UniformResourceIdentifier) or None
+        _add_name_constraints(out, ext.value)
     if (ext := _ext(exts, ExtensionOID.CRL_DISTRIBUTION_POINTS)) is not None:
         uris = [u for point in ext.value for u in _general_names(point.full_name or [], x509.UniformResourceIdentifier)]
         out["CRLDistributionPoints"] = uris or None
     if (ext := _ext(exts, ExtensionOID.CERTIFICATE_POLICIES)) is not None:
         policies = [[int(a) for a in p.policy_identifier.dotted_string.split(".")] for p in ext.value]
         out["PolicyIdentifiers"] = policies or None
-    return out
+
+
+def _add_access_urls(out: dict[str, Any], accesses: Any) -> None:
+    """Authority information access: the OCSP server and issuing certificate URLs."""
+    for access in accesses:
+        if isinstance(access.access_location, x509.UniformResourceIdentifier):
+            field = {"1.3.6.1.5.5.7.48.1": "OCSPServer", "1.3.6.1.5.5.7.48.2": "IssuingCertificateURL"}
+            name = field.get(access.access_method.dotted_string)
+            if name:
+                out[name] = [*(out[name] or []), access.access_location.value]
+
+
+def _add_name_constraints(out: dict[str, Any], constraints: Any) -> None:
+    """Name constraints: the permitted and excluded DNS domains, IP ranges, email addresses and URI domains."""
+    for prefix, subtrees in (
+        ("Permitted", constraints.permitted_subtrees),
+        ("Excluded", constraints.excluded_subtrees),
+    ):
+        subtrees = subtrees or []
+        out[f"{prefix}DNSDomains"] = _general_names(subtrees, x509.DNSName) or None
+        out[f"{prefix}IPRanges"] = [_ip_net(n) for n in _general_names(subtrees, x509.IPAddress)] or None
+        out[f"{prefix}EmailAddresses"] = _general_names(subtrees, x509.RFC822Name) or None
+        out[f"{prefix}URIDomains"] = _general_names(subtrees, x509.UniformResourceIdentifier) or None
 
 
 def _alt_names(names: Any) -> dict[str, Any]:
