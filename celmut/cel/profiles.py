@@ -138,6 +138,8 @@ class Profile:
         for library in self.libraries:
             for overload in library.overloads:
                 table.setdefault(overload.function, []).append(overload)
+        if self.kyverno_or_value:  # Kyverno's macro routes every x.orValue(y) to its own function
+            table["orValue"] = list(optional.KYVERNO_COMPAT.overloads)
         return table
 
     def constants(self) -> dict[str, Any]:
