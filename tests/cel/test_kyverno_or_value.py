@@ -46,6 +46,7 @@ KYVERNO_OR_VALUE = [
     # ... and so is an error in y, even when x alone decides the value
     row("kyverno", "optional.of(1).orValue(1 / 0)", Err("evaluation", "division by zero"), "error in y, x present"),
     row("kyverno", "object.spec.replicas.orValue(1 / 0)", Err("evaluation", "division by zero"), "error in y"),
+    row("kyverno", "object.missing.orValue(1 / 0)", Err("evaluation", "no such key: missing"), "both: x's error"),
     # an optional gives its value, or y when empty
     row("kyverno", "optional.none().orValue(2)", 2, "optional none"),
     row("kyverno", "object.?missing.orValue(2)", 2, "absent field"),
