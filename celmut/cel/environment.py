@@ -88,7 +88,7 @@ class Environment:
         self.variable_types: dict[str, t.CelType] = dict(variables or {})
         self.backend: Backend = select.backend(backend) if backend is None or isinstance(backend, str) else backend
         self.functions = _function_table(self.profile)
-        self.options = BackendOptions(lenient_or_value=self.profile.lenient_or_value, profile=self.profile.name)
+        self.options = BackendOptions(kyverno_or_value=self.profile.kyverno_or_value, profile=self.profile.name)
         self.declarations = Declarations(
             variables=self.profile.variables,
             functions=self.functions,

@@ -186,6 +186,11 @@ class Services:
     rng: random.Random = field(default_factory=random.Random)
     namespaced_policy_namespace: str | None = None  # set for NamespacedMutatingPolicy evaluation
     dry_run: bool = False  # a dry-run request: functions with side effects (resource.Post, http.Post) refuse
+    # An admission engine with no cluster (celmut.service.assembly.assemble_engine without a resource
+    # lookup): resource.Get and resource.List answer null, nothing being there to find or list, so a
+    # policy (celmut's placement presets) can fall back without an error. Elsewhere (``celmut eval``)
+    # a missing lookup stays an error. Kyverno always has its cluster; it never answers so.
+    null_without_resources: bool = False
 
     def refuse_side_effects(self, function: str) -> None:
         """Raise when evaluating a dry-run request: it must not change anything outside."""

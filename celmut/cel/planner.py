@@ -42,11 +42,11 @@ class Planner:
         self,
         functions: Mapping[str, list[Overload]],
         types: Mapping[int, t.CelType],
-        lenient_or_value: bool = False,
+        kyverno_or_value: bool = False,
     ) -> None:
         self.functions = functions
         self.types = types
-        self.lenient_or_value = lenient_or_value
+        self.kyverno_or_value = kyverno_or_value
         self.scopes: list[dict[str, int]] = []
         self.slot_count = 0
         self.costs: list[int] = [0]  # static cost of the region being planned (top level, loop bodies)
@@ -272,22 +272,23 @@ class Planner:
         return ordered
 
     def _optional_or(self, node: ast.Call) -> Fn:
-        """``opt.or(other)`` / ``opt.orValue(default)``: the argument is evaluated only when needed."""
+        """``opt.or(other)`` / ``opt.orValue(default)``: the argument is evaluated only when needed.
+
+        Kyverno rewrites ``x.orValue(y)`` to ``__orValueCompat__(x, y)`` (pkg/cel/compiler/env.go
+        ``OrValueCompatEnvOptions``), a strict function: both are evaluated, an error in either fails
+        (``object.missing.orValue(2)`` is ``no such key``), and a value that is no optional is returned."""
         assert node.target is not None
         target, alternative = self.plan(node.target), self.plan(node.args[0])
         name = node.function
-        lenient = self.lenient_or_value and name == "orValue"
+        kyverno_compat = self.kyverno_or_value and name == "orValue"
 
         def optional_or(ctx: EvalContext) -> Any:
-            if lenient:
-                try:
-                    value = target(ctx)
-                except CelCostError:
-                    raise
-                except CelEvaluationError:
-                    return alternative(ctx)
-            else:
-                value = target(ctx)
+            value = target(ctx)
+            if kyverno_compat:
+                default = alternative(ctx)
+                if isinstance(value, v.OptionalValue):
+                    return value.value if value.present else default
+                return value
             if isinstance(value, v.OptionalValue):
                 if value.present:
                     return value.value if name == "orValue" else value
@@ -295,8 +296,6 @@ class Planner:
                 if name == "or" and not isinstance(other, v.OptionalValue):
                     raise no_such_overload(name, value, other)
                 return other
-            if lenient:
-                return value
             raise no_such_overload(name, value)
 
         return optional_or

@@ -130,7 +130,7 @@ class Profile:
     target: tuple[int, int]  # the Kubernetes release whose behaviour it follows
     macros: frozenset[str]
     variables: Mapping[str, t.CelType]
-    lenient_or_value: bool
+    kyverno_or_value: bool  # x.orValue(y) is Kyverno's __orValueCompat__ (see BackendOptions)
     description: str
 
     def functions(self) -> dict[str, list[Overload]]:
@@ -138,6 +138,8 @@ class Profile:
         for library in self.libraries:
             for overload in library.overloads:
                 table.setdefault(overload.function, []).append(overload)
+        if self.kyverno_or_value:  # Kyverno's macro routes every x.orValue(y) to its own function
+            table["orValue"] = list(optional.KYVERNO_COMPAT.overloads)
         return table
 
     def constants(self) -> dict[str, Any]:
@@ -163,7 +165,7 @@ KUBERNETES = Profile(
         "authorizer": t.opaque(k8s.authz.AUTHORIZER),
         "authorizer.requestResource": t.opaque(k8s.authz.RESOURCE_CHECK),
     },
-    lenient_or_value=False,
+    kyverno_or_value=False,
     description="Kubernetes (MutatingAdmissionPolicy)",
 )
 KYVERNO = Profile(
@@ -179,7 +181,7 @@ KYVERNO = Profile(
         "variables": VARIABLES_TYPE,
         "exceptions": EXCEPTIONS_TYPE,
     },
-    lenient_or_value=True,
+    kyverno_or_value=True,
     description="Kyverno (MutatingPolicy)",
 )
 PROFILES = {p.name: p for p in (KUBERNETES, KYVERNO)}

@@ -11,6 +11,7 @@ engine of each surface from the same inputs and compares their answers
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -22,7 +23,10 @@ from celmut.limits import MAX_REQUEST_BYTES
 from celmut.runtime import AdmissionEngine, AdmissionOptions
 from celmut.runtime.options import EngineSettings
 from celmut.runtime.schemas import SchemaRegistry
+from celmut.service.lookup_needs import lookups_beyond_the_presets
 from celmut.sources.documents import Document
+
+log = logging.getLogger("celmut.server")
 
 DEFAULT_MAX_INPUT_BYTES = MAX_REQUEST_BYTES  # the API server's own request limit
 
@@ -66,7 +70,25 @@ def assemble_engine(
     policies (``compilation.other``); the registry belongs to this engine alone.
     """
     registry = SchemaRegistry([*crds, *crds_in(compilation.other)], settings.kubernetes_version)
-    return AdmissionEngine(compilation.compiled, options=AdmissionOptions.of(settings, registry))
+    answered = without_cluster(settings)
+    if answered is not settings:
+        looking_up = lookups_beyond_the_presets(compilation.compiled.policies)
+        if looking_up:
+            log.warning(
+                "no cluster resource lookup: resource.Get and resource.List answer null",
+                extra={"policies": ", ".join(looking_up)},
+            )
+    return AdmissionEngine(compilation.compiled, options=AdmissionOptions.of(answered, registry))
+
+
+def without_cluster(settings: EngineSettings) -> EngineSettings:
+    """Without a resource lookup (``celmut serve`` without ``--from-cluster``), an engine's
+    ``resource.Get``/``resource.List`` answer null: there is no cluster to find anything in. The
+    placement presets then derive workloads from names and split by hash, without an error (Kyverno's
+    ``orValue`` is strict: they cannot absorb one)."""
+    if settings.services.resources is not None or settings.services.null_without_resources:
+        return settings
+    return replace(settings, services=replace(settings.services, null_without_resources=True))
 
 
 def narrowed(engine: AdmissionEngine, policies: Sequence[CompiledPolicy]) -> AdmissionEngine:

@@ -62,3 +62,15 @@ def looked_up(policies: Iterable[Any]) -> frozenset[tuple[str, str]]:
         for source in _sources(policy):
             found.update((api_version, resource) for api_version, resource in _LITERAL_LOOKUP.findall(source))
     return frozenset(found)
+
+
+def lookups_beyond_the_presets(policies: Iterable[Any]) -> list[str]:
+    """The names of the policies calling ``resource.Get``/``resource.List`` other than as the presets
+    do (owners, siblings; written to fall back when the answer is null)."""
+    known = metadata_lookups()
+    names = (
+        f"{policy.namespace}/{policy.name}" if getattr(policy, "namespace", "") else str(policy.name)
+        for policy in policies
+        if any(source not in known and _LOOKUP.search(source) for source in _sources(policy))
+    )
+    return list(dict.fromkeys(names))  # once per policy, not per autogen variant

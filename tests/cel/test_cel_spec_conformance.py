@@ -128,6 +128,13 @@ OPTIONALS = [
         Err("evaluation", "no such key"),
     ),
     ("optionals/map_absent_key_absent_field_none", "{true: dyn(0)}[?false].absent.hasValue()", False),
+    # Kyverno's orValue is strict in its receiver, as cel-go's (pkg/cel/compiler/env.go __orValueCompat__)
+    (
+        "optionals/optional_chaining_10",
+        "optional.ofNonZeroValue({'c': {'dashed-index': 'goodbye'}}.a.z)"
+        ".orValue({'c': {'dashed-index': 'goodbye'}}.c['dashed-index'])",
+        Err("evaluation", "no such key"),
+    ),
 ]
 
 # Error texts the C++ engine gave in its own words (the cel-python engine already matched):

@@ -78,19 +78,25 @@ def test_fallback_reasons(expression: str, reason: str) -> None:
     )
 
 
-def test_kyverno_or_value_absorbs_errors_without_falling_back() -> None:
+def test_kyverno_or_value_runs_on_cel_cpp_as_kyvernos_strict_compat_function() -> None:
+    """Kyverno pkg/cel/compiler/env.go OrValueCompatEnvOptions: ``__orValueCompat__(x, y)``."""
     expressions = [
-        'namespaceObject.?metadata.?labels[?"team"].orValue("unowned")',  # hoisted lenient chain
-        "object.spec.containers.map(c, c.?securityContext.?privileged.orValue(false))",  # cel.bind form
+        'namespaceObject.?metadata.?labels[?"team"].orValue("unowned")',
+        "object.spec.containers.map(c, c.?securityContext.?privileged.orValue(false))",
         "dyn(object.spec).orValue(1)",  # not an optional: the value itself
-        "dyn(object.nope).orValue(1)",  # an error: the default
+        "dyn(object.nope).orValue(1)",  # an error: the error (the function is strict)
+        "optional.of(1).orValue(1 / 0)",  # the default is evaluated too
     ]
     pod = {"spec": {"containers": [{"securityContext": {"privileged": True}}, {"securityContext": 5}]}}
+    bindings = {"object": pod, "namespace_object": {"metadata": {"labels": {"team": "a"}}}}
+
+    def plain(result: Any) -> Any:
+        return (type(result).__name__, str(result)) if isinstance(result, Exception) else result
+
     for expression in expressions:
         assert getattr(compile_cpp(expression), "fallback_reason", None) is None, expression
-        assert outcome(expression, "kyverno", "cpp", {"object": pod}) == outcome(
-            expression, "kyverno", "celpy", {"object": pod}
-        ), expression
+        on_cpp = plain(outcome(expression, "kyverno", "cpp", bindings))
+        assert on_cpp == plain(outcome(expression, "kyverno", "celpy", bindings)), expression
 
 
 # --- the bridge -----------------------------------------------------------------------------------

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from celmut import cel
 from celmut.compile.pipeline import compile_paths
 from celmut.runtime.options import AdmissionOptions
 from celmut.service.assembly import EngineSettings, assemble_engine, narrowed
+from celmut.service.static_resources import StaticResources
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
 SETTINGS = EngineSettings(
+    services=cel.Services(resources=StaticResources()),
     timeout_seconds=1.5,
     background_usernames=frozenset({"system:serviceaccount:celmut:celmut"}),
     max_input_bytes=1234,
@@ -32,6 +35,15 @@ def test_every_setting_reaches_the_engine_options() -> None:
     assert isinstance(engine.options, AdmissionOptions)
 
 
+def test_an_engine_without_a_cluster_finds_nothing_and_one_with_a_lookup_asks_it() -> None:
+    """The one change assembly makes: with no resource lookup, resource.Get/List answer null
+    (assembly.without_cluster); a lookup given is used as given."""
+    engine = assemble_engine(compile_paths(str(EXAMPLES)), EngineSettings())
+    assert engine.options.services.null_without_resources
+    given = EngineSettings(services=cel.Services(resources=StaticResources()))
+    assert assemble_engine(compile_paths(str(EXAMPLES)), given).options.services is given.services
+
+
 def test_settings_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         SETTINGS.timeout_seconds = 3.0  # type: ignore[misc]
@@ -42,3 +54,39 @@ def test_a_narrowed_engine_keeps_the_options_and_exceptions_over_fewer_policies(
     few = narrowed(engine, engine.policies[:1])
     assert few.options is engine.options and few.exceptions == engine.exceptions
     assert [p.name for p in few.policies] == [engine.policies[0].name]
+
+
+LOOKS_UP = """
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: registry-from-configmap}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  variables:
+  - name: cm
+    expression: resource.Get("v1", "configmaps", "kube-system", "registry")
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: Object{}
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "warned"),
+    [(LOOKS_UP, True), (str(EXAMPLES.parent / "presets" / "spot-partial.yaml"), False)],
+    ids=["a policy's own lookup", "the presets' lookups (written for null)"],
+)
+def test_a_lookup_without_a_cluster_is_logged_unless_it_is_the_presets(
+    policy: str, warned: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = Path(policy) if policy.endswith(".yaml") else tmp_path / "policy.yaml"
+    if not policy.endswith(".yaml"):
+        path.write_text(policy)
+    with caplog.at_level("WARNING", logger="celmut.server"):
+        assemble_engine(compile_paths(str(path)), EngineSettings())
+    found = [r for r in caplog.records if "resource.Get and resource.List answer null" in r.getMessage()]
+    assert bool(found) is warned
+    if warned:
+        assert found[0].__dict__["policies"] == "registry-from-configmap"

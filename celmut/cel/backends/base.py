@@ -22,7 +22,9 @@ from celmut.cel.declarations import Overload
 class BackendOptions:
     """Profile-dependent evaluation rules an engine must honour."""
 
-    lenient_or_value: bool  # Kyverno: x.orValue(y) on a non-optional x returns x
+    # Kyverno rewrites x.orValue(y) to its strict __orValueCompat__(x, y) (pkg/cel/compiler/env.go
+    # OrValueCompatEnvOptions): both evaluated, either one's error fails, a non-optional x is returned
+    kyverno_or_value: bool
     profile: str = "kyverno"  # the environment's profile (which libraries and extensions exist)
 
 

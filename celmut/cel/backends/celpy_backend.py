@@ -56,7 +56,7 @@ class PlannedRunner(celpy.Runner):
     ) -> None:
         # celpy's Runner expects its own Lark tree; this runner is built from celmut's checked AST instead.
         super().__init__(environment, ast, None)  # type: ignore[arg-type]
-        planner = Planner(functions, ast.types, lenient_or_value=environment.options.lenient_or_value)
+        planner = Planner(functions, ast.types, kyverno_or_value=environment.options.kyverno_or_value)
         self._fn = planner.plan(ast.expr)
         self._slots = planner.slot_count
         self._static_cost = planner.static_cost

@@ -38,10 +38,9 @@ arguments
 text cel-cpp refuses to compile                       a safety net (no such case is known)
 ====================================================  ===========================================================
 
-Kyverno's lenient ``x.orValue(y)`` (``y`` when ``x`` fails or is empty, ``x`` when it is not an
-optional) is lowered, not a fallback: a field chain on an activation variable is computed in Python
-with the cel-python engine's selection functions, anything else is bound once with ``cel.bind`` and
-tested with cel-cpp's non-strict ``__not_strictly_false__``.
+Kyverno's ``x.orValue(y)`` (its macro calls the strict ``__orValueCompat__(x, y)``: an error in
+either fails, an empty optional gives ``y``, a value that is no optional ``x`` itself) is lowered,
+not a fallback: both are bound with ``cel.bind`` and tested together.
 
 At run time, an evaluation is redone on cel-python when a value cannot cross exactly: a variable or
 library result holding an optional, a library object, a NUL character, or a uint or timestamp where
@@ -92,17 +91,9 @@ from celmut.cel.backends.cpp_lowering import Fallback, Hoisted, Lowered, lower
 from celmut.cel.backends.cpp_projection import project
 from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
-from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
+from celmut.cel.errors import CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.selection import (
-    index_optional,
-    index_value,
-    select_field,
-    select_if_present,
-    select_path,
-    test_field,
-)
-from celmut.cel.values import OptionalValue
+from celmut.cel.selection import select_path, test_field
 
 _ERROR = cel.Type.ERROR
 _STRING_OR_DYN = frozenset({"string", "dyn", "param", "error"})
@@ -136,21 +127,6 @@ _MAX_CACHED_ACTIVATIONS = 256
 # expressions that build lists run on cel-python (also when a hoisted list has over 1,000 elements).
 LARGE_INPUT_BYTES = 32 * 1024
 LARGE_LIST = 1_000
-_STEPS = {"select": select_field, "optselect": select_if_present, "index": index_value, "optindex": index_optional}
-
-
-def lenient_chain(value: Any, steps: tuple[Any, ...]) -> tuple[bool, Any]:
-    """Kyverno's ``orValue`` target, with the cel-python engine's selection functions: (present, value)."""
-    try:
-        for kind, key in steps:
-            value = _STEPS[kind](value, key)
-    except CelCostError:
-        raise
-    except CelEvaluationError:
-        return False, None
-    if isinstance(value, OptionalValue):
-        return value.present, value.value
-    return True, value
 
 
 _local = threading.local()
@@ -179,11 +155,6 @@ def hoisted_activation(
     errors: dict[str, CelError] = {}
     key: list[Any] = [id(env), names]
     for variable in hoisted:
-        if variable.steps is not None:
-            present, value = lenient_chain(vars[variable.root], variable.steps)
-            sources[variable.name] = (present, value)
-            key.append(id(value) if present else None)
-            continue
         try:
             value = select_path(vars[variable.root], variable.path)
             if variable.test is not None:
@@ -206,11 +177,7 @@ def hoisted_activation(
         data: dict[str, Any] = {}
         for variable in hoisted:
             if variable.name in sources:
-                source = sources[variable.name]
-                if variable.steps is not None:
-                    data[variable.name] = [source[1]] if source[0] else []
-                else:
-                    data[variable.name] = project(source, variable.shape)
+                data[variable.name] = project(sources[variable.name], variable.shape)
         nul, size = False, 0
         for value in data.values():
             found, weight = inspect_value(value)

@@ -60,20 +60,14 @@ ROOTS = frozenset({"object", "oldObject", "request", "namespaceObject", "params"
 HOIST_PREFIX = "__celmut_p"
 
 
-Step = tuple[str, Any]  # ("select" | "optselect" | "index" | "optindex", field or key)
-
-
 @dataclass(frozen=True)
 class Hoisted:
-    """A variable cel-cpp reads: ``root.path…``, ``has(root.path….test)`` when ``test`` is set, or
-    — when ``steps`` is set — Kyverno's lenient ``root…?…`` chain as ``[]`` or ``[value]``, where an
-    error along the chain counts as absent (what ``orValue`` makes of it)."""
+    """A variable cel-cpp reads: ``root.path…``, or ``has(root.path….test)`` when ``test`` is set."""
 
     name: str
     root: str
     path: tuple[str, ...]
     test: str | None = None
-    steps: tuple[Step, ...] | None = None
     shape: projection.Need = projection.WHOLE  # the part of the value the expression reads
 
 
@@ -85,18 +79,17 @@ def hoisted(
     root: str,
     path: tuple[str, ...],
     test: str | None = None,
-    steps: tuple[Step, ...] | None = None,
     shape: projection.Need = projection.WHOLE,
 ) -> Hoisted:
     """The one variable for a path and shape (the same name in every expression, so activations
     are shared)."""
-    key = (root, path, test, steps, shape)
+    key = (root, path, test, shape)
     found = _HOISTED.get(key)
     if found is None:
         with _HOISTED_LOCK:
             found = _HOISTED.get(key)
             if found is None:
-                found = _HOISTED[key] = Hoisted(f"{HOIST_PREFIX}{len(_HOISTED)}", root, path, test, steps, shape)
+                found = _HOISTED[key] = Hoisted(f"{HOIST_PREFIX}{len(_HOISTED)}", root, path, test, shape)
     return found
 
 
@@ -163,7 +156,7 @@ class _Lowering(Unparser):
         self.types = checked.types
         self.functions = functions
         self.native = native_overloads(options.profile)
-        self.lenient = options.lenient_or_value
+        self.kyverno_or_value = options.kyverno_or_value
         self.profile = options.profile
         self.bound = 0
         self.calls_python = False
@@ -173,9 +166,7 @@ class _Lowering(Unparser):
         self.scopes: list[set[str]] = []
         self.hoisted: dict[str, Hoisted] = {}
         self._scan(checked.expr)
-        analysis = projection.Analysis(
-            lambda node, local: root_path(node, local.__contains__) is not None, self.lenient
-        )
+        analysis = projection.Analysis(lambda node, local: root_path(node, local.__contains__) is not None)
         analysis.use(checked.expr, projection.WHOLE)
         self.needs = analysis.needs
 
@@ -294,8 +285,8 @@ class _Lowering(Unparser):
                 raise Fallback("typed objects compare by type name on cel-python but are plain maps on cel-cpp")
             return self.plain_call(node)
         if node.target is not None and function in ("or", "orValue") and len(node.args) == 1:
-            if self.lenient and function == "orValue":
-                return self._lenient_or_value(node)
+            if self.kyverno_or_value and function == "orValue":
+                return self._kyverno_or_value(node)
             return self.plain_call(node)
         if function in ("type", "string") and any(self._typed_object(a) for a in node.args):
             raise Fallback(f"{function}() of a typed object differs (a plain map on cel-cpp)")
@@ -309,51 +300,24 @@ class _Lowering(Unparser):
         node_type = self.type_of(node)
         return _contains(node_type, "struct") or (self.hides_struct and _dynamic(node_type))
 
-    def _lenient_or_value(self, node: ast.Call) -> str:
-        """Kyverno's ``x.orValue(y)``: ``y`` when ``x`` fails or is empty, ``x`` when it is not an optional.
-
-        A field chain on an activation variable is computed in Python (hoisted); anything else is
-        bound once with ``cel.bind`` and tested with cel-cpp's non-strict ``__not_strictly_false__``,
-        the one function that sees an error without propagating it."""
+    def _kyverno_or_value(self, node: ast.Call) -> str:
+        """Kyverno's ``x.orValue(y)``: its macro calls the strict ``__orValueCompat__(x, y)``
+        (pkg/cel/compiler/env.go ``OrValueCompatEnvOptions``): an error in ``x`` or ``y`` fails, a
+        present optional gives its value, an empty one ``y``, any other value ``x`` itself. Both are
+        bound with ``cel.bind`` and the ``&&`` test makes either one's error the result."""
         assert node.target is not None
-        chain = self._chain(node.target)
-        if chain is not None:
-            variable = hoisted(chain[0], (), steps=chain[1])
-            self.hoisted[variable.name] = variable
-            return f"(size({variable.name}) == 0 ? {self.unparse(node.args[0])} : {variable.name}[0])"
-        if self.profile != "kyverno":  # pragma: no cover - lenient orValue is Kyverno's
-            raise Fallback("lenient orValue needs cel.bind")
-        name = f"{BOUND_VAR}{self.bound}"
-        self.bound += 1
-        target = self.unparse(node.target)
-        default = self.unparse(node.args[0])
+        if self.profile != "kyverno":  # pragma: no cover - the compat orValue is Kyverno's
+            raise Fallback("Kyverno's orValue needs cel.bind")
+        value_name, default_name = f"{BOUND_VAR}{self.bound}", f"{BOUND_VAR}{self.bound + 1}"
+        self.bound += 2
+        target, default = self.unparse(node.target), self.unparse(node.args[0])
         if self.type_of(node.target).kind == "optional_type":
-            test = f"!__not_strictly_false__(!{name}.hasValue())"
-            return f"cel.bind({name}, {target}, {test} ? {name}.value() : {default})"
-        ok = f"!__not_strictly_false__(type({name}) != type({name}))"
-        value = f"(type({name}) == optional_type ? {name}.orValue({default}) : {name})"
-        return f"cel.bind({name}, {target}, {ok} ? {value} : {default})"
-
-    def _chain(self, node: ast.Node) -> tuple[str, tuple[Step, ...]] | None:
-        """``(root, steps)`` for an activation variable followed by (optional) selections and
-        (optional) indexes with constant keys."""
-        steps: list[Step] = []
-        while True:
-            if isinstance(node, ast.Select) and not node.test_only:
-                steps.append(("optselect" if node.optional else "select", node.field))
-                node = node.operand
-            elif (
-                isinstance(node, ast.Index)
-                and isinstance(node.index, ast.Literal)
-                and type(node.index.value) in (str, int)
-            ):
-                steps.append(("optindex" if node.optional else "index", node.index.value))
-                node = node.operand
-            else:
-                break
-        if isinstance(node, ast.Ident) and node.name in ROOTS and not self._local(node.name):
-            return node.name, tuple(reversed(steps))
-        return None
+            value = f"{value_name}.orValue({default_name})"
+        else:
+            value = f"(type({value_name}) == optional_type ? {value_name}.orValue({default_name}) : {value_name})"
+        both_ok = f"type({value_name}) == type({value_name}) && type({default_name}) == type({default_name})"
+        body = f"{both_ok} ? {value} : {default_name}"
+        return f"cel.bind({value_name}, {target}, cel.bind({default_name}, {default}, {body}))"
 
     def _candidates(self, node: ast.Call) -> list[Overload]:
         member = node.target is not None

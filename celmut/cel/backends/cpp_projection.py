@@ -71,9 +71,8 @@ def _element(need: Need) -> Need:
 class Analysis:
     """Collects the need of every hoisted chain node (by ``id``) of one expression."""
 
-    def __init__(self, chain: Callable[[ast.Node, set[str]], bool], lenient: bool) -> None:
+    def __init__(self, chain: Callable[[ast.Node, set[str]], bool]) -> None:
         self.is_chain = chain  # whether a node is a hoisted root chain, given the local names
-        self.lenient = lenient
         self.needs: dict[int, Need] = {}
         self.scopes: list[dict[str, Need]] = []
 
@@ -127,7 +126,7 @@ class Analysis:
             self.use(target, EMPTY)
         elif target is not None and not args and function == "value":
             self.use(target, need)
-        elif target is not None and function in ("orValue", "or") and len(args) == 1 and not self.lenient:
+        elif target is not None and function in ("orValue", "or") and len(args) == 1:
             self.use(target, need)
             self.use(args[0], need)
         else:

@@ -3,8 +3,8 @@
 ``optional.of(x)``, ``optional.none()``, ``optional.ofNonZeroValue(x)``, ``opt.hasValue()``,
 ``opt.value()``, ``opt.or(other)``, ``opt.orValue(default)``, ``optional.unwrap(list)`` /
 ``list.unwrapOpt()``, and ``list.first()`` / ``list.last()``. ``or`` and ``orValue`` only evaluate
-their argument when needed (the planner treats them as special forms); Kyverno's environment also
-accepts ``x.orValue(y)`` on a non-optional ``x`` (see :data:`KYVERNO_COMPAT`).
+their argument when needed (the planner treats them as special forms); Kyverno's environment has
+its own ``orValue`` instead (see :data:`KYVERNO_COMPAT`).
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ def last(items: list[Any]) -> v.OptionalValue:
     return v.OptionalValue(items[-1]) if items else v.NONE
 
 
-# Kyverno's compatibility rule: ``x.orValue(y)`` on a non-optional ``x`` returns ``x`` (or ``y`` when
-# evaluating ``x`` fails). Declared so the checker accepts it; evaluated by the planner.
+# Kyverno's orValue (pkg/cel/compiler/env.go OrValueCompatEnvOptions): a parse-time macro rewrites
+# every x.orValue(y) to __orValueCompat__(x, y), declared (dyn, dyn) -> dyn, so any receiver and
+# default type-check and the result is dyn; it replaces cel-go's optional orValue in that profile
+# (Profile.functions). Strict in both arguments; evaluated by the planner and the C++ lowering.
 KYVERNO_COMPAT = Library("kyverno.compat.orValue")
-KYVERNO_COMPAT.method("orValue", "A", ("A",), "A")(or_value)
+KYVERNO_COMPAT.method("orValue", "dyn", ("dyn",), "dyn")(or_value)

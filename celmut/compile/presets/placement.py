@@ -52,6 +52,11 @@ def workload_variables() -> list[dict[str, str]]:
     not found) the parent is derived from names: a ReplicaSet named ``<deployment>-<pod-template-hash>``
     is a Deployment's, a Job named ``<cronjob>-<8+ digits>`` a CronJob's. A pod without a controller
     owner is kind ``Pod``.
+
+    Nothing here hides an error: Kyverno's ``orValue`` is strict (``pkg/cel/compiler/env.go``
+    ``OrValueCompatEnvOptions``). ``resource.Get`` answers ``null`` for an owner that is not found
+    (Kyverno too: kyverno/sdk ``extensions/cel/libs/resource/impl.go``) and in an engine without a
+    cluster (``celmut.service.assembly.without_cluster``); a failing lookup (forbidden) fails the policy.
     """
     return [
         variable(
@@ -68,9 +73,9 @@ def workload_variables() -> list[dict[str, str]]:
             """
 // workload filters need the pod's workload
 variables.ownerKind == "ReplicaSet" ?
-  dyn(resource.Get("apps/v1", "replicasets", request.namespace, variables.ownerName)).orValue(null) :
+  dyn(resource.Get("apps/v1", "replicasets", request.namespace, variables.ownerName)) :
 variables.ownerKind == "Job" ?
-  dyn(resource.Get("batch/v1", "jobs", request.namespace, variables.ownerName)).orValue(null) :
+  dyn(resource.Get("batch/v1", "jobs", request.namespace, variables.ownerName)) :
 null
 """,
         ),
@@ -115,7 +120,8 @@ variables.ownerName
 
 
 def siblings_variable(purpose: str = "spot percentages need pod counts") -> dict[str, str]:
-    """``variables.siblings``: the other pods of the same controller owner, or null without a lookup.
+    """``variables.siblings``: the other pods of the same controller owner, or null without a cluster
+    (``resource.List`` answers null in an engine without one; in a cluster it is a list, maybe empty).
 
     ``purpose`` opens it as a comment: why the policy lists pods, which ``celmut compile --to-map`` names
     when it refuses to make a MutatingAdmissionPolicy of it (the API server's CEL has no lookups)."""
@@ -126,8 +132,8 @@ def siblings_variable(purpose: str = "spot percentages need pod counts") -> dict
 variables.ownerKind == "Pod" ? [] :
 cel.bind(listed,
   variables.templateHash != "" ?
-    dyn(resource.List("v1", "pods", request.namespace, {"pod-template-hash": variables.templateHash})).orValue(null) :
-    dyn(resource.List("v1", "pods", request.namespace)).orValue(null),
+    dyn(resource.List("v1", "pods", request.namespace, {"pod-template-hash": variables.templateHash})) :
+    dyn(resource.List("v1", "pods", request.namespace)),
   listed == null ? dyn(null) :
   listed.items.filter(p, p.metadata.?ownerReferences.orValue([]).exists(r,
     r.?controller.orValue(false) && r.kind == variables.ownerKind && r.name == variables.ownerName)))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from celmut import names
+from celmut.cel.lookups import LookupFailed, Services
 from celmut.compile import cel_literals as lit
 from celmut.compile.presets import label_selectors as ls
 from celmut.compile.presets import placement as pl
@@ -16,6 +17,7 @@ from celmut.compile.presets import yaml_format
 from celmut.runtime import AdmissionInput
 from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.service.offline import OfflineCluster
+from celmut.service.static_resources import StaticResources
 from tests.offline import offline_cluster
 
 
@@ -173,6 +175,54 @@ def test_without_a_lookup_a_hash_of_the_name_decides_deterministically() -> None
     ]
     assert first == second
     assert 90 <= first.count("spot") <= 150  # roughly 60 % of 200
+
+
+@pytest.mark.parametrize(
+    ("owner", "labels", "expected"),
+    [
+        (None, None, "Pod/web-0"),
+        (("ReplicaSet", "web-5d8f7c"), None, "Deployment/web"),
+        (("ReplicaSet", "plain-rs"), {}, "ReplicaSet/plain-rs"),
+        (("Job", "backup-28375020"), {}, "CronJob/backup"),
+        (("StatefulSet", "db"), {}, "StatefulSet/db"),
+    ],
+    ids=["bare pod", "derived from pod-template-hash", "standalone ReplicaSet", "CronJob from job name", "StatefulSet"],
+)
+def test_without_a_cluster_the_workload_is_derived_from_names(owner: Any, labels: Any, expected: str) -> None:
+    """No cluster at all: resource.Get answers null (assembly.without_cluster), so Kyverno's strict
+    orValue has no error to hide and the names decide, as with a cluster that lacks the owner."""
+    engine = assemble_engine(policy(pl.workload_variables(), IDENTITY).compilation, EngineSettings())
+    result = engine.admit(AdmissionInput.from_object(pod(0, owner, labels)))
+    assert result.object is not None and result.object["metadata"]["annotations"]["workload"] == expected
+
+
+class Forbidden(LookupFailed):
+    reason = "Forbidden"
+
+
+class ForbiddenLookups(StaticResources):
+    """A cluster whose RBAC refuses every read (the API server's 403)."""
+
+    def get(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise Forbidden('replicasets.apps is forbidden: User "celmut" cannot get resource')
+
+    def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise Forbidden('pods is forbidden: User "celmut" cannot list resource')
+
+
+@pytest.mark.parametrize(
+    ("variables", "patches"),
+    [(pl.workload_variables(), IDENTITY), (SPOT_60, PLACE)],
+    ids=["owner lookup", "sibling count"],
+)
+def test_a_failing_lookup_fails_the_preset_as_in_kyverno(variables: list[dict[str, str]], patches: str) -> None:
+    """Kyverno's orValue is strict (pkg/cel/compiler/env.go OrValueCompatEnvOptions): a lookup that
+    fails is the policy's error, and the presets' failurePolicy Ignore admits the pod unchanged."""
+    compilation = policy(variables, patches).compilation
+    engine = assemble_engine(compilation, EngineSettings(services=Services(resources=ForbiddenLookups())))
+    result = engine.admit(AdmissionInput.from_object(pod(0, ("ReplicaSet", "web-5d8f7c"))))
+    assert result.allowed and result.patch == []
+    assert any("failed to get resource" in w or "failed to list resource" in w for w in result.warnings), result.warnings
 
 
 @pytest.mark.parametrize(

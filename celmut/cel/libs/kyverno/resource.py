@@ -1,20 +1,24 @@
 """Kyverno's resource library (kyverno/sdk ``extensions/cel/libs/resource``): Kubernetes objects.
 
 Every call goes to :attr:`Services.resources <celmut.cel.lookups.Services>`; without one it fails
-with :class:`~celmut.cel.lookups.LookupUnavailable`. PascalCase names have camelCase aliases
-(``resource.Get`` / ``resource.get``).
+with :class:`~celmut.cel.lookups.LookupUnavailable`, except in an admission engine without a cluster
+(:attr:`Services.null_without_resources <celmut.cel.lookups.Services>`), where ``resource.Get`` and
+``resource.List`` answer ``null``. PascalCase names have camelCase aliases (``resource.Get`` /
+``resource.get``).
 
 resource.Get(<string> apiVersion, <string> resource, <string> namespace, <string> name) -> <map(string, dyn)>
 resource.Get(<GVR>, <string> namespace, <string> name) -> <map(string, dyn)>
 
-    One object, or ``null`` when it does not exist (Kyverno turns NotFound into null).
+    One object, or ``null`` when it does not exist (Kyverno turns NotFound into null: kyverno/sdk
+    ``extensions/cel/libs/resource/impl.go`` ``get_resource_string_string_string_string``).
 
         resource.Get("v1", "configmaps", "kube-system", "allowed-registry").data.registry
 
 resource.List(<string> apiVersion, <string> resource, <string> namespace[, <map(string, string)> labels]) -> <map>
 resource.List(<GVR>, <string> namespace[, <map(string, string)> labels]) -> <map(string, dyn)>
 
-    A list object whose ``items`` are the matching objects; namespace ``""`` lists all namespaces.
+    A list object whose ``items`` are the matching objects (none: an empty list, not an error);
+    namespace ``""`` lists all namespaces.
 
         resource.List("apps/v1", "deployments", "prod", {"app": "web"}).items.size()
 
@@ -139,8 +143,15 @@ def _labels(function: str, labels: Any) -> dict[str, str]:
 # --- the operations (shared by every overload) -------------------------------------------------------
 
 
+def _nothing_without_a_cluster(ctx: Any) -> bool:
+    """An admission engine with no cluster: Get and List answer null (see Services.null_without_resources)."""
+    return ctx.services.resources is None and ctx.services.null_without_resources
+
+
 def do_get(ctx: Any, function: str, api_version: Any, resource: Any, namespace: Any, name: Any) -> Any:
     _check_strings(function, api_version, resource, namespace, name)
+    if _nothing_without_a_cluster(ctx):
+        return None
     resources = _provider(ctx, function)
     try:
         return to_cel_value(resources.get(api_version, resource, namespace, name))
@@ -155,6 +166,8 @@ def do_get(ctx: Any, function: str, api_version: Any, resource: Any, namespace: 
 def do_list(ctx: Any, function: str, api_version: Any, resource: Any, namespace: Any, labels: Any = None) -> Any:
     _check_strings(function, api_version, resource, namespace)
     selector = None if labels is None else _labels(function, labels)
+    if _nothing_without_a_cluster(ctx):
+        return None
     resources = _provider(ctx, function)
     try:
         return to_cel_value(resources.list(api_version, resource, namespace, selector))

@@ -174,6 +174,23 @@ def test_missing_provider(expression: str) -> None:
     check_case(expression, Err("evaluation", "no cluster resource lookup is configured"))
 
 
+# An admission engine without a cluster (celmut.service.assembly.without_cluster): Get and List find
+# nothing (null), so the placement presets fall back to names and hashes without an error; creating
+# and mapping kinds still need a cluster.
+NO_CLUSTER = [
+    ('resource.Get("v1", "configmaps", "default", "x")', None),
+    ('resource.List("v1", "pods", "default", {"a": "b"})', None),
+    ('dyn(resource.List("apps/v1", "deployments", "default")) == null', True),
+    ('resource.Post("v1", "configmaps", "default", {"metadata": {"name": "x"}})', Err("evaluation", "no cluster")),
+    ('resource.ToGVR("v1", "ConfigMap")', Err("evaluation", "no cluster resource lookup is configured")),
+]
+
+
+@cases(NO_CLUSTER)
+def test_an_engine_without_a_cluster_finds_nothing(expression: str, expected: Any) -> None:
+    check_case(expression, expected, services=Services(null_without_resources=True))
+
+
 # --- provider failures (fakes of a cluster client) --------------------------------------------------------
 
 
