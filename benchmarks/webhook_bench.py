@@ -10,10 +10,11 @@ from the moment each request was due. CPU per request is the server process's us
 over the timed phase. The two servers are measured in A-B-B-A order to even out drift.
 
     python benchmarks/webhook_bench.py [--rate 200] [--seconds 8] [--baseline DIR] [--no-match]
-        [--workers N] [--h11-floor]
+        [--workers N] [--baseline-workers N] [--h11-floor]
 
 ``--baseline DIR`` also serves the celmut package found in DIR (e.g. ``git archive main celmut | tar
--x -C DIR``) as a third server, so a change is measured before/after in the same run (A-B-C-C-B-A).
+-x -C DIR``) as a third server, so a change is measured before/after in the same run (A-B-C-C-B-A);
+``--baseline . --workers 2 --baseline-workers 1`` compares two workers with one, side by side.
 """
 
 from __future__ import annotations
@@ -242,6 +243,9 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a directory holding another celmut package to serve beside")
     parser.add_argument("--no-match", action="store_true", help="20 policies, none matching the Pod")
     parser.add_argument("--workers", type=int, default=1, help="celmut serve --workers N (default 1)")
+    parser.add_argument(
+        "--baseline-workers", type=int, help="the baseline's --workers (default: --workers); with --baseline ."
+    )
     parser.add_argument("--h11-floor", action="store_true", help="also the floor on uvicorn's h11 + asyncio")
     parser.add_argument("--serve-floor", nargs=4, metavar=("PORT", "CERT", "KEY", "STACK"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -279,6 +283,8 @@ def main() -> None:
         ports["baseline"] = free_port()
         command = [*commands["celmut"]]
         command[command.index(str(ports["celmut"]))] = str(ports["baseline"])
+        if args.baseline_workers is not None:
+            command[-1] = str(args.baseline_workers)  # --workers N is the command's last pair
         commands["baseline"] = command
         environments["baseline"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
     logs = {name: (work / f"{name}.log").open("wb") for name in commands}  # a full pipe would stall a server
@@ -351,7 +357,8 @@ def main() -> None:
                 "",
             ]
         )
-    headers = ["server", "p50 ms", "p99 ms", "achieved req/s", "CPU ms/req", "max req/s (8 conc.)", "CPU ms/req there", "errors", "patched"]
+    headers = ["server", "p50 ms", "p99 ms", "achieved req/s", "CPU ms/req", "max req/s (8 conc.)"]
+    headers += ["CPU ms/req there", "errors", "patched"]
     print(table("", headers, rows))
     target = 1.2 if args.no_match else 2.0
     print(f"targets (issue 30): CPU per request ≤ {target}× the httptools+uvloop floor at this rate: "
