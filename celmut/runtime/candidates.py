@@ -90,5 +90,9 @@ class ExceptionIndex:
             for name in dict.fromkeys(ref_name for ref_name, _ in exception.policy_refs):
                 self._by_name.setdefault(name, []).append(exception)
 
+    def __bool__(self) -> bool:
+        """Whether any PolicyException names any policy (most clusters: none, and the hot path skips them)."""
+        return bool(self._by_name)
+
     def naming(self, name: str, kind: str) -> list[CompiledException]:
         return [e for e in self._by_name.get(name, ()) if e.refers_to(name, kind)]

@@ -226,7 +226,7 @@ class PolicyEvaluator:
     ) -> Evaluation:
         """Exceptions → conditions → mutations → audit annotations, for a policy past its precheck."""
         exceptions: ExceptionMatch | None = None
-        if how.honours_exceptions:
+        if how.honours_exceptions and self._exceptions:  # none loaded: the variable's default, as below
             exceptions = match_exceptions(self._exceptions, policy, context, current)
             if exceptions.skipped_by is not None:
                 name = exceptions.skipped_by
