@@ -31,16 +31,17 @@ class ObjectDumper(_BASE):  # type: ignore[valid-type,misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
+        self._resolved: dict[str, str] = {}  # a plain scalar's text → its tag
 
     def resolve(self, kind: type[Node], value: Any, implicit: Any) -> Any:
         """The tag a scalar's text reads back as, remembered per text (no path resolvers are registered)."""
         if kind is not ScalarNode:
             return super().resolve(kind, value, implicit)
-        key = (value, implicit)
-        tag = self._resolved.get(key)
+        if not implicit[0]:  # not plain: a string whatever its text (PyYAML's BaseResolver.resolve)
+            return self.DEFAULT_SCALAR_TAG
+        tag = self._resolved.get(value)
         if tag is None:
-            tag = self._resolved[key] = super().resolve(kind, value, implicit)
+            tag = self._resolved[value] = super().resolve(kind, value, implicit)
         return tag
 
     def represent_data(self, data: Any) -> Any:
