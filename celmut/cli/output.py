@@ -19,6 +19,7 @@ import orjson
 import yaml
 
 from celmut.cli.console import Palette
+from celmut.cli.yaml_dumper import ObjectDumper
 
 OBJECT_FORMATS = ("yaml", "json", "name")
 
@@ -42,10 +43,6 @@ def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-# libyaml's emitter where PyYAML was built with it (the pure-Python one is ~10x slower); same output
-_DUMPER: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
 def to_json(data: Any) -> str:
     """Indented JSON (UTF-8 text, as kubectl prints it) by orjson, ~10x the standard library; an
     integer outside 64 bits, which orjson refuses, falls back to :mod:`json` with the same layout."""
@@ -58,7 +55,7 @@ def to_json(data: Any) -> str:
 def render(objects: Sequence[dict[str, Any]], fmt: str) -> str:
     """The objects in one of :data:`OBJECT_FORMATS`, ending with a newline (or empty)."""
     if fmt == "yaml":
-        return yaml.dump_all(objects, Dumper=_DUMPER, sort_keys=False, default_flow_style=False) if objects else ""
+        return yaml.dump_all(objects, Dumper=ObjectDumper, sort_keys=False, default_flow_style=False) if objects else ""
     if fmt == "json":
         return to_json(objects[0] if len(objects) == 1 else as_list(objects)) + "\n"
     if fmt == "name":

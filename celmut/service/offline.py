@@ -156,7 +156,7 @@ class OfflineCluster:
             result = self.engine.admit(request, explain=explain)
             run = ResourceRun(resource, result)
             if result.allowed and result.object is not None:
-                self.cluster.put(result.object)
+                self.cluster.keep(result.object)  # nothing changes an admitted object: no copy
             if result.allowed:
                 run.targets = mutate_existing(self.engine, trigger=request)
                 self._store(run.targets)
@@ -173,4 +173,4 @@ class OfflineCluster:
     def _store(self, targets: Iterable[TargetResult]) -> None:
         for target in targets:
             if target.changed and target.mutated is not None:
-                self.cluster.put(target.mutated)
+                self.cluster.keep(target.mutated)

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from celmut.errors import CelmutError
+from celmut.sources.yaml_loader import KubernetesLoader
 
 YAML_SUFFIXES = (".yaml", ".yml")
 DOCUMENT_SUFFIXES = (*YAML_SUFFIXES, ".json")
@@ -34,21 +35,6 @@ class DocumentError(CelmutError):
         super().__init__(f"{path}: {message}")
         self.path = path
         self.message = message
-
-
-# libyaml's C parser where PyYAML was built with it: the pure-Python scanner dominated reading
-# thousands of resources (issue 16: ~7x a libyaml read). Same constructor and resolvers either way.
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _KubernetesLoader(_SAFE_LOADER):  # type: ignore[valid-type,misc]
-    """SafeLoader (libyaml's when available) without the timestamp resolver."""
-
-
-_KubernetesLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 @dataclass(frozen=True)
@@ -77,7 +63,7 @@ def parse_text(text: str, path: str = "<input>") -> list[Any]:
         else:  # standard input that is not JSON is read as YAML (a flow mapping starts with "{" too)
             return _flatten(data if isinstance(data, list) else [data])
     try:
-        docs = [d for d in yaml.load_all(text, Loader=_KubernetesLoader) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=KubernetesLoader) if d is not None]
     except yaml.YAMLError as ex:
         mark = getattr(ex, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
