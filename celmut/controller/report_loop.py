@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from celmut.controller.reconcile import DRIFT, Outcome
 from celmut.controller.reporting import BackgroundReports
 from celmut.kube.admission_errors import SELECTOR, parse_event
 from celmut.kube.cache import WatchedCache
@@ -172,6 +173,15 @@ class ReportLoop:
         errors = [e for e in map(parse_event, self._error_events.items()) if e is not None]
         if errors:
             self.scanner.admission_errors(sorted(errors, key=lambda e: e.time))
+
+    def target_patched(self, outcome: Outcome) -> None:
+        """A worker patched a mutateExisting target: its report gets the policies' results (kept, like
+        every result, until the next pass writes them)."""
+        if outcome.written is None:
+            return
+        policies = {c.policy for c in outcome.changes if c.mutation != DRIFT}
+        if policies:
+            self.scanner.target_patched(outcome.written, outcome.key.resource, policies)
 
     def stop(self) -> None:
         if self._error_events is not None:

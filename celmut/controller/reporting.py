@@ -12,10 +12,11 @@ changes (watch), every policy when it changes, everything on the periodic scan; 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,8 @@ from celmut.runtime.report_results import (
     PROCESS_BACKGROUND,
     PolicyReporting,
     ReportResult,
+    mutate_existing_result,
+    process_of,
     reporting_of,
     result_of,
 )
@@ -95,7 +98,10 @@ def reported_policies(
         resources: set[tuple[str, str]] = set()
         for policy in policies:
             resources |= watched_resources(policy)
-        engine_of_one = narrowed(engine, policies)  # the same settings, schemas and exceptions
+        # the same settings, schemas and exceptions; a policy with admission off is scanned all the same
+        # (Kyverno's background scan evaluates every policy with background processing on)
+        scanned_as_created = [p if p.admission else dataclasses.replace(p, admission=True) for p in policies]
+        engine_of_one = narrowed(engine, scanned_as_created)
         out[key] = ReportedPolicy(facts[key], engine_of_one, frozenset(resources), not scanned[key])
     return out
 
@@ -113,7 +119,13 @@ def scan_object(
         request = AdmissionInput.from_object(obj, operation, old_object=old)
         process = PROCESS_ADMISSION
     outcomes = policy.engine.admit(request).outcomes
-    results = (result_of(o, policy.reporting, process, now, scanned=admitted is None) for o in outcomes)
+    reported_as = {
+        f"{e.namespace}/{e.name}" if e.namespace else e.name: e.report_result for e in policy.engine.exceptions
+    }
+    results = (
+        result_of(o, policy.reporting, process, now, scanned=admitted is None, exception_results=reported_as)
+        for o in outcomes
+    )
     return [r for r in results if r is not None]
 
 
@@ -150,6 +162,8 @@ class BackgroundReports:
         self._successors: dict[str, dict[str, str]] = {}
         # error key -> (admission time, old resourceVersion) of the last one applied
         self._errors_seen: dict[tuple[str, str, str, str, str], tuple[int, str]] = {}
+        # policy key -> uids of the targets its mutateExisting patched (their results outlive full scans)
+        self._patched: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     # --- policies --------------------------------------------------------------------------------
@@ -161,7 +175,10 @@ class BackgroundReports:
         self._engine = engine
         policies = reported_policies(engine, background=self.background, admission=self.admission)
         exceptions = repr(
-            [(e.namespace, e.name, e.policy_refs, [c.source for c in e.match_conditions]) for e in engine.exceptions]
+            [
+                (e.namespace, e.name, e.policy_refs, [c.source for c in e.match_conditions], e.report_result)
+                for e in engine.exceptions
+            ]
         )
         fingerprints = {
             key: (
@@ -173,6 +190,8 @@ class BackgroundReports:
         }
         changed = [key for key, fp in fingerprints.items() if self._fingerprints.get(key) != fp]
         self._policies, self._fingerprints = policies, fingerprints
+        with self._lock:
+            self._patched = {key: uids for key, uids in self._patched.items() if key in policies}
         self.writer.keep_policies(policies)
         for resource in sorted(set().union(*(p.resources for p in policies.values())) - self._watched):
             self._watch(*resource)
@@ -191,6 +210,8 @@ class BackgroundReports:
                 uid = metadata.get("uid")
                 if uid:
                     self.writer.forget_resource(str(uid))
+                    for patched in self._patched.values():
+                        patched.discard(str(uid))
                     self._evaluated.pop(str(uid), None)
                     self._held.pop(str(uid), None)
                     self._successors.pop(str(uid), None)
@@ -262,13 +283,39 @@ class BackgroundReports:
             if error.time < newest and self._evaluated.get(ref.uid, {}).get(error.policy) != version:
                 continue  # a later result about this state (a scan after the admission)
             failed = PolicyOutcome(error.policy, "", "error", error.message, binding=error.binding)
-            result = result_of(failed, policy.reporting, PROCESS_ADMISSION, error.time)
+            # results.go selectProcess: the policy's evaluation settings name the process, not the path
+            result = result_of(failed, policy.reporting, process_of(policy.reporting), error.time, scanned=False)
             if result is None:
                 continue
             self.on_result("error", PROCESS_ADMISSION)
             self.writer.put(ref, error.policy, [result])
             self._held.setdefault(ref.uid, {})[error.policy] = version
         return retry
+
+    # --- mutateExisting ----------------------------------------------------------------------------
+
+    def target_patched(self, target: dict[str, Any], resource: str, policies: Iterable[str]) -> None:
+        """The controller's mutateExisting patched ``target`` (a ``resource``) for the named policies
+        (display names): each reported one gets a ``pass`` on the target with the ``patched-target``
+        property, as Kyverno reports on the targets its mutateExisting updates (pkg/background/mpol/
+        processor.go ``audit``). It stands until a scan of the target says otherwise or the target goes:
+        a full scan of a policy whose matchConstraints do not name the target's kind keeps it."""
+        ref = ResourceRef.of(target)
+        if ref is None:
+            return
+        names = set(policies)
+        now = int(self.clock())
+        for key, policy in list(self._policies.items()):
+            if not any(p.display_name in names for p in policy.engine.policies):
+                continue
+            result = mutate_existing_result(policy.reporting, target, now)
+            self.on_result(result.result, dict(result.properties).get("process", ""))
+            self.writer.put(ref, key, [result])
+            with self._lock:
+                self._patched.setdefault(key, set()).add(ref.uid)
+            api_version = str(target.get("apiVersion") or "")
+            if (api_version, resource) not in self._watched:
+                self._watch(api_version, resource)  # to forget the result with the target
 
     def keys(self) -> list[str]:
         """The keys of the reported policies."""
@@ -290,6 +337,8 @@ class BackgroundReports:
                     continue
                 for obj in cache.items():
                     evaluations += self._record(policy, _typed(obj, cache.kind, api_version), now, seen)
+            with self._lock:
+                seen |= self._patched.get(key, set())
             self.writer.retain_resources(key, seen)
         return evaluations
 

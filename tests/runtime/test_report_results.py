@@ -14,6 +14,8 @@ from celmut.runtime.report_results import (
     PROCESS_BACKGROUND,
     PolicyReporting,
     ReportResult,
+    mutate_existing_result,
+    patched_target,
     result_of,
 )
 from celmut.runtime.results import PolicyOutcome
@@ -31,40 +33,94 @@ def outcome(status: str, **fields: Any) -> PolicyOutcome:
 
 CASES = [
     # scanner.go: a pass whose patched resource differs from the stored one is a fail
-    ("background, would change: fail", outcome("applied"), MPOL, PROCESS_BACKGROUND,
-     {"result": "fail", "message": "mutation is not applied", "rule": "",
-      "properties": {"process": "background scan"}}),
+    (
+        "background, would change: fail",
+        outcome("applied"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {
+            "result": "fail",
+            "message": "mutation is not applied",
+            "rule": "",
+            "properties": {"process": "background scan"},
+        },
+    ),
     # engine.go: RulePass("", Mutation, "success")
-    ("background, already mutated: pass", outcome("unchanged"), MPOL, PROCESS_BACKGROUND,
-     {"result": "pass", "message": "success", "rule": ""}),
-    ("admission, applied: pass", outcome("applied"), MPOL, PROCESS_ADMISSION,
-     {"result": "pass", "message": "success", "properties": {"process": "admission review"}}),
+    (
+        "background, already mutated: pass",
+        outcome("unchanged"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {"result": "pass", "message": "success", "rule": ""},
+    ),
+    (
+        "admission, applied: pass",
+        outcome("applied"),
+        MPOL,
+        PROCESS_ADMISSION,
+        {"result": "pass", "message": "success", "properties": {"process": "admission review"}},
+    ),
     # engine.go: CompiledPolicy.Evaluate returns nil (a matchCondition is false): RuleSkip("", ..., "skip")
-    ("matchCondition false: skip", outcome("skipped", cause="matchCondition", cause_name="c0"), MPOL,
-     PROCESS_BACKGROUND, {"result": "skip", "message": "skip", "rule": ""}),
+    (
+        "matchCondition false: skip",
+        outcome("skipped", cause="matchCondition", cause_name="c0"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {"result": "skip", "message": "skip", "rule": ""},
+    ),
     # engine.go: RuleSkip("exception", ..., "rule is skipped due to policy exception: <keys>"); results.go
     # adds the exceptions property (names, comma-separated)
-    ("exception: skip", outcome("excepted", cause="exception", cause_name="team-a/spare-b"), MPOL,
-     PROCESS_BACKGROUND,
-     {"result": "skip", "rule": "exception", "message": "rule is skipped due to policy exception: team-a/spare-b",
-      "properties": {"exceptions": "spare-b", "process": "background scan"}}),
+    (
+        "exception: skip",
+        outcome("excepted", cause="exception", cause_name="team-a/spare-b"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {
+            "result": "skip",
+            "rule": "exception",
+            "message": "rule is skipped due to policy exception: team-a/spare-b",
+            "properties": {"exceptions": "spare-b", "process": "background scan"},
+        },
+    ),
     # engine.go: RuleError("evaluation", ..., "failed to evaluate policy", err)
-    ("error", outcome("error", reason="no such key: team", path="spec.mutations[0]"), MPOL, PROCESS_BACKGROUND,
-     {"result": "error", "rule": "evaluation",
-      "message": "failed to evaluate policy: spec.mutations[0]: no such key: team"}),
+    (
+        "error",
+        outcome("error", reason="no such key: team", path="spec.mutations[0]"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {
+            "result": "error",
+            "rule": "evaluation",
+            "message": "failed to evaluate policy: spec.mutations[0]: no such key: team",
+        },
+    ),
     # results.go: a fail of an unscored policy is a warn
     ("unscored fail: warn", outcome("applied"), UNSCORED, PROCESS_BACKGROUND, {"result": "warn", "scored": False}),
     # results.go: cache.MetaNamespaceKeyFunc names a namespaced policy namespace/name
     ("namespaced policy key", outcome("unchanged"), NS_MPOL, PROCESS_BACKGROUND, {"policy": "team-a/add-labels"}),
     # results.go: category and severity from the policies.kyverno.io annotations
-    ("category and severity", outcome("unchanged"), ANNOTATED, PROCESS_BACKGROUND,
-     {"category": "Best Practices", "severity": "low"}),
+    (
+        "category and severity",
+        outcome("unchanged"),
+        ANNOTATED,
+        PROCESS_BACKGROUND,
+        {"category": "Best Practices", "severity": "low"},
+    ),
     # results.go: a MAP result names the policy as its rule, its binding as mapBinding; pkg/admissionpolicy
     # mutate: RulePass(name, ..., "mutation is successfully applied")
-    ("MutatingAdmissionPolicy pass", outcome("unchanged", binding="set-replicas-binding"), MAP, PROCESS_BACKGROUND,
-     {"source": "MutatingAdmissionPolicy", "policy": "set-replicas", "rule": "set-replicas",
-      "message": "mutation is successfully applied",
-      "properties": {"mapBinding": "set-replicas-binding", "process": "background scan"}}),
+    (
+        "MutatingAdmissionPolicy pass",
+        outcome("unchanged", binding="set-replicas-binding"),
+        MAP,
+        PROCESS_BACKGROUND,
+        {
+            "source": "MutatingAdmissionPolicy",
+            "policy": "set-replicas",
+            "rule": "set-replicas",
+            "message": "mutation is successfully applied",
+            "properties": {"mapBinding": "set-replicas-binding", "process": "background scan"},
+        },
+    ),
 ]
 
 
@@ -103,3 +159,67 @@ def test_a_stored_result_reads_back_equal() -> None:
     result = result_of(outcome("excepted", cause_name="ns/e"), MPOL, PROCESS_BACKGROUND, 42)
     assert result is not None
     assert ReportResult.from_dict(result.to_dict()) == result
+
+
+def test_an_exception_whose_report_result_is_pass_reports_a_pass() -> None:
+    """PolicyException ``spec.reportResult: pass``: RulePass("exception", ..., "rule is passed due to policy
+    exception: <ns/name>") with the exceptions property (chainsaw mutating-policies/reporting/
+    with-exception-pass-result); any other exception stays a skip."""
+    excepted = outcome("excepted", cause="exception", cause_name="team-a/spare-b")
+    passed = result_of(excepted, MPOL, PROCESS_BACKGROUND, 0, exception_results={"team-a/spare-b": "pass"})
+    assert passed is not None
+    assert (passed.result, passed.rule, passed.message) == (
+        "pass",
+        "exception",
+        "rule is passed due to policy exception: team-a/spare-b",
+    )
+    assert dict(passed.properties) == {"exceptions": "spare-b", "process": "background scan"}
+    other = result_of(excepted, MPOL, PROCESS_BACKGROUND, 0, exception_results={"team-a/other": "pass"})
+    assert other is not None and other.result == "skip"
+
+
+def test_audit_annotations_are_properties_under_their_own_keys() -> None:
+    """The mpol engine hands a policy's evaluated auditAnnotations to its rule response as properties, which
+    ToPolicyReportResult copies (chainsaw mutating-policies/reporting/audit-annotations: ``resource-name``,
+    ``data-key``); the runtime keys them ``<policy>.<key>`` as the audit log does. Not on a skip or error."""
+    annotated = outcome("unchanged", audit_annotations={"add-labels.resource-name": "cm/x", "add-labels.k.v": "1"})
+    result = result_of(annotated, MPOL, PROCESS_BACKGROUND, 0)
+    assert result is not None
+    assert dict(result.properties) == {"process": "background scan", "resource-name": "cm/x", "k.v": "1"}
+    failed = result_of(outcome("error", reason="boom", audit_annotations={"add-labels.a": "b"}), MPOL, "x", 0)
+    assert failed is not None and dict(failed.properties) == {"process": "x"}
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        # Go's schema.GroupVersionKind.String(): "<group>/<version>, Kind=<kind>" (core: empty group)
+        (
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}},
+            "/v1, Kind=ConfigMap Name=cm Namespace=ns",
+        ),
+        (
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"}},
+            "apps/v1, Kind=Deployment Name=web Namespace=prod",
+        ),
+        ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}, "/v1, Kind=Namespace Name=team-a"),
+    ],
+)
+def test_a_target_mutate_existing_patched_is_a_pass_with_the_patched_target_property(
+    target: dict[str, Any], expected: str
+) -> None:
+    """pkg/background/mpol/processor.go ``audit`` reports on the patched target; results.go
+    MutationEngineResponseToReportResults adds ``patched-target`` (getResourceInfo); the process follows the
+    policy's evaluation settings (selectProcess)."""
+    result = mutate_existing_result(MPOL, target, 7)
+    assert patched_target(target) == expected
+    assert {k: v for k, v in result.to_dict().items() if k != "timestamp"} == {
+        "message": "success",
+        "policy": "add-labels",
+        "properties": {"patched-target": expected, "process": "background scan"},
+        "result": "pass",
+        "scored": True,
+        "source": "KyvernoMutatingPolicy",
+    }
+    admission_only = PolicyReporting(key="add-labels", source="KyvernoMutatingPolicy", background=False)
+    assert dict(mutate_existing_result(admission_only, target, 7).properties)["process"] == "admission review"
