@@ -164,6 +164,7 @@ class BackgroundReports:
         self._errors_seen: dict[tuple[str, str, str, str, str], tuple[int, str]] = {}
         # policy key -> uids of the targets its mutateExisting patched (their results outlive full scans)
         self._patched: dict[str, set[str]] = {}
+        self._to_watch: set[tuple[str, str]] = set()  # their kinds, watched from the next pass on
         self._lock = threading.Lock()
 
     # --- policies --------------------------------------------------------------------------------
@@ -287,7 +288,7 @@ class BackgroundReports:
             result = result_of(failed, policy.reporting, process_of(policy.reporting), error.time, scanned=False)
             if result is None:
                 continue
-            self.on_result("error", PROCESS_ADMISSION)
+            self.on_result("error", dict(result.properties).get("process", ""))
             self.writer.put(ref, error.policy, [result])
             self._held.setdefault(ref.uid, {})[error.policy] = version
         return retry
@@ -313,9 +314,7 @@ class BackgroundReports:
             self.writer.put(ref, key, [result])
             with self._lock:
                 self._patched.setdefault(key, set()).add(ref.uid)
-            api_version = str(target.get("apiVersion") or "")
-            if (api_version, resource) not in self._watched:
-                self._watch(api_version, resource)  # to forget the result with the target
+                self._to_watch.add((str(target.get("apiVersion") or ""), resource))  # to forget it with the target
 
     def keys(self) -> list[str]:
         """The keys of the reported policies."""
@@ -346,6 +345,9 @@ class BackgroundReports:
         """Rescan the resources that changed since the last call (each once, however often it changed)."""
         with self._lock:
             changed, self._changed = self._changed, {}
+            to_watch, self._to_watch = self._to_watch - self._watched, set()
+        for watched in sorted(to_watch):  # on the reporting thread: a worker never waits for a watch
+            self._watch(*watched)
         now = int(self.clock())
         evaluations = 0
         for (api_version, resource, namespace, name), (operation, old) in changed.items():
