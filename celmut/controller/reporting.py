@@ -17,11 +17,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller.triggers import policy_fingerprint
+from celmut.controller.violation_events import Violation, ViolationEvents
 from celmut.kube.admission_errors import AdmissionError
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
@@ -54,6 +55,7 @@ class ReportedPolicy:
     engine: AdmissionEngine
     resources: frozenset[tuple[str, str]]  # (apiVersion, plural) its matchConstraints name
     admission_only: bool = False  # background off: reported from admissions only ("admission review")
+    source: dict[str, Any] = field(default_factory=dict, repr=False)  # the policy object (its Events name it)
 
 
 def watched_resources(policy: CompiledPolicy) -> set[tuple[str, str]]:
@@ -102,7 +104,8 @@ def reported_policies(
         # (Kyverno's background scan evaluates every policy with background processing on)
         scanned_as_created = [p if p.admission else dataclasses.replace(p, admission=True) for p in policies]
         engine_of_one = narrowed(engine, scanned_as_created)
-        out[key] = ReportedPolicy(facts[key], engine_of_one, frozenset(resources), not scanned[key])
+        source = dict(getattr(policies[0].definition, "raw", None) or {})
+        out[key] = ReportedPolicy(facts[key], engine_of_one, frozenset(resources), not scanned[key], source)
     return out
 
 
@@ -141,7 +144,9 @@ class BackgroundReports:
         clock: Callable[[], float] = time.time,
         background: bool = True,  # scan the policies with background processing on
         admission: bool = True,  # report the others from the admissions the watches see
+        violations: ViolationEvents | None = None,  # PolicyViolation Events for what a scan finds failing
     ) -> None:
+        self.violations = violations
         self.background = background
         self.admission = admission
         self.caches = caches
@@ -384,7 +389,14 @@ class BackgroundReports:
                 return 0
             del held[key]
         self._evaluated.setdefault(ref.uid, {})[key] = version
+        failing = self.violations is not None and any(
+            r.policy == key and r.result == "fail" for r in self.writer.results(ref.uid)
+        )
         results = scan_object(policy, obj, now, admitted)
+        if self.violations is not None and admitted is None and not failing:
+            for result in results:
+                if result.result == "fail":  # it just became a fail: Kyverno's PolicyViolation Events
+                    self.violations.add(Violation(policy.source, obj, key, result.message))
         for result in results:
             self.on_result(result.result, dict(result.properties).get("process", ""))
         if results and seen is not None:

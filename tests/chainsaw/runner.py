@@ -17,7 +17,8 @@ What it does of chainsaw (docs: chainsaw.kyverno.io, "Operations"):
 Two kinds of declared adjustments, each with its reason, reported by :class:`Run`:
 
 * :data:`DIVERGENCES` — where celmut is deliberately not Kyverno (its own reports' ``managed-by``
-  label, its own policy status conditions): the expectation is translated, never dropped;
+  label, its own policy status conditions, its own Events' component): the expectation is translated,
+  never dropped;
 * a file the index of upstream sources stores once for identical content (``dedup.yaml``) is read from
   the sibling test that holds it.
 """
@@ -82,7 +83,16 @@ def _policy_conditions(doc: Obj) -> str | None:
     return "MutatingPolicy readiness: Kyverno's WebhookConfigured/RBACPermissionsGranted -> conditionStatus.ready"
 
 
-DIVERGENCES: tuple[Callable[[Obj], str | None], ...] = (_report_label, _policy_conditions)
+def _event_component(doc: Obj) -> str | None:
+    """celmut's Events name celmut's components: the background scan's PolicyViolation Events come from
+    ``celmut-scan`` where Kyverno's come from ``kyverno-scan`` (celmut/controller/violation_events.py)."""
+    if doc.get("kind") != "Event" or doc.get("reportingComponent") != "kyverno-scan":
+        return None
+    doc["reportingComponent"] = "celmut-scan"
+    return "Event reportingComponent kyverno-scan -> celmut-scan (celmut's own component)"
+
+
+DIVERGENCES: tuple[Callable[[Obj], str | None], ...] = (_report_label, _policy_conditions, _event_component)
 
 
 # --- the run -----------------------------------------------------------------------------------------

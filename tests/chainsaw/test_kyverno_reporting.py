@@ -56,11 +56,6 @@ EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
         "(pkg/background/mpol/processor.go audit) reports 'success' in mutate-existing/report-assert.yaml "
         "(4ab279c1), which celmut follows",
     ),
-    "mutating-policies/reporting/events-violation": (
-        "verify events/event-assert.yaml: no Event matches",
-        "celmut writes no PolicyViolation Events for background-scan failures (Kyverno's, from reportingComponent "
-        "kyverno-scan, on the policy and on the resource): a known gap of issue 28",
-    ),
 }
 
 #: Operations not run in a case, and why (``<step>/<file>``).
