@@ -33,6 +33,7 @@ from celmut.runtime.report_results import (
     PROCESS_BACKGROUND,
     PolicyReporting,
     ReportResult,
+    exception_results_of,
     mutate_existing_result,
     process_of,
     reporting_of,
@@ -122,9 +123,7 @@ def scan_object(
         request = AdmissionInput.from_object(obj, operation, old_object=old)
         process = PROCESS_ADMISSION
     outcomes = policy.engine.admit(request).outcomes
-    reported_as = {
-        f"{e.namespace}/{e.name}" if e.namespace else e.name: e.report_result for e in policy.engine.exceptions
-    }
+    reported_as = exception_results_of(policy.engine.exceptions)
     results = (
         result_of(o, policy.reporting, process, now, scanned=admitted is None, exception_results=reported_as)
         for o in outcomes

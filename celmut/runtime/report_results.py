@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from celmut.compile.compiled import CompiledPolicy
+    from celmut.compile.compiled import CompiledException, CompiledPolicy
     from celmut.runtime.results import PolicyOutcome
 
 Result = Literal["pass", "fail", "warn", "error", "skip"]
@@ -227,6 +227,12 @@ def result_of(
         severity=policy.severity,
         timestamp=now,
     )
+
+
+def exception_results_of(exceptions: Iterable[CompiledException]) -> dict[str, str]:
+    """Each PolicyException's ``spec.reportResult`` by ``namespace/name`` (the name an excepted outcome
+    carries), for :func:`result_of`."""
+    return {f"{e.namespace}/{e.name}" if e.namespace else e.name: e.report_result for e in exceptions}
 
 
 def patched_target(target: Mapping[str, Any]) -> str:
