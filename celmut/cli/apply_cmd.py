@@ -213,8 +213,11 @@ def _apply(args: argparse.Namespace, backend: str, connection: tuple[Cluster, Re
         sys.stdout.write(apply_report.table(found, console.palette(args), detailed=args.detailed_results))
     elif args.policy_report:
         from celmut.cli import apply_policy_report
+        from celmut.runtime.report_results import exception_results_of
 
-        found_reports = apply_policy_report.reports(runs, compiled.policies, scanned=scanned)
+        found_reports = apply_policy_report.reports(
+            runs, compiled.policies, scanned=scanned, exception_results=exception_results_of(compiled.exceptions)
+        )
         sys.stdout.write(apply_policy_report.render(found_reports, "json" if args.output == "json" else "yaml"))
     elif args.diff:
         _print_diffs(runs, defaulted, scanned, console.palette(args))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -63,11 +63,13 @@ def reports(
     policies: Sequence[CompiledPolicy],
     now: int | None = None,
     scanned: Sequence[TargetResult] = (),
+    exception_results: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The ClusterPolicyReport ``merged`` (when a cluster-wide policy has a result), then one
     PolicyReport per namespaced policy with results. ``scanned``: the targets of mutateExisting policies
     with admission off (celmut evaluates them once, without a trigger); Kyverno's CLI evaluates the
-    targets within each input resource's pass, so each is reported once per input resource, about it."""
+    targets within each input resource's pass, so each is reported once per input resource, about it.
+    ``exception_results``: each PolicyException's ``reportResult`` by ``namespace/name`` (``pass``: a pass)."""
     stamp = int(time.time()) if now is None else now
     facts: dict[str, tuple[PolicyReporting, str]] = {}
     for policy in policies:
@@ -81,7 +83,9 @@ def reports(
             if outcome.policy not in facts:
                 continue
             reporting, namespace = facts[outcome.policy]
-            result = result_of(outcome, reporting, process_of(reporting), stamp, scanned=False)
+            result = result_of(
+                outcome, reporting, process_of(reporting), stamp, scanned=False, exception_results=exception_results
+            )
             if result is None:
                 continue
             if namespace:
@@ -92,7 +96,10 @@ def reports(
             if target.policy not in facts:
                 continue
             reporting, namespace = facts[target.policy]
-            result = result_of(target.outcome, reporting, process_of(reporting), stamp, scanned=False)
+            outcome = target.outcome
+            result = result_of(
+                outcome, reporting, process_of(reporting), stamp, scanned=False, exception_results=exception_results
+            )
             if result is None:
                 continue
             if namespace:

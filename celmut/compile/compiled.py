@@ -110,6 +110,7 @@ class CompiledException:
     allowed_values: tuple[str, ...] = ()
     priority: int = 0
     expires_at: datetime.datetime | None = None  # spec.expiresAt: from then on it skips nothing
+    report_result: str = "skip"  # spec.reportResult: how a report shows what it spared (skip or pass)
 
     def expired(self, now: datetime.datetime) -> bool:
         """kyverno/api PolicyException.IsExpired: ``spec.expiresAt`` has passed."""

@@ -232,6 +232,7 @@ def compile_exception(exception: PolicyException, backend: str | None = None) ->
         allowed_values=exception.allowed_values,
         priority=exception.priority,
         expires_at=exception.expires_at,
+        report_result=exception.report_result,
     )
 
 

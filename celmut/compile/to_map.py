@@ -360,8 +360,27 @@ def owned(native: NativePolicy, owner: Mapping[str, Any]) -> NativePolicy:
         "uid": meta.get("uid"),
     }
 
-    def stamp(document: Obj) -> Obj:
-        metadata = {**document["metadata"], "labels": {MANAGED_BY[0]: MANAGED_BY[1]}, "ownerReferences": [reference]}
+    def stamp(document: Obj, extra_labels: Mapping[str, str]) -> Obj:
+        labels = {MANAGED_BY[0]: MANAGED_BY[1], **extra_labels}
+        metadata = {**document["metadata"], "labels": labels, "ownerReferences": [reference]}
         return {**document, "metadata": metadata}
 
-    return NativePolicy(native.variant, stamp(native.policy), stamp(native.binding))
+    reporting = reporting_labels(meta.get("labels") or {})
+    return NativePolicy(native.variant, stamp(native.policy, reporting), stamp(native.binding, {}))
+
+
+REPORTS_ENABLED = "reports.kyverno.io/enabled"
+REPORTS_DISABLED = "reports.kyverno.io/disabled"
+
+
+def reporting_labels(policy_labels: Mapping[str, str]) -> dict[str, str]:
+    """The reporting choice of a MutatingPolicy, carried to the MutatingAdmissionPolicy generated from it
+    (native policies are reported only when opted in): ``reports.kyverno.io/disabled`` wins (any value),
+    else ``reports.kyverno.io/enabled: "true"`` opts in, anything else is no label (chainsaw
+    mutating-admission-policy-reports/background/generated-reporting-opt-in: generated-enabled.yaml,
+    generated-disabled.yaml, generated-absent.yaml)."""
+    if REPORTS_DISABLED in policy_labels:
+        return {REPORTS_DISABLED: str(policy_labels[REPORTS_DISABLED])}
+    if policy_labels.get(REPORTS_ENABLED) == "true":
+        return {REPORTS_ENABLED: "true"}
+    return {}

@@ -52,6 +52,7 @@ NO_API = (
     "skip generating MutatingAdmissionPolicy: requested but no MutatingAdmissionPolicy API/informers are available."
 )
 Obj = dict[str, Any]
+_REPORTING_LABELS = (to_map.REPORTS_ENABLED, to_map.REPORTS_DISABLED)  # carried from the policy to its MAP
 _RESOURCES = {
     "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
     "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings",
@@ -96,9 +97,11 @@ def _kept(obj: Mapping[str, Any]) -> tuple[Any, ...]:
     """What the generator owns of an object; a difference there is repaired."""
     meta = obj.get("metadata") or {}
     owners = [{k: r.get(k) for k in ("apiVersion", "kind", "name", "uid")} for r in meta.get("ownerReferences") or []]
-    label = (meta.get("labels") or {}).get(to_map.MANAGED_BY[0])
+    labels = meta.get("labels") or {}
+    label = labels.get(to_map.MANAGED_BY[0])
+    reporting = sorted((k, v) for k, v in labels.items() if k in _REPORTING_LABELS)
     source = (meta.get("annotations") or {}).get(to_map.GENERATED_FROM)
-    return obj.get("apiVersion"), label, source, owners, _defaulted(obj.get("spec"))
+    return obj.get("apiVersion"), label, reporting, source, owners, _defaulted(obj.get("spec"))
 
 
 def _exceptions(objects: Iterable[Obj], ownership: Ownership) -> list[PolicyException]:
@@ -268,7 +271,8 @@ class AdmissionPolicyGenerator:
                 outcome.created.append(name)
             else:
                 meta = found.get("metadata") or {}
-                labels = {**(meta.get("labels") or {}), **document["metadata"]["labels"]}
+                kept = {k: v for k, v in (meta.get("labels") or {}).items() if k not in _REPORTING_LABELS}
+                labels = {**kept, **document["metadata"]["labels"]}  # the reporting choice is the policy's
                 replacement = {
                     **document,
                     "metadata": {

@@ -80,6 +80,9 @@ def merge_work(old: Work, new: Work) -> Work:
     return {**old, **new}
 
 
+DRIFT = "admission (drift)"  # the mutation of a Change made by correcting drift, not by a mutateExisting target
+
+
 @dataclass(frozen=True)
 class Change:
     """Operations one mutation (or one admission policy, for drift) contributed."""
@@ -99,6 +102,7 @@ class Outcome:
     message: str = ""
     retry_after: float | None = None  # queue again after this many seconds
     failed: list[str] = field(default_factory=list)  # the policies whose evaluation failed
+    written: dict[str, Any] | None = field(default=None, repr=False)  # the target as patched (action "patched")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -236,7 +240,7 @@ class Reconciler:
                     errors.append(outcome.message)
                     failed.append(outcome.policy)
                 elif outcome.status == "applied" and outcome.patch:
-                    changes.append(Change(outcome.policy, "admission (drift)", outcome.patch))
+                    changes.append(Change(outcome.policy, DRIFT, outcome.patch))
             if admitted.allowed and admitted.object is not None:
                 current = admitted.object
         return current, changes, errors
@@ -301,6 +305,7 @@ class Reconciler:
                 if written is None:
                     return Outcome(key, "idle", message="not the leader: nothing written")
                 outcome.action = "patched"
+                outcome.written = written
                 self._event(written, changes)
                 obj = written
             if needs_restart and restart:

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from celmut.controller.reconcile import DRIFT, Outcome
 from celmut.controller.reporting import BackgroundReports
+from celmut.controller.violation_events import ViolationEvents
 from celmut.kube.admission_errors import SELECTOR, parse_event
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
@@ -42,6 +44,7 @@ class ReportingConfig:
     interval: float = 2.0  # seconds between passes (how long changes coalesce)
     max_writes: int = 200  # report writes per pass
     max_results: int = MAX_RESULTS  # results per report
+    violation_events: bool = True  # PolicyViolation Events when a scan finds a resource failing a policy
 
 
 class ReportMetrics:
@@ -96,12 +99,14 @@ class ReportLoop:
             cluster, prefix=self._prefix(), limit=config.max_results, on_write=self.metrics.on_write
         )
         self.metrics.pending.set_function(self.writer.pending)
+        self.violations = ViolationEvents(limit=config.max_writes) if config.violation_events else None
         self.scanner = BackgroundReports(
             caches,
             self.writer,
             on_result=lambda result, process: self.metrics.results.labels(result, process).inc(),
             background=config.background,
             admission=config.admission,
+            violations=self.violations,
         )
         self.is_leader = is_leader
         self._due: set[str] | None = set()  # policy keys to scan; None: all
@@ -160,7 +165,10 @@ class ReportLoop:
             self.scanner.scan(None if due is None else sorted(due))
         self.scanner.rescan_changed()
         self._admission_errors()
-        return self.writer.flush(self.config.max_writes)
+        stats = self.writer.flush(self.config.max_writes)
+        if self.violations is not None:
+            self.violations.post(self.cluster)
+        return stats
 
     def _admission_errors(self) -> None:
         """The webhook's admission errors, from the Events it writes (a label-selected watch)."""
@@ -172,6 +180,15 @@ class ReportLoop:
         errors = [e for e in map(parse_event, self._error_events.items()) if e is not None]
         if errors:
             self.scanner.admission_errors(sorted(errors, key=lambda e: e.time))
+
+    def target_patched(self, outcome: Outcome) -> None:
+        """A worker patched a mutateExisting target: its report gets the policies' results (kept, like
+        every result, until the next pass writes them)."""
+        if outcome.written is None:
+            return
+        policies = {c.policy for c in outcome.changes if c.mutation != DRIFT}
+        if policies:
+            self.scanner.target_patched(outcome.written, outcome.key.resource, policies)
 
     def stop(self) -> None:
         if self._error_events is not None:

@@ -2,12 +2,15 @@
 
 As Kyverno's background scan does (kyverno ``pkg/controllers/report/background/controller.go`` and
 ``pkg/controllers/report/utils/scanner.go``): each policy whose ``spec.evaluation.background.enabled``
-is on (the default) and that ``reports.kyverno.io/disabled`` does not turn off — and each
+is on (the default) and that ``reports.kyverno.io/disabled`` does not turn off — and each opted-in
 MutatingAdmissionPolicy with a binding — is evaluated alone on every stored resource its
-matchConstraints name, as a CREATE of that resource. What it would still change is a ``fail``, what
-it leaves as it is a ``pass`` (:mod:`celmut.runtime.report_results`). A resource is rescanned when it
-changes (watch), every policy when it changes, everything on the periodic scan; results go to the
-:class:`~celmut.kube.report_writer.ReportWriter`, which writes one report per resource, coalesced.
+matchConstraints name, as a CREATE of that resource (:mod:`celmut.controller.reported_policies`).
+What it would still change is a ``fail``, what it leaves as it is a ``pass``
+(:mod:`celmut.runtime.report_results`). A resource is rescanned when it changes (watch), every policy
+when it changes, everything on the periodic scan; results go to the
+:class:`~celmut.kube.report_writer.ReportWriter`, which writes one report per resource, coalesced. The
+targets the controller's mutateExisting patches get Kyverno's result on theirs (:meth:`target_patched`),
+and what a scan finds newly failing a PolicyViolation Event pair (:mod:`celmut.controller.violation_events`).
 """
 
 from __future__ import annotations
@@ -15,106 +18,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from celmut.compile.compiled import CompiledPolicy
+from celmut.controller.reported_policies import ReportedPolicy, reported_policies, scan_object
 from celmut.controller.triggers import policy_fingerprint
+from celmut.controller.violation_events import Violation, ViolationEvents
 from celmut.kube.admission_errors import AdmissionError
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
-from celmut.runtime import AdmissionEngine, AdmissionInput
+from celmut.runtime import AdmissionEngine
 from celmut.runtime.report_objects import ResourceRef
-from celmut.runtime.report_results import (
-    PROCESS_ADMISSION,
-    PROCESS_BACKGROUND,
-    PolicyReporting,
-    ReportResult,
-    reporting_of,
-    result_of,
-)
+from celmut.runtime.report_results import mutate_existing_result, process_of, result_of
 from celmut.runtime.results import PolicyOutcome
-from celmut.service.assembly import narrowed
 
 log = logging.getLogger("celmut.reports")
 
 MAX_SUCCESSORS = 8  # changes remembered per resource, to tell which state an admission error is about
 ERROR_MEMORY = 7200.0  # seconds an applied admission error is remembered (twice the API server's event TTL)
-
-
-@dataclass
-class ReportedPolicy:
-    """One reported policy: its reporting facts and an engine that runs it (and its autogen variants) alone."""
-
-    reporting: PolicyReporting
-    engine: AdmissionEngine
-    resources: frozenset[tuple[str, str]]  # (apiVersion, plural) its matchConstraints name
-    admission_only: bool = False  # background off: reported from admissions only ("admission review")
-
-
-def watched_resources(policy: CompiledPolicy) -> set[tuple[str, str]]:
-    """(apiVersion, plural) of each resource a policy's resourceRules name exactly (wildcards and
-    subresources are not listed: Kyverno's background scan lists kinds, never ``*``)."""
-    out: set[tuple[str, str]] = set()
-    rules = list(policy.match.resource_rules)
-    for binding in policy.bindings:
-        if binding.match is not None:
-            rules += binding.match.resource_rules
-    for rule in rules:
-        for group in rule.api_groups:
-            for version in rule.api_versions:
-                for resource in rule.resources:
-                    if "*" in (group, version) or "*" in resource or "/" in resource:
-                        continue
-                    out.add((f"{group}/{version}" if group else version, resource))
-    return out
-
-
-def reported_policies(
-    engine: AdmissionEngine, *, background: bool = True, admission: bool = True
-) -> dict[str, ReportedPolicy]:
-    """The policies of ``engine`` that get reports, by report key: with ``background``, those with
-    background processing on (scanned); with ``admission``, the others with admission on (reported from
-    the admissions the watches see)."""
-    grouped: dict[str, list[CompiledPolicy]] = {}
-    facts: dict[str, PolicyReporting] = {}
-    scanned: dict[str, bool] = {}
-    for policy in engine.policies:
-        reporting = reporting_of(policy)
-        scan = background and reporting.background
-        if reporting.disabled or not (scan or (admission and reporting.admission)):
-            continue
-        scanned[reporting.key] = scan
-        if policy.kind == "MutatingAdmissionPolicy" and not policy.bindings:
-            continue
-        grouped.setdefault(reporting.key, []).append(policy)
-        facts[reporting.key] = reporting
-    out: dict[str, ReportedPolicy] = {}
-    for key, policies in grouped.items():
-        resources: set[tuple[str, str]] = set()
-        for policy in policies:
-            resources |= watched_resources(policy)
-        engine_of_one = narrowed(engine, policies)  # the same settings, schemas and exceptions
-        out[key] = ReportedPolicy(facts[key], engine_of_one, frozenset(resources), not scanned[key])
-    return out
-
-
-def scan_object(
-    policy: ReportedPolicy, obj: dict[str, Any], now: int, admitted: tuple[str, dict[str, Any] | None] | None = None
-) -> list[ReportResult]:
-    """The results of one policy on one stored object: as a background scan sees it (a CREATE of the
-    stored object), or, with ``admitted`` (operation, old object), as the admission that stored it did."""
-    if admitted is None:
-        request = AdmissionInput.from_object(obj, "CREATE")
-        process = PROCESS_BACKGROUND
-    else:
-        operation, old = admitted
-        request = AdmissionInput.from_object(obj, operation, old_object=old)
-        process = PROCESS_ADMISSION
-    outcomes = policy.engine.admit(request).outcomes
-    results = (result_of(o, policy.reporting, process, now, scanned=admitted is None) for o in outcomes)
-    return [r for r in results if r is not None]
 
 
 class BackgroundReports:
@@ -129,7 +50,9 @@ class BackgroundReports:
         clock: Callable[[], float] = time.time,
         background: bool = True,  # scan the policies with background processing on
         admission: bool = True,  # report the others from the admissions the watches see
+        violations: ViolationEvents | None = None,  # PolicyViolation Events for what a scan finds failing
     ) -> None:
+        self.violations = violations
         self.background = background
         self.admission = admission
         self.caches = caches
@@ -150,6 +73,9 @@ class BackgroundReports:
         self._successors: dict[str, dict[str, str]] = {}
         # error key -> (admission time, old resourceVersion) of the last one applied
         self._errors_seen: dict[tuple[str, str, str, str, str], tuple[int, str]] = {}
+        # policy key -> uids of the targets its mutateExisting patched (their results outlive full scans)
+        self._patched: dict[str, set[str]] = {}
+        self._to_watch: set[tuple[str, str]] = set()  # their kinds, watched from the next pass on
         self._lock = threading.Lock()
 
     # --- policies --------------------------------------------------------------------------------
@@ -161,7 +87,10 @@ class BackgroundReports:
         self._engine = engine
         policies = reported_policies(engine, background=self.background, admission=self.admission)
         exceptions = repr(
-            [(e.namespace, e.name, e.policy_refs, [c.source for c in e.match_conditions]) for e in engine.exceptions]
+            [
+                (e.namespace, e.name, e.policy_refs, [c.source for c in e.match_conditions], e.report_result)
+                for e in engine.exceptions
+            ]
         )
         fingerprints = {
             key: (
@@ -173,6 +102,8 @@ class BackgroundReports:
         }
         changed = [key for key, fp in fingerprints.items() if self._fingerprints.get(key) != fp]
         self._policies, self._fingerprints = policies, fingerprints
+        with self._lock:
+            self._patched = {key: uids for key, uids in self._patched.items() if key in policies}
         self.writer.keep_policies(policies)
         for resource in sorted(set().union(*(p.resources for p in policies.values())) - self._watched):
             self._watch(*resource)
@@ -191,6 +122,8 @@ class BackgroundReports:
                 uid = metadata.get("uid")
                 if uid:
                     self.writer.forget_resource(str(uid))
+                    for patched in self._patched.values():
+                        patched.discard(str(uid))
                     self._evaluated.pop(str(uid), None)
                     self._held.pop(str(uid), None)
                     self._successors.pop(str(uid), None)
@@ -262,13 +195,37 @@ class BackgroundReports:
             if error.time < newest and self._evaluated.get(ref.uid, {}).get(error.policy) != version:
                 continue  # a later result about this state (a scan after the admission)
             failed = PolicyOutcome(error.policy, "", "error", error.message, binding=error.binding)
-            result = result_of(failed, policy.reporting, PROCESS_ADMISSION, error.time)
+            # results.go selectProcess: the policy's evaluation settings name the process, not the path
+            result = result_of(failed, policy.reporting, process_of(policy.reporting), error.time, scanned=False)
             if result is None:
                 continue
-            self.on_result("error", PROCESS_ADMISSION)
+            self.on_result("error", dict(result.properties).get("process", ""))
             self.writer.put(ref, error.policy, [result])
             self._held.setdefault(ref.uid, {})[error.policy] = version
         return retry
+
+    # --- mutateExisting ----------------------------------------------------------------------------
+
+    def target_patched(self, target: dict[str, Any], resource: str, policies: Iterable[str]) -> None:
+        """The controller's mutateExisting patched ``target`` (a ``resource``) for the named policies
+        (display names): each reported one gets a ``pass`` on the target with the ``patched-target``
+        property, as Kyverno reports on the targets its mutateExisting updates (pkg/background/mpol/
+        processor.go ``audit``). It stands until a scan of the target says otherwise or the target goes:
+        a full scan of a policy whose matchConstraints do not name the target's kind keeps it."""
+        ref = ResourceRef.of(target)
+        if ref is None:
+            return
+        names = set(policies)
+        now = int(self.clock())
+        for key, policy in list(self._policies.items()):
+            if not any(p.display_name in names for p in policy.engine.policies):
+                continue
+            result = mutate_existing_result(policy.reporting, target, now)
+            self.on_result(result.result, dict(result.properties).get("process", ""))
+            self.writer.put(ref, key, [result])
+            with self._lock:
+                self._patched.setdefault(key, set()).add(ref.uid)
+                self._to_watch.add((str(target.get("apiVersion") or ""), resource))  # to forget it with the target
 
     def keys(self) -> list[str]:
         """The keys of the reported policies."""
@@ -290,6 +247,8 @@ class BackgroundReports:
                     continue
                 for obj in cache.items():
                     evaluations += self._record(policy, _typed(obj, cache.kind, api_version), now, seen)
+            with self._lock:
+                seen |= self._patched.get(key, set())
             self.writer.retain_resources(key, seen)
         return evaluations
 
@@ -297,6 +256,9 @@ class BackgroundReports:
         """Rescan the resources that changed since the last call (each once, however often it changed)."""
         with self._lock:
             changed, self._changed = self._changed, {}
+            to_watch, self._to_watch = self._to_watch - self._watched, set()
+        for watched in sorted(to_watch):  # on the reporting thread: a worker never waits for a watch
+            self._watch(*watched)
         now = int(self.clock())
         evaluations = 0
         for (api_version, resource, namespace, name), (operation, old) in changed.items():
@@ -333,7 +295,14 @@ class BackgroundReports:
                 return 0
             del held[key]
         self._evaluated.setdefault(ref.uid, {})[key] = version
+        failing = self.violations is not None and any(
+            r.policy == key and r.result == "fail" for r in self.writer.results(ref.uid)
+        )
         results = scan_object(policy, obj, now, admitted)
+        if self.violations is not None and admitted is None and not failing:
+            for result in results:
+                if result.result == "fail":  # it just became a fail: Kyverno's PolicyViolation Events
+                    self.violations.add(Violation(policy.source, obj, key, result.message))
         for result in results:
             self.on_result(result.result, dict(result.properties).get("process", ""))
         if results and seen is not None:

@@ -154,6 +154,8 @@ class Controller:
         # Background PolicyReports (controller/report_loop.py): the leader scans and writes them.
         self.reports = self._report_loop()
         self.workers.tracing = self.tracing
+        if self.reports is not None:  # Kyverno reports on the targets its mutateExisting patches
+            self.workers.on_patched = self.reports.target_patched
 
     def _trigger_watch(self) -> TriggerWatch:
         return TriggerWatch(

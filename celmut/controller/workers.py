@@ -46,6 +46,7 @@ class Workers:
         self.processed = 0
         self._lock = threading.Lock()
         self.tracing: Tracing | None = None  # a reconcile span per target when tracing is on
+        self.on_patched: Callable[[Outcome], None] | None = None  # each target patched (the reports)
 
     def process_one(self, timeout: float = 0.5) -> Outcome | None:
         item = self.queue.get(timeout)
@@ -65,6 +66,8 @@ class Workers:
         self.report.record(outcome)
         if self.tracing is not None:
             traced.record(self.tracing, outcome, started_ns)
+        if self.on_patched is not None and outcome.action in ("patched", "evicted") and outcome.written is not None:
+            self.on_patched(outcome)
         if outcome.action == "failed":
             log.warning("target not mutated", extra={"target": str(key), "error": outcome.message})
         elif outcome.action in ("patched", "evicted"):

@@ -7,7 +7,8 @@ follows Kyverno (kyverno/kyverno):
   result when the matchConstraints leave the resource out; ``skip`` / message ``skip`` when a
   matchCondition is false; ``error`` (rule ``evaluation``, ``failed to evaluate policy: <error>``);
   ``skip`` for an exception (rule ``exception``, ``rule is skipped due to policy exception: ns/name``,
-  property ``exceptions``: the exception names); otherwise ``pass`` / ``success``;
+  property ``exceptions``: the exception names) — ``pass`` / ``rule is passed due to policy exception``
+  when the exception's ``reportResult`` is ``pass``; otherwise ``pass`` / ``success``;
 * ``pkg/controllers/report/utils/scanner.go`` ``ScanResource`` — in a background scan a pass whose
   patched resource differs from the stored one becomes ``fail`` / ``mutation is not applied``
   (rule ``""``); the scan admits the stored object as a CREATE;
@@ -16,7 +17,8 @@ follows Kyverno (kyverno/kyverno):
   binding is the ``mapBinding`` property), ``policy`` is the namespace/name key, ``scored`` unless the
   ``policies.kyverno.io/scored`` annotation is ``"false"`` (an unscored ``fail`` is a ``warn``),
   ``category`` and ``severity`` from the ``policies.kyverno.io/category``/``severity`` annotations,
-  ``timestamp`` in seconds, and the ``process`` property: ``background scan`` or ``admission review``
+  ``timestamp`` in seconds, the policy's evaluated ``auditAnnotations`` as properties, and the ``process``
+  property: ``background scan`` or ``admission review``
   (as the chainsaw tests ``mutating-policies/reporting/standard-background-policy-creation`` and
   ``.../admission`` assert it).
 
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from celmut.compile.compiled import CompiledPolicy
+    from celmut.compile.compiled import CompiledException, CompiledPolicy
     from celmut.runtime.results import PolicyOutcome
 
 Result = Literal["pass", "fail", "warn", "error", "skip"]
@@ -48,6 +50,10 @@ ANNOTATION_SEVERITY = "policies.kyverno.io/severity"
 # kyverno pkg/utils/report/labels.go LabelExcludeReporting: a *label*, whatever its value (chainsaw
 # mutating-admission-policy-reports/background/generated-reporting-opt-in "disabled-wins": 'false' disables)
 LABEL_REPORTS_DISABLED = "reports.kyverno.io/disabled"
+# native MutatingAdmissionPolicies are reported only when opted in with this label set to "true" (chainsaw
+# mutating-admission-policy-reports/background/generated-reporting-opt-in "false-is-not-opt-in"; the policies
+# of with-binding-pass and with-binding-fail carry it); Kyverno's own kinds are reported unless disabled
+LABEL_REPORTS_ENABLED = "reports.kyverno.io/enabled"
 SEVERITIES = ("critical", "high", "medium", "low", "info")  # results.go SeverityFromString
 
 MESSAGE_NOT_APPLIED = "mutation is not applied"  # scanner.go
@@ -66,7 +72,7 @@ class PolicyReporting:
     scored: bool = True
     category: str = ""
     severity: str = ""
-    disabled: bool = False  # the label reports.kyverno.io/disabled
+    disabled: bool = False  # label reports.kyverno.io/disabled (on a MAP: no reports.kyverno.io/enabled "true")
     background: bool = True  # spec.evaluation.background.enabled (always on for a MAP)
     admission: bool = True
 
@@ -77,6 +83,7 @@ def reporting_of(policy: CompiledPolicy) -> PolicyReporting:
     raw: Mapping[str, Any] = getattr(definition, "raw", None) or {}
     metadata = raw.get("metadata") or {}
     annotations = metadata.get("annotations") or {}
+    labels = metadata.get("labels") or {}
     is_map = policy.kind == "MutatingAdmissionPolicy"
     evaluation = getattr(definition, "evaluation", None)
     severity = str(annotations.get(ANNOTATION_SEVERITY, ""))
@@ -86,7 +93,7 @@ def reporting_of(policy: CompiledPolicy) -> PolicyReporting:
         scored=annotations.get(ANNOTATION_SCORED) != "false",
         category=str(annotations.get(ANNOTATION_CATEGORY, "")),
         severity=severity if severity in SEVERITIES else "",
-        disabled=LABEL_REPORTS_DISABLED in (metadata.get("labels") or {}),
+        disabled=LABEL_REPORTS_DISABLED in labels or (is_map and labels.get(LABEL_REPORTS_ENABLED) != "true"),
         background=bool(getattr(evaluation, "background", True)) if not is_map else True,
         admission=policy.admission,
     )
@@ -163,17 +170,27 @@ class ReportResult:
 
 
 def result_of(
-    outcome: PolicyOutcome, policy: PolicyReporting, process: str, now: int, *, scanned: bool | None = None
+    outcome: PolicyOutcome,
+    policy: PolicyReporting,
+    process: str,
+    now: int,
+    *,
+    scanned: bool | None = None,
+    exception_results: Mapping[str, str] | None = None,
 ) -> ReportResult | None:
     """The report result of one policy outcome, or None when Kyverno reports nothing (the policy does
     not match the resource). ``process`` is the ``process`` property; ``scanned`` (default: whether
     ``process`` is a background scan) whether the outcome comes from a scan of a stored resource, where a
-    change the policy would make is a ``fail``, rather than an admission, where it was applied."""
+    change the policy would make is a ``fail``, rather than an admission, where it was applied.
+    ``exception_results``: each PolicyException's ``spec.reportResult`` by ``namespace/name`` (``pass``
+    turns the exception's ``skip`` into a ``pass``, chainsaw ``with-exception-pass-result``)."""
     if scanned is None:
         scanned = process == PROCESS_BACKGROUND
     properties: dict[str, str] = {"process": process}
     if outcome.binding:
         properties["mapBinding"] = outcome.binding
+    if outcome.status in ("applied", "unchanged"):
+        properties.update(audit_properties(outcome.audit_annotations, policy.key.rsplit("/", 1)[-1]))
     rule = policy.key if policy.source == SOURCE_MUTATING_ADMISSION_POLICY else ""
     result: Result
     if outcome.status == "error":
@@ -183,7 +200,10 @@ def result_of(
     elif outcome.status == "excepted":
         name = outcome.cause_name or outcome.reason
         properties["exceptions"] = name.rsplit("/", 1)[-1]
-        result, rule, message = "skip", "exception", f"rule is skipped due to policy exception: {name}"
+        if (exception_results or {}).get(name) == "pass":
+            result, rule, message = "pass", "exception", f"rule is passed due to policy exception: {name}"
+        else:
+            result, rule, message = "skip", "exception", f"rule is skipped due to policy exception: {name}"
     elif outcome.status == "skipped":
         if outcome.cause not in ("matchCondition", "targetMatchCondition"):
             return None  # not matched (constraints, namespace, binding): Kyverno has no rule response
@@ -207,6 +227,53 @@ def result_of(
         severity=policy.severity,
         timestamp=now,
     )
+
+
+def exception_results_of(exceptions: Iterable[CompiledException]) -> dict[str, str]:
+    """Each PolicyException's ``spec.reportResult`` by ``namespace/name`` (the name an excepted outcome
+    carries), for :func:`result_of`."""
+    return {f"{e.namespace}/{e.name}" if e.namespace else e.name: e.report_result for e in exceptions}
+
+
+def patched_target(target: Mapping[str, Any]) -> str:
+    """results.go ``getResourceInfo``: ``<group>/<version>, Kind=<kind> Name=<name>[ Namespace=<ns>]`` (Go's
+    ``schema.GroupVersionKind.String()``, so a core kind reads ``/v1, Kind=ConfigMap``)."""
+    api_version = str(target.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    metadata = target.get("metadata") or {}
+    info = f"{group}/{version}, Kind={target.get('kind', '')} Name={metadata.get('name', '')}"
+    namespace = metadata.get("namespace")
+    return f"{info} Namespace={namespace}" if namespace else info
+
+
+def mutate_existing_result(policy: PolicyReporting, target: Mapping[str, Any], now: int) -> ReportResult:
+    """The result Kyverno reports on a target its mutateExisting patched (pkg/background/mpol/processor.go
+    ``audit``: a report on the target, built by ``MutationEngineResponseToReportResults``): ``pass`` /
+    ``success``, the policy's process, and the ``patched-target`` property."""
+    properties = {"process": process_of(policy), "patched-target": patched_target(target)}
+    return ReportResult(
+        policy=policy.key,
+        result="pass",
+        message=MESSAGE_PASS,
+        source=policy.source,
+        properties=tuple(sorted(properties.items())),
+        scored=policy.scored,
+        category=policy.category,
+        severity=policy.severity,
+        timestamp=now,
+    )
+
+
+def audit_properties(annotations: Mapping[str, str], policy_name: str) -> dict[str, str]:
+    """A MutatingPolicy's evaluated ``auditAnnotations`` as report properties, under their own keys (the
+    mpol engine hands them to the rule response as its properties, which ``ToPolicyReportResult`` copies;
+    chainsaw ``mutating-policies/reporting/audit-annotations``). The runtime keys them
+    ``<policy>.<key>``, as the API server's audit log does."""
+    prefix = f"{policy_name}."
+    return {
+        (key[len(prefix) :] if key.startswith(prefix) else key.partition(".")[2] or key): value
+        for key, value in annotations.items()
+    }
 
 
 def process_of(policy: PolicyReporting) -> str:

@@ -155,6 +155,31 @@ CASES = [
             )
         ],
     ),
+    # a PolicyException with reportResult pass: RulePass("exception", ..., "rule is passed due to policy
+    # exception: <ns/name>") (chainsaw mutating-policies/reporting/with-exception-pass-result, in-cluster too)
+    (
+        "exception with reportResult pass: pass",
+        [mpol("add-foo"), {**EXCEPTION, "spec": {**EXCEPTION["spec"], "reportResult": "pass"}}],
+        [cm("a")],
+        [
+            (
+                "ClusterPolicyReport",
+                "merged",
+                "",
+                [
+                    {
+                        "policy": "add-foo",
+                        "result": "pass",
+                        "rule": "exception",
+                        "message": "rule is passed due to policy exception: default/spare-a",
+                        "properties": {"exceptions": "spare-a", "process": "background scan"},
+                        "subject": "a",
+                    },
+                ],
+                {"pass": 1},
+            )
+        ],
+    ),
     # results.go: a MAP result is named after the MAP (policy and rule) with its binding as mapBinding
     (
         "MutatingAdmissionPolicy",

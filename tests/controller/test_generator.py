@@ -464,3 +464,31 @@ def test_a_policy_the_selector_stops_selecting_loses_its_map_and_its_generated_s
         eventually(lambda: not fake.store.list(MAPS), what="the MAP deleted")
         eventually(lambda: status(fake, "team").get("generated") is False, what="generated=false")
         eventually(lambda: condition(fake, "team") is None, what="celmut's condition removed")
+
+
+def test_the_policys_reporting_choice_is_carried_to_its_map(cluster_crds: FakeApiServer, tmp_path: Path) -> None:
+    """Native policies are reported only when opted in, so the generated MAP carries the policy's reporting
+    labels, and follows them (chainsaw mutating-admission-policy-reports/background/generated-reporting-opt-in:
+    opt-in, remove-opt-in, disabled-wins, false-is-not-opt-in)."""
+    fake = cluster_crds
+    fake.store.create(native())
+    reporting = ("reports.kyverno.io/enabled", "reports.kyverno.io/disabled")
+
+    def map_labels() -> dict[str, str]:
+        labels = (fake.store.get(MAPS, "mpol-team")["metadata"].get("labels") or {}).items()
+        return {k: v for k, v in labels if k in reporting}
+
+    def relabel(**labels: str | None) -> None:
+        fake.store.patch(MPOL, "team", {"metadata": {"labels": labels}})
+
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
+        eventually(lambda: generated(fake), what="the MAP")
+        assert map_labels() == {}
+        relabel(**{"reports.kyverno.io/enabled": "true"})
+        eventually(lambda: map_labels() == {"reports.kyverno.io/enabled": "true"}, what="opted in")
+        relabel(**{"reports.kyverno.io/disabled": "false"})
+        eventually(lambda: map_labels() == {"reports.kyverno.io/disabled": "false"}, what="disabled wins")
+        relabel(**{"reports.kyverno.io/disabled": None, "reports.kyverno.io/enabled": "false"})
+        eventually(lambda: map_labels() == {}, what="'false' is not an opt-in")
+    assert fake.store.get(MAPS, "mpol-team")["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "celmut"
+    assert "reports.kyverno.io/enabled" not in (fake.store.get(BINDINGS, "mpol-team-binding")["metadata"]["labels"])

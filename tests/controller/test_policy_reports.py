@@ -289,15 +289,32 @@ def test_a_policy_without_background_processing_is_reported_from_admissions(
 def test_a_mutating_admission_policy_with_a_binding_is_reported_as_kyverno_reports_it(
     fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
-    """chainsaw mutating-admission-policy-reports/background/with-binding-pass (report-assert.yaml)."""
+    """chainsaw mutating-admission-policy-reports/background/with-binding-pass (report-assert.yaml); its
+    policy opts in with ``reports.kyverno.io/enabled: "true"`` — one that does not is not reported
+    (generated-reporting-opt-in: native policies are reported only when opted in)."""
     install_report_crds(fake_apiserver)
     fake_apiserver.store.create(configmap("labelled", foo="bar"))
     rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}
     expression = 'Object{metadata: Object.metadata{labels: {"foo": "bar"}}}'
+    not_opted_in = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": "not-opted-in", "labels": {"reports.kyverno.io/enabled": "false"}},
+        "spec": {
+            "matchConstraints": {"resourceRules": [rule]},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}],
+        },
+    }
+    not_opted_in_binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": "not-opted-in-binding"},
+        "spec": {"policyName": "not-opted-in"},
+    }
     admission_policy = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingAdmissionPolicy",
-        "metadata": {"name": "add-label"},
+        "metadata": {"name": "add-label", "labels": {"reports.kyverno.io/enabled": "true"}},
         "spec": {
             "matchConstraints": {"resourceRules": [rule]},
             "reinvocationPolicy": "Never",
@@ -310,9 +327,11 @@ def test_a_mutating_admission_policy_with_a_binding_is_reported_as_kyverno_repor
         "metadata": {"name": "add-label-binding"},
         "spec": {"policyName": "add-label"},
     }
-    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", admission_policy, binding), **_settings()):
+    policies = write_policies(tmp_path / "p", not_opted_in, not_opted_in_binding, admission_policy, binding)
+    with running(fake_apiserver, tmp_path, policies, **_settings()) as controller:
         report = wait_for(lambda: report_of(fake_apiserver, "labelled"))
-    [result] = report["results"]
+        assert controller.reports is not None and controller.reports.scanner.keys() == ["add-label"]
+    [result] = report["results"]  # none of not-opted-in, whatever the order the two were scanned in
     assert {k: v for k, v in result.items() if k != "timestamp"} == {
         "message": "mutation is successfully applied",
         "policy": "add-label",

@@ -235,14 +235,14 @@ class ApiWrites:
             if not self.store.exists(rtype, name, namespace) and content_type == APPLY_PATCH and not subresource:
                 return self.store.patch_entry(rtype, name, patch, content_type, namespace, dry_run=dry_run)
             old = self.store.get_entry(rtype, name, namespace)
-            patched = apply_patch(content_type, old.obj, patch)
+            patched = apply_patch(content_type, old.copy_as(rtype), patch)  # as the request's version serves it
             meta = patched.setdefault("metadata", {})
             pinned_by_client = meta.get("resourceVersion") not in (None, "", old.obj["metadata"]["resourceVersion"])
             if pinned_by_client:
                 raise errors.conflict(rtype.plural, rtype.group, name)
             meta["resourceVersion"] = old.obj["metadata"]["resourceVersion"]
             ns = _set_namespace(rtype, patched, namespace)
-            attrs = Attributes("UPDATE", rtype, ns, name, subresource, patched, old.copy(), user, dry_run)
+            attrs = Attributes("UPDATE", rtype, ns, name, subresource, patched, old.copy_as(rtype), user, dry_run)
             self.chain.admit(attrs)
             attrs.obj.setdefault("metadata", {})["resourceVersion"] = old.obj["metadata"]["resourceVersion"]
             try:

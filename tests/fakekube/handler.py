@@ -303,7 +303,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         entry = self.api.writes.update(
             obj, rtype, target.namespace, target.name, subresource=target.subresource, user=user, dry_run=dry_run(query)
         )
-        self._send(200, entry.raw)
+        self._send(200, entry.raw_as(rtype))  # answered in the request's version
 
     def _patch(self, target: Target, query: Query, body: bytes, user: str | None) -> None:
         if target.is_collection or target.subresource == "eviction":
@@ -342,7 +342,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             user=user,
             dry_run=dry_run(query),
         )
-        self._send(201 if created else 200, entry.raw)
+        self._send(201 if created else 200, entry.raw_as(rtype))
 
     def _delete(self, target: Target, query: Query, body: bytes, user: str | None = None) -> None:
         store, rtype = self.api.store, target.rtype
@@ -379,7 +379,7 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             }
             self._send_json(200, errors.success_status(200, {k: v for k, v in details.items() if v}))
         else:
-            self._send(200, entry.raw)
+            self._send(200, entry.raw_as(rtype))  # answered in the request's version
 
 
 CONNECT_SUBRESOURCES = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}

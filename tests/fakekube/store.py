@@ -338,7 +338,9 @@ class Store(History):
                         applied = server_side_apply(None, applied, patch.manager, patch.force)
                     return self.create_entry(applied, rtype, ns or None, from_api=True, dry_run=dry_run)
                 raise errors.not_found(rtype.plural, rtype.group, name)
-            patched = apply_patch(patch_type, old.obj, patch)
+            # the patch applies to the object as the request's version serves it (a custom object stored
+            # through another version of its CRD: conversion None, only apiVersion changes), as on the API server
+            patched = apply_patch(patch_type, old.copy_as(rtype), patch)
             check_decodable(patched)
             rv = (patched.get("metadata") or {}).get("resourceVersion")
             if rv not in (None, "", old.obj["metadata"]["resourceVersion"]):

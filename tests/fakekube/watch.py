@@ -59,6 +59,11 @@ class Entry:
             return self.raw
         return encode({**self.obj, "apiVersion": rtype.api_version})
 
+    def copy_as(self, rtype: ResourceType) -> Obj:
+        """A private deep copy as ``rtype``'s version serves it (what a PATCH through that version applies to)."""
+        served: Obj = orjson.loads(self.raw_as(rtype))
+        return served
+
     def list_item(self, rtype: ResourceType) -> bytes:
         """The encoding inside a list: without apiVersion/kind for built-in kinds, as the real server sends."""
         if not rtype.builtin:

@@ -185,3 +185,29 @@ def test_discovery_documents(fake_api_client: kubernetes.client.ApiClient) -> No
     example = next(g for g in group.groups if g.name == "example.com")
     assert example.preferred_version.version == "v1"
     assert [v.version for v in example.versions] == ["v1", "v1beta1"]
+
+
+@pytest.mark.parametrize("admission", [False, True], ids=["store", "admission-chain"])
+def test_a_patch_through_another_version_of_the_crd_applies_to_the_object_as_that_version_serves_it(
+    fake_apiserver: FakeApiServer, admission: bool
+) -> None:
+    """A custom object created through v1alpha1 and patched (its status, as a controller does) through v1:
+    the API server converts the stored object to the request's version first (conversion None: only
+    apiVersion changes), so the patch is accepted — not refused for the apiVersion it was stored with."""
+    from tests.kube.crds import policy_crds
+
+    if admission:
+        fake_apiserver.enable_webhooks()
+    for definition in policy_crds():
+        fake_apiserver.store.create(definition)
+    api = CustomObjectsApi(fake_apiserver.api_client())
+    group, plural = "policies.kyverno.io", "mutatingpolicies"
+    body = {"apiVersion": f"{group}/v1alpha1", "kind": "MutatingPolicy", "metadata": {"name": "p"}, "spec": {}}
+    api.create_cluster_custom_object(group, "v1alpha1", plural, body)
+    patched = api.patch_cluster_custom_object_status(
+        group, "v1", plural, "p", {"status": {"conditionStatus": {"ready": True}}}
+    )
+    assert patched["apiVersion"] == f"{group}/v1" and patched["status"] == {"conditionStatus": {"ready": True}}
+    labelled = api.patch_cluster_custom_object(group, "v1", plural, "p", {"metadata": {"labels": {"a": "b"}}})
+    assert labelled["metadata"]["labels"] == {"a": "b"}
+    assert api.get_cluster_custom_object(group, "v1alpha1", plural, "p")["apiVersion"] == f"{group}/v1alpha1"

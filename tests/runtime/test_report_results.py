@@ -14,6 +14,8 @@ from celmut.runtime.report_results import (
     PROCESS_BACKGROUND,
     PolicyReporting,
     ReportResult,
+    mutate_existing_result,
+    patched_target,
     result_of,
 )
 from celmut.runtime.results import PolicyOutcome
@@ -103,3 +105,67 @@ def test_a_stored_result_reads_back_equal() -> None:
     result = result_of(outcome("excepted", cause_name="ns/e"), MPOL, PROCESS_BACKGROUND, 42)
     assert result is not None
     assert ReportResult.from_dict(result.to_dict()) == result
+
+
+def test_an_exception_whose_report_result_is_pass_reports_a_pass() -> None:
+    """PolicyException ``spec.reportResult: pass``: RulePass("exception", ..., "rule is passed due to policy
+    exception: <ns/name>") with the exceptions property (chainsaw mutating-policies/reporting/
+    with-exception-pass-result); any other exception stays a skip."""
+    excepted = outcome("excepted", cause="exception", cause_name="team-a/spare-b")
+    passed = result_of(excepted, MPOL, PROCESS_BACKGROUND, 0, exception_results={"team-a/spare-b": "pass"})
+    assert passed is not None
+    assert (passed.result, passed.rule, passed.message) == (
+        "pass",
+        "exception",
+        "rule is passed due to policy exception: team-a/spare-b",
+    )
+    assert dict(passed.properties) == {"exceptions": "spare-b", "process": "background scan"}
+    other = result_of(excepted, MPOL, PROCESS_BACKGROUND, 0, exception_results={"team-a/other": "pass"})
+    assert other is not None and other.result == "skip"
+
+
+def test_audit_annotations_are_properties_under_their_own_keys() -> None:
+    """The mpol engine hands a policy's evaluated auditAnnotations to its rule response as properties, which
+    ToPolicyReportResult copies (chainsaw mutating-policies/reporting/audit-annotations: ``resource-name``,
+    ``data-key``); the runtime keys them ``<policy>.<key>`` as the audit log does. Not on a skip or error."""
+    annotated = outcome("unchanged", audit_annotations={"add-labels.resource-name": "cm/x", "add-labels.k.v": "1"})
+    result = result_of(annotated, MPOL, PROCESS_BACKGROUND, 0)
+    assert result is not None
+    assert dict(result.properties) == {"process": "background scan", "resource-name": "cm/x", "k.v": "1"}
+    failed = result_of(outcome("error", reason="boom", audit_annotations={"add-labels.a": "b"}), MPOL, "x", 0)
+    assert failed is not None and dict(failed.properties) == {"process": "x"}
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        # Go's schema.GroupVersionKind.String(): "<group>/<version>, Kind=<kind>" (core: empty group)
+        (
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}},
+            "/v1, Kind=ConfigMap Name=cm Namespace=ns",
+        ),
+        (
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"}},
+            "apps/v1, Kind=Deployment Name=web Namespace=prod",
+        ),
+        ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}, "/v1, Kind=Namespace Name=team-a"),
+    ],
+)
+def test_a_target_mutate_existing_patched_is_a_pass_with_the_patched_target_property(
+    target: dict[str, Any], expected: str
+) -> None:
+    """pkg/background/mpol/processor.go ``audit`` reports on the patched target; results.go
+    MutationEngineResponseToReportResults adds ``patched-target`` (getResourceInfo); the process follows the
+    policy's evaluation settings (selectProcess)."""
+    result = mutate_existing_result(MPOL, target, 7)
+    assert patched_target(target) == expected
+    assert {k: v for k, v in result.to_dict().items() if k != "timestamp"} == {
+        "message": "success",
+        "policy": "add-labels",
+        "properties": {"patched-target": expected, "process": "background scan"},
+        "result": "pass",
+        "scored": True,
+        "source": "KyvernoMutatingPolicy",
+    }
+    admission_only = PolicyReporting(key="add-labels", source="KyvernoMutatingPolicy", background=False)
+    assert dict(mutate_existing_result(admission_only, target, 7).properties)["process"] == "admission review"

@@ -1,0 +1,266 @@
+"""A small runner for Kyverno's chainsaw tests (kyverno/chainsaw ``Test`` v1alpha1), run unchanged
+against the fake API server with celmut in the loop (:mod:`tests.chainsaw.celmut_cluster`).
+
+What it does of chainsaw (docs: chainsaw.kyverno.io, "Operations"):
+
+* steps in order; a step's ``try`` operations in order; ``use.template`` step templates (path relative
+  to the test, ``with.bindings`` as ``($name)`` values);
+* ``apply`` (create, or merge-patch what exists), ``create``, ``patch`` (merge patch), ``delete``;
+* ``assert``: until one object of the kind (by name when the file names it, else every one in the
+  namespace) matches the file (:mod:`tests.chainsaw.assertions`), within the operation's ``timeout``;
+  ``error``: until none does;
+* namespaced objects without a namespace go to the test's own namespace (chainsaw creates one per test);
+* ``sleep``: chainsaw gives Kyverno wall-clock time; here the cluster is settled instead (conditions,
+  :meth:`~tests.chainsaw.celmut_cluster.CelmutCluster.settle`); ``assert``/``error`` settle first too;
+* ``script``: not run (no kubectl here); the test says so with the reason.
+
+Two kinds of declared adjustments, each with its reason, reported by :class:`Run`:
+
+* :data:`DIVERGENCES` — where celmut is deliberately not Kyverno (its own reports' ``managed-by``
+  label, its own policy status conditions, its own Events' component): the expectation is translated,
+  never dropped;
+* a file the index of upstream sources stores once for identical content (``dedup.yaml``) is read from
+  the sibling test that holds it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+from tests.chainsaw.assertions import bound, expression_of, mismatches
+from tests.chainsaw.celmut_cluster import CelmutCluster
+
+Obj = dict[str, Any]
+DATA = Path(__file__).resolve().parents[1] / "data" / "kyverno-chainsaw"
+CHAINSAW = DATA / "test" / "conformance" / "chainsaw"
+DEFAULT_TIMEOUT = 30.0  # chainsaw's default assert/error timeout
+SETTLED_GRACE = 3.0  # once celmut has settled, how long a check still waits for the answer to change
+
+
+def _dedup() -> dict[str, str]:
+    document = yaml.safe_load((DATA / "dedup.yaml").read_text()) or {}
+    return dict(document.get("files") or {})
+
+
+# --- declared divergences: celmut is not Kyverno here, on purpose ------------------------------------
+
+
+def _report_label(doc: Obj) -> str | None:
+    """Issue 28: celmut's reports are ``app.kubernetes.io/managed-by: celmut`` (Kyverno's are
+    ``kyverno``), so next to Kyverno neither ever takes the other's report for its own."""
+    if not str(doc.get("apiVersion", "")).startswith("wgpolicyk8s.io/"):
+        return None
+    labels = (doc.get("metadata") or {}).get("labels") or {}
+    if labels.get("app.kubernetes.io/managed-by") != "kyverno":
+        return None
+    labels["app.kubernetes.io/managed-by"] = "celmut"
+    return "report label app.kubernetes.io/managed-by: kyverno -> celmut (celmut's own reports)"
+
+
+def _policy_conditions(doc: Obj) -> str | None:
+    """Kyverno's MutatingPolicy status holds the conditions of Kyverno's own controllers
+    (``WebhookConfigured`` from pkg/controllers/webhook, ``RBACPermissionsGranted`` from its reports
+    controller); celmut says a policy is in service with ``conditionStatus.ready`` and its own
+    ``celmut.io/Compiled`` condition (celmut/kube/policy_status.py). Readiness is what is asserted."""
+    if doc.get("kind") != "MutatingPolicy":
+        return None
+    holder = (doc.get("status") or {}).get("conditionStatus")
+    if not isinstance(holder, dict) or not any(
+        k == "conditions" or (expression_of(k) or "").lstrip().startswith(("conditions", "length(conditions"))
+        for k in holder
+    ):
+        return None
+    doc["status"]["conditionStatus"] = {"ready": holder.get("ready", True)}
+    return "MutatingPolicy readiness: Kyverno's WebhookConfigured/RBACPermissionsGranted -> conditionStatus.ready"
+
+
+def _event_component(doc: Obj) -> str | None:
+    """celmut's Events name celmut's components: the background scan's PolicyViolation Events come from
+    ``celmut-scan`` where Kyverno's come from ``kyverno-scan`` (celmut/controller/violation_events.py)."""
+    if doc.get("kind") != "Event" or doc.get("reportingComponent") != "kyverno-scan":
+        return None
+    doc["reportingComponent"] = "celmut-scan"
+    return "Event reportingComponent kyverno-scan -> celmut-scan (celmut's own component)"
+
+
+DIVERGENCES: tuple[Callable[[Obj], str | None], ...] = (_report_label, _policy_conditions, _event_component)
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One chainsaw test run against ``cluster``; ``notes`` says what was adjusted or not run, and why."""
+
+    test_dir: Path
+    cluster: CelmutCluster
+    namespace: str
+    skipped_operations: dict[str, str] = field(default_factory=dict)  # "<step>/<file>" -> why not run
+    notes: list[str] = field(default_factory=list)
+
+    def run(self) -> None:
+        document = yaml.safe_load((self.test_dir / "chainsaw-test.yaml").read_text())
+        assert document["kind"] == "Test", document["kind"]
+        self._ensure_namespace()
+        for step in document["spec"]["steps"]:
+            operations, base, bindings = self._operations(step)
+            for operation in operations:
+                self._operate(step.get("name", ""), operation, base, bindings)
+
+    # --- steps and files ---------------------------------------------------------------------------
+
+    def _operations(self, step: Obj) -> tuple[list[Obj], Path, dict[str, Any]]:
+        if "use" not in step:
+            return list(step.get("try") or []), self.test_dir, {}
+        use = step["use"]
+        template_path = (self.test_dir / use["template"]).resolve()
+        template = yaml.safe_load(template_path.read_text())
+        assert template["kind"] == "StepTemplate", template_path
+        bindings = {b["name"]: b["value"] for b in (use.get("with") or {}).get("bindings") or []}
+        return list(template["spec"].get("try") or []), self.test_dir, bindings
+
+    def _file(self, base: Path, name: str) -> Path:
+        path = (base / name).resolve()
+        if path.exists():
+            return path
+        relative = path.relative_to(CHAINSAW.resolve()).as_posix()
+        sibling = _dedup().get(relative)
+        assert sibling is not None, f"{relative}: not stored and not in dedup.yaml"
+        self.notes.append(f"{relative}: read from {sibling} (stored once for identical content)")
+        return CHAINSAW / sibling
+
+    def _documents(self, operation: Obj, base: Path, bindings: dict[str, Any]) -> tuple[str, list[Obj]]:
+        if "resource" in operation:
+            return "(inline)", [bound(copy.deepcopy(operation["resource"]), bindings)]
+        name = bound(operation["file"], bindings)
+        path = self._file(base, name)
+        documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        return name, [bound(d, bindings) for d in documents]
+
+    # --- operations --------------------------------------------------------------------------------
+
+    def _operate(self, step: str, operation: Obj, base: Path, bindings: dict[str, Any]) -> None:
+        (verb, spec), *rest = [(k, v) for k, v in operation.items() if k not in ("description", "name")]
+        assert not rest, f"one operation at a time: {operation}"
+        if verb == "sleep":
+            self.cluster.settle()
+            return
+        if verb == "script":
+            self.skipped_operations[f"{step}/script"] = "script needs kubectl against a real API server"
+            return
+        name, documents = self._documents(spec, base, bindings)
+        key = f"{step}/{name}"
+        if key in self.skipped_operations:
+            return
+        timeout = _seconds(spec.get("timeout")) or DEFAULT_TIMEOUT
+        for document in documents:
+            if verb in ("apply", "create", "patch"):
+                self._write(verb, document)
+            elif verb == "delete":
+                self._delete(document)
+            elif verb in ("assert", "error"):
+                self._check(verb, key, self._translated(document), timeout)
+            else:
+                raise NotImplementedError(f"chainsaw operation {verb!r} ({key})")
+
+    def _translated(self, document: Obj) -> Obj:
+        out = copy.deepcopy(document)
+        for divergence in DIVERGENCES:
+            note = divergence(out)
+            if note is not None and note not in self.notes:
+                self.notes.append(note)
+        return out
+
+    def _resource(self, document: Obj) -> Any:
+        return self.cluster.client.resources.get(api_version=document["apiVersion"], kind=document["kind"])
+
+    def _namespace_of(self, resource: Any, document: Obj) -> str | None:
+        if not resource.namespaced:
+            return None
+        return str((document.get("metadata") or {}).get("namespace") or self.namespace)
+
+    def _write(self, verb: str, document: Obj) -> None:
+        resource = self._resource(document)
+        namespace = self._namespace_of(resource, document)
+        name = document["metadata"]["name"]
+        if verb == "create":
+            resource.create(body=document, namespace=namespace)
+            return
+        try:
+            resource.get(name=name, namespace=namespace)
+        except NotFoundError:
+            assert verb == "apply", f"patch: {document['kind']} {name} not found"
+            resource.create(body=document, namespace=namespace)
+            return
+        resource.patch(body=document, name=name, namespace=namespace, content_type="application/merge-patch+json")
+
+    def _delete(self, document: Obj) -> None:
+        resource = self._resource(document)
+        namespace = self._namespace_of(resource, document)
+        with contextlib.suppress(NotFoundError):
+            resource.delete(name=document["metadata"]["name"], namespace=namespace)
+
+    def _candidates(self, document: Obj) -> list[Obj]:
+        try:
+            resource = self._resource(document)
+        except ResourceNotFoundError:
+            return []  # the kind is not served: nothing of it exists
+        namespace = self._namespace_of(resource, document)
+        name = (document.get("metadata") or {}).get("name")
+        if isinstance(name, str) and expression_of(name) is None:
+            try:
+                return [resource.get(name=name, namespace=namespace).to_dict()]
+            except NotFoundError:
+                return []
+        return [item.to_dict() for item in resource.get(namespace=namespace).items]
+
+    def _check(self, verb: str, key: str, expected: Obj, timeout: float) -> None:
+        """``assert``: until an object matches; ``error``: until none does (settling celmut each try). Each try
+        waits for celmut to settle, so once it has, the answer is final: the operation's ``timeout`` bounds
+        the whole wait, :data:`SETTLED_GRACE` the time after a settled try."""
+        deadline = time.monotonic() + timeout
+        settled_deadline: float | None = None
+        while True:
+            self.cluster.settle()
+            found = [(obj, mismatches(expected, obj)) for obj in self._candidates(expected)]
+            matching = [obj for obj, why in found if not why]
+            if (verb == "assert") == bool(matching):
+                return
+            now = time.monotonic()
+            settled_deadline = settled_deadline or now + SETTLED_GRACE
+            if now >= min(deadline, settled_deadline):
+                break
+            time.sleep(0.1)
+        if verb == "assert":
+            closest = min((why for _, why in found), key=len, default=["no object of that kind found"])
+            raise AssertionError(f"{key}: no {expected['kind']} matches:\n  " + "\n  ".join(closest))
+        raise AssertionError(f"{key}: {len(matching)} {expected['kind']} match, none expected: {matching[0]}")
+
+    def _ensure_namespace(self) -> None:
+        namespaces = self.cluster.client.resources.get(api_version="v1", kind="Namespace")
+        try:
+            namespaces.get(name=self.namespace)
+        except NotFoundError:
+            namespaces.create(body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+
+
+def _seconds(value: object) -> float | None:
+    """A Go duration as chainsaw files write them (``60s``, ``2m``)."""
+    if value is None:
+        return None
+    text = str(value)
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    for unit in ("ms", "s", "m", "h"):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(text[: -len(unit)]) * units[unit]
+    raise ValueError(f"duration {text!r}")
