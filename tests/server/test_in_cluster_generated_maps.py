@@ -104,6 +104,12 @@ def test_the_policy_is_applied_once_by_the_webhook_then_by_its_map_then_by_the_w
 
             # 3. Generation fails (the policy now has a namespaceSelector Kyverno's generator would drop):
             # the MAP goes, the webhook serves the policy again.
+            # the namespace carries the label first: the webhooks read namespaces through a watch cache
+            # (as kube-apiserver's webhook matching does), so a label added just before a CREATE may be
+            # missed by a replica whose cache has not caught up yet
+            fake.store.patch(
+                "namespaces", "default", {"metadata": {"labels": {"kubernetes.io/metadata.name": "default"}}}
+            )
             policy = fake.store.get(MPOL, "spot")
             policy["spec"]["matchConstraints"]["namespaceSelector"] = {
                 "matchLabels": {"kubernetes.io/metadata.name": "default"}
@@ -111,9 +117,6 @@ def test_the_policy_is_applied_once_by_the_webhook_then_by_its_map_then_by_the_w
             fake.store.update(policy)
             eventually(lambda: not fake.store.list("mutatingadmissionpolicies"), what="the MAP deleted")
             eventually(lambda: "spot" in served(servers), timeout=10, what="the webhook serving it again")
-            fake.store.patch(
-                "namespaces", "default", {"metadata": {"labels": {"kubernetes.io/metadata.name": "default"}}}
-            )
             assert create_pod(fake, "after") == once
             assert fake.native_map.invocations == 1
             message = fake.store.get(MPOL, "spot")["status"]["conditionStatus"]["message"]
