@@ -267,18 +267,20 @@ def main() -> None:
     ports = {"floor": free_port(), "celmut": free_port()}
     tls = [str(material.cert_file), str(material.key_file)]
     commands = {
-        "floor": [sys.executable, __file__, "--serve-floor", str(ports["floor"]), *tls, "fast"],
+        "floor": [sys.executable, str(Path(__file__).resolve()), "--serve-floor", str(ports["floor"]), *tls, "fast"],
         "celmut": [
             sys.executable, "-m", "celmut", "serve", "--policies", str(policy_dir), "--port", str(ports["celmut"]),
             "--tls-cert", str(material.cert_file), "--tls-key", str(material.key_file), "--log-level", "WARNING",
             "--workers", str(args.workers),
         ],
     }  # fmt: skip
-    environments: dict[str, dict[str, str] | None] = {"floor": None, "celmut": None}
+    here = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}  # this checkout's celmut
+    environments: dict[str, dict[str, str] | None] = {"floor": here, "celmut": here}
     if args.h11_floor:
         ports["h11-floor"] = free_port()
-        commands["h11-floor"] = [sys.executable, __file__, "--serve-floor", str(ports["h11-floor"]), *tls, "h11"]
-        environments["h11-floor"] = None
+        script = str(Path(__file__).resolve())
+        commands["h11-floor"] = [sys.executable, script, "--serve-floor", str(ports["h11-floor"]), *tls, "h11"]
+        environments["h11-floor"] = here
     if args.baseline is not None:
         ports["baseline"] = free_port()
         command = [*commands["celmut"]]
@@ -289,7 +291,11 @@ def main() -> None:
         environments["baseline"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve())}
     logs = {name: (work / f"{name}.log").open("wb") for name in commands}  # a full pipe would stall a server
     processes = {
-        name: subprocess.Popen(command, stdout=logs[name], stderr=subprocess.STDOUT, env=environments[name])
+        # run outside any checkout: ``python -m`` puts the working directory first on sys.path, so from the
+        # repository's root the baseline would import the repository's celmut instead of DIR's
+        name: subprocess.Popen(
+            command, stdout=logs[name], stderr=subprocess.STDOUT, env=environments[name], cwd=work
+        )
         for name, command in commands.items()
     }
     try:
