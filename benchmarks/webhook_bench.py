@@ -293,9 +293,7 @@ def main() -> None:
     processes = {
         # run outside any checkout: ``python -m`` puts the working directory first on sys.path, so from the
         # repository's root the baseline would import the repository's celmut instead of DIR's
-        name: subprocess.Popen(
-            command, stdout=logs[name], stderr=subprocess.STDOUT, env=environments[name], cwd=work
-        )
+        name: subprocess.Popen(command, stdout=logs[name], stderr=subprocess.STDOUT, env=environments[name], cwd=work)
         for name, command in commands.items()
     }
     try:
