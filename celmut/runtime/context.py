@@ -38,6 +38,9 @@ class RequestContext:
         self._namespace_object: Any = request.namespace_object
         self._namespace_looked_up = False
         self._base_activation: cel.Activation | None = None  # what every policy's activation shares
+        # the activation of the policies without variables, params or exceptions, and the object it was
+        # made for: such policies see exactly the same variables, so consecutive ones share it
+        self._plain: tuple[Any, cel.Activation] | None = None
         self.encoded = decode.EncodedObjects()
 
     @classmethod
@@ -76,9 +79,17 @@ class RequestContext:
                 max_input_bytes=self.options.max_input_bytes,
                 input_size=self.input_size,
             )
-        return self._base_activation.derive(
+        plain = params is None and exceptions is None and not policy.variables
+        if plain and self._plain is not None and self._plain[0] is current:
+            shared = self._plain[1]
+            shared.with_object(current)  # the previous policy's mutations pointed it at their results
+            return shared
+        derived = self._base_activation.derive(
             object=current, params=params, exceptions=exceptions, variables=policy.variables
         )
+        if plain:
+            self._plain = (current, derived)
+        return derived
 
     def exception_activation(self, current: Any) -> cel.Activation:
         return cel.Activation(

@@ -73,6 +73,89 @@ def _user_info(request: Mapping[str, Any]) -> dict[str, Any]:
     return dict(user)
 
 
+def _str_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _strings(value: Any) -> bool:
+    """Null or a map of strings to strings (exact types: what JSON decodes to)."""
+    return value is None or (type(value) is dict and all(type(k) is str and type(x) is str for k, x in value.items()))
+
+
+def _well_formed_object(value: Any) -> bool:
+    """Whether :func:`_object` accepts ``value``, without naming a field."""
+    if value is None:
+        return True
+    if type(value) is not dict or not (_str_or_none(value.get("apiVersion")) and _str_or_none(value.get("kind"))):
+        return False
+    metadata = value.get("metadata")
+    if metadata is None:
+        return True
+    if type(metadata) is not dict:
+        return False
+    get = metadata.get
+    owners = get("ownerReferences")
+    return (
+        all(_str_or_none(get(key)) for key in _METADATA_STRINGS)
+        and _strings(get("labels"))
+        and _strings(get("annotations"))
+        and (owners is None or (type(owners) is list and all(type(o) is dict for o in owners)))
+    )
+
+
+def _well_formed_group_version(value: Any, last: str, required: bool) -> bool:
+    if value is None:
+        return not required
+    return (
+        type(value) is dict
+        and _str_or_none(value.get("group"))
+        and _str_or_none(value.get("version"))
+        and (type(value.get(last)) is str and bool(value[last]) if required else _str_or_none(value.get(last)))
+    )
+
+
+def _well_formed_user(user: Any) -> bool:
+    if user is None:
+        return True
+    if type(user) is not dict or not (_str_or_none(user.get("username")) and _str_or_none(user.get("uid"))):
+        return False
+    groups, extra = user.get("groups"), user.get("extra")
+    return (groups is None or (type(groups) is list and all(type(g) is str for g in groups))) and (
+        extra is None
+        or (
+            type(extra) is dict
+            and all(type(k) is str and type(x) is list and all(type(i) is str for i in x) for k, x in extra.items())
+        )
+    )
+
+
+def _well_formed(request: dict[str, Any]) -> bool:
+    """Whether :meth:`AdmissionInput.from_admission_request` accepts ``request``, checked with exact
+    types and no error text: a review as kube-apiserver sends it pays only this; anything else takes the
+    checks that name the field."""
+    get = request.get
+    obj, old, dry_run, options = get("object"), get("oldObject"), get("dryRun"), get("options")
+    return (
+        type(get("uid")) is str
+        and get("operation") in OPERATIONS
+        and _well_formed_group_version(get("kind"), "kind", True)
+        and _well_formed_group_version(get("resource"), "resource", True)
+        and _well_formed_group_version(get("requestKind"), "kind", False)
+        and _well_formed_group_version(get("requestResource"), "resource", False)
+        and all(_str_or_none(get(key)) for key in _REQUEST_STRINGS)
+        and _well_formed_user(get("userInfo"))
+        and (obj is not None or old is not None)
+        and _well_formed_object(obj)
+        and _well_formed_object(old)
+        and (dry_run is None or type(dry_run) is bool)
+        and (options is None or type(options) is dict)
+    )
+
+
+_METADATA_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion")
+_REQUEST_STRINGS = ("subResource", "requestSubResource", "name", "namespace")
+
+
 def _object(request: Mapping[str, Any], name: str) -> dict[str, Any] | None:
     """``object``/``oldObject``: null or an object whose ``ObjectMeta`` fields have their types."""
     value = _optional(request, name, dict, "an object", "request")
@@ -84,7 +167,7 @@ def _object(request: Mapping[str, Any], name: str) -> dict[str, Any] | None:
     metadata = _optional(value, "metadata", dict, "an object", path)
     if metadata is not None:
         path += ".metadata"
-        for key in ("name", "generateName", "namespace", "uid", "resourceVersion"):
+        for key in _METADATA_STRINGS:
             _optional(metadata, key, str, "a string", path)
         _string_map(metadata.get("labels"), f"{path}.labels")
         _string_map(metadata.get("annotations"), f"{path}.annotations")
@@ -151,6 +234,8 @@ class AdmissionInput:
     ) -> AdmissionInput:
         """From ``AdmissionReview.request`` (admission.k8s.io v1/v1beta1); raises
         :class:`InvalidRequest` naming the first field of the wrong shape."""
+        if type(request) is dict and _well_formed(request):
+            return cls._from_well_formed(request, namespace_object, input_size)
         if not isinstance(request, dict):
             raise InvalidRequest("request", "must be an object")
         uid = _optional(request, "uid", str, "a string", "request")
@@ -163,7 +248,7 @@ class AdmissionInput:
         _group_version(request, "requestResource", "resource", required=False)
         strings = {
             name: _optional(request, name, str, "a string", "request") or ""
-            for name in ("subResource", "requestSubResource", "name", "namespace")
+            for name in _REQUEST_STRINGS
         }
         user_info = _user_info(request)
         obj, old = _object(request, "object"), _object(request, "oldObject")
@@ -175,9 +260,9 @@ class AdmissionInput:
             operation=operation,
             object=obj,
             old_object=old,
-            kind=kinds.GroupVersionKind(kind.get("group", ""), kind.get("version", ""), kind.get("kind", "")),
+            kind=kinds.GroupVersionKind(kind.get("group") or "", kind.get("version") or "", kind.get("kind") or ""),
             resource=kinds.GroupVersionResource(
-                resource.get("group", ""), resource.get("version", ""), resource.get("resource", "")
+                resource.get("group") or "", resource.get("version") or "", resource.get("resource") or ""
             ),
             sub_resource=strings["subResource"],
             name=strings["name"],
@@ -186,6 +271,32 @@ class AdmissionInput:
             dry_run=dry_run is True,
             uid=uid or "",
             options=options,
+            namespace_object=namespace_object,
+            input_size=input_size,
+        )
+
+    @classmethod
+    def _from_well_formed(
+        cls, request: dict[str, Any], namespace_object: dict[str, Any] | None, input_size: int | None
+    ) -> AdmissionInput:
+        """:meth:`from_admission_request` of a request :func:`_well_formed` accepted."""
+        get = request.get
+        kind, resource, user = request["kind"], request["resource"], get("userInfo")
+        return cls(
+            operation=request["operation"],
+            object=get("object"),
+            old_object=get("oldObject"),
+            kind=kinds.GroupVersionKind(kind.get("group") or "", kind.get("version") or "", kind["kind"]),
+            resource=kinds.GroupVersionResource(
+                resource.get("group") or "", resource.get("version") or "", resource["resource"]
+            ),
+            sub_resource=get("subResource") or "",
+            name=get("name") or "",
+            namespace=get("namespace") or "",
+            user_info=dict(user) if user is not None else {},
+            dry_run=get("dryRun") is True,
+            uid=request["uid"],
+            options=get("options"),
             namespace_object=namespace_object,
             input_size=input_size,
         )
