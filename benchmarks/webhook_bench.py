@@ -10,7 +10,7 @@ from the moment each request was due. CPU per request is the server process's us
 over the timed phase. The two servers are measured in A-B-B-A order to even out drift.
 
     python benchmarks/webhook_bench.py [--rate 200] [--seconds 8] [--baseline DIR] [--no-match]
-        [--workers N] [--baseline-workers N] [--h11-floor]
+        [--workers N] [--baseline-workers N] [--h11-floor] [--no-policies]
 
 ``--baseline DIR`` also serves the celmut package found in DIR (e.g. ``git archive main celmut | tar
 -x -C DIR``) as a third server, so a change is measured before/after in the same run (A-B-C-C-B-A);
@@ -242,6 +242,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each timed phase (default 8)")
     parser.add_argument("--baseline", type=Path, help="a directory holding another celmut package to serve beside")
     parser.add_argument("--no-match", action="store_true", help="20 policies, none matching the Pod")
+    parser.add_argument("--no-policies", action="store_true", help="no policy at all: the serving stack alone")
     parser.add_argument("--workers", type=int, default=1, help="celmut serve --workers N (default 1)")
     parser.add_argument(
         "--baseline-workers", type=int, help="the baseline's --workers (default: --workers); with --baseline ."
@@ -257,7 +258,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="celmut-webhook-bench-"))
     policy_dir = work / "policies"
     policy_dir.mkdir()
-    for policy in non_matching_policies() if args.no_match else benchmark_policies():
+    chosen = [] if args.no_policies else non_matching_policies() if args.no_match else benchmark_policies()
+    for policy in chosen:
         (policy_dir / f"{policy['metadata']['name']}.yaml").write_text(yaml.safe_dump(policy))
     material = certs.self_signed(work / "tls", ["127.0.0.1", "localhost"])
     verify = ssl.create_default_context(cafile=str(material.ca_file))
@@ -329,7 +331,8 @@ def main() -> None:
     cpu_ms = {name: run.cpu_seconds / run.requests * 1000 for name, run in merged.items()}
     print(
         f"AdmissionReview of a {len(orjson.dumps(pod)):,}-byte Pod over HTTPS (loopback, keep-alive); "
-        f"celmut: 20 policies, {0 if args.no_match else 5} matching, {args.workers} worker(s); "
+        f"celmut: {len(chosen)} policies, {0 if args.no_match or not chosen else 5} matching, "
+        f"{args.workers} worker(s); "
         f"{args.rate:.0f} requests/s open loop, {floor.requests} requests per server"
     )
     rows = [
