@@ -21,28 +21,15 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from celmut.sources.yaml_loader import ResolvedOnce
+
 _BASE: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _INT, _BOOL, _NULL = "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
 
 
-class ObjectDumper(_BASE):  # type: ignore[valid-type,misc]
+class ObjectDumper(ResolvedOnce, _BASE):  # type: ignore[valid-type,misc]
     """SafeDumper (libyaml's when available) with the shortcuts of the module."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._resolved: dict[str, str] = {}  # a plain scalar's text → its tag
-
-    def resolve(self, kind: type[Node], value: Any, implicit: Any) -> Any:
-        """The tag a scalar's text reads back as, remembered per text (no path resolvers are registered)."""
-        if kind is not ScalarNode:
-            return super().resolve(kind, value, implicit)
-        if not implicit[0]:  # not plain: a string whatever its text (PyYAML's BaseResolver.resolve)
-            return self.DEFAULT_SCALAR_TAG
-        tag = self._resolved.get(value)
-        if tag is None:
-            tag = self._resolved[value] = super().resolve(kind, value, implicit)
-        return tag
 
     def represent_data(self, data: Any) -> Any:
         if self.default_flow_style is not False or self.sort_keys or self.default_style is not None:

@@ -33,23 +33,30 @@ class _Unusual(Exception):
     """The document needs PyYAML's general constructor."""
 
 
-class KubernetesLoader(_BASE):  # type: ignore[valid-type,misc]
-    """SafeLoader (libyaml's when available) without the timestamp resolver; see the module."""
+class ResolvedOnce:
+    """A YAML loader's or dumper's resolver that works out a plain scalar's tag once per text: the
+    implicit resolvers run their regular expressions once for each distinct text of a stream, not once
+    per scalar (no path resolvers are registered, so the text alone decides)."""
 
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
+    DEFAULT_SCALAR_TAG: str
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._resolved: dict[str, str] = {}  # a plain scalar's text → its tag
 
     def resolve(self, kind: type[Node], value: Any, implicit: Any) -> Any:
-        """The tag of a node; a plain scalar's remembered per value (no path resolvers are registered)."""
         if kind is not ScalarNode:
-            return super().resolve(kind, value, implicit)
+            return super().resolve(kind, value, implicit)  # type: ignore[misc]
         if not implicit[0]:  # not plain: a string whatever its text (PyYAML's BaseResolver.resolve)
             return self.DEFAULT_SCALAR_TAG
         tag = self._resolved.get(value)
         if tag is None:
-            tag = self._resolved[value] = super().resolve(kind, value, implicit)
+            tag = self._resolved[value] = super().resolve(kind, value, implicit)  # type: ignore[misc]
         return tag
+
+
+class KubernetesLoader(ResolvedOnce, _BASE):  # type: ignore[valid-type,misc]
+    """SafeLoader (libyaml's when available) without the timestamp resolver; see the module."""
 
     def construct_document(self, node: Node) -> Any:
         try:
