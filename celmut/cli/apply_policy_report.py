@@ -79,24 +79,12 @@ def reports(
     namespaced: dict[tuple[str, str], list[tuple[ReportResult, dict[str, Any]]]] = {}
     for run in runs:
         subject = _subject(run.resource)
-        for outcome in run.result.outcomes:
+        # the resource's own outcomes, then its mutateExisting targets' (reported about the resource)
+        outcomes = [*run.result.outcomes, *(target.outcome for target in [*run.targets, *scanned])]
+        for outcome in outcomes:
             if outcome.policy not in facts:
                 continue
             reporting, namespace = facts[outcome.policy]
-            result = result_of(
-                outcome, reporting, process_of(reporting), stamp, scanned=False, exception_results=exception_results
-            )
-            if result is None:
-                continue
-            if namespace:
-                namespaced.setdefault((namespace, reporting.key.split("/", 1)[-1]), []).append((result, subject))
-            else:
-                clustered.append((result, subject))
-        for target in [*run.targets, *scanned]:
-            if target.policy not in facts:
-                continue
-            reporting, namespace = facts[target.policy]
-            outcome = target.outcome
             result = result_of(
                 outcome, reporting, process_of(reporting), stamp, scanned=False, exception_results=exception_results
             )
