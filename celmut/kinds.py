@@ -101,6 +101,7 @@ CLUSTER_SCOPED_KINDS = frozenset(
     }
 )
 
+
 def guess_resource(kind: str) -> str:
     """The API server's plural guess for a kind."""
     if kind in _IRREGULAR_PLURALS:

@@ -28,7 +28,7 @@ REQUEST_ALLOCATION_BYTES = 32 * 1024 * 1024
 _CLOCK_CHECK_UNITS = 2_000
 
 
-@dataclass
+@dataclass(slots=True)
 class Budget:
     """Cost units and wall time shared by every expression evaluated for one request."""
 
@@ -42,6 +42,8 @@ class Budget:
     # time.monotonic() value past which evaluation stops with Reschedule (the webhook's event loop
     # evaluates a request for a short slice, then hands it to a worker thread)
     preempt_at: float | None = None
+    # an engine's scratch for this request (the C++ backend's projected activations); never copied
+    engine_cache: dict[Any, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def with_timeout(cls, seconds: float | None = DEFAULT_TIMEOUT_SECONDS, **kwargs: Any) -> Budget:
@@ -51,10 +53,19 @@ class Budget:
     def remaining(self) -> int:
         return self.limit - self.spent
 
+    def sliced(self, preempt_at: float) -> Budget:
+        """A copy that also stops with :class:`Reschedule` past ``preempt_at`` (an attempt on the
+        event loop; spending it leaves this budget as it was)."""
+        return Budget(
+            self.limit, self.per_call_limit, self.deadline, self.spent, self.max_bytes, self.allocated,
+            self.exhausted, preempt_at,
+        )  # fmt: skip
 
-@dataclass
+
+@dataclass(slots=True)
 class EvalContext:
-    """Mutable per-evaluation state handed to every planned closure."""
+    """Mutable per-evaluation state handed to every planned closure (one per evaluation: slotted,
+    every field plain, so making one is a few attribute stores)."""
 
     vars: dict[str, Any]
     slots: list[Any]
@@ -63,7 +74,6 @@ class EvalContext:
     cost: int = 0
     limit: int = PER_CALL_COST_LIMIT
     next_clock_check: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def charge(self, units: int) -> None:
         """Add cost units; raise :class:`CelCostError` past the limit or the deadline."""
@@ -87,9 +97,7 @@ class EvalContext:
         budget.allocated += nbytes
         if budget.allocated > budget.max_bytes:
             budget.exhausted = True
-            raise CelCostError(
-                f"operation cancelled: the request built more than {budget.max_bytes} bytes of values"
-            )
+            raise CelCostError(f"operation cancelled: the request built more than {budget.max_bytes} bytes of values")
 
     def _over_budget(self) -> None:
         self.budget.exhausted = True

@@ -87,8 +87,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("-f", "--values-file", "--values", dest="values", metavar="FILE", help="Kyverno CLI values file")
     p.add_argument(
-        "-s", "--set", action="append", default=[], metavar="KEY=VALUE", help="a value, as in a values file's "
-        "globalValues (e.g. request.operation=UPDATE); comma-separated or repeated; not with --values-file"
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a value, as in a values file's "
+        "globalValues (e.g. request.operation=UPDATE); comma-separated or repeated; not with --values-file",
     )
     p.add_argument("-u", "--userinfo", metavar="FILE", help="Kyverno UserInfo file: the requests' userInfo")
     p.add_argument("--context-file", metavar="FILE", help="Kyverno Context file: image data, objects, global context")

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from celmut.service.offline import ResourceRun
 
 
-
 @dataclass(frozen=True)
 class PolicyResult:
     policy: str

@@ -272,9 +272,7 @@ class Reconciler:
         obj = self.current(key)
         if obj is None:
             return Outcome(key, "gone", message="the target no longer exists")
-        restart = any(
-            t.target is None and t.policy.restart_policy == "immediate" for t in work.values()
-        )
+        restart = any(t.target is None and t.policy.restart_policy == "immediate" for t in work.values())
         for _attempt in range(self.max_conflicts):
             evaluating = time.perf_counter()
             failed: list[str] = []

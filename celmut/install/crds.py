@@ -36,9 +36,7 @@ SELECTABLE_GUARDED = (
 )
 #: A shared CRD in its subchart: rendered only while absent or this release's (charts/celmut/templates/
 #: _helpers.tpl), as a hook, so that no release diff, rollback or uninstall ever deletes it.
-TEMPLATE = (
-    '{{{{- if include "celmut.shared-crd.writable" (dict "name" "{name}" "root" $) }}}}\n{body}{{{{- end }}}}\n'
-)
+TEMPLATE = '{{{{- if include "celmut.shared-crd.writable" (dict "name" "{name}" "root" $) }}}}\n{body}{{{{- end }}}}\n'
 #: What the hook template adds to the CRD's metadata. Helm sets no ownership metadata on hooks: the
 #: template stamps the same annotations and label Helm stamps on release objects (pkg/action/validate.go
 #: ``setMetadataVisitor``), so `helm install kyverno --take-ownership` adopts it like any Helm object.

@@ -55,6 +55,7 @@ def record_provenance(metadata: Reader) -> bool:
     value = metadata.child("annotations").string(RECORD_PROVENANCE_ANNOTATION, default="false", enum=("true", "false"))
     return value == "true"
 
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9](/([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 

@@ -71,11 +71,7 @@ class PolicyIndex:
         memo_key = (key, failure_policy)
         found = self._memo.get(memo_key)
         if found is None:
-            found = tuple(
-                p
-                for p in self.policies
-                if in_group(p, failure_policy) and may_select(p.match, key)
-            )
+            found = tuple(p for p in self.policies if in_group(p, failure_policy) and may_select(p.match, key))
             if len(self._memo) < self.max_keys:  # concurrent misses compute the same answer
                 self._memo[memo_key] = found
         return found

@@ -7,7 +7,7 @@ from typing import Any
 from celmut import cel
 from celmut.cel.activation import approximate_size
 from celmut.compile.compiled import CompiledPolicy
-from celmut.runtime import decode, matching
+from celmut.runtime import decode, matching, ownership
 from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.request import AdmissionInput
 
@@ -42,6 +42,9 @@ class RequestContext:
         # made for: such policies see exactly the same variables, so consecutive ones share it
         self._plain: tuple[Any, cel.Activation] | None = None
         self.encoded = decode.EncodedObjects()
+        # why Kyverno's policies leave the request's object alone when it is a ReplicaSet its Deployment
+        # controls ('' for any other object): a fact of the request, asked by every policy
+        self.controlled_replicaset = ownership.controlled_replicaset(request.subject)
 
     @classmethod
     def for_request(cls, options: AdmissionOptions, request: AdmissionInput) -> RequestContext:

@@ -79,7 +79,7 @@ class AdmissionEngine:
         self.options = options or AdmissionOptions()
         self.index = PolicyIndex([p for p in self.policies if admits(p)])
         # decided by the request's kind alone: visited through the index (report_unselected off) they match
-        matched_by_kind = frozenset(id(p) for p in self.index.policies if matching.decided_by_kind(p.match))
+        matched_by_kind = [p for p in self.index.policies if matching.decided_by_kind(p.match)]
         self._exception_index = ExceptionIndex(self.exceptions)
         self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind)
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
@@ -114,12 +114,13 @@ class AdmissionEngine:
         audit: dict[str, str] = {}
         context = RequestContext(self.options, request, budget, services or self.options.services, explain=explain)
         reinvoke: list[CompiledPolicy] = []
+        started = time.perf_counter()
         for policy in self._policies_for(request, failure_policy):
-            started = time.perf_counter()
             for outcome, mutated in self.evaluator.admit(policy, context, current):
                 current = mutated
-                outcome.seconds = time.perf_counter() - started
-                started = time.perf_counter()
+                finished = time.perf_counter()  # each outcome's time runs from the previous one's end
+                outcome.seconds = finished - started
+                started = finished
                 outcomes.append(outcome)
                 if outcome.status == "error":
                     if outcome.failure_policy == "Fail":
@@ -127,7 +128,8 @@ class AdmissionEngine:
                             original, outcomes, outcome.message, warnings=warnings, audit_annotations=audit
                         )
                     warnings.append(f"{outcome.message} (ignored: failurePolicy Ignore)")
-                audit.update(outcome.audit_annotations)
+                if outcome.audit_annotations:
+                    audit.update(outcome.audit_annotations)
                 if policy.reinvocation_policy == "IfNeeded" and outcome.matched and policy not in reinvoke:
                     reinvoke.append(policy)
         if reinvoke and current is not original and current != original:

@@ -13,7 +13,7 @@ traces are made of.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -94,13 +94,25 @@ class PolicyEvaluator:
     """Evaluates one compiled policy at a time, with an engine's options and PolicyExceptions."""
 
     def __init__(
-        self, options: AdmissionOptions, exceptions: ExceptionIndex, matched_by_kind: frozenset[int] = frozenset()
+        self,
+        options: AdmissionOptions,
+        exceptions: ExceptionIndex,
+        matched_by_kind: Sequence[CompiledPolicy] = (),
     ) -> None:
         self.options = options
         self._exceptions = exceptions
         # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
         # (report_unselected off) they match whatever the object says; else the kind is checked alone
-        self._matched_by_kind = matched_by_kind
+        self._matched_by_kind = frozenset(id(p) for p in matched_by_kind)
+        # … and of those, the ones nothing but the ReplicaSet filter can still keep from a request the index
+        # chose them for (not namespaced, not skipping the background controller's requests)
+        self._chosen_by_kind_alone = frozenset(
+            () if options.report_unselected
+            else (
+                id(p) for p in matched_by_kind
+                if p.kind != "NamespacedMutatingPolicy" and not p.skip_background_requests
+            )
+        )  # fmt: skip
         # (policy id, request key) -> may_select, for those policies: keys are the resources an API
         # server serves (a bounded set), and at most _MAX_KIND_ANSWERS are remembered
         self._selects_kind: dict[tuple[int, RequestKey], bool] = {}
@@ -113,26 +125,28 @@ class PolicyEvaluator:
 
     def admit(
         self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
-    ) -> Iterator[Evaluation]:
-        """``policy`` on one admission request: one evaluation, or one per binding and param object."""
+    ) -> Iterable[Evaluation]:
+        """``policy`` on one admission request: one evaluation, or one per binding and param object
+        (evaluated one at a time, as the caller consumes them: it stops at a denial)."""
         how = semantics.of(policy)
         cause, skip = self._precheck(policy, how, context)
         if skip:
-            yield Evaluation(_skipped_by_match(policy, cause, skip), current)
-        elif how.binds:
-            yield from self._bindings(policy, how, context, current)
-        else:
-            yield self._evaluate(policy, how, ADMISSION, context, current)
+            return (Evaluation(_skipped_by_match(policy, cause, skip), current),)
+        if how.binds:
+            return self._bindings(policy, how, context, current)
+        return (self._evaluate(policy, how, ADMISSION, context, current),)
 
     def _precheck(self, policy: CompiledPolicy, how: Semantics, context: RequestContext) -> tuple[Cause, str]:
         """Why the policy does not see this request at all (cause, prose), or ("", "")."""
+        if id(policy) in self._chosen_by_kind_alone:  # only the ReplicaSet filter is left to check
+            if how.filters_controlled_replicasets and context.controlled_replicaset:
+                return "controlledReplicaSet", context.controlled_replicaset
+            return "", ""
         request = context.request
         if policy.kind == "NamespacedMutatingPolicy" and request.namespace != policy.namespace:
             return "namespace", f"NamespacedMutatingPolicy applies only in namespace {policy.namespace!r}"
-        if how.filters_controlled_replicasets:
-            controlled = ownership.controlled_replicaset(request.subject)
-            if controlled:
-                return "controlledReplicaSet", controlled
+        if how.filters_controlled_replicasets and context.controlled_replicaset:
+            return "controlledReplicaSet", context.controlled_replicaset
         if policy.skip_background_requests and request.user_info.get("username") in self.options.background_usernames:
             return "backgroundRequest", "request from celmut's background controller (skipBackgroundRequests)"
         if id(policy) in self._matched_by_kind:
@@ -241,9 +255,12 @@ class PolicyEvaluator:
                 reason = f"match condition error ignored: {failure}"
                 return Evaluation(_outcome(policy, "skipped", reason, binding=binding, cause="error"), current)
             return Evaluation(_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
-        if false is not None:
-            cause, reason = stage.condition_cause, condition_reason(false, stage.condition_cause)
-            skipped = _outcome(policy, "skipped", reason, cause=cause, cause_name=false.name, binding=binding)
+        if false is not None:  # the most common outcome of all: made directly
+            cause = stage.condition_cause
+            skipped = PolicyOutcome(
+                policy.display_name, policy.kind, "skipped", condition_reason(false, cause),
+                failure_policy=policy.failure_policy, binding=binding, cause=cause, cause_name=false.name,
+            )  # fmt: skip
             return Evaluation(skipped, current)
         if stage.needs_request_object and (context.request.object is None or current is None):
             reason = how.no_object_reason(context.request)

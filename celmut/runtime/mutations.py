@@ -39,9 +39,7 @@ def patch_operations(result: Any) -> list[dict[str, Any]]:
         op, path = item.get("op"), item.get("path")
         if op not in _OPS:
             # json-patch v4 ``Patch.ApplyIndent``'s text, with where and what would do
-            raise MutationError(
-                f"JSON Patch: Unexpected kind: {op} (JSONPatch[{index}]; supported: {', '.join(_OPS)})"
-            )
+            raise MutationError(f"JSON Patch: Unexpected kind: {op} (JSONPatch[{index}]; supported: {', '.join(_OPS)})")
         if not isinstance(path, str):
             raise MutationError(f"JSONPatch[{index}] ({op}): path must be a string")
         operation: dict[str, Any] = {"op": op, "path": path}

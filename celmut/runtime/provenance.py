@@ -278,9 +278,7 @@ def _applied(outcome: PolicyOutcome, trigger: str = "", pointers: Pointers | Non
     out: list[AppliedMutation] = []
     for step in steps:
         changes = changes_of(step.patch) if step.after is not step.before else ()
-        kept = tuple(
-            dict.fromkeys(c for c in step.claims if not any(_related(c, change.path) for change in changes))
-        )
+        kept = tuple(dict.fromkeys(c for c in step.claims if not any(_related(c, change.path) for change in changes)))
         if changes or kept:
             out.append(
                 AppliedMutation(outcome.policy, outcome.kind, step.path, step.index, changes, kept=kept, **common)

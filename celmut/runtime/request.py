@@ -246,10 +246,7 @@ class AdmissionInput:
         resource = _group_version(request, "resource", "resource", required=True)
         _group_version(request, "requestKind", "kind", required=False)
         _group_version(request, "requestResource", "resource", required=False)
-        strings = {
-            name: _optional(request, name, str, "a string", "request") or ""
-            for name in _REQUEST_STRINGS
-        }
+        strings = {name: _optional(request, name, str, "a string", "request") or "" for name in _REQUEST_STRINGS}
         user_info = _user_info(request)
         obj, old = _object(request, "object"), _object(request, "oldObject")
         if obj is None and old is None:

@@ -44,7 +44,7 @@ class MutationStep:
         return self._patch
 
 
-@dataclass
+@dataclass(slots=True)
 class PolicyOutcome:
     """One policy (or autogen variant, or MAP binding) on one request."""
 

@@ -79,7 +79,7 @@ class Admission:
         """The response, when it can be computed here (the event loop) within ``seconds`` and
         without waiting for I/O; None when the request must run on a worker thread instead
         (:mod:`celmut.server.mutate`). ``budget`` is left unspent for that run."""
-        attempt = dataclasses.replace(budget, preempt_at=time.monotonic() + seconds)
+        attempt = budget.sliced(time.monotonic() + seconds)
         try:
             with lookups.without_blocking():
                 return self._answer(body, engine, attempt, failure_policy, started, trace_headers)

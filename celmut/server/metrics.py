@@ -44,6 +44,7 @@ class Metrics:
             ["operation", "result"],
             registry=self.registry,
         )
+        self._requests_by_result: dict[tuple[str, str], Counter] = {}  # (operation, result) -> child
         self.latency = Histogram(
             "celmut_admission_duration_seconds",
             "Time to answer an admission request",
@@ -108,7 +109,10 @@ class Metrics:
             outcome = "mutated"
         else:
             outcome = "unchanged"
-        self.requests.labels(operation, outcome).inc()
+        counter = self._requests_by_result.get((operation, outcome))
+        if counter is None:  # prometheus_client's labels() validates and locks on every call: once per pair
+            counter = self._requests_by_result[operation, outcome] = self.requests.labels(operation, outcome)
+        counter.inc()
         self.latency.observe(seconds)
         self.policies.record(result.outcomes)
 

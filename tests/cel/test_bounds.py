@@ -22,7 +22,9 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 def test_a_quadratic_comprehension_hits_the_per_expression_cost_limit(engine: str) -> None:
     items = list(range(2000))
-    program = cel.Environment("kyverno", backend=engine).compile("object.items.all(i, object.items.all(j, i >= 0 && j >= 0))")
+    program = cel.Environment("kyverno", backend=engine).compile(
+        "object.items.all(i, object.items.all(j, i >= 0 && j >= 0))"
+    )
     with pytest.raises(cel.CelCostError, match="cost limit"):  # no deadline: only the cost can stop it
         program.evaluate(cel.Activation(object={"items": items}, budget=cel.Budget()))
 
@@ -48,7 +50,9 @@ def test_the_request_budget_is_shared_by_expressions_of_one_request(engine: str)
 
 
 def test_the_deadline_stops_a_long_evaluation(engine: str) -> None:
-    program = cel.Environment("kyverno", backend=engine).compile("object.items.all(i, object.items.all(j, i >= 0 && j >= 0))")
+    program = cel.Environment("kyverno", backend=engine).compile(
+        "object.items.all(i, object.items.all(j, i >= 0 && j >= 0))"
+    )
     # No cost limit to speak of: only the deadline can stop 9,000,000 iterations, which take seconds
     # where the deadline is 50 ms away; the error proves it stopped (a finished run returns true), so
     # nothing here depends on how fast the machine is.

@@ -100,11 +100,24 @@ BIG_OTHER = [*range(1_099_999), -1]
 @pytest.mark.parametrize(
     ("expression", "variables", "fragment"),
     [
-        pytest.param("'%s'.format([variables.m])", {"m": shared(6)}, "over the limit of 3145728 bytes", id="format-args"),
-        pytest.param("json.marshal(variables.m).size()", {"m": shared(6)}, "over the limit of 3145728 bytes", id="json.marshal"),
-        pytest.param("[variables.a, variables.b].distinct().size()", {"a": BIG, "b": BIG_OTHER}, "cost limit", id="distinct"),
-        pytest.param("sets.contains([variables.a], [variables.b])", {"a": BIG, "b": BIG_OTHER}, "cost limit", id="sets.contains"),
-        pytest.param("sets.intersects([variables.a], [variables.b])", {"a": BIG, "b": BIG_OTHER}, "cost limit", id="sets.intersects"),
+        pytest.param(
+            "'%s'.format([variables.m])", {"m": shared(6)}, "over the limit of 3145728 bytes", id="format-args"
+        ),
+        pytest.param(
+            "json.marshal(variables.m).size()", {"m": shared(6)}, "over the limit of 3145728 bytes", id="json.marshal"
+        ),
+        pytest.param(
+            "[variables.a, variables.b].distinct().size()", {"a": BIG, "b": BIG_OTHER}, "cost limit", id="distinct"
+        ),
+        pytest.param(
+            "sets.contains([variables.a], [variables.b])", {"a": BIG, "b": BIG_OTHER}, "cost limit", id="sets.contains"
+        ),
+        pytest.param(
+            "sets.intersects([variables.a], [variables.b])",
+            {"a": BIG, "b": BIG_OTHER},
+            "cost limit",
+            id="sets.intersects",
+        ),
         pytest.param("variables.l.flatten(7).size()", {"l": nested_lists(6)}, "cost limit", id="flatten"),
     ],
 )

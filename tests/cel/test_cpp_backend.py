@@ -203,7 +203,7 @@ def test_only_what_an_expression_reads_is_converted() -> None:
     budget = cel.Budget()
     program = compile_cpp('object.spec.containers.exists(c, c.image.startsWith("nginx") && has(c.resources))')
     assert program.evaluate(cel.Activation(object=pod, budget=budget)) is False
-    ((sources, _, _, _),) = budget._cpp_activations.values()  # type: ignore[attr-defined]
+    ((sources, _, _, _),) = budget.engine_cache.values()  # type: ignore[union-attr]
     variable = next(v for v in program._hoisted if v.name in sources)
     from celmut.cel.backends.cpp_projection import project
 
@@ -217,10 +217,10 @@ def test_expressions_of_one_request_share_converted_subtrees() -> None:
     second = compile_cpp("object.spec.containers.exists(c, c.name == 'a')")
     for program in (first, second):  # two policies: two activations, one budget (one request)
         assert program.evaluate(cel.Activation(object=pod, budget=budget)) is True
-    assert len(budget._cpp_activations) == 1  # type: ignore[attr-defined]
+    assert len(budget.engine_cache or ()) == 1
     patched = {**pod, "metadata": {"labels": {"app": "api"}}}  # a mutation that leaves spec alone
     assert second.evaluate(cel.Activation(object=patched, budget=budget)) is True
-    assert len(budget._cpp_activations) == 1  # type: ignore[attr-defined]
+    assert len(budget.engine_cache or ()) == 1
 
 
 # --- the engine choice --------------------------------------------------------------------------------

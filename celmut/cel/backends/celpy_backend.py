@@ -23,6 +23,8 @@ from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
 from celmut.cel.planner import Planner
 
+_NO_SLOTS: list[Any] = []
+
 
 class CelpyEnvironment(celpy.Environment):
     """celpy's Environment facade over celmut's function table and planner.
@@ -68,12 +70,13 @@ class PlannedRunner(celpy.Runner):
     # celpy's Runner.evaluate takes a celpy Context; celmut's programs take an Activation.
     def evaluate(self, activation: Activation) -> Any:  # type: ignore[override]
         budget = activation.budget
+        limit = budget.limit - budget.spent  # what the request has left, at most the per-expression limit
+        if limit > budget.per_call_limit:
+            limit = budget.per_call_limit
+        # positional: (vars, slots, budget, services, cost, limit); an expression without macro
+        # variables shares one empty slot list (nothing is ever stored in it)
         ctx = EvalContext(
-            vars=activation.vars,
-            slots=[None] * self._slots,
-            budget=budget,
-            services=activation.services,
-            limit=min(budget.per_call_limit, budget.remaining()),
+            activation.vars, [None] * self._slots if self._slots else _NO_SLOTS, budget, activation.services, 0, limit
         )
         try:
             ctx.charge(self._static_cost)

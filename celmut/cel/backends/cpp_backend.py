@@ -166,9 +166,9 @@ def hoisted_activation(
         sources[variable.name] = value
         key.append(id(value))
     budget = activation.budget
-    cache: dict[tuple[Any, ...], tuple[Any, ...]] | None = budget.__dict__.get("_cpp_activations")
+    cache: dict[tuple[Any, ...], tuple[Any, ...]] | None = budget.engine_cache
     if cache is None:
-        cache = budget.__dict__["_cpp_activations"] = {}
+        cache = budget.engine_cache = {}
     frozen = tuple(key)
     entry = cache.get(frozen)
     if entry is None:

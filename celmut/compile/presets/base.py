@@ -1,6 +1,5 @@
 """What a preset compiler is: the protocol every preset implements and the helpers they share."""
 
-
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

@@ -523,4 +523,6 @@ def test_strings_in_the_kubernetes_profile(expression: str, expected: Any) -> No
 
 def test_costly_string_functions_are_bounded() -> None:
     big = "x" * 20_000_000
-    check_case("variables.s.replace('x', 'yy').size()", Err("cost", "over the limit of 3145728 bytes"), variables={"s": big})
+    check_case(
+        "variables.s.replace('x', 'yy').size()", Err("cost", "over the limit of 3145728 bytes"), variables={"s": big}
+    )

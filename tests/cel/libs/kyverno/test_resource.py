@@ -325,7 +325,9 @@ def test_static_resources_flattens_lists_and_honours_plural_overrides() -> None:
 def test_a_dry_run_request_cannot_post() -> None:
     from celmut.cel import Activation, Environment
 
-    program = Environment("kyverno").compile('resource.Post("v1", "configmaps", "default", {"metadata": {"name": "new"}})')
+    program = Environment("kyverno").compile(
+        'resource.Post("v1", "configmaps", "default", {"metadata": {"name": "new"}})'
+    )
     store = StaticResources(OBJECTS)
     with pytest.raises(LookupFailed, match="not allowed for a dry-run request"):
         program.evaluate(Activation(services=Services(resources=store, dry_run=True)))
