@@ -34,19 +34,40 @@ def apply_configuration(
     live: dict[str, Any], applied: dict[str, Any], schema: Schema | None, *, replace_atomic: bool = False
 ) -> dict[str, Any]:
     """The merged object; ``live`` is not modified (changed parts are copied)."""
-    return _merge_map(live, applied, schema, "", replace_atomic)
+    return _merge_map(live, applied, schema, _ROOT, replace_atomic)
 
 
-def _untyped(path: str, problem: str) -> MergeError:
+# Where the merge is, as the error messages name it (``.spec.containers[name="web"].image``), built as
+# it goes down and rendered only for an error: ``()`` is the root, ``(parent, field)`` a field of a
+# map, ``(parent, keys, key)`` the item of a keyed list (most merges raise nothing, and formatting
+# every field's path cost more than the merge itself).
+_Path = tuple[Any, ...]
+_ROOT: _Path = ()
+
+
+def _render(path: _Path) -> str:
+    segments: list[str] = []
+    while path:
+        if len(path) == 2:
+            path, field = path
+            segments.append(f".{field}")
+        else:
+            path, keys, key = path
+            segments.append(f"[{_render_key(keys, key)}]")
+    return "".join(reversed(segments))
+
+
+def _untyped(path: _Path, problem: str) -> MergeError:
     """The applied object does not fit the schema (SMD's ``ObjectToTyped`` step, before merging)."""
-    return MergeError(f"failed to convert patch object to typed object: {path or '.'}: {problem}")
+    return MergeError(f"failed to convert patch object to typed object: {_render(path) or '.'}: {problem}")
 
 
-def _atomic(path: str) -> MergeError:
-    return MergeError(f"invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {path or '.'}")
+def _atomic(path: _Path) -> MergeError:
+    where = _render(path) or "."
+    return MergeError(f"invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {where}")
 
 
-def _merge(live: Any, applied: Any, schema: Schema | None, path: str, replace_atomic: bool) -> Any:
+def _merge(live: Any, applied: Any, schema: Schema | None, path: _Path, replace_atomic: bool) -> Any:
     if isinstance(applied, dict):
         return _merge_map(live, applied, schema, path, replace_atomic)
     if isinstance(applied, list):
@@ -55,7 +76,7 @@ def _merge(live: Any, applied: Any, schema: Schema | None, path: str, replace_at
 
 
 def _merge_map(
-    live: Any, applied: dict[str, Any], schema: Schema | None, path: str, replace_atomic: bool
+    live: Any, applied: dict[str, Any], schema: Schema | None, path: _Path, replace_atomic: bool
 ) -> dict[str, Any]:
     if schema is not None and not schema.preserve_unknown_fields:
         if schema.is_array and not schema.is_object:
@@ -70,7 +91,7 @@ def _merge_map(
     for key, value in applied.items():
         if value is None:
             continue
-        child_path = f"{path}.{key}"
+        child_path = (path, key)
         child_schema: Schema | None = None
         if schema is not None and not schema.preserve_unknown_fields:
             child_schema = schema.field(key)
@@ -80,7 +101,7 @@ def _merge_map(
     return result
 
 
-def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: str, replace_atomic: bool) -> Any:
+def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: _Path, replace_atomic: bool) -> Any:
     if schema is None or schema.preserve_unknown_fields:
         return [_strip_nulls(item) for item in applied]
     if schema.is_object and not schema.is_array:
@@ -95,7 +116,7 @@ def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: str,
         keys = schema.list_map_keys
 
         def merge_item(key: tuple[Any, ...], old: Any, new: Any) -> Any:
-            return _merge(old, new, schema.items, f"{path}[{_render_key(keys, key)}]", replace_atomic)
+            return _merge(old, new, schema.items, (path, keys, key), replace_atomic)
 
         return _merge_items(existing, applied, lambda item: _key_of(item, keys), merge_item, path, keys)
     if not replace_atomic:
@@ -125,7 +146,7 @@ def _merge_items(
     applied: list[Any],
     key_of: Callable[[Any], _ItemKey],
     merge_item: Callable[[_ItemKey, Any, Any], Any],
-    path: str,
+    path: _Path,
     keys: tuple[str, ...],
 ) -> list[Any]:
     """An associative list (``listType`` map or set) merged as structured-merge-diff's
@@ -147,7 +168,7 @@ def _merge_items(
 
 
 def _index_applied(
-    applied: list[Any], key_of: Callable[[Any], _ItemKey], path: str, keys: tuple[str, ...]
+    applied: list[Any], key_of: Callable[[Any], _ItemKey], path: _Path, keys: tuple[str, ...]
 ) -> tuple[list[_ItemKey], dict[_ItemKey, Any]]:
     """The applied items' keys in order and the items by key (null items skipped); a
     :class:`MergeError` for a key given twice."""
@@ -158,7 +179,8 @@ def _index_applied(
             continue
         key = key_of(item)
         if key in rhs:
-            raise MergeError(f"{path}[{_render_key(keys, key)}]: duplicate entries for key in the applied list")
+            where = _render((path, keys, key))
+            raise MergeError(f"{where}: duplicate entries for key in the applied list")
         rhs[key] = item
         rhs_order.append(key)
     return rhs_order, rhs
