@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest, values
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
 from celmut.runtime import AdmissionResult
@@ -38,21 +38,9 @@ class Metrics:
     def __init__(self, shared_directory: str | None = None) -> None:
         self.shared_directory = shared_directory
         self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "celmut_admission_requests",
-            "Admission requests by operation and result",
-            ["operation", "result"],
-            registry=self.registry,
-        )
-        self._requests_by_result: dict[tuple[str, str], Counter] = {}  # (operation, result) -> child
-        self.latency = Histogram(
-            "celmut_admission_duration_seconds",
-            "Time to answer an admission request",
-            buckets=_LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        # per-policy series, ~20 updates per admission: plain numbers under one lock (same exposition);
-        # across worker processes, the same numbers flushed to a file per worker and summed on a scrape
+        # the requests' and the policies' series, ~20 updates per admission: plain numbers under one lock
+        # (the exposition of prometheus_client's Counter and Histogram); across worker processes, the same
+        # numbers flushed to a file per worker and summed on a scrape
         self.policies = (
             PolicySeries(_LATENCY_BUCKETS)
             if self.shared_directory is None
@@ -109,15 +97,10 @@ class Metrics:
             outcome = "mutated"
         else:
             outcome = "unchanged"
-        counter = self._requests_by_result.get((operation, outcome))
-        if counter is None:  # prometheus_client's labels() validates and locks on every call: once per pair
-            counter = self._requests_by_result[operation, outcome] = self.requests.labels(operation, outcome)
-        counter.inc()
-        self.latency.observe(seconds)
-        self.policies.record(result.outcomes)
+        self.policies.record(result.outcomes, operation, outcome, seconds)
 
     def rejected(self, reason: str) -> None:
-        self.requests.labels("", reason).inc()
+        self.policies.request("", reason)
 
     def render(self) -> bytes:
         if self.shared_directory is None:

@@ -1,10 +1,11 @@
-"""The per-policy series of the webhook (``celmut_policy_duration_seconds``, ``celmut_policy_errors``,
-``celmut_mutations``): updated for every policy of every admission (~20 updates a request).
+"""The series every admission updates: the request's (``celmut_admission_requests``,
+``celmut_admission_duration_seconds``) and each policy's (``celmut_policy_duration_seconds``,
+``celmut_policy_errors``, ``celmut_mutations``), ~20 updates a request.
 
 prometheus_client takes a lock and a chain of calls per update (~0.35 µs a count, ~0.7 µs a histogram
-observation); here one lock per admission guards plain numbers, and :meth:`PolicySeries.collect`
-emits exactly the samples prometheus_client's ``Counter`` and ``Histogram`` would (names, labels,
-order, ``_created``), so ``/metrics`` is unchanged.
+observation; in shared-file mode an mmap write each); here one lock per admission guards plain numbers,
+and :meth:`PolicySeries.collect` emits exactly the samples prometheus_client's ``Counter`` and
+``Histogram`` would (names, labels, order, ``_created``), so ``/metrics`` is unchanged.
 """
 
 from __future__ import annotations
@@ -42,11 +43,26 @@ class PolicySeries(Collector):
         self._durations: dict[str, list[float]] = {}
         self._errors: dict[tuple[str, str], float] = {}  # (policy, failure_policy) -> count
         self._mutations: dict[tuple[str, str], float] = {}  # (policy, outcome) -> count
-        self._created: dict[object, float] = {}
+        self._requests: dict[tuple[str, str], float] = {}  # (operation, result) -> count
+        self._latency = [0.0] * (len(self._bounds) + 1)  # the requests' durations: per bucket, then the sum
+        self._created: dict[object, float] = {"latency": time.time()}  # an unlabelled histogram: from the start
 
-    def record(self, outcomes: Iterable[PolicyOutcome]) -> None:
-        """Count one admission's policy outcomes (what :meth:`celmut.server.metrics.Metrics.observe` exposes)."""
+    def request(self, operation: str, result: str) -> None:
+        """Count a request answered without an admission (``result``: why it was refused)."""
         with self._lock:
+            self._count("requests", self._requests, (operation, result))
+
+    def record(
+        self, outcomes: Iterable[PolicyOutcome], operation: str = "", result: str = "", seconds: float = 0.0
+    ) -> None:
+        """Count one admission: its request (``operation``, ``result``, ``seconds``; none when ``result``
+        is empty) and its policies' outcomes (what :meth:`celmut.server.metrics.Metrics.observe` exposes)."""
+        with self._lock:
+            if result:
+                self._count("requests", self._requests, (operation, result))
+                latency = self._latency
+                latency[bisect.bisect_left(self._bounds, seconds)] += 1.0
+                latency[-1] += seconds
             for policy in outcomes:
                 status = policy.status
                 if status in _TIMED:
@@ -70,6 +86,8 @@ class PolicySeries(Collector):
 
     def describe(self) -> Iterable[Metric]:
         return [
+            Metric("celmut_admission_requests", "Admission requests by operation and result", "counter"),
+            Metric("celmut_admission_duration_seconds", "Time to answer an admission request", "histogram"),
             Metric("celmut_policy_duration_seconds", "Time spent in one policy for one request", "histogram"),
             Metric("celmut_policy_errors", "Policy evaluation errors", "counter"),
             Metric(
@@ -82,19 +100,14 @@ class PolicySeries(Collector):
 
     def collect(self) -> Iterable[Metric]:
         created = prometheus_metrics._use_created  # prometheus_client.disable_created_metrics() turns it off
-        durations, errors, mutations = self.describe()
+        requests, latency, durations, errors, mutations = self.describe()
         with self._lock:
+            self._histogram(latency, {}, self._latency, self._created["latency"] if created else None)
             for policy, series in self._durations.items():
-                labels = {"policy": policy}
-                total = 0.0
-                for le, count in zip(self._les, series, strict=False):
-                    total += count
-                    durations.add_sample(durations.name + "_bucket", {**labels, "le": le}, total)
-                durations.add_sample(durations.name + "_count", labels, total)
-                durations.add_sample(durations.name + "_sum", labels, series[-1])
-                if created:
-                    durations.add_sample(durations.name + "_created", labels, self._created["duration", policy])
+                stamp = self._created["duration", policy] if created else None
+                self._histogram(durations, {"policy": policy}, series, stamp)
             for family, tag, counts, names in (
+                (requests, "requests", self._requests, ("operation", "result")),
                 (errors, "errors", self._errors, ("policy", "failure_policy")),
                 (mutations, "mutations", self._mutations, ("policy", "outcome")),
             ):
@@ -103,7 +116,18 @@ class PolicySeries(Collector):
                     family.add_sample(family.name + "_total", labels, count)
                     if created:
                         family.add_sample(family.name + "_created", labels, self._created[tag, key])
-        return [durations, errors, mutations]
+        return [requests, latency, durations, errors, mutations]
+
+    def _histogram(self, family: Metric, labels: dict[str, str], series: list[float], created: float | None) -> None:
+        """One histogram's samples, as prometheus_client writes them: cumulative buckets, count, sum."""
+        total = 0.0
+        for le, count in zip(self._les, series, strict=False):
+            total += count
+            family.add_sample(family.name + "_bucket", {**labels, "le": le}, total)
+        family.add_sample(family.name + "_count", labels, total)
+        family.add_sample(family.name + "_sum", labels, series[-1])
+        if created is not None:
+            family.add_sample(family.name + "_created", labels, created)
 
 
 class SharedPolicySeries(PolicySeries):
@@ -129,6 +153,8 @@ class SharedPolicySeries(PolicySeries):
                     "durations": self._durations,
                     "errors": [[*key, count] for key, count in self._errors.items()],
                     "mutations": [[*key, count] for key, count in self._mutations.items()],
+                    "requests": [[*key, count] for key, count in self._requests.items()],
+                    "latency": self._latency,
                 }
             )
         if state == self._written:
@@ -152,7 +178,13 @@ class SharedPolicySeries(PolicySeries):
                 into = total._durations.setdefault(policy, [0.0] * len(series))
                 for index, count in enumerate(series):
                     into[index] += count
-            for counts, rows in ((total._errors, state["errors"]), (total._mutations, state["mutations"])):
+            for index, count in enumerate(state.get("latency", ())):
+                total._latency[index] += count
+            for counts, rows in (
+                (total._errors, state["errors"]),
+                (total._mutations, state["mutations"]),
+                (total._requests, state.get("requests", ())),
+            ):
                 for first, second, count in rows:
                     counts[first, second] = counts.get((first, second), 0.0) + count
         created = time.time()
@@ -162,6 +194,8 @@ class SharedPolicySeries(PolicySeries):
     @staticmethod
     def _created_keys(series: PolicySeries) -> list[object]:
         return [
+            "latency",
+            *(("requests", key) for key in series._requests),
             *(("duration", policy) for policy in series._durations),
             *(("errors", key) for key in series._errors),
             *(("mutations", key) for key in series._mutations),

@@ -28,20 +28,26 @@ OUTCOMES = [
 
 
 def _prometheus_clients_exposition() -> bytes:
-    """What the webhook exposed with one prometheus_client child per policy (before the change)."""
+    """What the webhook exposed with prometheus_client's own metrics (before the change): two admissions
+(the second without policies) and a request refused before any admission."""
     registry = CollectorRegistry()
-    Counter(
+    requests = Counter(
         "celmut_admission_requests",
         "Admission requests by operation and result",
         ["operation", "result"],
         registry=registry,
-    ).labels("CREATE", "mutated").inc()
-    Histogram(
+    )
+    requests.labels("CREATE", "mutated").inc()
+    requests.labels("", "too_large").inc()
+    requests.labels("CREATE", "mutated").inc()
+    durations = Histogram(
         "celmut_admission_duration_seconds",
         "Time to answer an admission request",
         buckets=_LATENCY_BUCKETS,
         registry=registry,
-    ).observe(0.002)
+    )
+    durations.observe(0.002)
+    durations.observe(0.0005)  # on a bucket's bound
     latency = Histogram(
         "celmut_policy_duration_seconds",
         "Time spent in one policy for one request",
@@ -75,6 +81,8 @@ def _celmuts_exposition() -> bytes:
         allowed=True, original=None, object=None, patch=[{"op": "add", "path": "/x", "value": 1}], outcomes=OUTCOMES
     )
     metrics.observe("CREATE", result, 0.002)
+    metrics.rejected("too_large")
+    metrics.observe("CREATE", AdmissionResult(True, None, None, result.patch, []), 0.0005)
     return generate_latest(metrics.registry)
 
 
