@@ -3,7 +3,9 @@
 With ``serve --workers N`` each worker process counts in memory-mapped files of one shared directory
 (prometheus_client's multiprocess mode) and ``/metrics``, answered by whichever worker the scrape
 reaches, shows the whole server: counters and histograms summed over the workers, gauges (the same
-policies and caches in every worker) their maximum over the live ones.
+policies and caches in every worker) their maximum over the live ones. The series every admission
+updates (:mod:`celmut.server.policy_metrics`) are counted in memory instead and written to the same
+directory every second: another worker's admissions show up to a second late.
 """
 
 from __future__ import annotations
