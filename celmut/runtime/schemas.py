@@ -24,7 +24,9 @@ _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
 class Schema:
-    """One node of an OpenAPI v3 schema; ``$ref`` links are followed lazily."""
+    """One node of an OpenAPI v3 schema; ``$ref`` links are followed lazily. Immutable once built (a
+    registry builds each tree once per policy set), so every derived fact is computed once, on first
+    use: the ApplyConfiguration merge asks several per field."""
 
     __slots__ = ("__dict__", "_children", "_defs", "_node", "definition")
 
@@ -78,21 +80,21 @@ class Schema:
     def scalar_type(self) -> str:
         return "/".join(sorted(self.scalar_types))
 
-    @property
+    @cached_property
     def list_type(self) -> str:
         """``atomic`` (the default for lists), ``map`` or ``set``."""
         return str(self._node.get("x-kubernetes-list-type", "atomic"))
 
-    @property
+    @cached_property
     def list_map_keys(self) -> tuple[str, ...]:
         return tuple(self._node.get("x-kubernetes-list-map-keys", ()))
 
-    @property
+    @cached_property
     def map_type(self) -> str:
         """``atomic`` or ``granular`` (the default for maps and structs)."""
         return str(self._node.get("x-kubernetes-map-type", "granular"))
 
-    @property
+    @cached_property
     def preserve_unknown_fields(self) -> bool:
         return bool(self._node.get("x-kubernetes-preserve-unknown-fields"))
 
@@ -160,7 +162,7 @@ class Schema:
             return "scalar"
         return "opaque"
 
-    @property
+    @cached_property
     def format(self) -> str:
         return str(self._node.get("format", ""))
 
@@ -174,7 +176,7 @@ class Schema:
             found += [name for name in names if name != "null" and name not in found]
         return tuple(found)
 
-    @property
+    @cached_property
     def declares_fields(self) -> bool:
         return bool(self._node.get("properties")) and not isinstance(self._node.get("additionalProperties"), dict)
 
