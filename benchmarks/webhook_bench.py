@@ -305,12 +305,15 @@ def main() -> None:
         runs: dict[str, list[Run]] = {name: [] for name in names}
         for name in [*names, *reversed(names)]:
             runs[name].append(measure(name, processes[name].pid, ports[name], verify, bodies, args.rate, args.seconds))
-        throughput: dict[str, float] = {}
-        saturated_cpu_ms: dict[str, float] = {}  # the server's CPU per request while saturated
-        for name in names:
+        # saturated, in the same A-B-B-A order (2 × 3 s each): the machine drifts within a run as well
+        served = dict.fromkeys(names, 0.0)
+        cpu_used = dict.fromkeys(names, 0.0)
+        for name in [*names, *reversed(names)]:
             cpu = process_cpu_seconds(processes[name].pid)
-            throughput[name] = asyncio.run(max_throughput(ports[name], verify, bodies[0], 4.0))
-            saturated_cpu_ms[name] = (process_cpu_seconds(processes[name].pid) - cpu) / (throughput[name] * 4.0) * 1000
+            served[name] += asyncio.run(max_throughput(ports[name], verify, bodies[0], 3.0)) * 3.0
+            cpu_used[name] += process_cpu_seconds(processes[name].pid) - cpu
+        throughput = {name: served[name] / 6.0 for name in names}
+        saturated_cpu_ms = {name: cpu_used[name] / served[name] * 1000 for name in names}  # CPU per request
     finally:
         for process in processes.values():
             process.terminate()
