@@ -113,6 +113,6 @@ class Metrics:
         return generate_latest(every_worker)
 
     def flush(self) -> None:
-        """Worker processes: make this worker's per-policy counts visible to the others' scrapes."""
+        """Worker processes: make this worker's admission and per-policy counts visible to the others' scrapes."""
         if isinstance(self.policies, SharedPolicySeries):
             self.policies.flush()

@@ -32,7 +32,8 @@ _go_float: Callable[[float], str] = floatToGoString  # how prometheus_client wri
 
 
 class PolicySeries(Collector):
-    """The three per-policy families, registered in place of prometheus_client metrics (same position)."""
+    """The admission series — the request counter and latency histogram, then the three per-policy
+    families — registered in place of prometheus_client metrics (same position, same exposition)."""
 
     def __init__(self, buckets: Sequence[float]) -> None:
         self._bounds = (*(float(b) for b in buckets), math.inf)
