@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from celmut import cel
 from celmut.compile.compiled import CompiledBinding, CompiledExpression, CompiledPolicy
@@ -33,11 +33,10 @@ from celmut.runtime.semantics import Semantics
 __all__ = ["ADMISSION", "MUTATE_EXISTING", "Evaluation", "Pass", "PolicyEvaluator", "condition_reason"]
 
 
-class Evaluation(NamedTuple):
-    """A policy's outcome and the object after it (the one it received, unless it applied)."""
-
-    outcome: PolicyOutcome
-    object: dict[str, Any] | None
+# A policy's outcome and the object after it (the one it received, unless it applied): a plain pair,
+# made for every policy of every request (a NamedTuple costs ~0.2 µs more to make: ~2% of a request
+# whose six candidate policies are skipped by their matchConditions).
+Evaluation = tuple[PolicyOutcome, dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,7 @@ class PolicyEvaluator:
         how = semantics.of(policy)
         cause, skip = self._precheck(policy, how, context)
         if skip:
-            return (Evaluation(_skipped_by_match(policy, cause, skip), current),)
+            return ((_skipped_by_match(policy, cause, skip), current),)
         if how.binds:
             return self._bindings(policy, how, context, current)
         return (self._evaluate(policy, how, ADMISSION, context, current),)
@@ -174,26 +173,26 @@ class PolicyEvaluator:
         """A MutatingAdmissionPolicy through each of its bindings, in name order, and their params."""
         if not policy.bindings:
             reason = "no MutatingAdmissionPolicyBinding refers to this policy"
-            yield Evaluation(_outcome(policy, "skipped", reason, cause="noBinding"), current)
+            yield (_outcome(policy, "skipped", reason, cause="noBinding"), current)
             return
         for binding in policy.bindings:
             if binding.match is not None:
                 reason = matching.match_reason(binding.match, context.request, context.namespace_labels())
                 if reason:
-                    yield Evaluation(_skipped_by_match(policy, "matchConstraints", reason, binding.name), current)
+                    yield (_skipped_by_match(policy, "matchConstraints", reason, binding.name), current)
                     continue
             try:
                 param_sets = self._params(policy, binding, context)
             except ParamError as ex:
                 if ex.allow:
                     skipped = _outcome(policy, "skipped", str(ex), binding=binding.name, cause="paramNotFound")
-                    yield Evaluation(skipped, current)
+                    yield (skipped, current)
                 else:
-                    yield Evaluation(_outcome(policy, "error", str(ex), path="paramRef", binding=binding.name), current)
+                    yield (_outcome(policy, "error", str(ex), path="paramRef", binding=binding.name), current)
                 continue
             for params in param_sets:
                 evaluation = self._evaluate(policy, how, ADMISSION, context, current, params, binding.name)
-                current = evaluation.object
+                current = evaluation[1]
                 yield evaluation
 
     def _params(self, policy: CompiledPolicy, binding: CompiledBinding, context: RequestContext) -> list[Any]:
@@ -245,7 +244,7 @@ class PolicyEvaluator:
             if exceptions.skipped_by is not None:
                 name = exceptions.skipped_by
                 reason = f"PolicyException {name}"
-                return Evaluation(_outcome(policy, "excepted", reason, cause="exception", cause_name=name), current)
+                return (_outcome(policy, "excepted", reason, cause="exception", cause_name=name), current)
         variable = exceptions.variable() if exceptions is not None else None
         activation = context.activation(policy, current, params=params, exceptions=variable)
         try:
@@ -253,18 +252,18 @@ class PolicyEvaluator:
         except PolicyFailure as failure:
             if how.isolates_errors and policy.failure_policy == "Ignore":
                 reason = f"match condition error ignored: {failure}"
-                return Evaluation(_outcome(policy, "skipped", reason, binding=binding, cause="error"), current)
-            return Evaluation(_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
+                return (_outcome(policy, "skipped", reason, binding=binding, cause="error"), current)
+            return (_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
         if false is not None:  # the most common outcome of all: made directly
             cause = stage.condition_cause
             skipped = PolicyOutcome(
                 policy.display_name, policy.kind, "skipped", condition_reason(false, cause),
                 failure_policy=policy.failure_policy, binding=binding, cause=cause, cause_name=false.name,
             )  # fmt: skip
-            return Evaluation(skipped, current)
+            return (skipped, current)
         if stage.needs_request_object and (context.request.object is None or current is None):
             reason = how.no_object_reason(context.request)
-            return Evaluation(_outcome(policy, "skipped", reason, binding=binding, cause="noObject"), current)
+            return (_outcome(policy, "skipped", reason, binding=binding, cause="noObject"), current)
         assert current is not None
         return self._mutate(policy, how, stage, context, activation, current, binding)
 
@@ -297,7 +296,7 @@ class PolicyEvaluator:
             error = _outcome(policy, "error", failure.message, path=failure.path, binding=binding)
             if how.isolates_errors:
                 error.failure_policy = "Fail"  # reached only under Fail, or for a decode error (which always fails)
-            return Evaluation(error, current)
+            return (error, current)
         reason = "; ".join(how.note_prefix + note for note in notes) if stage.keeps_notes else ""
         if stage.changed_steps and steps is not None:
             steps = [step for step in steps if step.after is not step.before and step.patch]
@@ -305,8 +304,8 @@ class PolicyEvaluator:
         if stage.audits:
             extra["audit_annotations"] = audit
         if result is current or result == current:
-            return Evaluation(_outcome(policy, "unchanged", reason, **extra), current)
-        return Evaluation(_outcome(policy, "applied", reason, before=current, after=result, **extra), result)
+            return (_outcome(policy, "unchanged", reason, **extra), current)
+        return (_outcome(policy, "applied", reason, before=current, after=result, **extra), result)
 
     def _step(
         self,
