@@ -97,23 +97,12 @@ class NotApplied:
     def selects_resource(self) -> bool:
         """False when the policy's resource rules do not even name this kind of request (a Deployment
         policy on a Pod, an autogen variant): reports that answer "why not" can leave those out."""
-        return not (self.cause == "matchConstraints" and self.name == "resourceRules")
+        return selects_resource(self.cause, self.name)
 
     @property
     def summary(self) -> str:
         """A short reason: ``matchCondition is-prod``, ``PolicyException default/skip``, ``error (Ignore): …``."""
-        if self.cause == "matchCondition" or self.cause == "targetMatchCondition":
-            return f"{self.cause} {self.name}"
-        if self.cause == "exception":
-            return f"PolicyException {self.name}"
-        if self.cause == "error":
-            where = f"{self.path}: " if self.path else ""
-            return f"error (failurePolicy {self.failure_policy}): {where}{self.reason}"
-        if self.cause == "matchConstraints":
-            return f"matchConstraints: {self.reason}"
-        if self.status == "unchanged":
-            return f"unchanged: {self.reason}" if self.reason else "unchanged"
-        return f"{self.cause}: {self.reason}" if self.cause else self.reason
+        return summary(self.status, self.cause, self.name, self.reason, self.failure_policy, self.path)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"policy": self.policy, "kind": self.kind, "status": self.status}
@@ -128,6 +117,28 @@ class NotApplied:
             if getattr(self, key):
                 out[key] = getattr(self, key)
         return out
+
+
+def selects_resource(cause: str, name: str) -> bool:
+    """:attr:`NotApplied.selects_resource` of an outcome's ``cause`` and ``cause_name``."""
+    return not (cause == "matchConstraints" and name == "resourceRules")
+
+
+def summary(status: str, cause: str, name: str, reason: str, failure_policy: str, path: str) -> str:
+    """:attr:`NotApplied.summary` of an outcome's fields (the webhook's audit annotation reads them from
+    each outcome directly: one per policy per request)."""
+    if cause == "matchCondition" or cause == "targetMatchCondition":
+        return f"{cause} {name}"
+    if cause == "exception":
+        return f"PolicyException {name}"
+    if cause == "error":
+        where = f"{path}: " if path else ""
+        return f"error (failurePolicy {failure_policy}): {where}{reason}"
+    if cause == "matchConstraints":
+        return f"matchConstraints: {reason}"
+    if status == "unchanged":
+        return f"unchanged: {reason}" if reason else "unchanged"
+    return f"{cause}: {reason}" if cause else reason
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from celmut.runtime import AdmissionResult
-from celmut.runtime.provenance import from_outcomes, not_applied, pointers_by_policy
+from celmut.runtime.provenance import from_outcomes, pointers_by_policy, selects_resource, summary
 from celmut.runtime.results import PolicyOutcome
 
 APPLIED_KEY = "applied"
@@ -74,13 +74,14 @@ def _skipped(outcomes: Sequence[PolicyOutcome], applied: set[str]) -> dict[str, 
     """Why each policy that selects the resource was not applied (unchanged ones are left out)."""
     out: dict[str, Any] = {}
     for outcome in outcomes:
-        if outcome.status in ("applied", "unchanged") or outcome.policy in applied:
+        status, cause = outcome.status, outcome.cause
+        if status == "applied" or status == "unchanged" or outcome.policy in applied:
             continue
-        entry = not_applied(outcome)
-        if not entry.selects_resource:
+        if not selects_resource(cause, outcome.cause_name):
             continue
-        label = _label(entry.policy, entry.binding)
-        out[label] = f"{out[label]}; {entry.summary}" if label in out else entry.summary
+        why = summary(status, cause, outcome.cause_name, outcome.reason, outcome.failure_policy, outcome.path)
+        label = _label(outcome.policy, outcome.binding)
+        out[label] = f"{out[label]}; {why}" if label in out else why
     return out
 
 
