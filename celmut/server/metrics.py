@@ -99,7 +99,7 @@ class Metrics:
             outcome = "mutated"
         else:
             outcome = "unchanged"
-        self.policies.record(result.outcomes, operation, outcome, seconds)
+        self.policies.record(operation, outcome, seconds, result.outcomes)
 
     def rejected(self, reason: str) -> None:
         self.policies.request("", reason)

@@ -53,17 +53,14 @@ class PolicySeries(Collector):
         with self._lock:
             self._count("requests", self._requests, (operation, result))
 
-    def record(
-        self, outcomes: Iterable[PolicyOutcome], operation: str = "", result: str = "", seconds: float = 0.0
-    ) -> None:
-        """Count one admission: its request (``operation``, ``result``, ``seconds``; none when ``result``
-        is empty) and its policies' outcomes (what :meth:`celmut.server.metrics.Metrics.observe` exposes)."""
+    def record(self, operation: str, result: str, seconds: float, outcomes: Iterable[PolicyOutcome]) -> None:
+        """Count one admission: its request and its policies' outcomes (what
+        :meth:`celmut.server.metrics.Metrics.observe` exposes)."""
         with self._lock:
-            if result:
-                self._count("requests", self._requests, (operation, result))
-                latency = self._latency
-                latency[bisect.bisect_left(self._bounds, seconds)] += 1.0
-                latency[-1] += seconds
+            self._count("requests", self._requests, (operation, result))
+            latency = self._latency
+            latency[bisect.bisect_left(self._bounds, seconds)] += 1.0
+            latency[-1] += seconds
             for policy in outcomes:
                 status = policy.status
                 if status in _TIMED:
