@@ -87,6 +87,7 @@ class ReportWriter:
         self.on_write = on_write or (lambda action, result: None)
         self._entries: dict[str, _Entry] = {}
         self._dirty: dict[str, None] = {}
+        self._writing = 0  # reports taken from _dirty whose write has not returned (and been counted) yet
         self._renamed: list[tuple[ResourceRef, str]] = []  # reports stored under an earlier prefix
         self._lock = threading.Lock()
 
@@ -172,8 +173,10 @@ class ReportWriter:
             self.prefix = prefix
 
     def pending(self) -> int:
+        """Reports whose results changed and are not written yet, the one being written included (so
+        ``pending() == 0`` means every write has returned and been counted)."""
         with self._lock:
-            return len(self._dirty)
+            return len(self._dirty) + self._writing
 
     def results(self, uid: str) -> list[ReportResult]:
         """The results currently held for a resource (sorted, bounded)."""
@@ -212,30 +215,52 @@ class ReportWriter:
                 if not desired and stored is None:
                     del self._entries[uid]
                     continue
-            if stored is not None and _same(desired, stored):
-                stats.unchanged += 1
-                continue
+                self._writing += 1
+            written: tuple[str, str] | None = None
             try:
-                action, version = self._write(ref, desired, stored is not None, version)
-            except ClusterError as ex:
-                stats.errors += 1
-                self.on_write("error", str(ex.status))
-                log.warning("policy report not written", extra={"resource": f"{ref.kind}/{ref.name}", "error": str(ex)})
-                continue
-            setattr(stats, action, getattr(stats, action) + 1)
-            self.on_write(action, "ok")
-            with self._lock:
-                current = self._entries.get(uid)
-                if current is None:
-                    continue
-                if action == "deleted":
-                    if not current.results:
-                        del self._entries[uid]
-                    else:
-                        current.stored, current.resource_version = None, ""
-                else:
-                    current.stored, current.resource_version = desired, version
+                written = self._write_one(ref, desired, stored, version, stats)
+            finally:
+                with self._lock:
+                    self._writing -= 1
+                    if written is not None:
+                        self._now_stored(uid, desired, *written)
         return stats
+
+    def _now_stored(self, uid: str, desired: list[ReportResult], action: str, version: str) -> None:
+        """After a write (under the lock): what the API server now holds for ``uid``."""
+        current = self._entries.get(uid)
+        if current is None:
+            return
+        if action != "deleted":
+            current.stored, current.resource_version = desired, version
+        elif not current.results:
+            del self._entries[uid]
+        else:
+            current.stored, current.resource_version = None, ""
+
+    def _write_one(
+        self,
+        ref: ResourceRef,
+        desired: list[ReportResult],
+        stored: list[ReportResult] | None,
+        version: str,
+        stats: FlushStats,
+    ) -> tuple[str, str] | None:
+        """Write one report unless it is unchanged; counted in ``stats`` and ``on_write``. The action and
+        new resourceVersion, or None when nothing was written."""
+        if stored is not None and _same(desired, stored):
+            stats.unchanged += 1
+            return None
+        try:
+            action, version = self._write(ref, desired, stored is not None, version)
+        except ClusterError as ex:
+            stats.errors += 1
+            self.on_write("error", str(ex.status))
+            log.warning("policy report not written", extra={"resource": f"{ref.kind}/{ref.name}", "error": str(ex)})
+            return None
+        setattr(stats, action, getattr(stats, action) + 1)
+        self.on_write(action, "ok")
+        return action, version
 
     def _write(self, ref: ResourceRef, desired: list[ReportResult], exists: bool, version: str) -> tuple[str, str]:
         _kind, plural = ref.report_kind

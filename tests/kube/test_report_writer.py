@@ -94,3 +94,18 @@ def test_a_restarted_writer_adopts_what_is_stored_and_rewrites_nothing(
     assert second.flush().writes == 0
     second.keep_policies([])  # the policy is gone
     assert second.flush().deleted == 1
+
+
+def test_a_report_being_written_is_pending_until_its_write_is_counted(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """``celmut_policy_report_pending`` 0 means every write returned and is in the write counters: the
+    last report in flight still counts (CI saw the gauge at 0 with the created counter one short)."""
+    seen: list[tuple[str, int]] = []
+    writer = ReportWriter(
+        connect(fake_apiserver, tmp_path), on_write=lambda action, _: seen.append((action, writer.pending()))
+    )
+    writer.put(REF, "a", [result("a")])
+    assert writer.pending() == 1
+    writer.flush()
+    assert seen == [("created", 1)] and writer.pending() == 0
