@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from celmut.jsonutil import json_copy
 from celmut.runtime.failures import MergeError
 from celmut.runtime.schemas import Schema
 
@@ -111,7 +112,8 @@ def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: _Pat
     list_type = schema.list_type
     existing = list(live) if isinstance(live, list) else []
     if list_type == "set":
-        return _merge_items(existing, applied, _set_key, lambda key, old, new: new, path, ("value",))
+        # an atomic item is taken whole, as a copy: the applied object may be a literal every request shares
+        return _merge_items(existing, applied, _set_key, lambda key, old, new: json_copy(new), path, ("value",))
     if list_type == "map":
         keys = schema.list_map_keys
 

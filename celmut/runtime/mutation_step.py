@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from celmut import cel
+from celmut.cel.backends.base import Folded
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledExpression, CompiledPolicy
 from celmut.runtime import decode, mutations
@@ -35,11 +36,14 @@ def apply_mutation(
     already in the API server's encoding; ``claims`` (when explaining) receives the pointers the
     mutation writes, whether or not their values change."""
     activation.with_object(obj)
+    program = mutation.program
     try:
-        result = mutation.program.evaluate(activation)
+        result = program.evaluate(activation)
     except cel.CelError as ex:
         raise expression_error(mutation, ex) from None
-    size = json_nbytes(result)  # before anything walks it: a result may share its parts
+    folded = program.folded
+    literal = _literal(folded, mutation.patch_type) if folded is not None and result is folded.value else None
+    size = literal.nbytes if literal is not None else json_nbytes(result)  # before anything walks it
     if size > options.max_object_bytes:
         limit = options.max_object_bytes
         raise PolicyFailure(mutation.path, f"the result is about {size} bytes of JSON, over the limit of {limit}")
@@ -56,14 +60,18 @@ def apply_mutation(
         encoded = encoded or decode.EncodedObjects()
         source = encoded.encode(obj, typed)
         if mutation.patch_type == "JSONPatch":
-            check_type_names(json_patch_values(result))
-            patched = mutations.apply_json_patch(source, mutations.patch_operations(result))
+            operations = literal.operations() if literal is not None else _operations(result)
+            patched = mutations.apply_json_patch(source, operations)
             problem = decode.decode_error(patched, typed, previous=source)
             if problem is not None:
                 raise DecodeFailure(mutation.path, f"Internal error occurred: {problem}")
         else:
-            check_type_names([result])
-            patched = mutations.apply_object(source, result, schema, replace_atomic=policy.use_server_side_apply)
+            plain = literal.configuration() if literal is not None else None
+            if plain is None:
+                check_type_names([result])
+            patched = mutations.apply_object(
+                source, result, schema, replace_atomic=policy.use_server_side_apply, plain=plain
+            )
         if typed is None:
             return patched
         reencoded: dict[str, Any] = encoded.remember(decode.as_encoded(patched, typed, previous=source))
@@ -76,3 +84,45 @@ def apply_mutation(
         return obj
     except MutationError as ex:
         raise PolicyFailure(mutation.path, str(ex)) from None
+
+
+def _operations(result: Any) -> list[dict[str, Any]]:
+    """A JSONPatch result's operations, its typed values' names checked first (as the API server does)."""
+    check_type_names(json_patch_values(result))
+    return mutations.patch_operations(result)
+
+
+class _Literal:
+    """What a literal mutation result (``[JSONPatch{op: "add", path: "/x", value: 1}]``, folded once by
+    the CEL engine) gives every request alike, worked out at its first use: its size, and its checked
+    operations or plain ApplyConfiguration. What fails is not kept: it fails again, as any result does."""
+
+    __slots__ = ("_configuration", "_operations", "nbytes", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.nbytes = json_nbytes(value)
+        self._operations: list[dict[str, Any]] | None = None
+        self._configuration: dict[str, Any] | None = None
+
+    def operations(self) -> list[dict[str, Any]]:
+        if self._operations is None:
+            self._operations = _operations(self.value)
+        return self._operations
+
+    def configuration(self) -> dict[str, Any] | None:
+        """The plain ApplyConfiguration (None: not one the merge takes; apply_object then says why)."""
+        if self._configuration is None:
+            plain = mutations.plain_configuration(self.value)
+            if plain is None:
+                return None
+            check_type_names([self.value])
+            self._configuration = plain
+        return self._configuration
+
+
+def _literal(folded: Folded, patch_type: str) -> _Literal:
+    literal: _Literal | None = folded.derived.get(patch_type)
+    if literal is None:
+        literal = folded.derived[patch_type] = _Literal(folded.value)
+    return literal

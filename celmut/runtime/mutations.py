@@ -90,20 +90,40 @@ def patch_document(document: Any, operations: list[dict[str, Any]], *, any_root:
         raise MutationError(f"JSON Patch: {ex}") from None
 
 
-def apply_object(obj: dict[str, Any], applied: Any, schema: Schema | None, *, replace_atomic: bool) -> dict[str, Any]:
-    """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj``.
+def apply_object(
+    obj: dict[str, Any], applied: Any, schema: Schema | None, *, replace_atomic: bool, plain: Any = None
+) -> dict[str, Any]:
+    """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj``; ``plain``, when given, is
+    :func:`plain_configuration` of ``applied``, worked out before (a literal's, once).
 
     Errors carry the API server's ``error applying patch:`` prefix (``patch/smd.go``).
     """
-    if not isinstance(applied, dict):
-        raise MutationError(f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}")
     try:
-        if _contains_bytes(applied):  # rare: only then walk again for the schema's type and the path
-            _refuse_bytes(applied, schema, "")
-        merged = apply_configuration(obj, values.to_plain(applied), schema, replace_atomic=replace_atomic)
+        if plain is None:
+            plain = _plain_configuration(applied, schema)
+        merged = apply_configuration(obj, plain, schema, replace_atomic=replace_atomic)
     except MergeError as ex:
         raise MutationError(f"error applying patch: {ex}") from None
     return merged
+
+
+def plain_configuration(applied: Any) -> dict[str, Any] | None:
+    """An ApplyConfiguration result as the merge takes it (plain dicts and lists), or None when it
+    is not one the merge takes whatever the schema (not an Object, or CEL bytes inside):
+    :func:`apply_object` says why then."""
+    if not isinstance(applied, dict) or _contains_bytes(applied):
+        return None
+    plain: dict[str, Any] = values.to_plain(applied)
+    return plain
+
+
+def _plain_configuration(applied: Any, schema: Schema | None) -> dict[str, Any]:
+    if not isinstance(applied, dict):
+        raise MutationError(f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}")
+    if _contains_bytes(applied):  # rare: only then walk again for the schema's type and the path
+        _refuse_bytes(applied, schema, "")
+    plain: dict[str, Any] = values.to_plain(applied)
+    return plain
 
 
 def _contains_bytes(value: Any) -> bool:

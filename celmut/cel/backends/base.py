@@ -28,11 +28,24 @@ class BackendOptions:
     profile: str = "kyverno"  # the environment's profile (which libraries and extensions exist)
 
 
+class Folded:
+    """The one value of a program that is a literal tree, built once at compile time, and a memo for
+    what its consumers work out from it (each under its own key: a mutation's size and patch
+    operations), so that is worked out once too. Consumers never modify ``value``."""
+
+    __slots__ = ("derived", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.derived: dict[str, Any] = {}
+
+
 class Program(Protocol):
     source: str
     checked: CheckResult  # the checked AST the program was built from (compile once, inspect freely)
     result_type: t.CelType
     references: frozenset[str]
+    folded: Folded | None  # the program always returns folded.value (a literal tree), or None
 
     def evaluate(self, activation: Activation) -> Any: ...
 

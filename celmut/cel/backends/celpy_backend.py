@@ -17,7 +17,7 @@ import celpy
 from celmut.cel import ast as nodes
 from celmut.cel import types as t
 from celmut.cel.activation import Activation
-from celmut.cel.backends.base import BackendOptions
+from celmut.cel.backends.base import BackendOptions, Folded
 from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
@@ -49,6 +49,7 @@ class PlannedRunner(celpy.Runner):
     """A compiled CEL program: closures planned once, evaluated many times."""
 
     fallback_reason: str | None = None  # set when the C++ backend handed this expression to cel-python
+    folded: Folded | None = None  # a literal tree's one value (_fold)
 
     def __init__(
         self,
@@ -104,6 +105,7 @@ class PlannedRunner(celpy.Runner):
             value = self._fn(scratch)
         except CelError:
             return
+        self.folded = Folded(value)
         self._fn = lambda ctx: value
 
 

@@ -85,7 +85,7 @@ from celmut.cel import types as t
 from celmut.cel.activation import Activation
 from celmut.cel.backends import cpp_bridge as bridge
 from celmut.cel.backends import cpp_values as values
-from celmut.cel.backends.base import BackendOptions, Program
+from celmut.cel.backends.base import BackendOptions, Folded, Program
 from celmut.cel.backends.celpy_backend import CelpyBackend
 from celmut.cel.backends.cpp_lowering import Fallback, Hoisted, Lowered, lower
 from celmut.cel.backends.cpp_projection import project
@@ -216,6 +216,7 @@ class CppProgram:
 
     engine_name = "cpp"
     fallback_reason: str | None = None
+    folded: Folded | None = None  # cel-cpp builds each evaluation's value (no literal folding here)
 
     def __init__(
         self,
