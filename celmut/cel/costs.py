@@ -134,7 +134,7 @@ _TREE_DEPTH = 64  # json_nbytes' recursive walk goes no deeper; below, the stack
 
 
 class _NotATree(Exception):
-    """A container reached twice (shared), or nested past ``_TREE_DEPTH``: measure with the memo."""
+    """A container nested past ``_TREE_DEPTH``: measure with the stack walk."""
 
 
 def json_nbytes(value: Any) -> int:
@@ -142,22 +142,25 @@ def json_nbytes(value: Any) -> int:
     it, and a walk that builds no (cost, bytes, nan) tuple per node costs about a third. Memoised by
     identity per call, so shared subtrees are measured once (the tree they unfold to never is).
 
-    A mutation result is almost always a small tree: a plain recursive walk measures it in a
-    fraction of the memoised walk's time, and hands over to that walk the moment it meets a
-    container twice or nests deeper than ``_TREE_DEPTH`` (so nothing shared is ever unfolded)."""
+    A mutation result is almost always a small tree: a recursive walk measures it in a fraction of
+    the stack walk's time (a container met again, such as a literal built once and placed in every
+    item, adds the size it was measured at), and hands over to the stack walk when it nests deeper
+    than ``_TREE_DEPTH``."""
     if not isinstance(value, _CONTAINERS):
         return _leaf(value)[1]
     try:
-        return _tree_nbytes(value, set(), 0)
+        return _tree_nbytes(value, {}, 0)
     except _NotATree:
         return _shared_nbytes(value)
 
 
-def _tree_nbytes(node: Any, seen: set[int], depth: int) -> int:
+def _tree_nbytes(node: Any, seen: dict[int, int], depth: int) -> int:
     key = id(node)
-    if depth > _TREE_DEPTH or key in seen:
+    known = seen.get(key)
+    if known is not None:
+        return known
+    if depth > _TREE_DEPTH:
         raise _NotATree
-    seen.add(key)
     total = 2
     if isinstance(node, dict):
         for name, child in node.items():
@@ -176,6 +179,7 @@ def _tree_nbytes(node: Any, seen: set[int], depth: int) -> int:
                 total += 1 + _tree_nbytes(child, seen, depth + 1)
             else:
                 total += 1 + _leaf_nbytes(child)
+    seen[key] = total
     return total
 
 

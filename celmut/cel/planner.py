@@ -20,7 +20,7 @@ from celmut.cel import types as t
 from celmut.cel import values as v
 from celmut.cel.declarations import Overload, assignable_overloads
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe
-from celmut.cel.evalcontext import EvalContext
+from celmut.cel.evalcontext import PER_CALL_COST_LIMIT, Budget, EvalContext
 from celmut.cel.selection import (
     index_optional,
     index_value,
@@ -50,6 +50,9 @@ class Planner:
         self.scopes: list[dict[str, int]] = []
         self.slot_count = 0
         self.costs: list[int] = [0]  # static cost of the region being planned (top level, loop bodies)
+        # the closures that return one value whatever the input (literals, aggregates of them), by id,
+        # with that value (and the closure itself, so no other closure can reuse its id)
+        self._constants: dict[int, tuple[Fn, Any]] = {}
 
     def plan(self, node: ast.Node) -> Fn:
         self.costs[-1] += 1
@@ -59,6 +62,33 @@ class Planner:
     @property
     def static_cost(self) -> int:
         return self.costs[0]
+
+    def constant(self, fn: Fn) -> tuple[bool, Any]:
+        """Whether ``fn`` (planned here) returns one value built at plan time, and that value."""
+        known = self._constants.get(id(fn))
+        return (False, None) if known is None else (True, known[1])
+
+    def _constant(self, value: Any) -> Fn:
+        def constant(ctx: EvalContext) -> Any:
+            return value
+
+        self._constants[id(constant)] = (constant, value)
+        return constant
+
+    def _folded(self, aggregate: Fn, parts: list[Fn]) -> Fn:
+        """An aggregate of constants (``Object.spec.containers.securityContext{allowPrivilegeEscalation:
+        false}`` in a ``map``) built once, here. Every evaluation shares the value (CEL values are
+        immutable, and no consumer changes a result in place: ``to_plain`` and the patchers copy),
+        and is still charged its static cost; nothing is built per evaluation, so nothing is counted
+        as allocated. One that fails (a repeated map key) is left to fail at each evaluation."""
+        if not all(id(part) in self._constants for part in parts):
+            return aggregate
+        scratch = EvalContext({}, [], Budget(), None, 0, PER_CALL_COST_LIMIT)
+        try:
+            value = aggregate(scratch)
+        except CelError:
+            return aggregate
+        return self._constant(value)
 
     def _region(self, *nodes: ast.Node | None) -> tuple[list[Fn | None], int]:
         """Plan nodes as a separately costed region (a loop body); return their closures and cost."""
@@ -78,8 +108,7 @@ class Planner:
     # --- leaves ---------------------------------------------------------------------------------
 
     def _Literal(self, node: ast.Literal) -> Fn:
-        value = node.value
-        return lambda ctx: value
+        return self._constant(node.value)
 
     def _Ident(self, node: ast.Ident) -> Fn:
         name = node.name
@@ -317,7 +346,7 @@ class Planner:
                 ctx.allocate(size)
                 return [fn(ctx) for fn in fns]
 
-            return create_plain_list
+            return self._folded(create_plain_list, fns)
 
         def create_list(ctx: EvalContext) -> list[Any]:
             ctx.allocate(size)
@@ -356,7 +385,9 @@ class Planner:
                 out[key] = value
             return out
 
-        return create_map
+        if any(optional for _, _, optional in entries):
+            return create_map
+        return self._folded(create_map, [fn for key_fn, value_fn, _ in entries for fn in (key_fn, value_fn)])
 
     def _CreateStruct(self, node: ast.CreateStruct) -> Fn:
         type_name = node.type_name
@@ -377,7 +408,9 @@ class Planner:
                 out[name] = value
             return v.StructValue(type_name, out)
 
-        return create_struct
+        if any(optional for _, _, optional in fields):
+            return create_struct
+        return self._folded(create_struct, [fn for _, fn, _ in fields])
 
     # --- macros ---------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
-"""A literal tree (``[JSONPatch{op: "add", path: "/x", value: 1}]``) is built once, when the program is
-(``celmut.cel.backends.celpy_backend.PlannedRunner._fold``): same value and same cost as before, and,
-although one value now serves every request, nothing an admission does can change it."""
+"""A literal tree (``[JSONPatch{op: "add", path: "/x", value: 1}]``), whole or inside a larger expression,
+is built once, when the program is planned (``celmut.cel.planner.Planner._folded``): same value and same
+cost as before, and, although one value now serves every request, nothing an admission does can change it."""
 
 from __future__ import annotations
 
@@ -50,6 +50,41 @@ def test_anything_else_is_evaluated_each_time(source: str) -> None:
     first, second = program.evaluate(activation), program.evaluate(activation)
     assert first == second
     assert first is not second or not isinstance(first, list | dict), "a new value per evaluation"
+
+
+# (expression, CEL cost): the costs are those celmut charged before literal aggregates were folded
+# inside expressions, so folding changes no cost a policy is bounded by
+LITERALS_INSIDE = [
+    ('[1, 2, 3].map(x, {"k": ["v"]})', 17),
+    ("[1, 2, 3].map(x, Object.spec.containers.securityContext{allowPrivilegeEscalation: false})", 11),
+    (
+        "object.spec.containers.map(c, Object.spec.containers{name: c.name, "
+        "securityContext: Object.spec.containers.securityContext{allowPrivilegeEscalation: false}})",
+        14,
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "cost"), LITERALS_INSIDE)
+def test_a_literal_inside_an_expression_is_built_once_at_the_same_cost(source: str, cost: int) -> None:
+    program = _program(source)
+    pod = {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}
+    results = []
+    for _ in range(2):
+        budget = cel.Budget()
+        results.append(program.evaluate(cel.Activation(object=pod, budget=budget)))
+        assert budget.spent == cost
+    first, second = results
+    assert first == second and first is not second, "the expression itself is evaluated each time"
+    literals = [item.get("securityContext", item) for item in first + second]
+    assert all(literal is literals[0] for literal in literals), "its literal part is built once"
+
+
+def test_a_literal_beside_an_optional_entry_is_still_built_each_time() -> None:
+    program = _program('[1, 2].map(x, {"k": "v", ?"o": optional.none()})')
+    first, second = program.evaluate(cel.Activation()), program.evaluate(cel.Activation())
+    assert first == second == [{"k": "v"}, {"k": "v"}]
+    assert first[0] is not first[1] and first[0] is not second[0]
 
 
 def test_a_literal_tree_that_fails_still_fails_at_each_evaluation() -> None:

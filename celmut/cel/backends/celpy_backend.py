@@ -14,14 +14,13 @@ from typing import Any
 
 import celpy
 
-from celmut.cel import ast as nodes
 from celmut.cel import types as t
 from celmut.cel.activation import Activation
 from celmut.cel.backends.base import BackendOptions, Folded
 from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
-from celmut.cel.evalcontext import PER_CALL_COST_LIMIT, Budget, EvalContext
+from celmut.cel.evalcontext import EvalContext
 from celmut.cel.planner import Planner
 
 _NO_SLOTS: list[Any] = []
@@ -49,7 +48,7 @@ class PlannedRunner(celpy.Runner):
     """A compiled CEL program: closures planned once, evaluated many times."""
 
     fallback_reason: str | None = None  # set when the C++ backend handed this expression to cel-python
-    folded: Folded | None = None  # a literal tree's one value (_fold)
+    folded: Folded | None = None  # a literal tree's one value, built when planned
 
     def __init__(
         self,
@@ -64,8 +63,9 @@ class PlannedRunner(celpy.Runner):
         self._fn = planner.plan(ast.expr)
         self._slots = planner.slot_count
         self._static_cost = planner.static_cost
-        if _literal_tree(ast.expr):
-            self._fold()
+        is_constant, value = planner.constant(self._fn)
+        if is_constant:  # a literal tree (``[JSONPatch{op: "add", path: "/x", value: 1}]``), built once
+            self.folded = Folded(value)
         self.source = source
         self.checked = ast
         self.result_type: t.CelType = ast.type
@@ -93,34 +93,6 @@ class PlannedRunner(celpy.Runner):
             raise CelEvaluationError(f"internal error evaluating expression: {type(ex).__name__}: {ex}") from ex
         finally:
             budget.spent += ctx.cost
-
-    def _fold(self) -> None:
-        """Build a literal tree's value once (``[JSONPatch{op: "add", path: "/x", value: 1}]``): every
-        evaluation then returns that one value, charged the same static cost. Sharing it between
-        requests is safe because no consumer modifies a CEL result in place (CEL values are immutable;
-        a mutation's result is copied into the object: ``to_plain``, ``json_copy``). A tree that fails
-        (a repeated map key) is left to fail at each evaluation, as before."""
-        scratch = EvalContext({}, [None] * self._slots, Budget(), None, 0, PER_CALL_COST_LIMIT)
-        try:
-            value = self._fn(scratch)
-        except CelError:
-            return
-        self.folded = Folded(value)
-        self._fn = lambda ctx: value
-
-
-def _literal_tree(node: nodes.Node) -> bool:
-    """Whether ``node`` is a literal, or a list, map or typed object built of literals only (no
-    optional entry, nothing read from the activation, no function called)."""
-    if isinstance(node, nodes.Literal):
-        return True
-    if isinstance(node, nodes.CreateList):
-        return all(not e.optional and _literal_tree(e.value) for e in node.elements)
-    if isinstance(node, nodes.CreateMap):
-        return all(not e.optional and _literal_tree(e.key) and _literal_tree(e.value) for e in node.entries)
-    if isinstance(node, nodes.CreateStruct):
-        return all(not f.optional and _literal_tree(f.value) for f in node.fields)
-    return False
 
 
 class CelpyBackend:
