@@ -224,16 +224,27 @@ def changes_of(patch: Iterable[dict[str, Any]]) -> tuple[FieldChange, ...]:
 
 
 _MISSING = object()
-Pointers = list[tuple[str, list[str]]]  # (pointer, its unescaped tokens)
+# The pointers of a patch in runs that share their first two tokens (a diff's patch comes grouped so):
+# (those tokens, [(pointer, its other tokens), ...]), unescaped, in the patch's order.
+Pointers = list[tuple[list[str], list[tuple[str, list[str]]]]]
+_PREFIX = 2
 
 
 def pointers_of(patch: Iterable[dict[str, Any]]) -> Pointers:
-    """The pointers of a patch, split once for every policy :func:`attributed` looks them up in."""
+    """The pointers of a patch, split once for every policy :func:`attributed` looks them up in: a
+    policy that left a run's common parent alone (``/metadata/annotations``) is passed over the whole
+    run with one look."""
     out: Pointers = []
     for op in patch:
         path = op["path"]
         tokens = path.split("/")[1:]
-        out.append((path, [jsonutil.unescape_pointer(t) for t in tokens]))
+        if "~" in path:
+            tokens = [jsonutil.unescape_pointer(t) for t in tokens]
+        prefix, rest = tokens[:_PREFIX], tokens[_PREFIX:]
+        if out and out[-1][0] == prefix:
+            out[-1][1].append((path, rest))
+        else:
+            out.append((prefix, [(path, rest)]))
     return out
 
 
@@ -260,21 +271,32 @@ def _attributed(outcome: PolicyOutcome, pointers: Pointers) -> list[tuple[str, s
     """:func:`attributed` as (op, pointer, new value) tuples."""
     before, after = outcome.before, outcome.after
     changes: list[tuple[str, str, Any]] = []
-    for path, tokens in pointers:
-        old, new = before, after
-        for token in tokens:  # _child, inlined for dicts: this loop runs per pointer and policy
-            if old is new:
+    if before is after:
+        return changes
+    for prefix, run in pointers:
+        parent_old, parent_new = before, after
+        for token in prefix:  # _child, inlined for dicts: these loops run per pointer and policy
+            if parent_old is parent_new:
                 break
-            old = old.get(token, _MISSING) if type(old) is dict else _child(old, token)
-            new = new.get(token, _MISSING) if type(new) is dict else _child(new, token)
-        if old is new or (type(old) is type(new) and old == new):
+            parent_old = parent_old.get(token, _MISSING) if type(parent_old) is dict else _child(parent_old, token)
+            parent_new = parent_new.get(token, _MISSING) if type(parent_new) is dict else _child(parent_new, token)
+        if parent_old is parent_new:  # the policy left the run's parent as it was: none of the run
             continue
-        if old is _MISSING:
-            changes.append(("add", path, new))
-        elif new is _MISSING:
-            changes.append(("remove", path, None))
-        else:
-            changes.append(("replace", path, new))
+        for path, tokens in run:
+            old, new = parent_old, parent_new
+            for token in tokens:
+                if old is new:
+                    break
+                old = old.get(token, _MISSING) if type(old) is dict else _child(old, token)
+                new = new.get(token, _MISSING) if type(new) is dict else _child(new, token)
+            if old is new or (type(old) is type(new) and old == new):
+                continue
+            if old is _MISSING:
+                changes.append(("add", path, new))
+            elif new is _MISSING:
+                changes.append(("remove", path, None))
+            else:
+                changes.append(("replace", path, new))
     return changes
 
 
