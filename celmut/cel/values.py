@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import decimal
 import math
+from collections.abc import Callable
 from typing import Any, cast
 
 from celpy.celtypes import UintType
@@ -377,31 +378,53 @@ def format_double(value: float) -> str:
     return f"{prefix}{digits[:point]}.{digits[point:]}"
 
 
-def to_plain(value: Any) -> Any:
-    """Convert a CEL result into JSON-compatible Python data (typed objects become plain maps)."""
-    cls = type(value)
-    if cls in (str, int, float, bool) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {_plain_key(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_plain(v) for v in value]
-    if isinstance(value, UintType):
-        return int(value)
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if cls is Timestamp:
-        return format_timestamp(value)
-    if cls is Duration:
-        return format_duration(value)
-    if isinstance(value, TypeValue):
-        return value.name
-    if isinstance(value, OptionalValue):
-        return to_plain(value.value) if value.present else None
-    plain = getattr(value, "to_plain", None)
-    if plain is not None:
-        return plain()
-    return str(value)
+class BytesInside(Exception):
+    """:func:`to_plain_without_bytes` met a bytes value."""
+
+
+def _base64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+def _no_bytes(value: bytes) -> str:
+    raise BytesInside
+
+
+def _plain_converter(on_bytes: Callable[[bytes], str]) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        cls = type(value)
+        if cls in (str, int, float, bool) or value is None:
+            return value
+        if isinstance(value, dict):
+            return {_plain_key(k): convert(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [convert(v) for v in value]
+        if isinstance(value, UintType):
+            return int(value)
+        if isinstance(value, bytes):
+            return on_bytes(value)
+        if cls is Timestamp:
+            return format_timestamp(value)
+        if cls is Duration:
+            return format_duration(value)
+        if isinstance(value, TypeValue):
+            return value.name
+        if isinstance(value, OptionalValue):
+            return convert(value.value) if value.present else None
+        plain = getattr(value, "to_plain", None)
+        if plain is not None:
+            return plain()
+        return str(value)
+
+    return convert
+
+
+to_plain = _plain_converter(_base64)
+to_plain.__doc__ = (
+    "Convert a CEL result into JSON-compatible Python data (typed objects become plain maps, bytes base64)."
+)
+to_plain_without_bytes = _plain_converter(_no_bytes)
+to_plain_without_bytes.__doc__ = ":func:`to_plain`, raising :class:`BytesInside` where it would base64-encode bytes."
 
 
 def _plain_key(key: Any) -> Any:

@@ -111,30 +111,24 @@ def plain_configuration(applied: Any) -> dict[str, Any] | None:
     """An ApplyConfiguration result as the merge takes it (plain dicts and lists), or None when it
     is not one the merge takes whatever the schema (not an Object, or CEL bytes inside):
     :func:`apply_object` says why then."""
-    if not isinstance(applied, dict) or _contains_bytes(applied):
+    if not isinstance(applied, dict):
         return None
-    plain: dict[str, Any] = values.to_plain(applied)
+    try:
+        plain: dict[str, Any] = values.to_plain_without_bytes(applied)
+    except values.BytesInside:
+        return None
     return plain
 
 
 def _plain_configuration(applied: Any, schema: Schema | None) -> dict[str, Any]:
     if not isinstance(applied, dict):
         raise MutationError(f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}")
-    if _contains_bytes(applied):  # rare: only then walk again for the schema's type and the path
+    try:
+        plain: dict[str, Any] = values.to_plain_without_bytes(applied)
+    except values.BytesInside:  # rare: only then walk again for the schema's type and the path
         _refuse_bytes(applied, schema, "")
-    plain: dict[str, Any] = values.to_plain(applied)
+        plain = values.to_plain(applied)  # none it refuses (bytes inside an optional value): base64, as always
     return plain
-
-
-def _contains_bytes(value: Any) -> bool:
-    """Whether CEL bytes are anywhere in ``value`` (what :func:`_refuse_bytes` refuses), cheaply."""
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else (value,)
-    for item in items:
-        if isinstance(item, bytes):
-            return True
-        if isinstance(item, dict | list | tuple) and _contains_bytes(item):
-            return True
-    return False
 
 
 def _refuse_bytes(value: Any, schema: Schema | None, path: str) -> None:
