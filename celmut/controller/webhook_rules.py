@@ -156,8 +156,8 @@ class WebhookRulesWriter:
         try:
             current = self.cluster.get(*CONFIGURATIONS, "", self.config.name)
         except NotFound:
+            self.writes += 1  # counted as issued, before the API server can show it (the burst test reads both)
             self.cluster.create(*CONFIGURATIONS, "", desired)
-            self.writes += 1
             log.info("webhook configuration created", extra={"configuration": self.config.name})
             return True
         meta = current.get("metadata") or {}
@@ -174,8 +174,8 @@ class WebhookRulesWriter:
         if _comparable(current) == _comparable(desired):
             return False
         desired["metadata"]["resourceVersion"] = meta.get("resourceVersion")
-        self.cluster.replace(*CONFIGURATIONS, "", self.config.name, desired)
         self.writes += 1
+        self.cluster.replace(*CONFIGURATIONS, "", self.config.name, desired)
         log.info("webhook configuration updated", extra={"configuration": self.config.name})
         return True
 
