@@ -53,13 +53,19 @@ class Workers:
         if item is None:
             return None
         key, work = item
+        try:
+            return self._process(key, work)
+        finally:
+            # last, as client-go's ``defer queue.Done(key)``: idle() is not true before this target's counts,
+            # report and retry are in place (a test waiting for idle then reads them)
+            self.queue.done(key)
+
+    def _process(self, key: TargetKey, work: Work) -> Outcome:
         started_ns = time.time_ns()
         try:
             outcome = self.reconciler.reconcile(key, work)
         except ClusterError as ex:
             outcome = Outcome(key, "failed", message=str(ex), retry_after=1.0)
-        finally:
-            self.queue.done(key)
         with self._lock:  # workers run in parallel threads
             self.processed += 1
         self.metrics.observe(outcome)

@@ -57,6 +57,8 @@ def test_immediate_evicts_one_pod_per_workload_and_patches_what_it_can(
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
     with running(fake_apiserver, tmp_path, policies, recheck_seconds=0.1, allow_immediate_restart=True) as controller:
         eventually(lambda: len(fake_apiserver.requests_matching("POST", r"/eviction$")) == 1, what="one eviction")
+        # the fake API server logs a request before it acts on it: wait for the pod to be gone
+        eventually(lambda: any(pod_or_none(fake_apiserver, n) is None for n in ("web-a", "web-b")), what="its pod")
         evicted = [n for n in ("web-a", "web-b") if pod_or_none(fake_apiserver, n) is None]
         assert len(evicted) == 1  # the second pod of the workload waits for the first one's replacement
         other = next(n for n in ("web-a", "web-b") if n not in evicted)
