@@ -110,6 +110,7 @@ class ReportLoop:
         )
         self.is_leader = is_leader
         self._due: set[str] | None = set()  # policy keys to scan; None: all
+        self._scanning = False  # a pass took a due scan and has not finished writing what it found
         self._adopted = False
         self._absent_passes = 0  # passes since the report CRDs were found not served
         self._lock = threading.Lock()
@@ -133,9 +134,9 @@ class ReportLoop:
                 self._due.update(keys)
 
     def scan_pending(self) -> bool:
-        """A scan is due and has not run yet."""
+        """A scan is due, or running: the pass that took it has not yet written what it found."""
         with self._lock:
-            return self._due is None or bool(self._due)
+            return self._due is None or bool(self._due) or self._scanning
 
     def pass_once(self) -> FlushStats:
         """One pass: adopt the stored reports (first time), scan what is due, write what changed."""
@@ -161,13 +162,18 @@ class ReportLoop:
         self.writer.set_prefix(self._prefix())
         with self._lock:
             due, self._due = self._due, set()
-        if due is None or due:
-            self.scanner.scan(None if due is None else sorted(due))
-        self.scanner.rescan_changed()
-        self._admission_errors()
-        stats = self.writer.flush(self.config.max_writes)
-        if self.violations is not None:
-            self.violations.post(self.cluster)
+            self._scanning = due is None or bool(due)
+        try:
+            if due is None or due:
+                self.scanner.scan(None if due is None else sorted(due))
+            self.scanner.rescan_changed()
+            self._admission_errors()
+            stats = self.writer.flush(self.config.max_writes)
+            if self.violations is not None:
+                self.violations.post(self.cluster)
+        finally:
+            with self._lock:
+                self._scanning = False
         return stats
 
     def _admission_errors(self) -> None:

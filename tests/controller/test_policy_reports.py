@@ -382,3 +382,26 @@ def test_only_the_leader_writes_reports_and_a_new_leader_adopts_them(
         written = [r.path for m in ("POST", "PUT") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
         assert len(written) == 1  # the new report only: "one" was adopted, not rewritten
     assert len(fake_apiserver.store.list(POLR, None)) == 2
+
+
+def test_a_requested_scan_is_pending_until_what_it_found_is_written(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """``scan_pending()`` stays true while the pass that took the scan still writes (each write slowed to
+    0.1 s here): what a caller waiting for it then reads is what the scan found, not the state before."""
+    install_report_crds(fake_apiserver)
+    pol = policy("add-foo", add_label("foo"), admission=True, mutate_existing=False)
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", pol), **_settings()) as controller:
+        assert controller.reports is not None
+        wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+        for name in ("a", "b", "c"):
+            fake_apiserver.store.create(configmap(name))
+        configmaps = controller.caches.cache("v1", "configmaps")
+        wait_for(lambda: configmaps is not None and len(configmaps.items()) == 3)  # the scan will see them
+        fake_apiserver.set_latency(0.1)
+        try:
+            controller.reports.scan_due()
+            wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+            assert len(fake_apiserver.store.list(POLR, "default")) == 3
+        finally:
+            fake_apiserver.set_latency(0)
