@@ -121,14 +121,15 @@ def plain_configuration(applied: Any) -> dict[str, Any] | None:
 
 
 def _plain_configuration(applied: Any, schema: Schema | None) -> dict[str, Any]:
+    """:func:`plain_configuration`, or the error that says why there is none."""
+    plain = plain_configuration(applied)
+    if plain is not None:
+        return plain
     if not isinstance(applied, dict):
         raise MutationError(f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}")
-    try:
-        plain: dict[str, Any] = values.to_plain_without_bytes(applied)
-    except values.BytesInside:  # rare: only then walk again for the schema's type and the path
-        _refuse_bytes(applied, schema, "")
-        plain = values.to_plain(applied)  # none it refuses (bytes inside an optional value): base64, as always
-    return plain
+    _refuse_bytes(applied, schema, "")  # rare: only now walk again for the schema's type and the path
+    converted: dict[str, Any] = values.to_plain(applied)  # none it refuses (bytes in an optional value): base64
+    return converted
 
 
 def _refuse_bytes(value: Any, schema: Schema | None, path: str) -> None:
