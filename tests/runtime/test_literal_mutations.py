@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakekube_tests.manifests import structural_widget_crd
 from tests.runtime.helpers import admit, applyconfig, engine, jsonpatch, map_policy, mpol, pod
 
 LABEL = jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/team", value: "payments"}]')
@@ -67,57 +68,27 @@ def test_changing_one_admitted_object_does_not_change_the_next() -> None:
     assert second["metadata"]["labels"]["team"] == "payments"
 
 
-SET_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gadgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "rules": {
-                                        "type": "array",
-                                        "x-kubernetes-list-type": "set",
-                                        "items": {
-                                            "type": "object",
-                                            "x-kubernetes-map-type": "atomic",
-                                            "properties": {"port": {"type": "integer"}},
-                                        },
-                                    }
-                                },
-                            }
-                        },
-                    }
-                },
-            }
-        ],
-    },
+# a listType=set of atomic objects: structured-merge-diff takes each applied item whole
+SET_OF_OBJECTS = {
+    "rules": {
+        "type": "array",
+        "x-kubernetes-list-type": "set",
+        "items": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {"port": {"type": "integer"}}},
+    }
 }
 
 
 def test_an_atomic_item_of_a_set_is_not_shared_between_admissions() -> None:
     """A ``listType: set`` takes each applied item whole (structured-merge-diff typed/merge.go): celmut
     copies it, so changing one admitted object leaves the literal, and the next admission, alone."""
-    mutation = applyconfig('Object{spec: Object.spec{rules: [Object.spec.rules{port: 80}]}}')
+    mutation = applyconfig("Object{spec: Object.spec{rules: [Object.spec.rules{port: 80}]}}")
     policies = engine(
-        mpol("rules", mutation, resources="gadgets").replace("apiGroups: ['']", "apiGroups: [example.com]"),
-        cluster=[SET_CRD],
+        mpol("rules", mutation, resources="widgets").replace("apiGroups: ['']", "apiGroups: [example.com]"),
+        cluster=[structural_widget_crd(SET_OF_OBJECTS)],
     )
-    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}}
-    first: Any = admit(policies, gadget).object
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}}
+    first: Any = admit(policies, widget).object
     assert first["spec"]["rules"] == [{"port": 80}]
     first["spec"]["rules"][0]["port"] = 9999
-    second: Any = admit(policies, gadget).object
+    second: Any = admit(policies, widget).object
     assert second["spec"]["rules"] == [{"port": 80}]
