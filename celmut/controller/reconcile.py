@@ -59,10 +59,13 @@ class TargetKey:
 
 @dataclass(frozen=True)
 class Task:
-    """Why a target is in the queue: a mutateExisting ``target``, or drift from an admission policy."""
+    """Why a target is in the queue: a mutateExisting ``target``, or drift from an admission policy;
+    ``obj``: the target as a sweep listed it (the worker patches that copy, and reads it again only on
+    a conflict)."""
 
     policy: CompiledPolicy
     target: Target | None = None  # None: re-run the admission policy on the live object (drift)
+    obj: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
 
 Work = dict[str, Task]  # by policy display name; later work for a policy replaces earlier work
@@ -78,6 +81,20 @@ class OwnWriteLog(Protocol):
 
 def merge_work(old: Work, new: Work) -> Work:
     return {**old, **new}
+
+
+def listed_object(work: Work) -> dict[str, Any] | None:
+    """The newest copy of the target the work carries (a sweep's page), if any. resourceVersions are
+    opaque: the highest is only a guess at the newest, and a wrong guess costs a 409 and a read."""
+    listed = [task.obj for task in work.values() if task.obj is not None]
+    if len(listed) < 2:
+        return listed[0] if listed else None
+
+    def version(obj: dict[str, Any]) -> int:
+        value = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        return int(value) if value.isdigit() else -1
+
+    return max(listed, key=version)
 
 
 DRIFT = "admission (drift)"  # the mutation of a Change made by correcting drift, not by a mutateExisting target
@@ -269,7 +286,9 @@ class Reconciler:
         loaded = self.loaded()
         if loaded is None:
             return Outcome(key, "idle", message="no policies loaded", retry_after=5.0)
-        obj = self.current(key)
+        obj = listed_object(work)
+        if obj is None:
+            obj = self.current(key)
         if obj is None:
             return Outcome(key, "gone", message="the target no longer exists")
         restart = any(t.target is None and t.policy.restart_policy == "immediate" for t in work.values())

@@ -6,7 +6,10 @@ jitter, up to 30 s) before resuming. Memory is bounded: ``metadata.managedFields
 most ``max_objects`` objects are kept (beyond that new objects are not cached and the cache reports
 itself overflowed). A ``metadata_only`` cache lists and watches ``PartialObjectMetadata``
 (apiVersion, kind, metadata: what placement counting and owner lookups read) and keeps only that:
-a realistic Pod costs ~10x less (README, "Memory"). Event handlers run on the watch thread.
+a realistic Pod costs ~10x less (README, "Memory"). With ``deliver_whole`` it lists and watches whole
+objects and still keeps only their metadata: its handlers get each object whole as it arrives (the
+controller evaluates it then, and never holds it), the previous one as kept. Event handlers run on the
+watch thread.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ Key = tuple[str, str]  # (namespace, name)
 def _key(obj: dict[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _version(obj: dict[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
 
 
 def _shared(value: Any) -> Any:
@@ -59,6 +66,7 @@ class WatchedCache:
         watch_timeout: int = 300,
         max_backoff: float = 30.0,
         metadata_only: bool = False,
+        deliver_whole: bool = False,
         index_label: str = "",
     ) -> None:
         self.cluster = cluster
@@ -70,6 +78,8 @@ class WatchedCache:
         self.watch_timeout = watch_timeout
         self.max_backoff = max_backoff
         self.metadata_only = metadata_only
+        # a metadata-only cache fed whole objects: handlers see them whole, the cache keeps their metadata
+        self.deliver_whole = metadata_only and deliver_whole
         # (namespace, value of this label) -> keys: a lookup selecting by it reads only those objects
         # (a spot preset lists the pods of one pod-template-hash; a scan would read the namespace)
         self.index_label = index_label
@@ -93,6 +103,10 @@ class WatchedCache:
     def add_handler(self, handler: Handler) -> None:
         """Called on the watch thread with (event, object, previous object or None) for every change."""
         self._handlers.append(handler)
+
+    def handlers(self) -> list[Handler]:
+        """The handlers added (to move them to a cache replacing this one)."""
+        return list(self._handlers)
 
     def start(self) -> WatchedCache:
         if self._thread is None:
@@ -147,15 +161,25 @@ class WatchedCache:
 
     # --- the watch loop -------------------------------------------------------------------------
 
-    def _normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
-        if self.metadata_only:  # PartialObjectMetadata, or a whole object from a server that cannot project
-            metadata = obj.get("metadata") or {}
-            metadata.pop("managedFields", None)
-            return {"apiVersion": self.api_version, "kind": self.kind, "metadata": _shared(metadata)}
+    @property
+    def _wire_metadata_only(self) -> bool:
+        """Lists and watches ask for ``PartialObjectMetadata``."""
+        return self.metadata_only and not self.deliver_whole
+
+    def _whole(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object as listed or watched: typed list items come without apiVersion and kind."""
         obj.setdefault("apiVersion", self.api_version)
         obj.setdefault("kind", self.kind)
         (obj.get("metadata") or {}).pop("managedFields", None)
         return obj
+
+    def _normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """What the cache keeps of an object."""
+        if self.metadata_only:  # PartialObjectMetadata, or a whole object from a server that cannot project
+            metadata = obj.get("metadata") or {}
+            metadata.pop("managedFields", None)
+            return {"apiVersion": self.api_version, "kind": self.kind, "metadata": _shared(metadata)}
+        return self._whole(obj)
 
     def _notify(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
         for handler in self._handlers:
@@ -165,6 +189,7 @@ class WatchedCache:
                 log.exception("cache event handler failed", extra={"resource": self.resource})
 
     def _store(self, event: str, obj: dict[str, Any]) -> None:
+        delivered = self._whole(obj) if self.deliver_whole else None
         obj = self._normalise(obj)
         key = _key(obj)
         with self._lock:
@@ -182,24 +207,40 @@ class WatchedCache:
                 self.overflowed = True
                 return
             self.generation += 1
-        self._notify(event, obj, old)
+        self._notify(event, delivered if delivered is not None else obj, old)
 
     def _relist(self) -> None:
+        """List every object (a page at a time) and replace the cache with them. Handlers hear of what
+        changed: a ``deliver_whole`` cache tells them page by page, while each page's whole objects are at
+        hand (they are not kept), the others once the cache holds the new list."""
         fresh: dict[Key, dict[str, Any]] = {}
+        changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
         version = ""
+        with self._lock:
+            old = self._objects
         for page in self.cluster.pages(  # one page decoded at a time: normalised objects only are kept
             self.api_version,
             self.resource,
             self.namespace,
             label_selector=self.label_selector,
-            metadata_only=self.metadata_only,
+            metadata_only=self._wire_metadata_only,
         ):
             for item in page.get("items") or []:
+                delivered = self._whole(item) if self.deliver_whole else None
                 obj = self._normalise(item)
-                fresh[_key(obj)] = obj
+                key = _key(obj)
+                fresh[key] = obj
+                previous = old.get(key)
+                if previous is None:
+                    changes.append(("ADDED", delivered or obj, None))
+                elif _version(previous) != _version(obj):
+                    changes.append(("MODIFIED", delivered or obj, previous))
             version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+            if self.deliver_whole:
+                for change in changes:
+                    self._notify(*change)
+                changes.clear()
         with self._lock:
-            old = self._objects
             self._objects = dict(list(fresh.items())[: self.max_objects])
             self._index = {}
             for key, obj in self._objects.items():
@@ -208,14 +249,8 @@ class WatchedCache:
             self.generation += 1
         self.resource_version = version
         self.relists += 1
-        for key, obj in fresh.items():
-            previous = old.get(key)
-            if previous is None:
-                self._notify("ADDED", obj)
-            elif (previous.get("metadata") or {}).get("resourceVersion") != (obj.get("metadata") or {}).get(
-                "resourceVersion"
-            ):
-                self._notify("MODIFIED", obj, previous)
+        for change in changes:
+            self._notify(*change)
         for key, obj in old.items():
             if key not in fresh:
                 self._notify("DELETED", obj)
@@ -239,7 +274,7 @@ class WatchedCache:
                     resource_version=self.resource_version,
                     label_selector=self.label_selector,
                     timeout_seconds=self.watch_timeout,
-                    metadata_only=self.metadata_only,
+                    metadata_only=self._wire_metadata_only,
                 ):
                     if self._stop.is_set():
                         return
