@@ -118,6 +118,14 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--report-max-results", type=int, default=1000, metavar="N", help="results per report (Kyverno's 1000)"
     )
+    p.add_argument(
+        "--events",
+        choices=("aggregated", "per-object"),
+        default="aggregated",
+        help="Events about what the controller changed or found failing: one per policy and namespace, with a "
+        "count (aggregated, the default, as client-go's EventCorrelator folds similar events), or one on "
+        "each object (per-object, as Kyverno posts them)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
         lease_name=args.lease_name,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         webhook_rules=webhook_rules,
+        events=args.events,
         reports=ReportingConfig(
             background=args.background_reports,
             admission=args.admission_reports,

@@ -23,13 +23,12 @@ from typing import Any, Protocol
 from celmut.cel.activation import approximate_size
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller import pods
+from celmut.controller.mutation_events import MutationEvents
 from celmut.controller.workqueue import TokenBucket
-from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests
-from celmut.kube.events import MAX_MESSAGE, post_event
+from celmut.kube.client import Cluster, Conflict, NotFound, TooManyRequests
 from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.runtime.mutate_existing import Target, mutate_target
 from celmut.runtime.patch import diff
-from celmut.runtime.provenance import AppliedMutation, changes_of, describe
 
 log = logging.getLogger("celmut.controller")
 
@@ -205,7 +204,7 @@ class Reconciler:
         max_conflicts: int = 5,
         recheck_seconds: float = 10.0,
         stop: threading.Event | None = None,
-        events: bool = True,
+        events: MutationEvents | None = None,
     ) -> None:
         self.cluster = cluster
         self.loaded = loaded
@@ -218,7 +217,7 @@ class Reconciler:
         self.max_conflicts = max_conflicts
         self.recheck_seconds = recheck_seconds
         self.stop = stop or threading.Event()
-        self.events = events
+        self.events = events  # None: no Events (a dry run)
         self.conflicts = 0
         self.evaluations = 0
         self.timings = {"CEL": 0.0, "API calls": 0.0, "other": 0.0}  # seconds spent by reconcile passes
@@ -323,10 +322,10 @@ class Reconciler:
                     return Outcome(key, "idle", message="not the leader: nothing written")
                 outcome.action = "patched"
                 outcome.written = written
-                self._event(written, changes)
+                self._event(written, changes, work)
                 obj = written
             if needs_restart and restart:
-                return self._evict(key, obj, outcome)
+                return self._evict(key, obj, outcome, work)
             if needs_restart:
                 outcome.message = "some changes need the pod replaced; its policy has restartPolicy deferred"
             return outcome
@@ -354,7 +353,7 @@ class Reconciler:
                 self.own_writes.end(key, written_version)
         return written
 
-    def _evict(self, key: TargetKey, pod: dict[str, Any], outcome: Outcome) -> Outcome:
+    def _evict(self, key: TargetKey, pod: dict[str, Any], outcome: Outcome, work: Work) -> Outcome:
         workload = EvictionPacer.workload(pod)
         if workload is None:
             outcome.message = "needs replacing, but has no controller owner to recreate it: left running"
@@ -378,24 +377,24 @@ class Reconciler:
             return Outcome(key, "gone", message="deleted before it could be evicted")
         self.evictions.started(workload, str((pod.get("metadata") or {}).get("uid") or ""))
         outcome.action = "evicted"
-        self._event(pod, outcome.changes, reason="Evicted", verb="evicted to apply")
+        self._event(pod, outcome.changes, work, reason="Evicted", verb="evicted to apply", per_object=True)
         return outcome
 
     def _event(
-        self, obj: dict[str, Any], changes: list[Change], reason: str = "Mutated", verb: str = "mutated by"
+        self,
+        obj: dict[str, Any],
+        changes: list[Change],
+        work: Work,
+        reason: str = "Mutated",
+        verb: str = "mutated by",
+        *,
+        per_object: bool = False,
     ) -> None:
-        if not self.events:
+        if self.events is None:
             return
-        policies = ", ".join(sorted({c.policy for c in changes}))
-        head = f"{verb} celmut policy {policies}: "
-        fields = describe(
-            (AppliedMutation(c.policy, "", c.mutation, None, changes_of(c.patch)) for c in changes),
-            MAX_MESSAGE - len(head),
-        )
+        policies = {task.policy.display_name: task.policy for task in work.values()}
         calling = time.perf_counter()
         try:
-            post_event(self.cluster, obj, reason=reason, message=head + fields, component=COMPONENT)
-        except ClusterError as ex:  # an Event is best effort
-            log.warning("could not record an event", extra={"error": str(ex)})
+            self.events.changed(obj, changes, policies, reason=reason, verb=verb, per_object=per_object)
         finally:
             self._timed("API calls", calling)

@@ -90,6 +90,7 @@ class ReportLoop:
         *,
         is_leader: Callable[[], bool],
         kyverno_present: Callable[[], bool] = lambda: False,
+        per_object_events: bool = False,  # --events per-object: a PolicyViolation pair per resource, as Kyverno
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -99,7 +100,11 @@ class ReportLoop:
             cluster, prefix=self._prefix(), limit=config.max_results, on_write=self.metrics.on_write
         )
         self.metrics.pending.set_function(self.writer.pending)
-        self.violations = ViolationEvents(limit=config.max_writes) if config.violation_events else None
+        self.violations = (
+            ViolationEvents(cluster, limit=config.max_writes, per_object=per_object_events)
+            if config.violation_events
+            else None
+        )
         self.scanner = BackgroundReports(
             caches,
             self.writer,
@@ -166,11 +171,13 @@ class ReportLoop:
         try:
             if due is None or due:
                 self.scanner.scan(None if due is None else sorted(due))
+                if self.scanner.incomplete:  # a resource could not be read: those policies again next pass
+                    self.scan_due(sorted(self.scanner.incomplete))
             self.scanner.rescan_changed()
             self._admission_errors()
             stats = self.writer.flush(self.config.max_writes)
             if self.violations is not None:
-                self.violations.post(self.cluster)
+                self.violations.post()
         finally:
             with self._lock:
                 self._scanning = False
@@ -210,4 +217,6 @@ class ReportLoop:
                 self.pass_once()
             except Exception:  # keep reporting alive whatever one pass does; logged with its stack
                 log.exception("policy report pass failed")
+        if self.violations is not None and self.is_leader():
+            self.violations.post(final=True)  # the counts of the last seconds
         self.stop()

@@ -18,13 +18,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from celmut.controller.reported_policies import ReportedPolicy, reported_policies, scan_object
 from celmut.controller.triggers import policy_fingerprint
 from celmut.controller.violation_events import Violation, ViolationEvents
 from celmut.kube.admission_errors import AdmissionError
+from celmut.kube.client import ClusterError
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
 from celmut.runtime import AdmissionEngine
@@ -35,6 +36,8 @@ from celmut.runtime.results import PolicyOutcome
 log = logging.getLogger("celmut.reports")
 
 MAX_SUCCESSORS = 8  # changes remembered per resource, to tell which state an admission error is about
+MAX_ARRIVED = 5_000  # changed objects of metadata caches held for the next pass (beyond: the resource is rescanned)
+PAGE_SIZE = 500  # objects per list page of a scan of a resource cached as metadata
 ERROR_MEMORY = 7200.0  # seconds an applied admission error is remembered (twice the API server's event TTL)
 
 
@@ -65,6 +68,12 @@ class BackgroundReports:
         self._watched: set[tuple[str, str]] = set()
         # resources changed since the last pass -> (operation, old object) of the first change seen
         self._changed: dict[tuple[str, str, str, str], tuple[str, dict[str, Any] | None]] = {}
+        # the same resources' latest objects, when their cache keeps only metadata (as the watch delivered
+        # them: evaluated on the next pass, then dropped); at most MAX_ARRIVED, beyond that the resource is
+        # listed again a page at a time (_relisted)
+        self._arrived: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        self._relisted: set[tuple[str, str]] = set()
+        self.incomplete: set[str] = set()  # policies whose last scan could not list everything (scan them again)
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
         self._evaluated: dict[str, dict[str, str]] = {}
@@ -118,7 +127,11 @@ class BackgroundReports:
 
         def changed(event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             metadata = obj.get("metadata") or {}
+            key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
             if event == "DELETED":
+                with self._lock:
+                    self._changed.pop(key, None)
+                    self._arrived.pop(key, None)
                 uid = metadata.get("uid")
                 if uid:
                     self.writer.forget_resource(str(uid))
@@ -132,17 +145,28 @@ class BackgroundReports:
             # which change made this state: what the webhook's errors are matched against. The first
             # list's ADDED events are not creations (the object may have changed since it was created):
             # a CREATE's error is matched only to a creation the watch saw
-            creation = event == "ADDED" and cache.synced.is_set()
+            creation = event == "ADDED" and self.caches.synced_now(api_version, resource)
             if uid and (creation or (event != "ADDED" and old is not None)):
                 before = "" if event == "ADDED" else _version(old or {})
                 successors = self._successors.setdefault(uid, {})
                 successors[before] = _version(obj)
                 while len(successors) > MAX_SUCCESSORS:
                     del successors[next(iter(successors))]
+            current = self.caches.existing(api_version, resource)
+            projected = current is not None and current.metadata_only
+            if projected and not creation and event == "ADDED" and not self.caches.synced_now(api_version, resource):
+                return  # the first list of a cache of metadata: the scans due read these objects a page at a time
             with self._lock:
-                key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
                 operation = "CREATE" if event == "ADDED" else "UPDATE"
                 self._changed.setdefault(key, (operation, old if operation == "UPDATE" else None))
+                if not projected or (api_version, resource) in self._relisted:
+                    return
+                if len(self._arrived) < MAX_ARRIVED or key in self._arrived:
+                    self._arrived[key] = obj  # the cache keeps its metadata only: evaluate it as it arrived
+                else:  # too many changes at once: the next pass lists the resource again instead
+                    self._relisted.add((api_version, resource))
+                    for other in [k for k in self._arrived if k[:2] == (api_version, resource)]:
+                        del self._arrived[other]
 
         cache.add_handler(changed)
 
@@ -234,45 +258,95 @@ class BackgroundReports:
     # --- scans -----------------------------------------------------------------------------------
 
     def scan(self, keys: list[str] | None = None) -> int:
-        """Scan every resource of the named policies (all when None); the number of evaluations."""
+        """Scan every resource of the named policies (all when None); the number of evaluations. Each
+        resource is read once for all of them: from its cache, or, when the cache keeps only metadata, from
+        the API server a page at a time. A policy whose resources could not all be read keeps its earlier
+        results and is named in :attr:`incomplete` (to scan again)."""
         now = int(self.clock())
+        due = [
+            (key, policy)
+            for key, policy in list(self._policies.items())
+            # Kyverno's background scan runs only the policies with background processing
+            if (keys is None or key in keys) and not policy.admission_only
+        ]
+        by_resource: dict[tuple[str, str], list[tuple[str, ReportedPolicy]]] = {}
+        for key, policy in due:
+            for named in policy.resources:
+                by_resource.setdefault(named, []).append((key, policy))
+        seen: dict[str, set[str]] = {key: set() for key, _ in due}
+        failed: set[str] = set()
         evaluations = 0
-        for key, policy in list(self._policies.items()):
-            if (keys is not None and key not in keys) or policy.admission_only:
-                continue  # Kyverno's background scan runs only the policies with background processing
-            seen: set[str] = set()
-            for api_version, resource in sorted(policy.resources):
-                cache = self.caches.cache(api_version, resource)
-                if cache is None:
-                    continue
-                for obj in cache.items():
-                    evaluations += self._record(policy, _typed(obj, cache.kind, api_version), now, seen)
+        for (api_version, resource), scanned in sorted(by_resource.items()):
+            try:
+                for obj in self._objects(api_version, resource):
+                    for key, policy in scanned:
+                        evaluations += self._record(policy, obj, now, seen[key])
+            except ClusterError as ex:
+                log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
+                failed.update(key for key, _ in scanned)
+        for key, _ in due:
+            if key in failed:
+                continue  # what it did not see is not gone: its earlier results stay
             with self._lock:
-                seen |= self._patched.get(key, set())
-            self.writer.retain_resources(key, seen)
+                kept = seen[key] | self._patched.get(key, set())
+            self.writer.retain_resources(key, kept)
+        self.incomplete = failed
         return evaluations
+
+    def _objects(self, api_version: str, resource: str) -> Iterator[dict[str, Any]]:
+        """The stored objects of a resource, typed: its cache's, or a page at a time when the cache keeps
+        only their metadata."""
+        cache = self.caches.cache(api_version, resource)
+        if cache is None:
+            return
+        if not cache.metadata_only:
+            for obj in cache.items():
+                yield _typed(obj, cache.kind, api_version)
+            return
+        for page in self.caches.cluster.pages(api_version, resource, limit=PAGE_SIZE):
+            for obj in page.get("items") or []:
+                (obj.get("metadata") or {}).pop("managedFields", None)
+                yield _typed(obj, cache.kind, api_version)
 
     def rescan_changed(self) -> int:
         """Rescan the resources that changed since the last call (each once, however often it changed)."""
         with self._lock:
             changed, self._changed = self._changed, {}
+            arrived, self._arrived = self._arrived, {}
+            relisted, self._relisted = self._relisted, set()
             to_watch, self._to_watch = self._to_watch - self._watched, set()
         for watched in sorted(to_watch):  # on the reporting thread: a worker never waits for a watch
             self._watch(*watched)
         now = int(self.clock())
         evaluations = 0
+        for api_version, resource in sorted(relisted):  # too many changed at once: read them all again
+            scanned = [p for p in self._policies.values() if (api_version, resource) in p.resources]
+            try:
+                for obj in self._objects(api_version, resource):
+                    for policy in (p for p in scanned if not p.admission_only):
+                        evaluations += self._record(policy, obj, now, None)
+            except ClusterError as ex:
+                log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
+                with self._lock:
+                    self._relisted.add((api_version, resource))
         for (api_version, resource, namespace, name), (operation, old) in changed.items():
-            cache = self.caches.cache(api_version, resource, wait=False)
-            obj = cache.get(namespace, name) if cache is not None else None
-            if obj is None or cache is None:
+            if (api_version, resource) in relisted:
                 continue
-            obj = _typed(obj, cache.kind, api_version)
+            cache = self.caches.cache(api_version, resource, wait=False)
+            stored = cache.get(namespace, name) if cache is not None else None
+            if stored is None or cache is None:
+                continue  # gone
+            # a cache of metadata: the object as the watch delivered it
+            current = arrived.get((api_version, resource, namespace, name)) if cache.metadata_only else stored
+            if current is None:
+                continue
+            current = _typed(current, cache.kind, api_version)
             if old is not None:
                 old = _typed(old, cache.kind, api_version)
             for policy in self._policies.values():
                 if (api_version, resource) in policy.resources:
                     admitted = (operation, old) if policy.admission_only else None
-                    evaluations += self._record(policy, obj, now, None, admitted)
+                    evaluations += self._record(policy, current, now, None, admitted)
         return evaluations
 
     def _record(

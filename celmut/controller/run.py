@@ -29,8 +29,10 @@ from typing import Any
 from celmut import heap
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
+from celmut.controller.mutation_events import AGGREGATED, PER_OBJECT, MutationEvents
 from celmut.controller.policy_upkeep import PolicyUpkeep
 from celmut.controller.reconcile import (
+    COMPONENT,
     EvictionPacer,
     LoadedPolicies,
     Outcome,
@@ -102,6 +104,7 @@ class ControllerConfig:
     page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
     webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
     reports: ReportingConfig = field(default_factory=ReportingConfig)  # background PolicyReports
+    events: str = AGGREGATED  # Events per policy and namespace (aggregated) or one per changed object (per-object)
 
 
 class Controller:
@@ -203,6 +206,7 @@ class Controller:
             self.metrics.registry,
             is_leader=self.is_leader,
             kyverno_present=self._kyverno_present,
+            per_object_events=self.config.events == PER_OBJECT,
         )
 
     def _elector(self) -> LeaderElector:
@@ -220,6 +224,8 @@ class Controller:
 
     def _reconciler(self) -> Reconciler:
         config = self.config
+        # Events folded per policy and namespace (or one per object), written by the reload loop
+        self.mutation_events = None if config.dry_run else MutationEvents(self.cluster, COMPONENT, mode=config.events)
         return Reconciler(
             self.cluster,
             lambda: self._loaded,
@@ -231,6 +237,7 @@ class Controller:
             is_leader=self.is_leader,
             own_writes=self.own_writes,
             stop=self._stop,
+            events=self.mutation_events,
         )
 
     # --- the parts' state, where callers (the command, status, tests) look for it -----------------
@@ -369,6 +376,8 @@ class Controller:
                             self.reports.scan_due()
                 self.reconciler.evaluations, evaluations = 0, self.reconciler.evaluations
                 self.metrics.evaluations.inc(evaluations)
+                if self.mutation_events is not None and self.is_leader():
+                    self.mutation_events.flush()
             except Exception:  # keep the controller alive whatever a reload does; logged with its stack
                 log.exception("policy reload failed")
 
@@ -412,6 +421,8 @@ class Controller:
     def stop(self) -> None:
         self._stop.set()
         self.queue.shutdown()
+        if self.mutation_events is not None and self.is_leader():
+            self.mutation_events.flush(final=True)  # the counts of the last seconds
         if self.elector is not None:
             self.elector.stop()
         for thread in self._threads:

@@ -63,7 +63,7 @@ class Sweeper:
         # drains it, in a dry run); False stops the sweep (the controller is stopping)
         self.room: Callable[[], bool] = lambda: True
         self.on_counted: Callable[[int], None] = lambda count: None  # targets a scan's sweep queued
-        self.strict = False  # a pods listing that fails raises (a --dry-run pass); else logged (the next scan lists again)
+        self.strict = False  # a failed pods listing raises (a --dry-run pass); else logged (the next scan lists again)
         self._pending: dict[str, _Pending] = {}
         self._running = 0
         self._cond = threading.Condition()
