@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import socket
 import threading
@@ -71,6 +72,18 @@ log = logging.getLogger("celmut.controller")
 RECENT_OUTCOMES = 1000  # targets whose last outcome a running controller keeps (the rest are counted)
 
 
+def workers_for(rate: float) -> int:
+    """Reconcile threads for a write rate: a worker spends most of a pass waiting for its PATCH (a few
+    milliseconds on a real API server), so a rate of 1,000/s needs ~20 requests in flight (client-go's model:
+    QPS/Burst limit the client, the controller's concurrency is its workers). 2 at most rates below 100."""
+    return max(2, min(32, math.ceil(rate / 50)))
+
+
+def report_writers_for(rate: float) -> int:
+    """Threads writing reports for a write rate: one per ~150 writes a second, at most 8."""
+    return max(1, min(8, math.ceil(rate / 150)))
+
+
 def default_identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
@@ -82,10 +95,10 @@ class ControllerConfig:
 
     service: ServiceSettings = field(default_factory=ServiceSettings)
     dry_run: bool = False
-    rate: float = 50.0  # writes per second (token bucket)
+    rate: float = 100.0  # writes per second (token bucket): patches and report writes together
     burst: int | None = None
     scan_interval: float = 3600.0  # seconds; 0 disables the periodic scan
-    workers: int = 2
+    workers: int = 0  # reconcile threads; 0: sized from rate (workers_for)
     evictions_per_minute: float = 60.0
     eviction_settle_seconds: float = 300.0
     allow_immediate_restart: bool = False  # PodMutation restartPolicy immediate may evict (restart_policy.py)
@@ -143,6 +156,9 @@ class Controller:
         self.metrics.queue_depth.set_function(self.queue.depth)
         self.own_writes = OwnWrites()
         self.pacer = EvictionPacer(config.evictions_per_minute, config.eviction_settle_seconds)
+        # --rate: one budget for the controller's writes (patches, report writes), as client-go's QPS limits a client
+        self.writes = TokenBucket(config.rate, config.burst)
+        self.worker_count = config.workers or workers_for(config.rate)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.elector = self._elector() if config.leader_elect and not config.dry_run else None
@@ -207,6 +223,8 @@ class Controller:
             is_leader=self.is_leader,
             kyverno_present=self._kyverno_present,
             per_object_events=self.config.events == PER_OBJECT,
+            writes=self.writes,
+            writers=report_writers_for(self.config.rate),
         )
 
     def _elector(self) -> LeaderElector:
@@ -231,7 +249,7 @@ class Controller:
             lambda: self._loaded,
             self.current,
             dry_run=config.dry_run,
-            writes=TokenBucket(config.rate, config.burst),
+            writes=self.writes,
             evictions=self.pacer,
             recheck_seconds=config.recheck_seconds,
             is_leader=self.is_leader,
@@ -407,7 +425,7 @@ class Controller:
             self.scan(reason="start")
         heap.settle()  # the listed objects and compiled policies are long-lived
         targets: list[Callable[[], None]] = [self._reload_loop, functools.partial(self.sweeper.run, self._stop)]
-        targets += [self.workers.loop] * max(1, self.config.workers)
+        targets += [self.workers.loop] * max(1, self.worker_count)
         if self.tls is not None:
             targets.append(functools.partial(self.tls.run, self._stop, self.is_leader))
         if self.reports is not None:

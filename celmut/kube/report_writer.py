@@ -41,6 +41,8 @@ from celmut.runtime.report_results import ReportResult
 
 log = logging.getLogger("celmut.reports")
 
+RETRIED = frozenset({0, 429, 500, 502, 503, 504})  # refused writes tried again (unreachable, throttled, outages)
+
 
 @dataclass
 class _Entry:
@@ -89,6 +91,7 @@ class ReportWriter:
         self._dirty: dict[str, None] = {}
         self._writing = 0  # reports taken from _dirty whose write has not returned (and been counted) yet
         self._renamed: list[tuple[ResourceRef, str]] = []  # reports stored under an earlier prefix
+        self._failed: set[str] = set()  # writes the API server refused: dirty again at the next flush
         self._lock = threading.Lock()
 
     # --- results in ------------------------------------------------------------------------------
@@ -186,11 +189,19 @@ class ReportWriter:
 
     # --- writes out ------------------------------------------------------------------------------
 
-    def flush(self, max_writes: int | None = None) -> FlushStats:
-        """Write the reports whose results changed (at most ``max_writes`` writes; the rest wait)."""
+    def flush(
+        self, max_writes: int | None = None, *, pace: Callable[[], bool] | None = None, concurrency: int = 1
+    ) -> FlushStats:
+        """Write the reports whose results changed (at most ``max_writes`` writes; the rest wait), by
+        ``concurrency`` threads, each write after ``pace()`` allowed it (a token bucket: the controller's
+        ``--rate``; False stops the flush). A write refused by a throttle or an outage (:data:`RETRIED`) is tried
+        again on the next flush."""
         stats = FlushStats()
         with self._lock:
             renamed, self._renamed = self._renamed, []
+            for uid in self._failed:
+                self._dirty.setdefault(uid, None)
+            self._failed.clear()
         for ref, old_prefix in renamed:
             try:
                 self.cluster.delete(API_VERSION, ref.report_kind[1], ref.namespace, report_name(ref, old_prefix))
@@ -201,10 +212,25 @@ class ReportWriter:
             except ClusterError as ex:
                 stats.errors += 1
                 self.on_write("error", str(ex.status))
-        while max_writes is None or stats.writes + stats.errors < max_writes:
+        if concurrency <= 1:
+            self._drain(stats, max_writes, pace)
+            return stats
+        threads = [
+            threading.Thread(target=self._drain, args=(stats, max_writes, pace), name=f"report-writer-{n}", daemon=True)
+            for n in range(concurrency)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return stats
+
+    def _drain(self, stats: FlushStats, max_writes: int | None, pace: Callable[[], bool] | None) -> None:
+        """Write dirty reports until none is left, ``max_writes`` is reached or ``pace`` says stop."""
+        while True:
             with self._lock:
-                if not self._dirty:
-                    break
+                if not self._dirty or (max_writes is not None and stats.writes + stats.errors >= max_writes):
+                    return
                 uid = next(iter(self._dirty))
                 del self._dirty[uid]
                 entry = self._entries.get(uid)
@@ -215,16 +241,22 @@ class ReportWriter:
                 if not desired and stored is None:
                     del self._entries[uid]
                     continue
+                if stored is not None and _same(desired, stored):
+                    stats.unchanged += 1
+                    continue
                 self._writing += 1
             written: tuple[str, str] | None = None
             try:
-                written = self._write_one(ref, desired, stored, version, stats)
+                if pace is not None and not pace():
+                    with self._lock:
+                        self._dirty.setdefault(uid, None)  # stopping: still to write
+                    return
+                written = self._write_one(ref, desired, stored is not None, version, stats)
             finally:
                 with self._lock:
                     self._writing -= 1
                     if written is not None:
                         self._now_stored(uid, desired, *written)
-        return stats
 
     def _now_stored(self, uid: str, desired: list[ReportResult], action: str, version: str) -> None:
         """After a write (under the lock): what the API server now holds for ``uid``."""
@@ -239,26 +271,22 @@ class ReportWriter:
             current.stored, current.resource_version = None, ""
 
     def _write_one(
-        self,
-        ref: ResourceRef,
-        desired: list[ReportResult],
-        stored: list[ReportResult] | None,
-        version: str,
-        stats: FlushStats,
+        self, ref: ResourceRef, desired: list[ReportResult], exists: bool, version: str, stats: FlushStats
     ) -> tuple[str, str] | None:
-        """Write one report unless it is unchanged; counted in ``stats`` and ``on_write``. The action and
-        new resourceVersion, or None when nothing was written."""
-        if stored is not None and _same(desired, stored):
-            stats.unchanged += 1
-            return None
+        """Write one report; counted in ``stats`` and ``on_write``. The action and new resourceVersion, or
+        None when the API server refused it."""
         try:
-            action, version = self._write(ref, desired, stored is not None, version)
+            action, version = self._write(ref, desired, exists, version)
         except ClusterError as ex:
-            stats.errors += 1
+            with self._lock:
+                stats.errors += 1
+                if ex.status in RETRIED:  # a throttle or an outage: try again on the next flush
+                    self._failed.add(ref.uid)
             self.on_write("error", str(ex.status))
             log.warning("policy report not written", extra={"resource": f"{ref.kind}/{ref.name}", "error": str(ex)})
             return None
-        setattr(stats, action, getattr(stats, action) + 1)
+        with self._lock:
+            setattr(stats, action, getattr(stats, action) + 1)
         self.on_write(action, "ok")
         return action, version
 
