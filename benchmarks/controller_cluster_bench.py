@@ -104,6 +104,25 @@ def status_kib(pid: int, field: str) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def control_plane_pids(kube_root: str) -> dict[str, int]:
+    """The rig's etcd and kube-apiserver (their pid files under KUBE_ROOT/run)."""
+    found = {}
+    for name in ("etcd", "kube-apiserver"):
+        path = Path(kube_root).expanduser() / "run" / f"{name}.pid"
+        if path.exists():
+            found[name] = int(path.read_text().strip())
+    return found
+
+
 def count(cluster: Cluster, api_version: str, resource: str, selector: str = "") -> int:
     total = 0
     for page in cluster.pages(api_version, resource, "", limit=5000, label_selector=selector, metadata_only=True):
@@ -111,7 +130,7 @@ def count(cluster: Cluster, api_version: str, resource: str, selector: str = "")
     return total
 
 
-def run(cluster: Cluster, kubeconfig: str, rate: float, extra: list[str], settle: float) -> None:
+def run(cluster: Cluster, kubeconfig: str, rate: float, extra: list[str], settle: float, kube_root: str) -> None:
     run_id = f"r{int(time.time())}"
     policy = cluster.get(*MPOL, "", MUTATE_EXISTING_POLICY["metadata"]["name"])
     mutation = policy["spec"]["mutations"][0]["applyConfiguration"]
@@ -123,8 +142,12 @@ def run(cluster: Cluster, kubeconfig: str, rate: float, extra: list[str], settle
     command = [sys.executable, "-m", "celmut", "controller", "--from-cluster", "--kubeconfig", kubeconfig]
     command += ["--rate", f"{rate:g}", "--metrics-port", "0", "--scan-interval", "0", *extra]
     print(f"{pods:,} pods; run {run_id}: {' '.join(command[2:])}; log {log.name}", flush=True)
+    plane = control_plane_pids(kube_root) if kube_root else {}
+    plane_cpu = {name: cpu_seconds(pid) for name, pid in plane.items()}
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    controller_cpu = patched_cpu = 0.0
+    plane_at_patched: dict[str, float] = {}
     patched_at = last_write_at = 0.0
     last_writes = -1
     samples = []
@@ -144,8 +167,10 @@ def run(cluster: Cluster, kubeconfig: str, rate: float, extra: list[str], settle
                     f"  {elapsed:6.0f} s  patches {patches:,}  report writes {report_writes:,}  RSS {rss:.0f} MiB",
                     flush=True,
                 )
+            controller_cpu = cpu_seconds(process.pid)
             if not patched_at and patches >= pods:
-                patched_at = elapsed
+                patched_at, patched_cpu = elapsed, controller_cpu
+                plane_at_patched = {name: cpu_seconds(pid) - plane_cpu[name] for name, pid in plane.items()}
             if report_writes != last_writes:
                 last_writes, last_write_at = report_writes, elapsed
             if patched_at and elapsed - last_write_at > settle:
@@ -161,6 +186,9 @@ def run(cluster: Cluster, kubeconfig: str, rate: float, extra: list[str], settle
     print(f"\npeak RSS (VmHWM) {peak:.0f} MiB; pods labelled {labelled:,}/{pods:,}")
     if patched_at:
         print(f"pass: {patched_at:.0f} s, {pods / patched_at:,.0f} pods/s; last report write at {last_write_at:.0f} s")
+        cpu = [f"controller {patched_cpu * 1000 / pods:.2f}"]
+        cpu += [f"{name} {seconds * 1000 / pods:.2f}" for name, seconds in plane_at_patched.items()]
+        print(f"CPU ms per pod during the pass: {', '.join(cpu)}; controller in all {controller_cpu:.0f} s")
     print(f"Events stored {events:,}; PolicyReports stored {reports:,}")
     shown = {k: v for k, v in after.items() if v and not k.startswith(("WATCH", "code"))}
     besides = sum(v for k, v in shown.items() if "policyreports" not in k)
@@ -179,6 +207,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--settle", type=float, default=30.0, help="seconds without report writes that end a run")
+    parser.add_argument(
+        "--kube-root", default=os.environ.get("KUBE_ROOT", ""), help="the rig's instance (CPU of etcd, apiserver)"
+    )
     args, extra = parser.parse_known_args()  # the rest (after --): controller flags
     args.extra = [a for a in extra if a != "--"]
     cluster = Cluster.connect(args.kubeconfig, timeout=120)
@@ -186,7 +217,7 @@ def main() -> None:
     if args.step == "seed":
         seed(cluster, args.pods, args.threads)
     else:
-        run(cluster, args.kubeconfig, args.rate, args.extra, args.settle)
+        run(cluster, args.kubeconfig, args.rate, args.extra, args.settle, args.kube_root)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from celmut.kube.admission_errors import SELECTOR, parse_event
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.lookup import CacheSet
-from celmut.kube.report_writer import FlushStats, ReportWriter, list_reports
+from celmut.kube.report_writer import FlushStats, ReportWriter, report_pages
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.report_objects import MAX_RESULTS
 
@@ -166,7 +166,9 @@ class ReportLoop:
                 self._absent_passes += 1
                 return FlushStats()
             try:
-                stored = list_reports(self.cluster)
+                for page in report_pages(self.cluster):
+                    self.writer.adopt(page)
+                    self.scanner.adopted(page)
             except NotFound:
                 if not self._absent_passes:
                     log.warning("no policy reports: the wgpolicyk8s.io CRDs are not installed")
@@ -176,7 +178,6 @@ class ReportLoop:
                 log.warning("cannot list policy reports", extra={"error": str(ex)})
                 return FlushStats()
             self._absent_passes = 0
-            self.writer.adopt(stored)
             self._adopted = True
             self.writer.keep_policies(self.scanner.keys())  # reports of policies deleted meanwhile
             self.scan_due()

@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from celmut import kinds
 from celmut.controller.reported_policies import ReportedPolicy, reported_policies, scan_object
 from celmut.controller.triggers import policy_fingerprint
 from celmut.controller.violation_events import Violation, ViolationEvents
@@ -30,7 +31,7 @@ from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.report_objects import ResourceRef
-from celmut.runtime.report_results import mutate_existing_result, process_of, result_of
+from celmut.runtime.report_results import PATCHED_TARGET, mutate_existing_result, process_of, result_of
 from celmut.runtime.results import PolicyOutcome
 
 log = logging.getLogger("celmut.reports")
@@ -250,6 +251,20 @@ class BackgroundReports:
             with self._lock:
                 self._patched.setdefault(key, set()).add(ref.uid)
                 self._to_watch.add((str(target.get("apiVersion") or ""), resource))  # to forget it with the target
+
+    def adopted(self, reports: Iterable[Mapping[str, Any]]) -> None:
+        """Stored reports taken over at start: the targets an earlier run's mutateExisting patched keep
+        their results through full scans, as those this run patches do (:meth:`target_patched`)."""
+        with self._lock:
+            for report in reports:
+                scope = report.get("scope") or {}
+                uid = str(scope.get("uid") or "")
+                for result in report.get("results") or []:
+                    if uid and PATCHED_TARGET in (result.get("properties") or {}):
+                        self._patched.setdefault(str(result.get("policy") or ""), set()).add(uid)
+                        api_version = str(scope.get("apiVersion") or "")
+                        resource = kinds.resource_for(api_version, str(scope.get("kind") or ""))
+                        self._to_watch.add((api_version, resource))  # to forget it with the target
 
     def keys(self) -> list[str]:
         """The keys of the reported policies."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -330,15 +330,20 @@ def _version(obj: Any) -> str:
     return ""
 
 
-def list_reports(cluster: Cluster) -> list[dict[str, Any]]:
-    """Every report celmut wrote (to :meth:`ReportWriter.adopt` at start); NotFound when the report
-    CRDs are not served."""
+def report_pages(cluster: Cluster, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
+    """Every report celmut wrote, a page at a time (to :meth:`ReportWriter.adopt` at start: 100,000
+    reports are never in memory at once); NotFound when the report CRDs are not served."""
     selector = f"{MANAGED_BY}={MANAGED_BY_CELMUT}"
-    out: list[dict[str, Any]] = []
     for kind, plural in (NAMESPACED, CLUSTER):
-        listed = cluster.list_all(API_VERSION, plural, "", label_selector=selector)  # NotFound: no CRDs
-        for item in listed.get("items") or []:
-            item.setdefault("apiVersion", API_VERSION)
-            item.setdefault("kind", kind)
-            out.append(item)
-    return out
+        for page in cluster.pages(API_VERSION, plural, "", limit=page_size, label_selector=selector):  # NotFound
+            items = page.get("items") or []
+            for item in items:
+                item.setdefault("apiVersion", API_VERSION)
+                item.setdefault("kind", kind)
+                (item.get("metadata") or {}).pop("managedFields", None)
+            yield items
+
+
+def list_reports(cluster: Cluster) -> list[dict[str, Any]]:
+    """Every report celmut wrote, in one list (see :func:`report_pages`)."""
+    return [report for page in report_pages(cluster) for report in page]
