@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -82,7 +83,7 @@ def control(kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, 
     gc.collect()
     before = status_kib("VmRSS")
     if trace:
-        tracemalloc.start(1)
+        tracemalloc.start(int(os.environ.get("TRACEMALLOC_FRAMES", "1")))
     cluster = Cluster.connect(kubeconfig, timeout=60)
     service = ServiceSettings(policy_paths=(str(policy_dir),))
     config = ControllerConfig(
@@ -106,7 +107,7 @@ def control(kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, 
     top: list[str] = []
     if trace:
         snapshot = tracemalloc.take_snapshot()
-        stats = snapshot.statistics("lineno")
+        stats = snapshot.statistics("traceback" if int(os.environ.get("TRACEMALLOC_FRAMES", "1")) > 1 else "lineno")
         total = sum(s.size for s in stats)
         top = [
             f"{s.size / pods:8.0f} B/pod  {s.traceback[0].filename.split('/celmut/')[-1]}:{s.traceback[0].lineno}"

@@ -16,6 +16,7 @@ and what a scan finds newly failing a PolicyViolation Event pair (:mod:`celmut.c
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -40,6 +41,69 @@ MAX_SUCCESSORS = 8  # changes remembered per resource, to tell which state an ad
 MAX_ARRIVED = 5_000  # changed objects of metadata caches held for the next pass (beyond: the resource is rescanned)
 PAGE_SIZE = 500  # objects per list page of a scan of a resource cached as metadata
 ERROR_MEMORY = 7200.0  # seconds an applied admission error is remembered (twice the API server's event TTL)
+
+
+class _Versions:
+    """uid -> {name: version}, compact: a leader holds one per resource (100,000 at 100,000 pods), and most
+    say one version for every name (each policy evaluated the same state): a (version, names) tuple, the
+    names shared between resources, until they do not (a dict)."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, tuple[str, tuple[str, ...]] | dict[str, str]] = {}
+        self._names: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def get(self, uid: str, name: str) -> str | None:
+        held = self._by_uid.get(uid)
+        if isinstance(held, tuple):
+            return held[0] if name in held[1] else None
+        return held.get(name) if held is not None else None
+
+    def set(self, uid: str, name: str, version: str) -> None:
+        held = self._by_uid.get(uid)
+        if held is None:
+            self._by_uid[sys.intern(uid)] = (version, self._shared((name,)))
+            return
+        if isinstance(held, tuple):
+            if held[0] == version:
+                if name not in held[1]:
+                    self._by_uid[uid] = (version, self._shared(held[1] + (name,)))
+                return
+            if held[1] == (name,):
+                self._by_uid[uid] = (version, held[1])
+                return
+            held = dict.fromkeys(held[1], held[0])
+        held[name] = version
+        versions = set(held.values())
+        self._by_uid[uid] = (version, self._shared(tuple(held))) if len(versions) == 1 else held
+
+    def pop(self, uid: str) -> None:
+        self._by_uid.pop(uid, None)
+
+    def _shared(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        return self._names.setdefault(names, names)
+
+
+class _Successors:
+    """uid -> the resourceVersion that replaced each of its last versions (at most MAX_SUCCESSORS), as a
+    flat tuple (before, after, before, after, …): one change seen is one small tuple, not a dict."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, tuple[str, ...]] = {}
+
+    def get(self, uid: str, before: str) -> str | None:
+        pairs = self._by_uid.get(uid, ())
+        for index in range(len(pairs) - 2, -1, -2):
+            if pairs[index] == before:
+                return pairs[index + 1]
+        return None
+
+    def add(self, uid: str, before: str, after: str) -> None:
+        pairs = self._by_uid.get(uid, ())
+        kept = tuple(v for i in range(0, len(pairs), 2) if pairs[i] != before for v in pairs[i : i + 2])
+        self._by_uid[sys.intern(uid)] = (*kept, before, after)[-2 * MAX_SUCCESSORS :]
+
+    def pop(self, uid: str) -> None:
+        self._by_uid.pop(uid, None)
 
 
 class BackgroundReports:
@@ -77,10 +141,10 @@ class BackgroundReports:
         self.incomplete: set[str] = set()  # policies whose last scan could not list everything (scan them again)
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
-        self._evaluated: dict[str, dict[str, str]] = {}
+        self._evaluated = _Versions()
         self._held: dict[str, dict[str, str]] = {}
         # resource uid -> resourceVersion replaced ("" for a creation) -> the one that replaced it
-        self._successors: dict[str, dict[str, str]] = {}
+        self._successors = _Successors()
         # error key -> (admission time, old resourceVersion) of the last one applied
         self._errors_seen: dict[tuple[str, str, str, str, str], tuple[int, str]] = {}
         # policy key -> uids of the targets its mutateExisting patched (their results outlive full scans)
@@ -138,9 +202,9 @@ class BackgroundReports:
                     self.writer.forget_resource(str(uid))
                     for patched in self._patched.values():
                         patched.discard(str(uid))
-                    self._evaluated.pop(str(uid), None)
+                    self._evaluated.pop(str(uid))
                     self._held.pop(str(uid), None)
-                    self._successors.pop(str(uid), None)
+                    self._successors.pop(str(uid))
                 return
             uid = str(metadata.get("uid") or "")
             # which change made this state: what the webhook's errors are matched against. The first
@@ -149,10 +213,7 @@ class BackgroundReports:
             creation = event == "ADDED" and self.caches.synced_now(api_version, resource)
             if uid and (creation or (event != "ADDED" and old is not None)):
                 before = "" if event == "ADDED" else _version(old or {})
-                successors = self._successors.setdefault(uid, {})
-                successors[before] = _version(obj)
-                while len(successors) > MAX_SUCCESSORS:
-                    del successors[next(iter(successors))]
+                self._successors.add(uid, before, _version(obj))
             current = self.caches.existing(api_version, resource)
             projected = current is not None and current.metadata_only
             if projected and not creation and event == "ADDED" and not self.caches.synced_now(api_version, resource):
@@ -204,10 +265,9 @@ class BackgroundReports:
                     retry.append(error)
                 continue
             version = _version(obj)
-            if error.denied:
-                state = error.old_version or None  # a denied UPDATE left the state it would have replaced
-            else:
-                state = self._successors.get(ref.uid, {}).get(error.old_version)
+            # a denied UPDATE left the state it would have replaced
+            denied_state = error.old_version or None
+            state = denied_state if error.denied else self._successors.get(ref.uid, error.old_version)
             if state is None:
                 if now - error.time < grace and not error.denied:
                     retry.append(error)  # the change it made is not in the watch yet
@@ -217,7 +277,7 @@ class BackgroundReports:
                 continue  # the resource changed since: a later admission decided about the current state
             current = [r for r in self.writer.results(ref.uid) if r.policy == error.policy]
             newest = max((r.timestamp for r in current), default=-1)
-            if error.time < newest and self._evaluated.get(ref.uid, {}).get(error.policy) != version:
+            if error.time < newest and self._evaluated.get(ref.uid, error.policy) != version:
                 continue  # a later result about this state (a scan after the admission)
             failed = PolicyOutcome(error.policy, "", "error", error.message, binding=error.binding)
             # results.go selectProcess: the policy's evaluation settings name the process, not the path
@@ -383,7 +443,7 @@ class BackgroundReports:
                     seen.add(ref.uid)
                 return 0
             del held[key]
-        self._evaluated.setdefault(ref.uid, {})[key] = version
+        self._evaluated.set(ref.uid, key, version)
         failing = self.violations is not None and any(
             r.policy == key and r.result == "fail" for r in self.writer.results(ref.uid)
         )

@@ -70,6 +70,7 @@ from celmut.service.store import PolicyStore
 log = logging.getLogger("celmut.controller")
 
 RECENT_OUTCOMES = 1000  # targets whose last outcome a running controller keeps (the rest are counted)
+TRIM_SECONDS = 30.0  # how often freed memory is given back to the system (heap.trim)
 
 
 def workers_for(rate: float) -> int:
@@ -380,6 +381,7 @@ class Controller:
 
     def _reload_loop(self) -> None:
         next_scan = time.monotonic() + self.config.scan_interval if self.config.scan_interval > 0 else None
+        next_trim = time.monotonic() + TRIM_SECONDS
         while not self._stop.wait(self.config.reload_interval):
             try:
                 changed = self.reload()
@@ -396,6 +398,9 @@ class Controller:
                 self.metrics.evaluations.inc(evaluations)
                 if self.mutation_events is not None and self.is_leader():
                     self.mutation_events.flush()
+                if time.monotonic() >= next_trim:  # what a pass freed goes back to the system
+                    next_trim = time.monotonic() + TRIM_SECONDS
+                    heap.trim()
             except Exception:  # keep the controller alive whatever a reload does; logged with its stack
                 log.exception("policy reload failed")
 

@@ -18,6 +18,7 @@ import logging
 import random
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,6 +50,49 @@ def _shared(value: Any) -> Any:
     if isinstance(value, list):
         return [_shared(v) for v in value]
     return value
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable twin of a JSON value (TypeError for anything else)."""
+    if isinstance(value, dict):
+        return (dict, tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return (list, tuple(_frozen(v) for v in value))
+    hash(value)
+    return value
+
+
+class _Sharing:
+    """Equal labels, annotations and owner references held once: the pods of a workload carry the same
+    ones, so a metadata-only cache keeps one dict for the 50 pods of a ReplicaSet instead of 50 (bounded:
+    the last ``size`` different values). Held values are shared between cached objects: never mutated."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self._seen: OrderedDict[Any, Any] = OrderedDict()
+
+    def metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` with its strings interned and its maps and lists shared."""
+        return {sys.intern(k): self._value(v) for k, v in metadata.items()}
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return sys.intern(value)
+        if not isinstance(value, (dict, list)) or not value:
+            return _shared(value)
+        shared = _shared(value)
+        try:
+            key = _frozen(shared)
+        except TypeError:
+            return shared
+        found = self._seen.get(key)
+        if found is not None:
+            self._seen.move_to_end(key)
+            return found
+        self._seen[key] = shared
+        if len(self._seen) > self.size:
+            self._seen.popitem(last=False)
+        return shared
 
 
 class WatchedCache:
@@ -86,6 +130,7 @@ class WatchedCache:
         self._index: dict[tuple[str, str], dict[Key, None]] = {}
         self.kind = kinds.kind_for(api_version, resource)
         self._objects: dict[Key, dict[str, Any]] = {}
+        self._sharing = _Sharing()  # used by the watch thread only
         self._lock = threading.Lock()
         self._handlers: list[Handler] = []
         self._stop = threading.Event()
@@ -178,7 +223,7 @@ class WatchedCache:
         if self.metadata_only:  # PartialObjectMetadata, or a whole object from a server that cannot project
             metadata = obj.get("metadata") or {}
             metadata.pop("managedFields", None)
-            return {"apiVersion": self.api_version, "kind": self.kind, "metadata": _shared(metadata)}
+            return {"apiVersion": self.api_version, "kind": self.kind, "metadata": self._sharing.metadata(metadata)}
         return self._whole(obj)
 
     def _notify(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:

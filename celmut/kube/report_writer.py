@@ -18,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
 from celmut.runtime.report_objects import (
@@ -40,19 +41,57 @@ from celmut.runtime.report_objects import (
 from celmut.runtime.report_results import ReportResult
 
 log = logging.getLogger("celmut.reports")
+_T = TypeVar("_T")
 
 RETRIED = frozenset({0, 429, 500, 502, 503, 504})  # refused writes tried again (unreachable, throttled, outages)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
+    """One resource's report, compactly (the leader holds one per resource: 100,000 at 100,000 pods): its
+    results as one tuple (shared between resources whose results are the same), and a digest of what the
+    stored report says."""
+
     ref: ResourceRef
-    results: dict[str, list[ReportResult]] = field(default_factory=dict)  # policy key -> results
-    stored: list[ReportResult] | None = None  # what the stored report holds (None: no report)
+    results: tuple[ReportResult, ...] = ()  # every policy's (each result's ``policy`` is its key)
+    stored: int | None = None  # digest of the stored report's results (None: no report)
     resource_version: str = ""
 
     def desired(self, limit: int) -> list[ReportResult]:
-        return bounded((r for results in self.results.values() for r in results), limit)[0]
+        return bounded(self.results, limit)[0]
+
+    def of(self, policy: str) -> tuple[ReportResult, ...]:
+        return tuple(r for r in self.results if r.policy == policy)
+
+    def policies(self) -> set[str]:
+        return {r.policy for r in self.results}
+
+    def without(self, policies: set[str]) -> tuple[ReportResult, ...]:
+        return tuple(r for r in self.results if r.policy not in policies)
+
+
+def digest(results: Iterable[ReportResult]) -> int:
+    """What a report says, but for its results' timestamps (a rewrite of timestamps alone is not worth it)."""
+    return hash(tuple(r.without_timestamp() for r in results))
+
+
+class _Interned:
+    """The last results (and tuples of results) seen, to share one object between the resources that hold
+    equal ones: one scan's results on 5,000 pods of a namespace are mostly the same few. Bounded (LRU)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._seen: OrderedDict[Any, Any] = OrderedDict()
+
+    def __call__(self, value: _T) -> _T:
+        found = self._seen.get(value)
+        if found is not None:
+            self._seen.move_to_end(value)
+            return found  # type: ignore[no-any-return]
+        self._seen[value] = value
+        if len(self._seen) > self.size:
+            self._seen.popitem(last=False)
+        return value
 
 
 @dataclass
@@ -66,10 +105,6 @@ class FlushStats:
     @property
     def writes(self) -> int:
         return self.created + self.updated + self.deleted
-
-
-def _same(a: list[ReportResult], b: list[ReportResult]) -> bool:
-    return len(a) == len(b) and all(x.same_as(y) for x, y in zip(a, b, strict=True))
 
 
 class ReportWriter:
@@ -92,6 +127,7 @@ class ReportWriter:
         self._writing = 0  # reports taken from _dirty whose write has not returned (and been counted) yet
         self._renamed: list[tuple[ResourceRef, str]] = []  # reports stored under an earlier prefix
         self._failed: set[str] = set()  # writes the API server refused: dirty again at the next flush
+        self._interned = _Interned()
         self._lock = threading.Lock()
 
     # --- results in ------------------------------------------------------------------------------
@@ -106,15 +142,13 @@ class ReportWriter:
                 if not new:
                     return
                 entry = self._entries[ref.uid] = _Entry(ref)
-            entry.ref = ref
-            old = entry.results.get(policy, [])
-            kept = [next((o for o in old if o.same_as(n)), n) for n in new]
+            elif entry.ref != ref:
+                entry.ref = ref
+            old = entry.of(policy)
+            kept = tuple(next((o for o in old if o.same_as(n)), None) or self._interned(n) for n in new)
             if kept == old:
                 return
-            if kept:
-                entry.results[policy] = kept
-            else:
-                entry.results.pop(policy, None)
+            entry.results = self._interned(entry.without({policy}) + kept)
             self._dirty[ref.uid] = None
 
     def keep_policies(self, policies: Iterable[str]) -> None:
@@ -122,18 +156,17 @@ class ReportWriter:
         keep = set(policies)
         with self._lock:
             for uid, entry in self._entries.items():
-                gone = [p for p in entry.results if p not in keep]
-                for policy in gone:
-                    del entry.results[policy]
+                gone = entry.policies() - keep
                 if gone:
+                    entry.results = self._interned(entry.without(gone))
                     self._dirty[uid] = None
 
     def retain_resources(self, policy: str, uids: set[str]) -> None:
         """After a full scan of ``policy``: its results on resources the scan did not see are gone."""
         with self._lock:
             for uid, entry in self._entries.items():
-                if uid not in uids and policy in entry.results:
-                    del entry.results[policy]
+                if uid not in uids and any(r.policy == policy for r in entry.results):
+                    entry.results = self._interned(entry.without({policy}))
                     self._dirty[uid] = None
 
     def forget_resource(self, uid: str) -> None:
@@ -154,11 +187,10 @@ class ReportWriter:
                     continue
                 if metadata.get("name") != report_name(ref, self.prefix):
                     continue
-                stored = results_of(report)
-                entry = _Entry(ref, stored=stored, resource_version=str(metadata.get("resourceVersion", "")))
-                for result in stored:
-                    entry.results.setdefault(result.policy, []).append(result)
-                self._entries[ref.uid] = entry
+                stored = tuple(self._interned(r) for r in results_of(report))
+                version = str(metadata.get("resourceVersion", ""))
+                said = digest(bounded(stored, self.limit)[0])  # in the order desired() compares it in
+                self._entries[ref.uid] = _Entry(ref, self._interned(stored), said, version)
                 count += 1
         return count
 
@@ -241,7 +273,7 @@ class ReportWriter:
                 if not desired and stored is None:
                     del self._entries[uid]
                     continue
-                if stored is not None and _same(desired, stored):
+                if stored is not None and stored == digest(desired):
                     stats.unchanged += 1
                     continue
                 self._writing += 1
@@ -264,7 +296,7 @@ class ReportWriter:
         if current is None:
             return
         if action != "deleted":
-            current.stored, current.resource_version = desired, version
+            current.stored, current.resource_version = digest(desired), version
         elif not current.results:
             del self._entries[uid]
         else:

@@ -99,7 +99,7 @@ def reporting_of(policy: CompiledPolicy) -> PolicyReporting:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReportResult:
     """One entry of a report's ``results`` (wgpolicyk8s.io v1alpha2 PolicyReportResult)."""
 
