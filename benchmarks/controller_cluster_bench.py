@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 from controller_workload import LABEL, MUTATE_EXISTING_POLICY, namespace, namespace_name, policies, small_pod  # noqa: E402
 
-from celmut.kube.client import Cluster, Conflict  # noqa: E402
+from celmut.kube.client import Cluster, Conflict, resource_path  # noqa: E402
 
 NAMESPACES = 20
 MPOL = ("policies.kyverno.io/v1", "mutatingpolicies")
@@ -130,7 +130,21 @@ def count(cluster: Cluster, api_version: str, resource: str, selector: str = "")
     return total
 
 
-def run(cluster: Cluster, kubeconfig: str, rate: float, extra: list[str], settle: float, kube_root: str) -> None:
+def forget(cluster: Cluster) -> None:
+    """Delete every PolicyReport and Event (a first run: no report to adopt, no Event to count)."""
+    namespaces = [item["metadata"]["name"] for item in cluster.list_all("v1", "namespaces")["items"]]
+    for where in namespaces:
+        for api_version, resource in (POLR, ("v1", "events")):
+            cluster.request("DELETE", resource_path(api_version, resource, where))
+    while count(cluster, *POLR):
+        time.sleep(2)
+
+
+def run(
+    cluster: Cluster, kubeconfig: str, rate: float, extra: list[str], settle: float, kube_root: str, fresh: bool
+) -> None:
+    if fresh:
+        forget(cluster)
     run_id = f"r{int(time.time())}"
     policy = cluster.get(*MPOL, "", MUTATE_EXISTING_POLICY["metadata"]["name"])
     mutation = policy["spec"]["mutations"][0]["applyConfiguration"]
@@ -207,6 +221,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--settle", type=float, default=30.0, help="seconds without report writes that end a run")
+    parser.add_argument("--fresh", action="store_true", help="delete every PolicyReport and Event first")
     parser.add_argument(
         "--kube-root", default=os.environ.get("KUBE_ROOT", ""), help="the rig's instance (CPU of etcd, apiserver)"
     )
@@ -217,7 +232,7 @@ def main() -> None:
     if args.step == "seed":
         seed(cluster, args.pods, args.threads)
     else:
-        run(cluster, args.kubeconfig, args.rate, args.extra, args.settle, args.kube_root)
+        run(cluster, args.kubeconfig, args.rate, args.extra, args.settle, args.kube_root, args.fresh)
 
 
 if __name__ == "__main__":
