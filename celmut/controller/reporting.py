@@ -38,7 +38,7 @@ from celmut.runtime.results import PolicyOutcome
 log = logging.getLogger("celmut.reports")
 
 MAX_SUCCESSORS = 8  # changes remembered per resource, to tell which state an admission error is about
-MAX_ARRIVED = 5_000  # changed objects of metadata caches held for the next pass (beyond: the resource is rescanned)
+MAX_ARRIVED = 2_000  # changed objects of metadata caches held for the next pass (beyond: the resource is rescanned)
 PAGE_SIZE = 500  # objects per list page of a scan of a resource cached as metadata
 ERROR_MEMORY = 7200.0  # seconds an applied admission error is remembered (twice the API server's event TTL)
 
@@ -138,6 +138,7 @@ class BackgroundReports:
         # listed again a page at a time (_relisted)
         self._arrived: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         self._relisted: set[tuple[str, str]] = set()
+        self._fresher: set[tuple[str, str, str, str]] | None = None  # during a scan: rescanned meanwhile
         self.incomplete: set[str] = set()  # policies whose last scan could not list everything (scan them again)
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
@@ -351,14 +352,25 @@ class BackgroundReports:
         seen: dict[str, set[str]] = {key: set() for key, _ in due}
         failed: set[str] = set()
         evaluations = 0
-        for (api_version, resource), scanned in sorted(by_resource.items()):
-            try:
-                for obj in self._objects(api_version, resource):
-                    for key, policy in scanned:
-                        evaluations += self._record(policy, obj, now, seen[key])
-            except ClusterError as ex:
-                log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
-                failed.update(key for key, _ in scanned)
+        # the resources rescanned as they changed while this scan ran: a later page (listed from the
+        # snapshot of the list's first page) holds an older copy of them
+        self._fresher = set()
+        try:
+            for (api_version, resource), scanned in sorted(by_resource.items()):
+                try:
+                    for page in self._pages(api_version, resource):
+                        for obj in page:
+                            evaluations += self._scan_one(api_version, resource, obj, scanned, now, seen)
+                        # what changed meanwhile, evaluated now: the objects the watch delivered are held
+                        # for one page, not for the whole scan
+                        evaluations += self.rescan_changed(relist=False)
+                except ClusterError as ex:
+                    log.warning(
+                        "cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)}
+                    )
+                    failed.update(key for key, _ in scanned)
+        finally:
+            self._fresher = None
         for key, _ in due:
             if key in failed:
                 continue  # what it did not see is not gone: its earlier results stay
@@ -368,38 +380,65 @@ class BackgroundReports:
         self.incomplete = failed
         return evaluations
 
-    def _objects(self, api_version: str, resource: str) -> Iterator[dict[str, Any]]:
-        """The stored objects of a resource, typed: its cache's, or a page at a time when the cache keeps
-        only their metadata."""
+    def _scan_one(
+        self,
+        api_version: str,
+        resource: str,
+        obj: dict[str, Any],
+        scanned: list[tuple[str, ReportedPolicy]],
+        now: int,
+        seen: dict[str, set[str]],
+    ) -> int:
+        metadata = obj.get("metadata") or {}
+        key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
+        with self._lock:
+            newer = key in self._changed or (self._fresher is not None and key in self._fresher)
+        if newer:  # a newer copy is (or was just) evaluated as it changed: this one is older
+            uid = str(metadata.get("uid") or "")
+            for policy_key, _ in scanned:
+                seen[policy_key].add(uid)
+            return 0
+        return sum(self._record(policy, obj, now, seen[policy_key]) for policy_key, policy in scanned)
+
+    def _pages(self, api_version: str, resource: str) -> Iterator[list[dict[str, Any]]]:
+        """The stored objects of a resource, typed, a page at a time: its cache's, or from the API server
+        when the cache keeps only their metadata."""
         cache = self.caches.cache(api_version, resource)
         if cache is None:
             return
         if not cache.metadata_only:
-            for obj in cache.items():
-                yield _typed(obj, cache.kind, api_version)
+            items = cache.items()
+            for start in range(0, len(items), PAGE_SIZE):
+                yield [_typed(obj, cache.kind, api_version) for obj in items[start : start + PAGE_SIZE]]
             return
         for page in self.caches.cluster.pages(api_version, resource, limit=PAGE_SIZE):
-            for obj in page.get("items") or []:
+            items = page.get("items") or []
+            for obj in items:
                 (obj.get("metadata") or {}).pop("managedFields", None)
-                yield _typed(obj, cache.kind, api_version)
+            yield [_typed(obj, cache.kind, api_version) for obj in items]
 
-    def rescan_changed(self) -> int:
-        """Rescan the resources that changed since the last call (each once, however often it changed)."""
+    def rescan_changed(self, *, relist: bool = True) -> int:
+        """Rescan the resources that changed since the last call (each once, however often it changed);
+        ``relist``: also read again the resources too many of whose objects changed at once."""
         with self._lock:
             changed, self._changed = self._changed, {}
             arrived, self._arrived = self._arrived, {}
-            relisted, self._relisted = self._relisted, set()
+            relisted = self._relisted
+            self._relisted = set() if relist else relisted
+            if self._fresher is not None:
+                self._fresher.update(changed)
             to_watch, self._to_watch = self._to_watch - self._watched, set()
         for watched in sorted(to_watch):  # on the reporting thread: a worker never waits for a watch
             self._watch(*watched)
         now = int(self.clock())
         evaluations = 0
-        for api_version, resource in sorted(relisted):  # too many changed at once: read them all again
+        for api_version, resource in sorted(relisted) if relist else []:  # too many changed at once: all again
             scanned = [p for p in self._policies.values() if (api_version, resource) in p.resources]
             try:
-                for obj in self._objects(api_version, resource):
-                    for policy in (p for p in scanned if not p.admission_only):
-                        evaluations += self._record(policy, obj, now, None)
+                for page in self._pages(api_version, resource):
+                    for obj in page:
+                        for policy in (p for p in scanned if not p.admission_only):
+                            evaluations += self._record(policy, obj, now, None)
             except ClusterError as ex:
                 log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
                 with self._lock:
