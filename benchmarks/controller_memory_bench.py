@@ -71,7 +71,9 @@ def serve(pods: int, pipe: Connection) -> None:
 RESOURCES = {"pods", "events", "policyreports", "clusterpolicyreports", "namespaces", "leases", "eviction"}
 
 
-def control(kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, pipe: Connection) -> None:
+def control(
+    kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, reports: bool, pipe: Connection
+) -> None:
     import tracemalloc
 
     from celmut.controller.report_loop import ReportingConfig
@@ -86,20 +88,19 @@ def control(kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, 
         tracemalloc.start(int(os.environ.get("TRACEMALLOC_FRAMES", "1")))
     cluster = Cluster.connect(kubeconfig, timeout=60)
     service = ServiceSettings(policy_paths=(str(policy_dir),))
-    config = ControllerConfig(
-        service, rate=rate, workers=workers, scan_interval=0, sync_timeout=600, reports=ReportingConfig()
-    )
+    reporting = ReportingConfig() if reports else ReportingConfig(background=False, admission=False)
+    config = ControllerConfig(service, rate=rate, workers=workers, scan_interval=0, sync_timeout=600, reports=reporting)
     controller = Controller(config, cluster)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     controller.start()
-    patched_at = reported_at = 0.0
+    patched_at = reported_at = patched_cpu = 0.0
     while not reported_at:
         time.sleep(0.2)
         patched = controller.metrics.writes._value.get()
         if not patched_at and patched >= pods and controller.queue.idle():
-            patched_at = time.perf_counter() - started
-        reports = controller.reports
-        if patched_at and reports is not None and not reports.scan_pending() and reports.writer.pending() == 0:
+            patched_at, patched_cpu = time.perf_counter() - started, time.process_time() - cpu
+        loop = controller.reports
+        if patched_at and (loop is None or (not loop.scan_pending() and loop.writer.pending() == 0)):
             reported_at = time.perf_counter() - started
     time.sleep(2 * config.reports.interval)
     gc.collect()
@@ -115,15 +116,17 @@ def control(kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, 
         ]
         top.insert(0, f"traced {total / 2**20:.1f} MiB ({total / pods:.0f} B/pod)")
     controller.stop()
-    pipe.send((before / 1024, status_kib("VmHWM") / 1024, settled / 1024, patched_at, reported_at, top))
+    cpu_ms = patched_cpu * 1000 / pods
+    pipe.send((before / 1024, status_kib("VmHWM") / 1024, settled / 1024, patched_at, reported_at, cpu_ms, top))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, nargs="+", default=[2_000, 10_000])
     parser.add_argument("--rate", type=float, default=1000.0)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=0, help="0: sized from --rate")
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--reports", action=argparse.BooleanOptionalAction, default=True, help="background reports")
     args = parser.parse_args()
     rows, requests, tops = [], [], []
     for pods in args.pods:
@@ -135,10 +138,11 @@ def main() -> None:
         try:
             parent, worker_end = context.Pipe()
             worker = context.Process(
-                target=control, args=(kubeconfig, pods, args.rate, args.workers, args.tracemalloc, worker_end)
+                target=control,
+                args=(kubeconfig, pods, args.rate, args.workers, args.tracemalloc, args.reports, worker_end),
             )
             worker.start()
-            before, peak, settled, patched_at, reported_at, top = parent.recv()
+            before, peak, settled, patched_at, reported_at, cpu_ms, top = parent.recv()
             worker.join(60)
             server_end.send("counts")
             reports, events = server_end.recv()
@@ -157,6 +161,7 @@ def main() -> None:
                 f"{per_pod:.1f}",
                 f"{patched_at:.1f}",
                 f"{pods / patched_at:,.0f}",
+                f"{cpu_ms:.2f}",
                 f"{reported_at:.1f}",
                 f"{events:,}",
                 f"{reports:,}",
@@ -164,8 +169,12 @@ def main() -> None:
         )
         requests.append((pods, verbs))
         tops.append((pods, top))
-    print(f"controller, issue 35 workload, fake API server; --rate {args.rate:g}, {args.workers} workers; MiB")
-    headers = ["pods", "RSS start", "peak", "settled", "KiB/pod", "pass s", "pods/s", "reported s", "Events", "reports"]
+    print(
+        f"controller, issue 35 workload, fake API server; --rate {args.rate:g}, {args.workers or 'auto'} workers, "
+        f"reports {'on' if args.reports else 'off'}; MiB; CPU: the controller's during the pass"
+    )
+    headers = ["pods", "RSS start", "peak", "settled", "KiB/pod", "pass s", "pods/s", "CPU ms/pod", "reported s"]
+    headers += ["Events", "reports"]
     print(table("", headers, rows))
     for pods, verbs in requests:
         shown = ", ".join(f"{k} {v:,}" for k, v in sorted(verbs.items(), key=lambda kv: -kv[1]) if v >= 5)

@@ -58,7 +58,10 @@ class Conflict(ClusterError):
 
 
 class Gone(ClusterError):
-    pass
+    """410: what was asked for is too old. A list page's carries the token that continues the list at
+    the latest resourceVersion (``continue_token``; an inconsistent list, see :meth:`Cluster.pages`)."""
+
+    continue_token = ""
 
 
 class TooManyRequests(ClusterError):
@@ -79,7 +82,10 @@ def error_from(status: int, body: bytes) -> ClusterError:
         document = {}
     reason = str(document.get("reason") or "") if isinstance(document, dict) else ""
     message = str(document.get("message") or "") if isinstance(document, dict) else ""
-    return _BY_STATUS.get(status, ClusterError)(status, reason, message or f"HTTP {status}")
+    error = _BY_STATUS.get(status, ClusterError)(status, reason, message or f"HTTP {status}")
+    if isinstance(error, Gone) and isinstance(document, dict):
+        error.continue_token = str((document.get("metadata") or {}).get("continue") or "")
+    return error
 
 
 class _ThrottledRefresh:
@@ -273,10 +279,22 @@ class Cluster:
     def pages(
         self, api_version: str, resource: str, namespace: str = "", *, limit: int = 500, **kwargs: Any
     ) -> Iterator[dict[str, Any]]:
-        """Each page of a list, following ``continue`` tokens: the caller holds one page at a time."""
+        """Each page of a list, following ``continue`` tokens: the caller holds one page at a time.
+
+        A list read slowly (its caller works off each page first) can outlive etcd's compaction (5
+        minutes by default): the API server then refuses the next page with 410 and a token continuing
+        the list at the latest resourceVersion (k8s.io/apiserver storage/etcd3/errors.go
+        ``handleCompactedErrorForPaging``), which is followed: the rest of the list is as it is now, not
+        as it was at the first page — what a controller reconciling each object wants anyway."""
         token: str | None = None
         while True:
-            page = self.list(api_version, resource, namespace, limit=limit, continue_token=token, **kwargs)
+            try:
+                page = self.list(api_version, resource, namespace, limit=limit, continue_token=token, **kwargs)
+            except Gone as ex:
+                if not token or not ex.continue_token:
+                    raise
+                token = ex.continue_token
+                continue
             yield page
             token = (page.get("metadata") or {}).get("continue") or None
             if not token:
@@ -285,14 +303,11 @@ class Cluster:
     def list_all(self, api_version: str, resource: str, namespace: str = "", **kwargs: Any) -> dict[str, Any]:
         """Every item, following ``continue`` tokens; the returned resourceVersion is the list's."""
         items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            page = self.list(api_version, resource, namespace, limit=500, continue_token=token, **kwargs)
+        page: dict[str, Any] = {}
+        for page in self.pages(api_version, resource, namespace, limit=500, **kwargs):
             items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue") or None
-            if not token:
-                page["items"] = items
-                return page
+        page["items"] = items
+        return page
 
     def watch(
         self,
