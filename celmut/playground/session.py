@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from celmut import kinds
 from celmut.errors import CelmutError
 from celmut.playground import diffview, native
 from celmut.playground.inputs import Pane, PaneError, PaneProblem, located, objects_of, read_pane, single
@@ -184,7 +183,7 @@ def run(state: State) -> dict[str, Any]:
             break
         old = loaded.old_objects[index] if index < len(loaded.old_objects) else None
         (admitted,) = offline.admit([resource], state.operation, [old], explain=True)
-        objects.append(_admitted(resource, admitted.result, policies_pane, sources))
+        objects.append({"resource": index, **_admitted(resource, admitted.result, policies_pane, sources)})
         objects += [_target(t, policies_pane, sources) for t in admitted.targets if t.changed]
     objects += [_target(t, policies_pane, sources) for t in offline.scan() if t.changed]
     return {
@@ -206,7 +205,7 @@ def _admitted(
         "allowed": result.allowed,
         "message": result.message,
         "rows": diffview.rows(result.original or resource, shown_after, provenance.applied),
-        "applied": [_applied(m) for m in provenance.applied],
+        "applied": [_applied(m, pane, sources) for m in provenance.applied],
         "outcomes": [_outcome(o, pane, sources) for o in result.outcomes],
         "patch": result.patch,
         "warnings": list(result.warnings),
@@ -223,7 +222,7 @@ def _target(target: TargetResult, pane: Pane, sources: Mapping[str, str]) -> dic
         "allowed": True,
         "message": "",
         "rows": diffview.rows(target.target, target.mutated, provenance.applied),
-        "applied": [_applied(m) for m in provenance.applied],
+        "applied": [_applied(m, pane, sources) for m in provenance.applied],
         "outcomes": [_outcome(target.outcome, pane, sources)],
         "patch": target.patch,
         "warnings": [],
@@ -232,8 +231,13 @@ def _target(target: TargetResult, pane: Pane, sources: Mapping[str, str]) -> dic
     }
 
 
-def _applied(mutation: AppliedMutation) -> dict[str, Any]:
-    return mutation.to_dict()
+def _applied(mutation: AppliedMutation, pane: Pane, sources: Mapping[str, str]) -> dict[str, Any]:
+    """The mutation as ``explain -o json`` prints it, and where it is written in the policies pane."""
+    out = mutation.to_dict()
+    document = _document_of(sources.get(mutation.policy, ""))
+    if mutation.mutation and document is not None:
+        out["location"] = located(pane, document, mutation.mutation, "").to_dict()
+    return out
 
 
 def _outcome(outcome: PolicyOutcome, pane: Pane, sources: Mapping[str, str]) -> dict[str, Any]:
@@ -260,4 +264,3 @@ def _outcome(outcome: PolicyOutcome, pane: Pane, sources: Mapping[str, str]) -> 
     return out
 
 
-__all__ = ["MAX_RESOURCES", "OPERATIONS", "State", "kinds", "load", "run"]
