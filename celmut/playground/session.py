@@ -262,5 +262,3 @@ def _outcome(outcome: PolicyOutcome, pane: Pane, sources: Mapping[str, str]) -> 
         document = _document_of(sources.get(outcome.policy, ""))
         out["location"] = located(pane, document, outcome.path, outcome.message).to_dict()
     return out
-
-

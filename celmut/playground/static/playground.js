@@ -120,6 +120,17 @@ function where(problem) {
   return parts.join(", ");
 }
 
+// The CLI's snippet (" | line" and " | ....^") around its caret, so the caret shows in a narrow pane.
+function snippetWindow(snippet, before = 36, after = 24) {
+  const [text, caret] = snippet.split("\n").map((line) => line.replace(/^ \| /, ""));
+  if (caret === undefined) return snippet;
+  const column = caret.indexOf("^");
+  const start = Math.max(0, column - before);
+  const clipped = text.slice(start, column + after);
+  const lead = start > 0 ? "…" : "";
+  return `${lead}${clipped}${column + after < text.length ? "…" : ""}\n${" ".repeat(lead.length + column - start)}^`;
+}
+
 function showProblems(problems) {
   const box = $("problems");
   box.replaceChildren();
@@ -127,7 +138,7 @@ function showProblems(problems) {
   for (const problem of problems) {
     const item = el("div", { class: "problem", role: "alert" },
       el("strong", { text: where(problem) || "error" }), el("div", { text: problem.message }));
-    if (problem.snippet) item.append(el("pre", { text: problem.snippet }));
+    if (problem.snippet) item.append(el("pre", { text: snippetWindow(problem.snippet), "aria-label": "where, with a caret" }));
     if (problem.pane && $(problem.pane)) {
       $("tab-" + problem.pane).classList.add("has-problem");
       if (problem.line) {
