@@ -35,8 +35,9 @@ def line_pointers(text: str) -> list[str]:
     deepest field that starts on it; a line continuing a multi-line value keeps the one before it."""
     lines = text.splitlines()
     starts: dict[int, str] = {}
-    if text.strip():
-        _walk(yaml.compose(text, Loader=yaml.SafeLoader), "", starts)
+    root = yaml.compose(text, Loader=yaml.SafeLoader) if text.strip() else None
+    if root is not None:
+        _walk(root, "", starts)
     out: list[str] = []
     current = ""
     for number in range(len(lines)):

@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 
-from celmut import jsonutil
 from celmut.errors import CelmutError
 from celmut.limits import MAX_REQUEST_BYTES
 from celmut.sources.documents import Document, DocumentError, describe_type, parse_text
@@ -155,7 +154,7 @@ def unfolding_problem(value: Any) -> str:
             children = iter(items)
             stack[-1] = (node, children, [1, 2])
             continue
-        child = next(children, _END)
+        child: Any = next(children, _END)
         if child is _END:
             stack.pop()
             open_ids.discard(id(node))
@@ -167,10 +166,10 @@ def unfolding_problem(value: Any) -> str:
             key, child = child
             total[1] += _leaf_bytes(key) + 2
         if total[0] > MAX_DOCUMENT_NODES or total[1] > MAX_REQUEST_BYTES:
-            return _too_big(total)
+            return _too_big()
         stack.append((child, None, [0, 0]))
     if result[0] > MAX_DOCUMENT_NODES or result[1] > MAX_REQUEST_BYTES:
-        return _too_big(result)
+        return _too_big()
     return ""
 
 
@@ -182,7 +181,7 @@ def _add(total: list[int], part: tuple[int, int]) -> None:
     total[1] += part[1] + 1
 
 
-def _too_big(size: tuple[int, int] | list[int]) -> str:
+def _too_big() -> str:
     return (
         f"unfolds (YAML aliases included) to more than {MAX_REQUEST_BYTES} bytes or {MAX_DOCUMENT_NODES} values, "
         "the API server's request limit"
@@ -252,7 +251,3 @@ def _block_indent(text: str, line: int) -> int:
         return 0
     content = lines[line]
     return len(content) - len(content.lstrip(" "))
-
-
-def pointer_of(path_tokens: list[str]) -> str:
-    return "".join("/" + jsonutil.escape_pointer(t) for t in path_tokens)
