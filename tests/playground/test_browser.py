@@ -80,6 +80,8 @@ def load_example(browser: Browser, served: Playground, example: str) -> None:
 
 
 def test_load_an_example_edit_a_policy_and_the_diff_and_provenance_follow(browser: Browser, served: Playground) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
     load_example(browser, served, "team-label")
@@ -101,7 +103,11 @@ def test_load_an_example_edit_a_policy_and_the_diff_and_provenance_follow(browse
     )
     assert [o for o in outcomes if "(autogen" not in o] == ["add-team-label applied", "mark-reviewed applied"]
     assert "mark-reviewed (autogen cronjobs) skipped" in outcomes  # its autogen variants do not select a Pod
-    browser.screenshot("2-edited")
+    marked = browser.driver.find_elements(By.CSS_SELECTOR, "#diff tr.annotated")
+    ActionChains(browser.driver).move_to_element(marked[-1]).perform()  # hovering a line says who set it
+    browser.wait(lambda _: "mark-reviewed spec.mutations[0]" in by_id(browser, "why").text, "the line's provenance")
+    assert "add /metadata/annotations/reviewed" in by_id(browser, "why").text  # type: ignore[attr-defined]
+    browser.screenshot("2-edited")  # the README's picture (docs/playground.png)
 
 
 def test_a_shared_link_opens_the_same_state_in_a_fresh_page(browser: Browser, served: Playground) -> None:
