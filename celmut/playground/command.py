@@ -17,9 +17,9 @@ see docs/security.md.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 
 from celmut.errors import ConfigurationError
+from celmut.playground.guard import is_loopback
 
 EXIT_CODES = {
     0: "stopped by SIGTERM or SIGINT",
@@ -56,16 +56,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "celmut runs from, else the current directory)",
     )
     p.set_defaults(run=run)
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost`` or an address in 127.0.0.0/8 or ::1."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check(args: argparse.Namespace) -> None:

@@ -19,6 +19,7 @@ requests there. So, before any route runs (a plain ASGI middleware, docs/securit
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
@@ -74,6 +75,16 @@ class Origins:
     def origin_allowed(self, value: str) -> bool:
         scheme, _, rest = value.strip().lower().partition("://")
         return scheme == self.scheme and "/" not in rest and self.host_allowed(rest)
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or an address in 127.0.0.0/8 or ::1."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _split_host(value: str) -> tuple[str, int | None]:

@@ -20,9 +20,8 @@ import uvicorn
 from celmut.errors import ConfigurationError
 from celmut.kube import certs
 from celmut.playground.app import PlaygroundSettings, create_app, guarded
-from celmut.playground.command import is_loopback
 from celmut.playground.examples import default_root
-from celmut.playground.guard import Origins
+from celmut.playground.guard import Origins, is_loopback
 
 MAX_CONNECTIONS = 64
 KEEP_ALIVE_SECONDS = 30

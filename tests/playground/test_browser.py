@@ -203,3 +203,15 @@ def test_a_broken_expression_is_shown_at_its_line_and_column(browser: Browser, s
     assert "undefined field 'tem'" in problem
     assert "stale" in by_id(browser, "results").get_attribute("class")  # type: ignore[attr-defined]
     browser.screenshot("5-error")
+    with browser.finishes("runs"):  # a 10 MB paste: said at once, nothing sent, the page still works
+        js(
+            browser,
+            """const r = document.getElementById('resources');
+            r.value = '# ' + 'x'.repeat(10 * 1024 * 1024);
+            r.dispatchEvent(new Event('input'));""",
+        )
+    assert "over the 3 MiB a request may carry" in by_id(browser, "problems").text  # type: ignore[attr-defined]
+    with browser.finishes("runs"):
+        by_id(browser, "example").send_keys("Default")  # type: ignore[attr-defined]  # typed into the menu: loads it
+    assert by_id(browser, "problems").text == ""  # type: ignore[attr-defined]
+    assert ("runAsNonRoot: true", "set by default-security-context spec.mutations[0]") in changed_rows(browser)

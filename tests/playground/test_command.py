@@ -13,6 +13,7 @@ import pytest
 
 from celmut.main import main
 from celmut.playground.app import Busy, Evaluations
+from celmut.playground.guard import is_loopback
 from tests.playground.support import playground
 
 
@@ -35,8 +36,6 @@ def test_flags_that_would_serve_the_network_in_clear_are_refused_before_binding(
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.53", "::1", "localhost"])
 def test_loopback_needs_no_tls(host: str) -> None:
-    from celmut.playground.command import is_loopback
-
     assert is_loopback(host)
 
 
