@@ -349,9 +349,11 @@ async function evaluate() {
     else if (data.error) out.textContent = `${data.kind ? data.kind + " error" : "error"}: ${data.error}` + (data.snippet && !data.error.includes(data.snippet) ? "\n" + data.snippet : "");
     else out.textContent = JSON.stringify(data.result, null, 2);
     out.classList.toggle("error-text", Boolean(data.error || data.errors));
-    if (data.variables) {
+    if (data.variables) {  // each bound variable, one click (or Enter) from its value
       const bound = Object.entries(data.variables).filter(([, given]) => given).map(([name]) => name);
-      $("bound").textContent = `Bound for ${object ? object.reference : "no object"}: ${bound.join(", ") || "nothing"}`;
+      const buttons = bound.map((name) => el("button", { type: "button", text: name, "aria-label": `Show ${name}`,
+        onclick: () => { $("expression").value = name; evaluate(); } }));
+      $("bound").replaceChildren(`Bound for ${object ? object.reference : "no object"}: `, ...(buttons.length ? buttons : ["nothing"]));
     }
   } catch (error) {
     out.textContent = error.message;
