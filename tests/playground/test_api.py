@@ -163,3 +163,45 @@ def test_an_export_with_old_objects_is_refused_rather_than_testing_something_els
 ) -> None:
     answer = served.post("/api/export", {"state": {**examples["team-label"], "oldObjects": POD}})
     assert answer.status_code == 422 and answer.json()["errors"][0]["pane"] == "oldObjects"
+
+
+TARGETING = """apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: touch-team-configmaps}
+spec:
+  evaluation: {mutateExisting: {enabled: true}}
+  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}]
+  targetMatchConstraints:
+    namespaceSelector: {matchLabels: {team: a}}
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], resources: [configmaps]}]
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{metadata: Object.metadata{labels: {"touched": "yes"}}}'
+"""
+TEAM_A = """apiVersion: v1
+kind: Namespace
+metadata: {name: team-a, labels: {team: a}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: team-a}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: elsewhere, namespace: default}
+"""
+
+
+def test_mutate_existing_targets_a_trigger_reaches_are_shown_with_their_own_diff(served: Playground) -> None:
+    trigger = "apiVersion: v1\nkind: Namespace\nmetadata: {name: new}\n"
+    objects = run(served, {"policies": TARGETING, "resources": trigger, "cluster": TEAM_A})["objects"]
+    assert [(o["reference"], o.get("target", False)) for o in objects] == [
+        ("Namespace new", False),
+        ("ConfigMap team-a/settings", True),
+    ]
+    target = objects[1]
+    changed = [r for r in target["rows"] if r["tag"] != "equal"]
+    assert [r["right"]["text"].strip() for r in changed] == ["labels:", "touched: 'yes'"]  # it added the map
+    assert {target["applied"][n]["policy"] for r in changed for n in r["by"]} == {"touch-team-configmaps"}

@@ -64,3 +64,10 @@ def test_evaluations_past_the_bound_are_told_to_come_back_not_queued() -> None:
         assert await evaluations.run(lambda: 42) == 42  # the slot is back
 
     asyncio.run(scenario())
+
+
+def test_without_a_browser_the_browser_tests_say_why_they_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.playground import browser
+
+    monkeypatch.setattr(browser, "CHROMEDRIVER", "/nonexistent/chromedriver")
+    assert browser.missing() == "/nonexistent/chromedriver not found: apt-get install chromium-driver (.ci/run does)"
