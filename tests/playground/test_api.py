@@ -205,3 +205,9 @@ def test_mutate_existing_targets_a_trigger_reaches_are_shown_with_their_own_diff
     changed = [r for r in target["rows"] if r["tag"] != "equal"]
     assert [r["right"]["text"].strip() for r in changed] == ["labels:", "touched: 'yes'"]  # it added the map
     assert {target["applied"][n]["policy"] for r in changed for n in r["by"]} == {"touch-team-configmaps"}
+
+
+def test_a_policy_that_cannot_run_natively_says_why_and_its_preset_is_named(served: Playground, examples: dict) -> None:
+    (policy,) = run(served, examples["spot-all-except-kube-system"])["policies"]
+    assert "map" not in policy and policy["generatedBy"]
+    assert "resource.List" in policy["refused"] and "only Kyverno's CEL environment has it" in policy["refused"]

@@ -185,6 +185,14 @@ def test_the_page_is_usable_with_the_keyboard_alone_and_fits_1280x800(browser: B
         return a.id + ':' + a.value.slice(0, a.selectionStart).split('\\n').length""",
     )
     assert caret_line == "policies:23"  # the mutation's `expression: |`
+    js(browser, "document.getElementById('tab-policies').focus()")
+    keys.send_keys(Keys.ARROW_RIGHT).perform()  # the panes' tabs follow the arrow keys (WAI-ARIA tabs)
+    assert js(browser, "return [document.activeElement.id, document.getElementById('pane-resources').hidden]") == [
+        "tab-resources",
+        False,
+    ]
+    loaded = js(browser, "return performance.getEntriesByType('resource').map(e => e.name)")
+    assert loaded and all(url.startswith(served.url) for url in loaded)  # type: ignore[union-attr]  # nothing from elsewhere
     with browser.finishes("runs"):  # Ctrl+Enter runs from anywhere
         keys.key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(Keys.CONTROL).perform()
 
