@@ -1,9 +1,10 @@
-"""The playground's web application (FastAPI): the page, its assets, and five JSON endpoints.
+"""The playground's web application (FastAPI): the page, its assets, and six JSON endpoints.
 
 ``GET /`` the page, ``GET /static/…`` its script and style (package data: no build step, no CDN),
 ``GET /api/examples`` the Examples menu, ``POST /api/run`` a run (:mod:`celmut.playground.session`),
-``POST /api/eval`` the CEL scratch pad, ``POST /api/compile`` the preset compiler, ``POST /api/export``
-the Kyverno CLI test (a zip), ``GET /healthz``.
+``POST /api/native`` the native MutatingAdmissionPolicies, ``POST /api/eval`` the CEL scratch pad,
+``POST /api/compile`` the preset compiler, ``POST /api/export`` the Kyverno CLI test (a zip),
+``GET /healthz``.
 
 Bad input is an answer, never a failure: a pane that cannot be read comes back as located
 ``errors`` (HTTP 200: the page shows them beside the last good result), a body that is not JSON or
@@ -101,6 +102,13 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
         if isinstance(body, Response):
             return body
         return await _evaluated(evaluations, lambda: session.run(session.State.from_json(body)))
+
+    @app.post("/api/native")
+    async def native_policies(request: Request) -> Response:
+        body = await _json(request)
+        if isinstance(body, Response):
+            return body
+        return await _evaluated(evaluations, lambda: session.natives(session.State.from_json(body)))
 
     @app.post("/api/eval")
     async def evaluate(request: Request) -> Response:

@@ -5,10 +5,11 @@ Context and UserInfo into the offline cluster every offline command uses
 (:class:`celmut.service.offline.OfflineCluster`), each resource admitted with provenance on, then a
 policy-event pass for mutateExisting policies. What comes back is what the page shows: per object,
 the side-by-side diff with who wrote each line (:mod:`celmut.playground.diffview`), every policy's
-outcome with its reason, time and CEL cost, the response patch, warnings, audit annotations; per
-MutatingPolicy, the native MutatingAdmissionPolicy it converts to or why it cannot
-(:mod:`celmut.playground.native`). A policy that does not compile stops the run, as it stops
-``celmut apply`` (exit 2), with every problem located in the policies pane.
+outcome with its reason, time and CEL cost, the response patch, warnings, audit annotations.
+:func:`natives` gives, per MutatingPolicy, the native MutatingAdmissionPolicy it converts to or why it
+cannot (:mod:`celmut.playground.native`), asked for apart: converting a preset's policy takes longer
+than the run itself. A policy that does not compile stops the run, as it stops ``celmut apply``
+(exit 2), with every problem located in the policies pane.
 
 The same bounds as the webhook hold: the CEL cost budget per request and per expression, the webhook's
 deadline on each admission (:data:`ADMISSION_SECONDS`), no outbound HTTP (the default allow-list is
@@ -188,10 +189,19 @@ def run(state: State) -> dict[str, Any]:
     objects += [_target(t, policies_pane, sources) for t in offline.scan() if t.changed]
     return {
         "objects": objects,
-        "policies": native.policies(offline.compilation),
         "notes": loaded.notes,
         "seconds": round(time.perf_counter() - started, 4),
     }
+
+
+def natives(state: State) -> dict[str, Any]:
+    """``{"policies": [...]}``: each MutatingPolicy of the panes as a native MAP, or why not
+    (:func:`celmut.playground.native.policies`); ``errors`` when the panes cannot be read."""
+    try:
+        loaded = load(state)
+    except PaneError as ex:
+        return {"errors": [p.to_dict() for p in ex.problems]}
+    return {"policies": native.policies(loaded.offline.compilation)}
 
 
 def _admitted(

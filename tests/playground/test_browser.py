@@ -108,6 +108,10 @@ def test_load_an_example_edit_a_policy_and_the_diff_and_provenance_follow(browse
     browser.wait(lambda _: "mark-reviewed spec.mutations[0]" in by_id(browser, "why").text, "the line's provenance")
     assert "add /metadata/annotations/reviewed" in by_id(browser, "why").text  # type: ignore[attr-defined]
     browser.screenshot("2-edited")  # the README's picture (docs/playground.png)
+    with browser.finishes("natives"):
+        by_id(browser, "tab-native").click()  # type: ignore[attr-defined]
+    natives = by_id(browser, "native").text  # type: ignore[attr-defined]
+    assert "name: mpol-add-team-label" in natives and "name: mpol-mark-reviewed" in natives
 
 
 def test_a_shared_link_opens_the_same_state_in_a_fresh_page(browser: Browser, served: Playground) -> None:

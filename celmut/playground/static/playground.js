@@ -159,8 +159,9 @@ async function run() {
   setStatus("Running…");
   let response;
   let data;
+  const state = pageState();
   try {
-    response = await post("/api/run", pageState());
+    response = await post("/api/run", state);
     data = await answer(response);
   } catch (error) {
     if (sequence !== runSequence) return;
@@ -180,6 +181,7 @@ async function run() {
     setStatus(`${data.errors.length} problem${data.errors.length > 1 ? "s" : ""}: nothing ran`);
   } else {
     last = data;
+    last.state = state;
     if (selected >= data.objects.length) selected = 0;
     showProblems([]);
     render();
@@ -212,7 +214,7 @@ function render() {
   renderDiff(object);
   renderOutcomes(object);
   renderResponse(object);
-  renderNative();
+  if (!$("view-native").hidden) loadNative();
   const notes = $("notes");
   notes.replaceChildren();
   if (last.notes.length) notes.append(el("h2", { text: "Notes" }), el("ul", { class: "notes" }, ...last.notes.map((n) => el("li", { text: n }))));
@@ -323,10 +325,31 @@ function renderResponse(object) {
   audit.replaceChildren(...(entries.length ? entries.map(([k, v]) => el("tr", {}, el("th", { scope: "row", text: k }), el("td", { text: v }))) : [el("tr", {}, el("td", { text: "none" }))]));
 }
 
-function renderNative() {
+// The native MAPs are asked for apart (converting a preset's policy takes longer than a run), when
+// their tab is shown, for the state of the last run.
+let nativeShown = null;
+
+async function loadNative() {
+  if (!last || nativeShown === last) return;
+  const shownFor = last;
+  $("native").replaceChildren(el("p", { class: "hint", text: "Converting…" }));
+  let data;
+  try {
+    data = await answer(await post("/api/native", last.state));
+  } catch (error) {
+    data = { error: error.message };
+  }
+  if (shownFor !== last) return; // a newer run: its own request follows
+  nativeShown = last;
+  if (data.policies) renderNative(data.policies);
+  else $("native").replaceChildren(el("p", { class: "error-text", text: data.error || (data.errors || []).map((p) => p.message).join("; ") }));
+  bump("natives");
+}
+
+function renderNative(policies) {
   const box = $("native");
   box.replaceChildren();
-  for (const policy of last.policies) {
+  for (const policy of policies) {
     const section = el("div", { class: "native" }, el("h3", { text: `${policy.kind} ${policy.name}` + (policy.generatedBy ? ` (from ${policy.generatedBy})` : "") }));
     if (policy.native) section.append(el("p", { text: "Already a native MutatingAdmissionPolicy." }));
     else if (policy.refused) section.append(el("p", { class: "refused", text: `Cannot run as a native MutatingAdmissionPolicy: ${policy.refused}` }));
@@ -475,6 +498,7 @@ function start() {
   $("compile").addEventListener("click", compilePresets);
   $("use-compiled").addEventListener("click", () => { $("policies").value = compiledYaml; activate($("tab-policies")); run(); });
   $("example").addEventListener("change", chooseExample);
+  $("tab-native").addEventListener("click", loadNative);
   $("operation").addEventListener("change", scheduleRun);
   for (const pane of PANES) $(pane).addEventListener("input", scheduleRun);
   document.addEventListener("keydown", (event) => {
