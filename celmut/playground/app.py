@@ -96,42 +96,28 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
         found = examples.available(settings.examples_root)
         return JSONResponse({"examples": found, "version": __version__})
 
-    @app.post("/api/run")
-    async def run(request: Request) -> Response:
+    async def answered(request: Request, work: Callable[[dict[str, Any]], dict[str, Any]]) -> Response:
+        """``work`` on the request's JSON object, on the evaluation pool."""
         body = await _json(request)
         if isinstance(body, Response):
             return body
-        return await _evaluated(evaluations, lambda: session.run(session.State.from_json(body)))
+        return await _evaluated(evaluations, lambda: work(body))
+
+    @app.post("/api/run")
+    async def run(request: Request) -> Response:
+        return await answered(request, lambda body: session.run(session.State.from_json(body)))
 
     @app.post("/api/native")
     async def native_policies(request: Request) -> Response:
-        body = await _json(request)
-        if isinstance(body, Response):
-            return body
-        return await _evaluated(evaluations, lambda: session.natives(session.State.from_json(body)))
+        return await answered(request, lambda body: session.natives(session.State.from_json(body)))
 
     @app.post("/api/eval")
     async def evaluate(request: Request) -> Response:
-        body = await _json(request)
-        if isinstance(body, Response):
-            return body
-        expression, index, profile = body.get("expression"), body.get("resource", 0), body.get("profile", "kyverno")
-        if not isinstance(expression, str) or not isinstance(index, int) or not isinstance(profile, str):
-            return _error(400, "expression (a string), resource (a number) and profile (a string) expected")
-        state = body.get("state") or {}
-        return await _evaluated(
-            evaluations, lambda: scratch.evaluate(session.State.from_json(state), expression, index, profile)
-        )
+        return await answered(request, _scratch_pad)
 
     @app.post("/api/compile")
     async def compile_presets(request: Request) -> Response:
-        body = await _json(request)
-        if isinstance(body, Response):
-            return body
-        text = body.get("policies")
-        if not isinstance(text, str):
-            return _error(400, "policies (a string) expected")
-        return await _evaluated(evaluations, lambda: scratch.compile_presets(text))
+        return await answered(request, lambda body: scratch.compile_presets(_string(body, "policies")))
 
     @app.post("/api/export")
     async def export_test(request: Request) -> Response:
@@ -158,6 +144,25 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     return app
 
 
+class BadRequest(Exception):
+    """A field of the request body has the wrong type (HTTP 400)."""
+
+
+def _string(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str):
+        raise BadRequest(f"{key}: a string expected")
+    return value
+
+
+def _scratch_pad(body: dict[str, Any]) -> dict[str, Any]:
+    index, profile = body.get("resource", 0), body.get("profile", "kyverno")
+    if not isinstance(index, int) or not isinstance(profile, str):
+        raise BadRequest("resource (a number) and profile (a string) expected")
+    state = session.State.from_json(body.get("state") or {})
+    return scratch.evaluate(state, _string(body, "expression"), index, profile)
+
+
 def guarded(app: FastAPI, origins: Origins) -> Guard:
     return Guard(app, origins)
 
@@ -177,6 +182,8 @@ async def _evaluated(evaluations: Evaluations, work: Callable[[], dict[str, Any]
         result = await evaluations.run(work)
     except PaneError as ex:
         result = {"errors": [p.to_dict() for p in ex.problems]}
+    except BadRequest as ex:
+        return _error(400, str(ex))
     except Busy:
         return _busy()
     except Exception as ex:  # a defect of celmut: said, logged, and the server goes on

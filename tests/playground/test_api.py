@@ -211,3 +211,14 @@ def test_a_policy_that_cannot_run_natively_says_why_and_its_preset_is_named(serv
     (policy,) = served.post("/api/native", examples["spot-all-except-kube-system"]).json()["policies"]
     assert "map" not in policy and policy["generatedBy"]
     assert "resource.List" in policy["refused"] and "only Kyverno's CEL environment has it" in policy["refused"]
+
+
+def test_a_body_of_the_wrong_shape_is_a_400_naming_the_field(served: Playground) -> None:
+    assert served.post("/api/eval", {"expression": 5}).json() == {"error": "expression: a string expected"}
+    assert served.post("/api/compile", {}).status_code == 400
+    assert (
+        served.post("/api/run", {"policies": ["a list"]}).json()["errors"][0]["message"] == "policies: must be a string"
+    )
+    with served.client() as client:
+        answer = client.post("/api/run", content=b"{not json", headers={"content-type": "application/json"})
+    assert answer.status_code == 400 and "not JSON" in answer.json()["error"]
