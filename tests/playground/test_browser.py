@@ -130,6 +130,8 @@ def test_a_shared_link_opens_the_same_state_in_a_fresh_page(browser: Browser, se
         assert pane_state(browser) == state
         assert changed_rows(browser) == rows and rows
         browser.screenshot("3-shared-link")
+        browser.open(served.url + "?broken#s=bm90LWRlZmxhdGU")  # a link whose state was cut or tampered with
+        assert "This link's state cannot be read" in by_id(browser, "problems").text  # type: ignore[attr-defined]
     finally:
         browser.driver.close()
         browser.driver.switch_to.window(original)
