@@ -68,11 +68,17 @@ class ControllerMetrics:
         return generate_latest(self.registry)
 
 
-def status_app(metrics: ControllerMetrics, not_ready: Callable[[], str]) -> FastAPI:
+def status_app(
+    metrics: ControllerMetrics, not_ready: Callable[[], str], dead: Callable[[], str] = lambda: ""
+) -> FastAPI:
+    """``dead``: why the process is no longer alive (a background thread died), else empty."""
     app = FastAPI(title="celmut controller", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/healthz")
     async def healthz() -> Response:
+        problem = dead()
+        if problem:
+            return Response(f"not alive: {problem}", status_code=503, media_type="text/plain")
         return Response("ok", media_type="text/plain")
 
     @app.get("/readyz")

@@ -188,7 +188,9 @@ class TlsManager:
         try:
             configuration = self.cluster.get(*WEBHOOK_CONFIGURATIONS, "", name)
         except NotFound:
-            log.info("webhook configuration not found; its CA bundle is set once it exists", extra={"name": name})
+            log.info(
+                "webhook configuration not found; its CA bundle is set once it exists", extra={"configuration": name}
+            )
             return
         patch: list[dict[str, Any]] = []
         for index, webhook in enumerate(configuration.get("webhooks") or []):
@@ -198,7 +200,7 @@ class TlsManager:
         if patch:
             self.cluster.patch(*WEBHOOK_CONFIGURATIONS, "", name, patch)
             changed.append(f"MutatingWebhookConfiguration/{name}")
-            log.info("webhook CA bundle updated", extra={"name": name})
+            log.info("webhook CA bundle updated", extra={"configuration": name})
 
     def _ensure_serving(self, ca: certs.KeyPair, bundle: bytes, now: datetime.datetime, changed: list[str]) -> None:
         secret = self._read_secret(self.config.secret)
