@@ -146,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
         tls = TlsConfig.from_environment(os.environ)
         webhook_rules = webhook_flags.rules_config(args)
+        tls = webhook_flags.tls_for_url(tls, webhook_rules)
         cluster = Cluster.connect(service.kubeconfig)
     except (ValueError, ClusterError) as ex:
         print(f"error: {ex}", file=sys.stderr)
@@ -240,9 +241,9 @@ def _run_forever(controller: object, args: argparse.Namespace) -> int:
     if sys.stderr.isatty():
         threading.Thread(target=_show_progress, args=(controller, stop), daemon=True).start()
     stop.wait()
-    if status is not None:
-        status.should_exit = True
     controller.stop()
+    if status is not None:
+        status.stop()
     if args.report:
         controller.report.write(args.report)
     return crashes.EXIT_CODE if deaths.failure() else 0

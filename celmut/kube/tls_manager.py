@@ -57,12 +57,15 @@ class TlsConfig:
     webhook_configuration: str
     certificate_days: int = 365
     ca_days: int = 3650
+    extra_hosts: tuple[str, ...] = ()  # the host of --webhook-url: a webhook served outside the cluster
 
     @property
     def hosts(self) -> list[str]:
-        """The names the API server may use for the Service (it uses ``<service>.<namespace>.svc``)."""
+        """The names the API server may use for the Service (it uses ``<service>.<namespace>.svc``), and
+        the host of the webhook's URL when it is served elsewhere (an IP address becomes an IP SAN, as
+        Kyverno's --serverIP does)."""
         svc = f"{self.service}.{self.namespace}.svc"
-        return [svc, self.service, f"{self.service}.{self.namespace}", f"{svc}.cluster.local"]
+        return [svc, self.service, f"{self.service}.{self.namespace}", f"{svc}.cluster.local", *self.extra_hosts]
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> TlsConfig | None:
