@@ -130,11 +130,13 @@ class BackgroundReports:
                     self._held.pop(str(uid), None)
                     self._successors.pop(str(uid), None)
                 return
+            if not cache.synced.is_set():
+                return  # the first list, seen since the handler no longer waits for it: scan() covers it
             uid = str(metadata.get("uid") or "")
             # which change made this state: what the webhook's errors are matched against. The first
             # list's ADDED events are not creations (the object may have changed since it was created):
             # a CREATE's error is matched only to a creation the watch saw
-            creation = event == "ADDED" and cache.synced.is_set()
+            creation = event == "ADDED"
             if uid and (creation or (event != "ADDED" and old is not None)):
                 before = "" if event == "ADDED" else _version(old or {})
                 successors = self._successors.setdefault(uid, {})
