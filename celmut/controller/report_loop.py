@@ -165,7 +165,9 @@ class ReportLoop:
             self._scanning = due is None or bool(due)
         try:
             if due is None or due:
-                self.scanner.scan(None if due is None else sorted(due))
+                _, unfinished = self.scanner.scan(None if due is None else sorted(due))
+                if unfinished:  # a resource not listed yet (or forbidden): scanned again next pass
+                    self.scan_due(unfinished)
             self.scanner.rescan_changed()
             self._admission_errors()
             stats = self.writer.flush(self.config.max_writes)

@@ -110,7 +110,9 @@ class BackgroundReports:
         return changed
 
     def _watch(self, api_version: str, resource: str) -> None:
-        cache = self.caches.cache(api_version, resource)
+        # never waits for the list: a reload must not be held up by one resource (a slow list, RBAC
+        # that forbids it: issue 38); what the list brings is scanned once it is in (scan)
+        cache = self.caches.cache(api_version, resource, wait=False)
         if cache is None:
             log.warning("cannot watch reported resource", extra={"resource": f"{resource}.{api_version}"})
             return
@@ -128,11 +130,13 @@ class BackgroundReports:
                     self._held.pop(str(uid), None)
                     self._successors.pop(str(uid), None)
                 return
+            if not cache.synced.is_set():
+                return  # the first list, seen since the handler no longer waits for it: scan() covers it
             uid = str(metadata.get("uid") or "")
             # which change made this state: what the webhook's errors are matched against. The first
             # list's ADDED events are not creations (the object may have changed since it was created):
             # a CREATE's error is matched only to a creation the watch saw
-            creation = event == "ADDED" and cache.synced.is_set()
+            creation = event == "ADDED"
             if uid and (creation or (event != "ADDED" and old is not None)):
                 before = "" if event == "ADDED" else _version(old or {})
                 successors = self._successors.setdefault(uid, {})
@@ -233,24 +237,34 @@ class BackgroundReports:
 
     # --- scans -----------------------------------------------------------------------------------
 
-    def scan(self, keys: list[str] | None = None) -> int:
-        """Scan every resource of the named policies (all when None); the number of evaluations."""
+    def scan(self, keys: list[str] | None = None) -> tuple[int, list[str]]:
+        """Scan every resource of the named policies (all when None): the number of evaluations, and the
+        keys of the policies not scanned whole because a resource of theirs is still being listed. Those
+        keep their stored results (nothing is pruned on a partial view) and are due again. A resource
+        that is not served, or that celmut may not list (RBAC), has nothing to scan: once it can be
+        listed, the watch's events bring its objects to :meth:`rescan_changed`."""
         now = int(self.clock())
         evaluations = 0
+        unfinished: list[str] = []
         for key, policy in list(self._policies.items()):
             if (keys is not None and key not in keys) or policy.admission_only:
                 continue  # Kyverno's background scan runs only the policies with background processing
             seen: set[str] = set()
+            whole = True
             for api_version, resource in sorted(policy.resources):
-                cache = self.caches.cache(api_version, resource)
-                if cache is None:
+                cache = self.caches.cache(api_version, resource, wait=False)
+                if cache is None or not cache.synced.is_set():
+                    whole = whole and (cache is None or cache.absent or bool(cache.denied))
                     continue
                 for obj in cache.items():
                     evaluations += self._record(policy, _typed(obj, cache.kind, api_version), now, seen)
+            if not whole:
+                unfinished.append(key)
+                continue
             with self._lock:
                 seen |= self._patched.get(key, set())
             self.writer.retain_resources(key, seen)
-        return evaluations
+        return evaluations, unfinished
 
     def rescan_changed(self) -> int:
         """Rescan the resources that changed since the last call (each once, however often it changed)."""

@@ -26,6 +26,8 @@ class ServerSettings:
     # (0: always on a worker thread)
     inline_seconds: float = DEFAULT_INLINE_SECONDS
     extra_ready_checks: list[Callable[[], str]] = field(default_factory=list)  # '' when ready, else why not
+    # '' while the process is alive, else why not (a background thread died: celmut.crashes)
+    dead: Callable[[], str] = field(default=lambda: "")
     # told (object received, object admitted) for each CREATE admitted
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None
     # told (request, result) of each admission decided: its errors go to the policy reports
