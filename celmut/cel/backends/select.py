@@ -1,6 +1,10 @@
-"""Choosing the CEL engine: ``auto`` (the default), ``celpy`` or ``cpp``.
+"""Choosing the CEL engine: ``auto`` (the default), ``celpy``, ``cpp`` or ``planner``.
 
-* ``celpy`` — celmut's planner on cel-python (always available).
+* ``celpy`` — celmut on cel-python, each checked expression compiled to one Python function
+  (:mod:`celmut.cel.backends.pycode`; always available).
+* ``planner`` — the same engine with the checked tree planned into closures instead of compiled
+  (:mod:`celmut.cel.planner`): the reference the compiled code is tested against, slower; for
+  telling a suspected code-generation difference apart from anything else.
 * ``cpp`` — Google's CEL C++ runtime through cel-expr-python (the ``fast`` extra,
   ``pip install 'celmut[fast]'``), with cel-python for what it cannot run the same way
   (see :mod:`celmut.cel.backends.cpp_backend`).
@@ -24,7 +28,7 @@ from celmut.cel.backends.base import Backend
 from celmut.errors import ConfigurationError
 
 ENV_VAR = "CELMUT_CEL_ENGINE"
-CHOICES = ("auto", "celpy", "cpp")
+CHOICES = ("auto", "celpy", "cpp", "planner")
 AUTO = "celpy"  # what auto means, from measurement (see the module docstring)
 
 
@@ -47,13 +51,18 @@ def _backend(name: str) -> Backend:
         from celmut.cel.backends.celpy_backend import CelpyBackend
 
         return CelpyBackend()
+    if name == "planner":
+        from celmut.cel.backends.celpy_backend import PlannerBackend
+
+        return PlannerBackend()
     from celmut.cel.backends.cpp_backend import CppBackend
 
     return CppBackend()
 
 
 def resolve(name: str | None = None) -> str:
-    """The concrete engine name (``celpy`` or ``cpp``) for a choice; None reads ``CELMUT_CEL_ENGINE``."""
+    """The concrete engine name (``celpy``, ``cpp`` or ``planner``) for a choice; None reads
+    ``CELMUT_CEL_ENGINE``."""
     choice = (name or os.environ.get(ENV_VAR) or "auto").strip().lower()
     if choice not in CHOICES:
         raise BackendUnavailable(f"unknown CEL engine {choice!r}; choose one of {', '.join(CHOICES)}")

@@ -1,0 +1,58 @@
+"""CEL compiled to Python code: each checked expression becomes one generated Python function.
+
+The planner (:mod:`celmut.cel.planner`) turns an expression into a tree of closures, one Python call
+per node per evaluation. For the same expression this module writes one function
+(:mod:`~celmut.cel.backends.pycode_gen`): locals instead of closures, ``object.metadata.labels`` as
+one chained subscript, comprehensions as ``for`` loops, the checker's overload choice made once. It
+is built from the planner's own plan, with the planner's cost figures and library call wrappers, and
+any subtree it does not emit (nested too deeply for one Python function) is the planner's closure,
+called from the generated code: the two never differ in value, error text or cost
+(``tests/cel/test_pycode_differential.py`` runs every CEL test table and generated expressions on
+both).
+
+The source is ``compile()``d once, when the expression is (programs are cached by expression and
+environment in :class:`~celmut.cel.environment.Environment`), and executed in a namespace with only
+the helpers of :mod:`~celmut.cel.backends.pycode_runtime` and a handful of builtins. No text of the
+policy is ever part of the source (:mod:`~celmut.cel.backends.pycode_source`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from celmut.cel import ast
+from celmut.cel import types as t
+from celmut.cel.backends.pycode_gen import generate
+from celmut.cel.backends.pycode_runtime import NAMESPACE
+from celmut.cel.planner import Fn, Planner, PlanRecord
+
+# Beyond this many nodes an expression is left to the planner whole: generating and compiling its
+# source would take longer than the evaluations it could speed up (measured: ~40 µs per node), and
+# no policy expression on the hot path is that large.
+MAX_NODES = 2_000
+
+
+@dataclass(frozen=True)
+class CompiledFunction:
+    """A generated function ``fn(ctx) -> value``, its source (for tests and debugging) and how many
+    subtrees it leaves to planner closures."""
+
+    function: Fn
+    source: str
+    fallbacks: int
+
+
+def compile_expression(
+    expr: ast.Node, planner: Planner, record: PlanRecord, types: Mapping[int, t.CelType]
+) -> CompiledFunction | None:
+    """The generated function for ``expr`` (planned by ``planner`` with ``record`` on), or None when
+    the expression is too large to be worth compiling."""
+    if sum(1 for _ in expr.walk()) > MAX_NODES:
+        return None
+    generated = generate(expr, planner, record, types)
+    code = compile(generated.source, "<celmut: compiled CEL>", "exec")
+    namespace = dict(NAMESPACE)
+    exec(code, namespace)  # the source is made of generated names only (pycode_source)
+    function: Fn = namespace["_make"](generated.constants)
+    return CompiledFunction(function, generated.source, generated.fallbacks)
