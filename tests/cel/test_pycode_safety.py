@@ -27,10 +27,11 @@ from tests.cel.test_pycode_differential import expressions
 cel.Environment("kyverno")  # raises the recursion limit (environment.py) before hypothesis records it
 
 FIXED_NAMES = {"ctx", "_make", "_cel", "_K", "_V", "_B", "_S", "_x"} | set(NAMESPACE) | set(SAFE_BUILTINS)
-# attributes of EvalContext, Budget, lists, dicts, OptionalValue, LazyVariables and StructValue
+# attributes of EvalContext, Budget, lists, dicts, OptionalValue, LazyVariables, StructValue and str
 ATTRIBUTES = {
     "cost", "limit", "next_clock_check", "charge", "allocated", "max_bytes", "allocate",
     "vars", "budget", "slots", "append", "items", "present", "value", "cel_select", "type_name",
+    "startswith", "endswith",
 }  # fmt: skip
 
 

@@ -49,13 +49,25 @@ class OperatorEmitter(EmitterBase):
             if overload.impl is core.add and overload.cost is core.concat_cost and len(values) == 2:
                 return self._concatenation(name, overload, values)
             return self._costed_call(name, overload, arguments)
+        inline = _INLINE.get(overload.impl)
         result = src.name()
-        with src.indented("try:", blocks=1):
-            src.line(f"{result} = {src.const(overload.impl)}({arguments})")
-        with src.indented("except _CelError:", blocks=2):
-            src.line("raise")
-        with src.indented("except _IMPL_ERRORS as _x:", blocks=2):
-            src.line(f"raise _impl_error({name}, _x) from _x")
+        checks = [src.is_str_check(value) for value in values]
+        if inline is None or len(values) != inline[0] or None in checks:
+            inline = None
+        elif not any(checks):  # string constants: the operation alone
+            src.line(f"{result} = {inline[1].format(*values)}")
+            return result
+        guard = " and ".join(check for check in checks if check)
+        with src.indented(f"if {guard}:") if inline is not None else nullcontext():
+            if inline is not None:  # what the implementation does on strings, without the call
+                src.line(f"{result} = {inline[1].format(*values)}")
+        with src.indented("else:") if inline is not None else nullcontext():
+            with src.indented("try:", blocks=1):
+                src.line(f"{result} = {src.const(overload.impl)}({arguments})")
+            with src.indented("except _CelError:", blocks=2):
+                src.line("raise")
+            with src.indented("except _IMPL_ERRORS as _x:", blocks=2):
+                src.line(f"raise _impl_error({name}, _x) from _x")
         return result
 
     def _costed_call(self, name: str, overload: Overload, arguments: str) -> str:
@@ -85,9 +97,12 @@ class OperatorEmitter(EmitterBase):
         :func:`celmut.cel.calls.charge_result` do it (anything else: the costed call)."""
         src = self.src
         left, right = values
+        checks = [src.is_str_check(left), src.is_str_check(right)]
+        if None in checks:  # a constant that is no string: the costed call
+            return self._costed_call(name, overload, f"{left}, {right}, ")
         result = src.name()
         fits = f"len({left}) + len({right}) <= {costs.MAX_STRING_BYTES}"
-        with src.indented(f"if type({left}) is str and type({right}) is str and {fits}:"):
+        with src.indented(f"if {' and '.join([*(check for check in checks if check), fits])}:"):
             src.line(f"{result} = {left} + {right}")
             src.line(f"ctx.cost += (len({result}) + 9) // 10")
             src.line("if ctx.cost > ctx.limit or ctx.cost >= ctx.next_clock_check: ctx.charge(0)")
@@ -235,6 +250,15 @@ class OperatorEmitter(EmitterBase):
             return self._call(node)
         return self.emit(node.args[0])
 
+
+# Library implementations whose effect on strings is one Python operation: (arity, expression).
+# Guarded by type(...) is str, so any other argument still goes through the implementation.
+_INLINE: dict[Callable[..., object], tuple[int, str]] = {
+    core.starts_with: (2, "{0}.startswith({1})"),
+    core.ends_with: (2, "{0}.endswith({1})"),
+    core.contains: (2, "{1} in {0}"),
+    core.size: (1, "len({0})"),
+}
 
 _SPECIAL: dict[str, Callable[[OperatorEmitter, ast.Call], str]] = {
     "_&&_": OperatorEmitter._and,

@@ -42,6 +42,7 @@ class Source:
         self.blocks = 0
         self.constants: list[Any] = []
         self._constant_names: dict[Any, str] = {}
+        self.constant_types: dict[str, type] = {}  # the Python type of each constant cell's value
         self._counter = itertools.count()
         self.prologue: set[str] = set()  # which of ctx.vars / ctx.budget / ctx.slots the body reads
 
@@ -62,7 +63,15 @@ class Source:
             found = f"_k{len(self.constants)}"
             self.constants.append(value)
             self._constant_names[key] = found
+            self.constant_types[found] = cls
         return found
+
+    def is_str_check(self, atom: str) -> str | None:
+        """``type(atom) is str``, "" when ``atom`` is a string constant, None when it is another one."""
+        known = self.constant_types.get(atom)
+        if known is None:
+            return f"type({atom}) is str"
+        return "" if known is str else None
 
     def uses(self, what: str) -> str:
         """The prologue local for ``ctx.vars`` (``_V``), ``ctx.budget`` (``_B``) or ``ctx.slots`` (``_S``)."""
