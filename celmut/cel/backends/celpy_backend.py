@@ -134,6 +134,8 @@ class CompiledRunner(PlannedRunner):
             return planned
         self.python_source = compiled.source
         self.fallbacks = compiled.fallbacks
+        if not compiled.uses_slots:  # no planner closure reads a bound variable: no slot list to make
+            self._slots = 0
         return compiled.function
 
 

@@ -18,6 +18,7 @@ policy is ever part of the source (:mod:`~celmut.cel.backends.pycode_source`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -35,12 +36,13 @@ MAX_NODES = 2_000
 
 @dataclass(frozen=True)
 class CompiledFunction:
-    """A generated function ``fn(ctx) -> value``, its source (for tests and debugging) and how many
-    subtrees it leaves to planner closures."""
+    """A generated function ``fn(ctx) -> value``, its source (for tests and debugging), how many
+    subtrees it leaves to planner closures, and whether it needs ``ctx.slots`` (for them)."""
 
     function: Fn
     source: str
     fallbacks: int
+    uses_slots: bool
 
 
 def compile_expression(
@@ -51,8 +53,10 @@ def compile_expression(
     if sum(1 for _ in expr.walk()) > MAX_NODES:
         return None
     generated = generate(expr, planner, record, types)
-    code = compile(generated.source, "<celmut: compiled CEL>", "exec")
+    # one file name per expression, so profilers (cProfile, py-spy) tell the functions apart
+    digest = hashlib.sha256(generated.source.encode()).hexdigest()[:12]
+    code = compile(generated.source, f"<celmut compiled CEL {digest}>", "exec")
     namespace = dict(NAMESPACE)
     exec(code, namespace)  # the source is made of generated names only (pycode_source)
     function: Fn = namespace["_make"](generated.constants)
-    return CompiledFunction(function, generated.source, generated.fallbacks)
+    return CompiledFunction(function, generated.source, generated.fallbacks, generated.uses_slots)

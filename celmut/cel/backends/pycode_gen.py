@@ -24,19 +24,21 @@ from celmut.cel.planner import Planner, PlanRecord
 
 @dataclass(frozen=True)
 class Generated:
-    """The module source (defining ``_make(_K)``), the constants ``_K`` it closes over, and how many
-    subtrees it leaves to the planner."""
+    """The module source (defining ``_make(_K)``), the constants ``_K`` it closes over, how many
+    subtrees it leaves to the planner, and whether those read bound variables from ``ctx.slots``."""
 
     source: str
     constants: tuple[Any, ...]
     fallbacks: int
+    uses_slots: bool
 
 
 def generate(expr: ast.Node, planner: Planner, record: PlanRecord, types: Mapping[int, t.CelType]) -> Generated:
     """Python source for ``expr``, which ``planner`` has planned with ``record`` on."""
     generator = Generator(planner, record, types)
     result = generator.emit(expr)
-    return Generated(generator.src.module(result), tuple(generator.src.constants), generator.fallbacks)
+    src = generator.src
+    return Generated(src.module(result), tuple(src.constants), generator.fallbacks, "slots" in src.prologue)
 
 
 class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
