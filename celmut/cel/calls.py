@@ -41,35 +41,32 @@ def charge_result(ctx: EvalContext, name: str, result: Any) -> Any:
     return result
 
 
-def call_costed(ctx: EvalContext, name: str, overload: Overload, values: Sequence[Any]) -> Any:
-    """Call an overload that takes the evaluation context or declares a cost: charge the cost of
-    the arguments, call, then count what it built."""
+def _charged_call(ctx: EvalContext, name: str, overload: Overload, values: Sequence[Any]) -> Any:
+    """Charge the overload's cost of the arguments and call it; a Python error becomes a CEL one."""
     cost = overload.cost
     try:
         if cost is not None:
             ctx.charge(cost(ctx, *values) if costs.takes_context(cost) else cost(*values))
-        result = overload.impl(ctx, *values) if overload.needs_context else overload.impl(*values)
+        return overload.impl(ctx, *values) if overload.needs_context else overload.impl(*values)
     except CelError:
         raise
     except IMPL_ERRORS as ex:
         raise impl_error(name, ex) from ex
-    return charge_result(ctx, name, result)
+
+
+def call_costed(ctx: EvalContext, name: str, overload: Overload, values: Sequence[Any]) -> Any:
+    """Call an overload that takes the evaluation context or declares a cost: charge the cost of
+    the arguments, call, then count what it built."""
+    return charge_result(ctx, name, _charged_call(ctx, name, overload, values))
 
 
 def dispatch(ctx: EvalContext, name: str, overloads: Sequence[Overload], values: tuple[Any, ...]) -> Any:
     """Call the first overload whose parameter guards accept the runtime arguments."""
     for overload in overloads:
         if overload.accepts(values):
-            try:
-                cost = overload.cost
-                if cost is not None:
-                    ctx.charge(cost(ctx, *values) if costs.takes_context(cost) else cost(*values))
-                result = overload.impl(ctx, *values) if overload.needs_context else overload.impl(*values)
-            except CelError:
-                raise
-            except IMPL_ERRORS as ex:
-                raise impl_error(name, ex) from ex
-            return charge_result(ctx, name, result) if cost is not None or overload.needs_context else result
+            result = _charged_call(ctx, name, overload, values)
+            costed = overload.cost is not None or overload.needs_context
+            return charge_result(ctx, name, result) if costed else result
     raise no_such_overload(name, *values)
 
 

@@ -209,13 +209,12 @@ class Planner:
     # --- calls ----------------------------------------------------------------------------------
 
     def _Call(self, node: ast.Call) -> Fn:
-        if node.target is None:
-            special = _SPECIAL.get(node.function)
-            if special is not None:
-                return special(self, node)
-        elif len(node.args) == 1 and node.function in ("or", "orValue"):
+        form = call_form(node)
+        if form == CALL:
+            return self._call(node)
+        if form == OPTIONAL_OR:
             return self._optional_or(node)
-        return self._call(node)
+        return _SPECIAL[form](self, node)
 
     def _call(self, node: ast.Call) -> Fn:
         arg_nodes = ([node.target] if node.target is not None else []) + node.args
@@ -273,9 +272,7 @@ class Planner:
 
     def _equality(self, node: ast.Call) -> Fn:
         negate = node.function == "_!=_"
-        left_node, right_node = node.args
-        if isinstance(left_node, ast.Literal) and not isinstance(right_node, ast.Literal):
-            left_node, right_node = right_node, left_node
+        left_node, right_node = equality_operands(node)
         left = self.plan(left_node)
         if isinstance(right_node, ast.Literal):
             self.costs[-1] += 1
@@ -512,6 +509,26 @@ _SPECIAL: dict[str, Callable[[Planner, ast.Call], Fn]] = {
     "_>=_": Planner._ordering,
     "dyn": Planner._dyn,
 }
+
+
+CALL, OPTIONAL_OR = "call", "optional or"
+
+
+def call_form(node: ast.Call) -> str:
+    """How a call is evaluated: an operator or macro-like function of its own (its name: ``_&&_``,
+    ``_==_``, ``dyn`` …), :data:`OPTIONAL_OR` (``opt.or(x)``, ``opt.orValue(x)``: lazy), or a
+    library :data:`CALL`."""
+    if node.target is None:
+        return node.function if node.function in _SPECIAL else CALL
+    return OPTIONAL_OR if len(node.args) == 1 and node.function in ("or", "orValue") else CALL
+
+
+def equality_operands(node: ast.Call) -> tuple[ast.Node, ast.Node]:
+    """``==``/``!=``'s operands with a literal on the right when there is one (its fast paths)."""
+    left, right = node.args
+    if isinstance(left, ast.Literal) and not isinstance(right, ast.Literal):
+        return right, left
+    return left, right
 
 
 def _logical(operands: list[Fn], stop: bool, name: str) -> Fn:

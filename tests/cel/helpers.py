@@ -23,6 +23,8 @@ from celmut.cel.backends.select import cpp_available
 from tests.cel.pycode_reference import check_same_as_reference
 
 ENGINES: tuple[str, ...] = ("celpy", "cpp") if cpp_available() else ("celpy",)
+# and the planner, the compiled code's reference (check_case compares the two exactly)
+CEL_ENGINES: tuple[str, ...] = (*ENGINES, "planner")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ planner's, charged once per evaluation before anything runs, as it is there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,52 @@ class EmitterBase:
         budget = self.src.uses("budget")
         self.src.line(f"{budget}.allocated += {nbytes}")
         self.src.line(f"if {budget}.allocated > {budget}.max_bytes: ctx.allocate(0)")
+
+    # --- recurring statement shapes ------------------------------------------------------------------
+
+    def optional_entry(self, value: str, kind: str, store: str) -> None:
+        """``?entry`` of a list, map or typed construction: ``value`` must be an optional
+        (no_such_overload(kind) otherwise); a present one is stored with ``store`` (a statement of
+        generated names, ``{value}`` its value), an empty one leaves the entry out."""
+        src = self.src
+        src.line(f"if not isinstance({value}, _Optional): raise _nso({src.const(kind)}, {value})")
+        src.line(f"if {value}.present: {store.format(value=f'{value}.value')}")
+
+    @contextmanager
+    def guarded(self, *handlers: tuple[str, tuple[str, ...]]) -> Iterator[None]:
+        """Statements in a ``try``, each handler an ``except`` clause: (what it catches, its lines)."""
+        src = self.src
+        with src.indented("try:", blocks=1):
+            yield
+        for catch, lines in handlers:
+            with src.indented(f"except {catch}:", blocks=2):
+                for line in lines:
+                    src.line(line)
+
+    def attempt(self, statement: str, catch: str, handler: str) -> None:
+        """``try: statement`` / ``except catch: handler``: the inline common case, and the exact one."""
+        with self.guarded((catch, (handler,))):
+            self.src.line(statement)
+
+    def library_call(self, name: str) -> AbstractContextManager[None]:
+        """Statements calling a library implementation: a Python error it raises becomes the CEL
+        error ``name: message`` (:func:`celmut.cel.calls.impl_error`), a CEL error passes."""
+        python_error = (f"raise _impl_error({name}, _x) from _x",)
+        return self.guarded(("_CelError", ("raise",)), ("_IMPL_ERRORS as _x", python_error))
+
+    def holding_error(self, held: str, *then: str) -> AbstractContextManager[None]:
+        """Statements whose CEL error is held in ``held`` (the first one only) while evaluation goes
+        on, as ``&&``, ``||``, ``all`` and ``exists`` do; a cost error is never held."""
+        hold = (f"if {held} is None: {held} = _x", *then)
+        return self.guarded(("_CostError", ("raise",)), ("_EvalError as _x", hold))
+
+    def raise_held(self, held: str) -> None:
+        """Raise a held-back error, forgetting it on the way (as the planner's ``finally``), so no
+        frame -> error -> traceback -> frame cycle outlives the evaluation."""
+        with self.src.indented("try:", blocks=1):
+            self.src.line(f"raise {held}")
+        with self.src.indented("finally:", blocks=2):
+            self.src.line(f"{held} = None")
 
     def assign(self, value: str) -> str:
         """A new local holding the Python expression ``value`` (built only from generated names)."""

@@ -55,10 +55,7 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
             return local.name
         src = self.src
         result, name = src.name(), src.const(node.name)
-        with src.indented("try:", blocks=1):
-            src.line(f"{result} = {src.uses('vars')}[{name}]")
-        with src.indented("except KeyError:", blocks=2):
-            src.line(f"raise _no_attribute({name}) from None")
+        self.attempt(f"{result} = {src.uses('vars')}[{name}]", "KeyError", f"raise _no_attribute({name}) from None")
         return result
 
     # --- selection ----------------------------------------------------------------------------------
@@ -96,10 +93,8 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
         result, name = src.name(), src.const(variable)
         variables = src.uses("vars")
         chain = "".join(f"[{src.const(f)}]" for f in fields)
-        with src.indented("try:", blocks=1):
-            src.line(f"{result} = {variables}[{name}]{chain}")
-        with src.indented("except (KeyError, TypeError):", blocks=2):
-            src.line(f"{result} = _select_var_path({variables}, {name}, {src.const(tuple(fields))})")
+        exact = f"{result} = _select_var_path({variables}, {name}, {src.const(tuple(fields))})"
+        self.attempt(f"{result} = {variables}[{name}]{chain}", "(KeyError, TypeError)", exact)
         return result
 
     def _subscripts(self, operand: str, fields: list[str]) -> str:
@@ -108,13 +103,11 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
         src = self.src
         result = src.name()
         chain = "".join(f"[{src.const(f)}]" for f in fields)
-        with src.indented("try:", blocks=1):
-            src.line(f"{result} = {operand}{chain}")
-        with src.indented("except (KeyError, TypeError):", blocks=2):
-            if len(fields) == 1:
-                src.line(f"{result} = _select_field({operand}, {src.const(fields[0])})")
-            else:
-                src.line(f"{result} = _select_path({operand}, {src.const(tuple(fields))})")
+        if len(fields) == 1:
+            exact = f"{result} = _select_field({operand}, {src.const(fields[0])})"
+        else:
+            exact = f"{result} = _select_path({operand}, {src.const(tuple(fields))})"
+        self.attempt(f"{result} = {operand}{chain}", "(KeyError, TypeError)", exact)
         return result
 
     def _Index(self, node: ast.Index) -> str:
@@ -125,10 +118,8 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
         if isinstance(node.index, ast.Literal) and type(node.index.value) is str:
             operand, key = self.emit(node.operand), src.const(node.index.value)
             result = src.name()
-            with src.indented("try:", blocks=1):
-                src.line(f"{result} = {operand}[{key}]")
-            with src.indented("except (KeyError, TypeError):", blocks=2):
-                src.line(f"{result} = _index_key({operand}, {key})")
+            exact = f"{result} = _index_key({operand}, {key})"
+            self.attempt(f"{result} = {operand}[{key}]", "(KeyError, TypeError)", exact)
             return result
         operand, index = self.emit(node.operand), self.emit(node.index)
         return self.assign(f"_index_value({operand}, {index})")
@@ -145,9 +136,7 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
         for element in node.elements:
             value = self.emit(element.value)
             if element.optional:
-                kind = src.const("optional list element")
-                src.line(f"if not isinstance({value}, _Optional): raise _nso({kind}, {value})")
-                src.line(f"if {value}.present: {result}.append({value}.value)")
+                self.optional_entry(value, "optional list element", f"{result}.append({{value}})")
             else:
                 src.line(f"{result}.append({value})")
         return result
@@ -190,9 +179,7 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
             value = self.emit(field.value)  # evaluated and checked in order, as the planner does
             name = src.const(field.name)
             if field.optional:
-                kind = src.const("optional field")
-                src.line(f"if not isinstance({value}, _Optional): raise _nso({kind}, {value})")
-                src.line(f"if {value}.present: {result}[{name}] = {value}.value")
+                self.optional_entry(value, "optional field", f"{result}[{name}] = {{value}}")
             else:
                 src.line(f"{result}[{name}] = {value}")
         src.line(f"{result}.type_name = {src.const(node.type_name)}")

@@ -94,20 +94,12 @@ class LoopEmitter(EmitterBase):
         src.line(f"{held} = None")
         src.line(f"{result} = {go_word}")
         with self._body(loop):
-            with src.indented("try:", blocks=1):
+            with self.holding_error(held, "continue"):
                 value = self.emit(node.body)
-            with src.indented("except _CostError:", blocks=2):
-                src.line("raise")
-            with src.indented("except _EvalError as _x:", blocks=2):
-                src.line(f"if {held} is None: {held} = _x")
-                src.line("continue")
             src.line(f"if {value} is {stop_word}: {result} = {stop_word}; break")
             src.line(f"if {value} is not {go_word} and {held} is None: {held} = _nso({loop.macro}, {value})")
         with src.indented("else:"), src.indented(f"if {held} is not None:"):
-            with src.indented("try:", blocks=1):
-                src.line(f"raise {held}")
-            with src.indented("finally:", blocks=2):
-                src.line(f"{held} = None")
+            self.raise_held(held)
         src.line(f"{held} = None")
         return result
 
@@ -133,20 +125,19 @@ class LoopEmitter(EmitterBase):
         return result
 
     def _map(self, node: ast.Comprehension, loop: _Loop) -> str:
-        src = self.src
-        result = self.assign("[]")
-        with self._body(loop):
-            self._selected(node, loop.macro)
-            src.line(f"{result}.append({self.emit(node.body)})")
-        src.line(f"ctx.allocate(_alloc_bytes({result}))")
-        return result
+        return self._collected(node, loop, "[]", "{result}.append({value})")
 
     def _transform_map(self, node: ast.Comprehension, loop: _Loop) -> str:
+        return self._collected(node, loop, "{}", "{result}[{key}] = {value}")
+
+    def _collected(self, node: ast.Comprehension, loop: _Loop, empty: str, store: str) -> str:
+        """map, transformList, transformMap: the body of each element the filter keeps, stored with
+        ``store`` (a statement of generated names), the whole counted as allocation when done."""
         src = self.src
-        result = self.assign("{}")
+        result = self.assign(empty)
         with self._body(loop):
             self._selected(node, loop.macro)
-            src.line(f"{result}[{loop.first.name}] = {self.emit(node.body)}")
+            src.line(store.format(result=result, key=loop.first.name, value=self.emit(node.body)))
         src.line(f"ctx.allocate(_alloc_bytes({result}))")
         return result
 

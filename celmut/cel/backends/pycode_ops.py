@@ -18,19 +18,19 @@ from celmut.cel.backends.pycode_base import EmitterBase
 from celmut.cel.calls import shares_one_impl
 from celmut.cel.declarations import Overload
 from celmut.cel.libs import core
+from celmut.cel.planner import CALL, OPTIONAL_OR, call_form, equality_operands
 
 _ORDER_OPERATORS = {"_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}
 
 
 class OperatorEmitter(EmitterBase):
     def _Call(self, node: ast.Call) -> str:
-        if node.target is None:
-            special = _SPECIAL.get(node.function)
-            if special is not None:
-                return special(self, node)
-        elif len(node.args) == 1 and node.function in ("or", "orValue"):
+        form = call_form(node)  # the planner's routing, so both treat each call the same way
+        if form == CALL:
+            return self._call(node)
+        if form == OPTIONAL_OR:
             return self._optional_or(node)
-        return self._call(node)
+        return _SPECIAL[form](self, node)
 
     def _call(self, node: ast.Call) -> str:
         src = self.src
@@ -61,20 +61,15 @@ class OperatorEmitter(EmitterBase):
         with src.indented(f"if {guard}:") if inline is not None else nullcontext():
             if inline is not None:  # what the implementation does on strings, without the call
                 src.line(f"{result} = {inline[1].format(*values)}")
-        with src.indented("else:") if inline is not None else nullcontext():
-            with src.indented("try:", blocks=1):
-                src.line(f"{result} = {src.const(overload.impl)}({arguments})")
-            with src.indented("except _CelError:", blocks=2):
-                src.line("raise")
-            with src.indented("except _IMPL_ERRORS as _x:", blocks=2):
-                src.line(f"raise _impl_error({name}, _x) from _x")
+        with src.indented("else:") if inline is not None else nullcontext(), self.library_call(name):
+            src.line(f"{result} = {src.const(overload.impl)}({arguments})")
         return result
 
     def _costed_call(self, name: str, overload: Overload, arguments: str) -> str:
         """:func:`celmut.cel.calls.call_costed`, inline: charge the cost, call, count what it built."""
         src = self.src
         result = src.name()
-        with src.indented("try:", blocks=1):
+        with self.library_call(name):
             cost = overload.cost
             if cost is not None:
                 context = "ctx, " if costs.takes_context(cost) else ""
@@ -82,10 +77,6 @@ class OperatorEmitter(EmitterBase):
                 src.line("if ctx.cost > ctx.limit or ctx.cost >= ctx.next_clock_check: ctx.charge(0)")
             context = "ctx, " if overload.needs_context else ""
             src.line(f"{result} = {src.const(overload.impl)}({context}{arguments})")
-        with src.indented("except _CelError:", blocks=2):
-            src.line("raise")
-        with src.indented("except _IMPL_ERRORS as _x:", blocks=2):
-            src.line(f"raise _impl_error({name}, _x) from _x")
         with src.indented(f"if type({result}) is str and len({result}) <= {costs.MAX_STRING_BYTES}:"):
             self.allocate_expression(f"len({result}) + 48")
         with src.indented("else:"):
@@ -123,12 +114,8 @@ class OperatorEmitter(EmitterBase):
         src.line(f"{decided} = False")
         for position, operand in enumerate(node.args):
             with src.indented(f"if not {decided}:") if position else nullcontext():
-                with src.indented("try:", blocks=1):
+                with self.holding_error(held):
                     value = self.emit(operand)
-                with src.indented("except _CostError:", blocks=2):
-                    src.line("raise")
-                with src.indented("except _EvalError as _x:", blocks=2):
-                    src.line(f"if {held} is None: {held} = _x")
                 with src.indented("else:", blocks=1):
                     src.line(f"if {value} is {stop_word}: {decided} = True")
                     src.line(f"elif {value} is not {go_word} and {held} is None: {held} = _nso({name}, {value})")
@@ -140,14 +127,6 @@ class OperatorEmitter(EmitterBase):
         with src.indented("else:"):
             src.line(f"{result} = {go_word}")
         return result
-
-    def raise_held(self, held: str) -> None:
-        """Raise a held-back error, forgetting it on the way (as the planner's ``finally``)."""
-        src = self.src
-        with src.indented("try:", blocks=1):
-            src.line(f"raise {held}")
-        with src.indented("finally:", blocks=2):
-            src.line(f"{held} = None")
 
     def _and(self, node: ast.Call) -> str:
         return self._logical(node, stop=False)
@@ -179,9 +158,7 @@ class OperatorEmitter(EmitterBase):
 
     def _equality(self, node: ast.Call) -> str:
         negate = node.function == "_!=_"
-        left_node, right_node = node.args
-        if isinstance(left_node, ast.Literal) and not isinstance(right_node, ast.Literal):
-            left_node, right_node = right_node, left_node
+        left_node, right_node = equality_operands(node)
         left = self.emit(left_node)
         if isinstance(right_node, ast.Literal):
             literal = right_node.value
