@@ -14,6 +14,18 @@ The source is ``compile()``d once, when the expression is (programs are cached b
 environment in :class:`~celmut.cel.environment.Environment`), and executed in a namespace with only
 the helpers of :mod:`~celmut.cel.backends.pycode_runtime` and a handful of builtins. No text of the
 policy is ever part of the source (:mod:`~celmut.cel.backends.pycode_source`).
+
+Cost. Kubernetes charges each expression its actual cost against the per-expression limit (cel-go's
+``CostLimit``, set to ``PerCallLimit`` in ``apiserver/pkg/admission/plugin/cel/compile.go``) and the
+request's remaining budget (``plugin/cel/activation.go`` ``Evaluate``); the limits stay exact here
+(:class:`~celmut.cel.evalcontext.EvalContext`). Outside loops an expression's cost is known before it
+runs — cel-go's estimator (``checker/cost.go``) gives it exactly, and only a comprehension's range
+(``range size × (step + condition)``) or a library call's arguments can make the actual cost larger
+— so the generated code does no accounting per node: the planner's static cost is charged once,
+before anything runs, with the limit and deadline checks. What remains is counted where it arises,
+inline: each loop iteration charges the body's static cost (``interpreter/runtimecost.go`` charges a
+loop's steps each time they run), each costed library call its declared cost, equality, ordering
+and ``in`` what they compare; the values built are counted against the request's allocation.
 """
 
 from __future__ import annotations
