@@ -14,7 +14,7 @@ Two backends: ``celpy`` (:class:`CelpyBackend`, compiled code) and ``planner``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import celpy
 
@@ -22,6 +22,7 @@ from celmut.cel import types as t
 from celmut.cel.activation import Activation
 from celmut.cel.backends.base import BackendOptions, Folded
 from celmut.cel.backends.pycode import compile_expression
+from celmut.cel.backends.pycode_gen import generate
 from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
@@ -121,7 +122,7 @@ class CompiledRunner(PlannedRunner):
     """A program whose plan became one generated Python function (the planner's closures stay for
     what the function leaves to them, and for an expression too large to be worth compiling)."""
 
-    python_source: str | None = None  # the generated module, None when the closures run
+    generated = False  # whether a generated function runs (an expression too large runs the closures)
     fallbacks = 0  # subtrees the generated code leaves to planner closures
 
     def _plan_record(self) -> PlanRecord | None:
@@ -132,11 +133,24 @@ class CompiledRunner(PlannedRunner):
         compiled = compile_expression(ast.expr, planner, record, ast.types)
         if compiled is None:
             return planned
-        self.python_source = compiled.source
+        self.generated = True
         self.fallbacks = compiled.fallbacks
         if not compiled.uses_slots:  # no planner closure reads a bound variable: no slot list to make
             self._slots = 0
         return compiled.function
+
+    @property
+    def python_source(self) -> str | None:
+        """The generated module, written again from the checked tree (for tests and debugging; a
+        program does not keep it: thousands are cached), or None when the closures run."""
+        if not self.generated:
+            return None
+        environment = cast(CelpyEnvironment, self.environment)
+        record = PlanRecord()
+        kyverno_or_value = environment.options.kyverno_or_value
+        planner = Planner(environment.functions, self.checked.types, kyverno_or_value=kyverno_or_value, record=record)
+        planner.plan(self.checked.expr)
+        return generate(self.checked.expr, planner, record, self.checked.types).source
 
 
 class PlannerBackend:

@@ -48,8 +48,8 @@ MAX_NODES = 2_000
 
 @dataclass(frozen=True)
 class CompiledFunction:
-    """A generated function ``fn(ctx) -> value``, its source (for tests and debugging), how many
-    subtrees it leaves to planner closures, and whether it needs ``ctx.slots`` (for them)."""
+    """A generated function ``fn(ctx) -> value``, its source, how many subtrees it leaves to planner
+    closures, and whether it needs ``ctx.slots`` (for them)."""
 
     function: Fn
     source: str
