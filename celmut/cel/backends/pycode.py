@@ -11,7 +11,8 @@ called from the generated code: the two never differ in value, error text or cos
 both).
 
 The source is ``compile()``d once, when the expression is (programs are cached by expression and
-environment in :class:`~celmut.cel.environment.Environment`), and executed in a namespace with only
+environment in :class:`~celmut.cel.environment.Environment`, and code objects by source, which
+expressions differing only in their literals share), and executed in a namespace with only
 the helpers of :mod:`~celmut.cel.backends.pycode_runtime` and a handful of builtins. No text of the
 policy is ever part of the source (:mod:`~celmut.cel.backends.pycode_source`).
 
@@ -31,8 +32,11 @@ and ``in`` what they compare; the values built are counted against the request's
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import CodeType
 
 from celmut.cel import ast
 from celmut.cel import types as t
@@ -44,6 +48,30 @@ from celmut.cel.planner import Fn, Planner, PlanRecord
 # source would take longer than the evaluations it could speed up (measured: ~40 µs per node), and
 # no policy expression on the hot path is that large.
 MAX_NODES = 2_000
+
+
+_CODE_CACHE_SIZE = 1024
+_codes: OrderedDict[str, CodeType] = OrderedDict()
+_codes_lock = threading.Lock()
+
+
+def _code(source: str) -> CodeType:
+    """The compiled module for ``source``, shared: expressions that differ only in their literals and
+    names (``startsWith("gcr.io/1")``, ``startsWith("gcr.io/2")``) have the same source, because every
+    value is a constant cell, and Python's ``compile()`` is most of the cost of generating code."""
+    with _codes_lock:
+        code = _codes.get(source)
+        if code is not None:
+            _codes.move_to_end(source)
+            return code
+    # one file name per source, so profilers (cProfile, py-spy) tell the functions apart
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    code = compile(source, f"<celmut compiled CEL {digest}>", "exec")
+    with _codes_lock:
+        _codes[source] = code
+        if len(_codes) > _CODE_CACHE_SIZE:
+            _codes.popitem(last=False)
+    return code
 
 
 @dataclass(frozen=True)
@@ -65,9 +93,7 @@ def compile_expression(
     if sum(1 for _ in expr.walk()) > MAX_NODES:
         return None
     generated = generate(expr, planner, record, types)
-    # one file name per expression, so profilers (cProfile, py-spy) tell the functions apart
-    digest = hashlib.sha256(generated.source.encode()).hexdigest()[:12]
-    code = compile(generated.source, f"<celmut compiled CEL {digest}>", "exec")
+    code = _code(generated.source)
     namespace = dict(NAMESPACE)
     exec(code, namespace)  # the source is made of generated names only (pycode_source)
     function: Fn = namespace["_make"](generated.constants)
