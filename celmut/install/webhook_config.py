@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from cryptography import x509
 
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
@@ -124,6 +123,8 @@ def read_ca_bundle(path: str, what: str) -> bytes:
         data = Path(path).read_bytes()
     except OSError as ex:
         raise ValueError(f"{what} {path}: {ex.strerror}") from None
+    from cryptography import x509  # only here: `celmut --version` and --help load no cryptography
+
     try:
         x509.load_pem_x509_certificates(data)
     except ValueError:
