@@ -250,6 +250,21 @@ def webhook_entry(bucket: Bucket, settings: WebhookSettings) -> Obj:
     }
 
 
+def map_scopes(settings: WebhookSettings) -> dict[str, Obj]:
+    """failurePolicy -> the namespace and object selectors celmut's webhook for it has with
+    ``settings``, which a generated MutatingAdmissionPolicy copies (``compile --to-map``, the
+    playground; the controller reads them from the live configuration). An empty ``opt_out_label``
+    leaves the object selector out."""
+    scopes: dict[str, Obj] = {}
+    for failure_policy in ("Fail", "Ignore"):
+        entry = webhook_entry(Bucket(failure_policy, [], 10, "Never"), settings)
+        scopes[failure_policy] = {
+            "namespaceSelector": entry["namespaceSelector"],
+            "objectSelector": entry["objectSelector"] if settings.opt_out_label else {},
+        }
+    return scopes
+
+
 def webhook_configuration(
     buckets: Sequence[Bucket],
     settings: WebhookSettings,

@@ -115,12 +115,14 @@ class AdmissionEngine:
         context = RequestContext(self.options, request, budget, services or self.options.services, explain=explain)
         reinvoke: list[CompiledPolicy] = []
         started = time.perf_counter()
+        spent = budget.spent
         for policy in self._policies_for(request, failure_policy):
             for outcome, mutated in self.evaluator.admit(policy, context, current):
                 current = mutated
                 finished = time.perf_counter()  # each outcome's time runs from the previous one's end
                 outcome.seconds = finished - started
                 started = finished
+                outcome.cost, spent = budget.spent - spent, budget.spent
                 outcomes.append(outcome)
                 if outcome.status == "error":
                     if outcome.failure_policy == "Fail":
@@ -137,6 +139,7 @@ class AdmissionEngine:
                 for outcome, mutated in self.evaluator.admit(policy, context, current):
                     current = mutated
                     outcome.reinvoked = True
+                    outcome.cost, spent = budget.spent - spent, budget.spent
                     outcomes.append(outcome)
                     if outcome.status == "error" and outcome.failure_policy == "Fail":
                         return AdmissionResult.denied(

@@ -31,7 +31,6 @@ import uvicorn
 from fastapi import FastAPI
 
 from celmut import crashes, heap
-from celmut.errors import ConfigurationError
 from celmut.kube import certs
 from celmut.kube.authorization import SubjectAccessReviewAuthorizer
 from celmut.server import DEFAULT_BACKGROUND_USER
@@ -181,26 +180,8 @@ def tls_material(config: ServeConfig) -> tuple[str, str]:
         return str(material.cert_file), str(material.key_file)
     if not config.tls_cert or not config.tls_key:
         raise ValueError("TLS is required: give --tls-cert and --tls-key, or --self-signed")
-    check_tls_files(config.tls_cert, config.tls_key)
+    certs.check_tls_files(config.tls_cert, config.tls_key)
     return config.tls_cert, config.tls_key
-
-
-def check_tls_files(cert: str, key: str) -> None:
-    """Fail at start, with the file named, when the certificate or key cannot be served (missing,
-    unreadable, not PEM, a key that does not match) — not later inside uvicorn with a traceback."""
-    try:
-        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
-    except FileNotFoundError as ex:
-        missing = ex.filename or (cert if not os.path.exists(cert) else key)
-        raise ConfigurationError(f"--tls-cert/--tls-key: {missing}: no such file") from None
-    except ssl.SSLError:
-        try:
-            ssl.create_default_context().load_verify_locations(cafile=cert)
-        except ssl.SSLError:
-            raise ConfigurationError(f"--tls-cert {cert}: not a PEM certificate") from None
-        raise ConfigurationError(f"--tls-key {key}: not a PEM private key of the certificate {cert}") from None
-    except OSError as ex:
-        raise ConfigurationError(f"--tls-cert {cert} / --tls-key {key}: {ex.strerror or ex}") from None
 
 
 def server_settings(

@@ -2,7 +2,7 @@
 Python traceback (issue 15, item 2). Each row names the input and the fragment the message must hold.
 
 The offline commands run in-process through ``celmut.main.main`` (the console script calls exactly
-that); ``serve`` and ``controller`` run as processes, as users start them."""
+that); ``serve``, ``controller`` and ``playground`` run as processes, as users start them."""
 
 from __future__ import annotations
 
@@ -240,6 +240,13 @@ PROCESSES = [
     Case("controller: a ConfigMap as a policy", ("controller", "--policies", "{bad}/configmap.yaml", "--dry-run"),
          "not a policy"),
     Case("controller: neither --policies nor --from-cluster", ("controller", "--dry-run"), "give --policies PATH"),
+    Case("playground: a non-loopback --host without TLS", ("playground", "--host", "0.0.0.0", "--port", "0"),
+         "serves the playground beyond this machine: give --tls-cert and --tls-key, or --self-signed"),
+    Case("playground: a garbage PEM certificate",
+         ("playground", "--tls-cert", "{bad}/garbage.pem", "--tls-key", "{bad}/garbage.pem", "--port", "0"),
+         "garbage.pem: not a PEM certificate"),
+    Case("playground: --tls-key without --tls-cert", ("playground", "--tls-key", "{bad}/garbage.pem"),
+         "give --tls-cert and --tls-key together"),
     Case("controller: a --webhook-url with a query (Kubernetes' ValidateWebhookURL)",
          ("controller", "--policies", POLICIES, "--manage-webhook-configuration", "celmut",
           "--webhook-url", "https://10.0.0.5:8443/?x=1"), "query parameters are not permitted"),
