@@ -29,6 +29,7 @@ final patch over that size: the API server stores no object larger than its requ
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -39,7 +40,7 @@ from celmut import cel
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledException, CompiledPolicy, CompiledPolicySet
 from celmut.runtime import matching
-from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, in_group, request_key
+from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, request_key
 from celmut.runtime.context import RequestContext
 from celmut.runtime.evaluate import PolicyEvaluator
 from celmut.runtime.mutated_by import Recorder
@@ -82,6 +83,13 @@ class AdmissionEngine:
         matched_by_kind = [p for p in self.index.policies if matching.decided_by_kind(p.match)]
         self._exception_index = ExceptionIndex(self.exceptions)
         self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind)
+        # Of those, the ones a request whose kind they do not name skips for that reason alone when it is
+        # not a ReplicaSet its Deployment controls (not namespaced, not skipping the background
+        # controller's requests: the prechecks before the kind's, PolicyEvaluator._precheck): reporting
+        # every policy (report_unselected), their outcome is made without visiting them.
+        self._unselected_by_kind = frozenset(
+            id(p) for p in matched_by_kind if p.kind != "NamespacedMutatingPolicy" and not p.skip_background_requests
+        )
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
         self._recorder = Recorder(self.options.record_provenance, opted_in)
 
@@ -115,7 +123,15 @@ class AdmissionEngine:
         context = RequestContext(self.options, request, budget, services or self.options.services, explain=explain)
         reinvoke: list[CompiledPolicy] = []
         started = time.perf_counter()
-        for policy in self._policies_for(request, failure_policy):
+        unselected_by_kind = () if context.controlled_replicaset else self._unselected_by_kind
+        for policy, selected in self._plan(request, failure_policy):
+            if not selected and id(policy) in unselected_by_kind:
+                outcome = unselected(policy)  # skipped: no error, audit or reinvocation to look at
+                finished = time.perf_counter()
+                outcome.seconds = finished - started
+                started = finished
+                outcomes.append(outcome)
+                continue
             for outcome, mutated in self.evaluator.admit(policy, context, current):
                 current = mutated
                 finished = time.perf_counter()  # each outcome's time runs from the previous one's end
@@ -176,8 +192,22 @@ class AdmissionEngine:
             audit_annotations=audit,
         )
 
-    def _policies_for(self, request: AdmissionInput, failure_policy: str | None) -> Sequence[CompiledPolicy]:
-        """The admission policies to visit, in order (``failure_policy``: only those of that webhook group)."""
+    def _plan(self, request: AdmissionInput, failure_policy: str | None) -> Iterable[tuple[CompiledPolicy, bool]]:
+        """The admission policies to consider, in order (``failure_policy``: only those of that webhook
+        group), each with whether its resource rules name this kind of request: the candidates alone,
+        unless the engine reports every policy's outcome."""
+        key = request_key(request)
         if not self.options.report_unselected:
-            return self.index.candidates(request_key(request), failure_policy)
-        return [p for p in self.policies if admits(p) and in_group(p, failure_policy)]
+            return zip(self.index.candidates(key, failure_policy), itertools.repeat(True))
+        return self.index.plan(key, failure_policy)
+
+
+def unselected(policy: CompiledPolicy) -> PolicyOutcome:
+    """The outcome of a policy whose resource rules do not name the request's kind, when nothing but
+    its kind decides (:attr:`AdmissionEngine._unselected_by_kind`): what the evaluator's
+    ``matchConstraints`` precheck answers."""
+    return PolicyOutcome(
+        policy.display_name, policy.kind, "skipped", matching.NO_RULE_MATCHES,
+        failure_policy=policy.failure_policy, cause="matchConstraints",
+        cause_name=matching.REASON_FIELDS[matching.NO_RULE_MATCHES],
+    )  # fmt: skip
