@@ -83,13 +83,11 @@ class AdmissionEngine:
         matched_by_kind = [p for p in self.index.policies if matching.decided_by_kind(p.match)]
         self._exception_index = ExceptionIndex(self.exceptions)
         self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind)
-        # Of those, the ones a request whose kind they do not name skips for that reason alone when it is
-        # not a ReplicaSet its Deployment controls (not namespaced, not skipping the background
-        # controller's requests: the prechecks before the kind's, PolicyEvaluator._precheck): reporting
-        # every policy (report_unselected), their outcome is made without visiting them.
-        self._unselected_by_kind = frozenset(
-            id(p) for p in matched_by_kind if p.kind != "NamespacedMutatingPolicy" and not p.skip_background_requests
-        )
+        # Of those, the ones a request whose kind they do not name skips for that reason alone, unless it
+        # is a ReplicaSet its Deployment controls or comes from celmut's background controller (the
+        # prechecks before the kind's, PolicyEvaluator._precheck; a NamespacedMutatingPolicy checks its
+        # namespace first): reporting every policy (report_unselected), their outcome is made without a visit.
+        self._unselected_by_kind = frozenset(id(p) for p in matched_by_kind if p.kind != "NamespacedMutatingPolicy")
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
         self._recorder = Recorder(self.options.record_provenance, opted_in)
 
@@ -123,7 +121,8 @@ class AdmissionEngine:
         context = RequestContext(self.options, request, budget, services or self.options.services, explain=explain)
         reinvoke: list[CompiledPolicy] = []
         started = time.perf_counter()
-        unselected_by_kind = () if context.controlled_replicaset else self._unselected_by_kind
+        background = request.user_info.get("username") in self.options.background_usernames
+        unselected_by_kind = () if context.controlled_replicaset or background else self._unselected_by_kind
         for policy, selected in self._plan(request, failure_policy):
             if not selected and id(policy) in unselected_by_kind:
                 outcome = unselected(policy)  # skipped: no error, audit or reinvocation to look at

@@ -93,16 +93,20 @@ OBJECTS: dict[str, dict[str, Any]] = {
 }
 
 
+BACKGROUND_USER = "system:serviceaccount:celmut:celmut-controller"
+
+
 @st.composite
 def requests(draw: st.DrawFn) -> AdmissionInput:
     obj = OBJECTS[draw(st.sampled_from(sorted(OBJECTS)))]
     operation = draw(st.sampled_from(["CREATE", "UPDATE", "DELETE", "CONNECT"]))
+    user = {"username": draw(st.sampled_from(["alice", BACKGROUND_USER]))}
     if operation == "DELETE":
-        request = AdmissionInput.from_object(None, operation, old_object=obj)
+        request = AdmissionInput.from_object(None, operation, old_object=obj, user_info=user)
     elif operation == "UPDATE":
-        request = AdmissionInput.from_object(obj, operation, old_object=obj)
+        request = AdmissionInput.from_object(obj, operation, old_object=obj, user_info=user)
     else:
-        request = AdmissionInput.from_object(obj, operation)
+        request = AdmissionInput.from_object(obj, operation, user_info=user)
     request.sub_resource = draw(st.sampled_from(["", "", "status", "scale"]))
     return request
 
@@ -125,9 +129,19 @@ SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 def test_the_indexed_engine_answers_as_one_visiting_every_policy(data: st.DataObject) -> None:
     documents = [data.draw(policies(i)) for i in range(data.draw(st.integers(1, 5)))]
     policy_set = compiled(documents)
-    every = AdmissionEngine(policy_set, options=AdmissionOptions(timeout_seconds=None, report_unselected=True))
-    indexed = AdmissionEngine(policy_set, options=AdmissionOptions(timeout_seconds=None, report_unselected=False))
-    visiting = AdmissionEngine(policy_set, options=AdmissionOptions(timeout_seconds=None, report_unselected=True))
+    background = frozenset({BACKGROUND_USER})  # skipBackgroundRequests (true by default) skips its requests
+    every = AdmissionEngine(
+        policy_set,
+        options=AdmissionOptions(timeout_seconds=None, report_unselected=True, background_usernames=background),
+    )
+    indexed = AdmissionEngine(
+        policy_set,
+        options=AdmissionOptions(timeout_seconds=None, report_unselected=False, background_usernames=background),
+    )
+    visiting = AdmissionEngine(
+        policy_set,
+        options=AdmissionOptions(timeout_seconds=None, report_unselected=True, background_usernames=background),
+    )
     visiting._unselected_by_kind = frozenset()  # every policy through the evaluator's prechecks
     for request in data.draw(st.lists(requests(), min_size=1, max_size=4)):
         for failure_policy in (None, "Fail", "Ignore"):
