@@ -176,7 +176,7 @@ def _pod_policy(name: str, condition: str, mutations: list[dict[str, Any]]) -> d
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
             ]
         },
-        "failurePolicy": "Ignore",
+        "failurePolicy": "Fail",  # as a native MutatingAdmissionPolicy can run them (apiserver_bench.py)
         "matchConditions": [{"name": "selected", "expression": condition}],
         "mutations": mutations,
     }
