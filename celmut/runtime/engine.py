@@ -48,6 +48,7 @@ from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import AdmissionResult, PolicyOutcome
+from celmut.runtime.shared import SharedExpressions
 
 __all__ = ["AdmissionEngine", "AdmissionOptions"]
 
@@ -82,7 +83,8 @@ class AdmissionEngine:
         # decided by the request's kind alone: visited through the index (report_unselected off) they match
         matched_by_kind = [p for p in self.index.policies if matching.decided_by_kind(p.match)]
         self._exception_index = ExceptionIndex(self.exceptions)
-        self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind)
+        shared = SharedExpressions(p for p in self.policies if admits(p) or p.mutate_existing)
+        self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind, shared)
         # Of those, the ones a request whose kind they do not name skips for that reason alone, unless it
         # is a ReplicaSet its Deployment controls or comes from celmut's background controller (the
         # prechecks before the kind's, PolicyEvaluator._precheck; a NamespacedMutatingPolicy checks its
@@ -118,7 +120,10 @@ class AdmissionEngine:
         outcomes: list[PolicyOutcome] = []
         warnings: list[str] = []
         audit: dict[str, str] = {}
-        context = RequestContext(self.options, request, budget, services or self.options.services, explain=explain)
+        context = RequestContext(
+            self.options, request, budget, services or self.options.services, explain=explain,
+            shared=self.evaluator.shared.memo(),
+        )  # fmt: skip
         reinvoke: list[CompiledPolicy] = []
         started = time.perf_counter()
         background = request.user_info.get("username") in self.options.background_usernames

@@ -29,6 +29,7 @@ from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.params import resolve_params
 from celmut.runtime.results import Cause, MutationStep, PolicyOutcome, Status
 from celmut.runtime.semantics import Semantics
+from celmut.runtime.shared import SharedExpressions, SharedValues
 
 __all__ = ["ADMISSION", "MUTATE_EXISTING", "Evaluation", "Pass", "PolicyEvaluator", "condition_reason"]
 
@@ -60,13 +61,19 @@ def condition_reason(condition: CompiledExpression, field: str = "matchCondition
     return f"{field} {condition.name!r} is false"
 
 
-def false_condition(conditions: Sequence[CompiledExpression], activation: cel.Activation) -> CompiledExpression | None:
+def false_condition(
+    conditions: Sequence[CompiledExpression], activation: cel.Activation, shared: SharedValues | None = None
+) -> CompiledExpression | None:
     """The first condition that is false (None when all are true); raises when one errs and none is
-    false, as Kubernetes' matchConditions do."""
+    false, as Kubernetes' matchConditions do. ``shared``: the request's values of the conditions several
+    policies share (:mod:`celmut.runtime.shared`)."""
     error: PolicyFailure | None = None
     for condition in conditions:
         try:
-            value = condition.program.evaluate(activation)
+            if shared is None:
+                value = condition.program.evaluate(activation)
+            else:
+                value = shared.evaluate(condition.program, activation)
         except cel.CelError as ex:
             error = error or expression_error(condition, ex)
             continue
@@ -97,9 +104,11 @@ class PolicyEvaluator:
         options: AdmissionOptions,
         exceptions: ExceptionIndex,
         matched_by_kind: Sequence[CompiledPolicy] = (),
+        shared: SharedExpressions | None = None,
     ) -> None:
         self.options = options
         self._exceptions = exceptions
+        self.shared = shared or SharedExpressions(())  # the expressions several policies carry
         # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
         # (report_unselected off) they match whatever the object says; else the kind is checked alone
         self._matched_by_kind = frozenset(id(p) for p in matched_by_kind)
@@ -118,7 +127,7 @@ class PolicyEvaluator:
 
     def context(self, request: Any) -> RequestContext:
         """A fresh per-request context with the options' budget (one per trigger or target)."""
-        return RequestContext.for_request(self.options, request)
+        return RequestContext.for_request(self.options, request, self.shared.memo())
 
     # --- admission -----------------------------------------------------------------------------------
 
@@ -221,7 +230,7 @@ class PolicyEvaluator:
         """Whether the request's object passes the policy's matchConditions (an error: it does not)."""
         activation = context.activation(policy, context.request.object)
         try:
-            return false_condition(policy.match_conditions, activation) is None
+            return false_condition(policy.match_conditions, activation, context.shared) is None
         except PolicyFailure:
             return False
 
@@ -248,7 +257,7 @@ class PolicyEvaluator:
         variable = exceptions.variable() if exceptions is not None else None
         activation = context.activation(policy, current, params=params, exceptions=variable)
         try:
-            false = false_condition(getattr(policy, stage.conditions), activation)
+            false = false_condition(getattr(policy, stage.conditions), activation, context.shared)
         except PolicyFailure as failure:
             if how.isolates_errors and policy.failure_policy == "Ignore":
                 reason = f"match condition error ignored: {failure}"
