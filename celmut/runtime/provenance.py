@@ -237,15 +237,36 @@ def pointers_of(patch: Iterable[dict[str, Any]]) -> Pointers:
     out: Pointers = []
     for op in patch:
         path = op["path"]
-        tokens = path.split("/")[1:]
-        if "~" in path:
-            tokens = [jsonutil.unescape_pointer(t) for t in tokens]
-        prefix, rest = tokens[:_PREFIX], tokens[_PREFIX:]
+        prefix, rest = _split(path)
         if out and out[-1][0] == prefix:
             out[-1][1].append((path, rest))
         else:
             out.append((prefix, [(path, rest)]))
     return out
+
+
+# A pointer's unescaped tokens, split into the run prefix and the rest. Patches repeat the same
+# pointers request after request (the policies write the same fields), so each is split once per
+# process; at most _MAX_SPLIT short ones are remembered.
+_SPLIT: dict[str, tuple[list[str], list[str]]] = {}
+_MAX_SPLIT = 4096
+_MAX_SPLIT_LENGTH = 512
+
+
+def _split(path: str) -> tuple[list[str], list[str]]:
+    try:
+        return _SPLIT[path]
+    except KeyError:  # not yet seen (or forgotten by another thread's clear)
+        pass
+    tokens = path.split("/")[1:]
+    if "~" in path:
+        tokens = [jsonutil.unescape_pointer(t) for t in tokens]
+    split = (tokens[:_PREFIX], tokens[_PREFIX:])  # never changed by their users
+    if len(path) <= _MAX_SPLIT_LENGTH:
+        if len(_SPLIT) >= _MAX_SPLIT:
+            _SPLIT.clear()
+        _SPLIT[path] = split
+    return split
 
 
 def _child(node: Any, token: str) -> Any:
@@ -282,13 +303,17 @@ def _attributed(outcome: PolicyOutcome, pointers: Pointers) -> list[tuple[str, s
             parent_new = parent_new.get(token, _MISSING) if type(parent_new) is dict else _child(parent_new, token)
         if parent_old is parent_new:  # the policy left the run's parent as it was: none of the run
             continue
+        maps = type(parent_old) is dict and type(parent_new) is dict
         for path, tokens in run:
-            old, new = parent_old, parent_new
-            for token in tokens:
-                if old is new:
-                    break
-                old = old.get(token, _MISSING) if type(old) is dict else _child(old, token)
-                new = new.get(token, _MISSING) if type(new) is dict else _child(new, token)
+            if maps and len(tokens) == 1:  # a member of the parent (a label, an annotation): one look
+                old, new = parent_old.get(tokens[0], _MISSING), parent_new.get(tokens[0], _MISSING)
+            else:
+                old, new = parent_old, parent_new
+                for token in tokens:
+                    if old is new:
+                        break
+                    old = old.get(token, _MISSING) if type(old) is dict else _child(old, token)
+                    new = new.get(token, _MISSING) if type(new) is dict else _child(new, token)
             if old is new or (type(old) is type(new) and old == new):
                 continue
             if old is _MISSING:
