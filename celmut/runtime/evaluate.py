@@ -108,7 +108,10 @@ class PolicyEvaluator:
     ) -> None:
         self.options = options
         self._exceptions = exceptions
+        self._any_exception = bool(exceptions)  # most clusters: none, and the hot path skips them
         self.shared = shared or SharedExpressions(())  # the expressions several policies carry
+        # the prose of a skip by each condition, made once: (id(condition), cause) -> reason
+        self._reasons: dict[tuple[int, str], str] = {}
         # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
         # (report_unselected off) they match whatever the object says; else the kind is checked alone
         self._matched_by_kind = frozenset(id(p) for p in matched_by_kind)
@@ -248,7 +251,7 @@ class PolicyEvaluator:
     ) -> Evaluation:
         """Exceptions → conditions → mutations → audit annotations, for a policy past its precheck."""
         exceptions: ExceptionMatch | None = None
-        if how.honours_exceptions and self._exceptions:  # none loaded: the variable's default, as below
+        if how.honours_exceptions and self._any_exception:  # none loaded: the variable's default, as below
             exceptions = match_exceptions(self._exceptions, policy, context, current)
             if exceptions.skipped_by is not None:
                 name = exceptions.skipped_by
@@ -265,8 +268,11 @@ class PolicyEvaluator:
             return (_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
         if false is not None:  # the most common outcome of all: made directly
             cause = stage.condition_cause
+            known = self._reasons.get((id(false), cause))
+            if known is None:
+                known = self._reasons[(id(false), cause)] = condition_reason(false, cause)
             skipped = PolicyOutcome(
-                policy.display_name, policy.kind, "skipped", condition_reason(false, cause),
+                policy.display_name, policy.kind, "skipped", known,
                 failure_policy=policy.failure_policy, binding=binding, cause=cause, cause_name=false.name,
             )  # fmt: skip
             return (skipped, current)

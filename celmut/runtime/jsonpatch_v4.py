@@ -158,13 +158,19 @@ def _get(node: dict[str, Any] | list[Any], key: str) -> Any:
 
 def _find_object(patched: _Patched, path: str) -> tuple[dict[str, Any] | list[Any], str] | None:
     """``findObject``: the container of the path's last token (owned by this patch, with every
-    container above it) and that token decoded; None when a step is missing, ``null`` or a scalar."""
-    parsed = _parse(path)
+    container above it) and that token decoded; None when a step is missing, ``null`` or a scalar.
+
+    :meth:`_Patched.own`, inlined: this runs for every operation of every JSONPatch mutation."""
+    parsed = _PARSED.get(path) or _parse(path)
     if parsed is None or not isinstance(patched.root, dict | list):
         return None
     parts, last = parsed
-    node = patched.root = patched.own(patched.root)
+    owned = patched._owned
+    node = patched.root
+    if owned.get(id(node)) is not node:
+        node = patched.root = patched.own(node)
     for part in parts:
+        child: Any
         if isinstance(node, dict):
             child = node.get(part)
         else:
@@ -174,13 +180,14 @@ def _find_object(patched: _Patched, path: str) -> tuple[dict[str, Any] | list[An
                 return None
         if not isinstance(child, dict | list):
             return None
-        owned = patched.own(child)
-        if owned is not child:
+        if owned.get(id(child)) is not child:
+            copied = patched.own(child)
             if isinstance(node, dict):
-                node[part] = owned
+                node[part] = copied
             else:
-                node[_index_of(node, part)] = owned
-        node = owned
+                node[_index_of(node, part)] = copied
+            child = copied
+        node = child
     return node, last
 
 
@@ -239,8 +246,12 @@ def _add(patched: _Patched, operation: dict[str, Any]) -> None:
     found = _find_object(patched, path)
     if found is None:
         raise JsonPatchError(f'add operation does not apply: doc is missing path: "{path}"{_MISSING}')
+    node, key = found
+    if isinstance(node, dict):  # partialDoc.add: sets the member (the common case, without a call)
+        node[key] = json_copy(operation.get("value"))
+        return
     try:
-        _container_add(*found, _value(operation))
+        _container_add(node, key, _value(operation))
     except JsonPatchError as ex:
         raise JsonPatchError(f"error in add for path: '{path}': {ex}") from None
 
