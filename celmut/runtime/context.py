@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from celmut import cel
@@ -92,7 +93,9 @@ class RequestContext:
             shared = self._plain[1]
             shared.with_object(current)  # the previous policy's mutations pointed it at their results
             return shared
-        variables = policy.variables if self.shared is None else self.shared.variables(policy.variables)
+        variables: Mapping[str, Any] = policy.variables
+        if variables and self.shared is not None:
+            variables = self.shared.variables(variables)
         derived = self._base_activation.derive(
             object=current, params=params, exceptions=exceptions, variables=variables
         )

@@ -95,7 +95,8 @@ class SharedExpressions:
 
     def __init__(self, policies: Iterable[CompiledPolicy]) -> None:
         found: dict[tuple[str, str], list[Any]] = {}
-        for policy in policies:
+        chosen = list(policies)
+        for policy in chosen:
             expressions = [*policy.match_conditions, *policy.target_match_conditions]
             programs = [e.program for e in expressions] + list(policy.variables.values())
             for program in programs:
@@ -111,42 +112,49 @@ class SharedExpressions:
             for program in programs:
                 self._by_program[id(program)] = (key, paths)
                 self._programs.append(program)
+        # id(a policy's variables) -> the names of those it shares (policies without any are not here)
+        self._variables: dict[int, frozenset[str]] = {}
+        for policy in chosen:
+            names = frozenset(name for name, program in policy.variables.items() if id(program) in self._by_program)
+            if names:
+                self._variables[id(policy.variables)] = names
+                self._programs.append(policy.variables)
 
     def __bool__(self) -> bool:
         return bool(self._by_program)
 
     def memo(self) -> SharedValues | None:
         """A request's memo (None when nothing is shared: the evaluator then never asks)."""
-        return SharedValues(self._by_program) if self._by_program else None
+        return SharedValues(self._by_program, self._variables) if self._by_program else None
 
 
 class SharedValues:
     """One request's values of the shared expressions, each with the parts of the object it read and
     what evaluating it cost."""
 
-    __slots__ = ("_by_program", "_values", "_variables")
+    __slots__ = ("_bound", "_by_program", "_values", "_variables")
 
-    def __init__(self, by_program: dict[int, tuple[tuple[str, str], tuple[Path, ...]]]) -> None:
+    def __init__(
+        self, by_program: dict[int, tuple[tuple[str, str], tuple[Path, ...]]], variables: dict[int, frozenset[str]]
+    ) -> None:
         self._by_program = by_program
+        self._variables = variables
         # (family, source) -> (the parts read, the value, cost units, bytes allocated)
         self._values: dict[tuple[str, str], tuple[tuple[Any, ...], Any, int, int]] = {}
-        self._variables: dict[int, Mapping[str, Any]] = {}  # id(a policy's variables) -> as evaluated here
+        self._bound: dict[int, Mapping[str, Any]] = {}  # id(a policy's variables) -> as evaluated here
 
     def variables(self, programs: Mapping[str, Any]) -> Mapping[str, Any]:
         """A policy's variables for this request: those it shares with other policies evaluated
         through :meth:`evaluate` (``programs`` itself when it shares none)."""
-        found = self._variables.get(id(programs))
-        if found is None:
-            by_program = self._by_program
-            if any(id(program) in by_program for program in programs.values()):
-                found = {
-                    name: _SharedVariable(program, self) if id(program) in by_program else program
-                    for name, program in programs.items()
-                }
-            else:
-                found = programs
-            self._variables[id(programs)] = found
-        return found
+        names = self._variables.get(id(programs))
+        if names is None:
+            return programs
+        bound = self._bound.get(id(programs))
+        if bound is None:
+            bound = self._bound[id(programs)] = {
+                name: _SharedVariable(program, self) if name in names else program for name, program in programs.items()
+            }
+        return bound
 
     def evaluate(self, program: Any, activation: cel.Activation) -> Any:
         """``program.evaluate(activation)``, or the value it had when the parts it reads were these."""
