@@ -139,6 +139,19 @@ class Configuration:
     name: str
     objects: list[dict[str, Any]] = field(default_factory=list)  # installed for the phase, removed after
     mutates: bool = True
+    server: tuple[int, Path] | None = None  # celmut's port and CA file: its /metrics after the run
+
+
+def rescheduled(port: int, ca_file: Path) -> int:
+    """``celmut_admissions_rescheduled_total`` of a server: admissions whose inline slice ran out."""
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", port, context=ssl.create_default_context(cafile=str(ca_file)), timeout=10
+    )
+    connection.request("GET", "/metrics")
+    for line in connection.getresponse().read().decode().splitlines():
+        if line.startswith("celmut_admissions_rescheduled_total"):
+            return int(float(line.split()[-1]))
+    return 0
 
 
 PLURALS = {
@@ -312,15 +325,15 @@ def main() -> None:
                 servers.append(process)
                 wait_serving(process, port, tls, log)
                 name = f"{tree_name}-{size}"
-                configurations.append(
-                    Configuration(name, webhook_configuration(f"bench-{name}", directory, port, tls.ca_file))
-                )
+                objects = webhook_configuration(f"bench-{name}", directory, port, tls.ca_file)
+                configurations.append(Configuration(name, objects, server=(port, tls.ca_file)))
             configurations.append(Configuration(f"map-{size}", native_policies(directory)))
         if args.only:
             wanted = set(args.only.split(",")) | {"none"}
             configurations = [c for c in configurations if c.name in wanted]
         ensure_namespace(client)
         latencies: dict[str, list[float]] = {c.name: [] for c in configurations}
+        moved: dict[str, int] = {}
         for round_index in range(args.rounds):
             order = configurations if round_index % 2 == 0 else list(reversed(configurations))
             for configuration in order:
@@ -330,11 +343,19 @@ def main() -> None:
                 finally:
                     uninstall(client, configuration)
                 print(f"round {round_index + 1}: {configuration.name} done", file=sys.stderr)
+        for configuration in configurations:
+            if configuration.server is not None:
+                moved[configuration.name] = rescheduled(*configuration.server)
     finally:
         for process in servers:
             process.terminate()
             process.wait(timeout=10)
     report(latencies, args)
+    if moved:
+        print(
+            "admissions moved from the event loop to a thread (slice over): "
+            + ", ".join(f"{name} {count}" for name, count in moved.items())
+        )
 
 
 def report(latencies: dict[str, list[float]], args: argparse.Namespace) -> None:

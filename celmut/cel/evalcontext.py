@@ -39,8 +39,9 @@ class Budget:
     max_bytes: int = REQUEST_ALLOCATION_BYTES
     allocated: int = 0
     exhausted: bool = False  # a limit stopped an evaluation (its garbage may be worth collecting)
-    # time.monotonic() value past which evaluation stops with Reschedule (the webhook's event loop
-    # evaluates a request for a short slice, then hands it to a worker thread)
+    # time.thread_time() value past which evaluation stops with Reschedule (the webhook's event loop
+    # evaluates a request for a short slice of CPU time, then hands it to a worker thread; CPU time, so
+    # a process the OS descheduled mid-admission finishes it instead of starting it again on a thread)
     preempt_at: float | None = None
     # an engine's scratch for this request (the C++ backend's projected activations); never copied
     engine_cache: dict[Any, Any] | None = field(default=None, compare=False, repr=False)
@@ -54,8 +55,8 @@ class Budget:
         return self.limit - self.spent
 
     def sliced(self, preempt_at: float) -> Budget:
-        """A copy that also stops with :class:`Reschedule` past ``preempt_at`` (an attempt on the
-        event loop; spending it leaves this budget as it was)."""
+        """A copy that also stops with :class:`Reschedule` past ``preempt_at``, a ``time.thread_time()``
+        value (an attempt on the event loop; spending it leaves this budget as it was)."""
         return Budget(
             self.limit, self.per_call_limit, self.deadline, self.spent, self.max_bytes, self.allocated,
             self.exhausted, preempt_at,
@@ -83,13 +84,11 @@ class EvalContext:
         if self.cost >= self.next_clock_check:
             self.next_clock_check = self.cost + _CLOCK_CHECK_UNITS
             budget = self.budget
-            if budget.deadline is not None or budget.preempt_at is not None:
-                now = time.monotonic()
-                if budget.deadline is not None and now > budget.deadline:
-                    budget.exhausted = True
-                    raise CelCostError("evaluation deadline exceeded")
-                if budget.preempt_at is not None and now > budget.preempt_at:
-                    raise Reschedule("time slice over")
+            if budget.deadline is not None and time.monotonic() > budget.deadline:
+                budget.exhausted = True
+                raise CelCostError("evaluation deadline exceeded")
+            if budget.preempt_at is not None and time.thread_time() > budget.preempt_at:
+                raise Reschedule("time slice over")
 
     def allocate(self, nbytes: int) -> None:
         """Count bytes of values this request built; raise :class:`CelCostError` past its limit."""
