@@ -39,6 +39,7 @@ import orjson
 from celmut import cel
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledException, CompiledPolicy, CompiledPolicySet
+from celmut.jsonutil import PointerTokens
 from celmut.runtime import matching
 from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, request_key
 from celmut.runtime.context import RequestContext
@@ -94,6 +95,12 @@ class AdmissionEngine:
         self._recorder = Recorder(self.options.record_provenance, opted_in)
 
     # --- public ------------------------------------------------------------------------------------
+
+    @property
+    def pointer_tokens(self) -> PointerTokens:
+        """The JSON pointers this engine's patches hold, each split once (for whoever walks them
+        again: the webhook's audit annotations)."""
+        return self.evaluator.pointers
 
     def admit(
         self,

@@ -19,6 +19,7 @@ from typing import Any
 
 from celmut import cel
 from celmut.compile.compiled import CompiledBinding, CompiledExpression, CompiledPolicy
+from celmut.jsonutil import PointerTokens
 from celmut.runtime import matching, ownership, semantics
 from celmut.runtime.candidates import ExceptionIndex, RequestKey, may_select, request_key
 from celmut.runtime.context import RequestContext
@@ -110,6 +111,7 @@ class PolicyEvaluator:
         self._exceptions = exceptions
         self._any_exception = bool(exceptions)  # most clusters: none, and the hot path skips them
         self.shared = shared or SharedExpressions(())  # the expressions several policies carry
+        self.pointers = PointerTokens()  # the JSONPatch paths the policies write, each split once
         # the prose of a skip by each condition, made once: (id(condition), cause) -> reason
         self._reasons: dict[tuple[int, str], str] = {}
         # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
@@ -336,7 +338,9 @@ class PolicyEvaluator:
         """Apply mutation ``index``; when recording (``steps`` is a list), record what it did."""
         mutation = policy.mutations[index]
         claims: list[str] | None = [] if context.explain else None
-        result = apply_mutation(self.options, how, policy, mutation, activation, obj, notes, context.encoded, claims)
+        result = apply_mutation(
+            self.options, how, policy, mutation, activation, obj, notes, context.encoded, claims, self.pointers
+        )
         if steps is not None:
             steps.append(MutationStep(index, mutation.path, obj, result, tuple(claims or ())))
         return result

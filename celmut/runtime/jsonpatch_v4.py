@@ -29,7 +29,7 @@ import copy
 import json
 from typing import Any
 
-from celmut.jsonutil import json_copy, json_equal, unescape_pointer
+from celmut.jsonutil import PointerTokens, json_copy, json_equal, split_pointer
 
 _MISSING = ": missing value"  # pkg/errors.Wrapf(ErrMissing, …)
 _INVALID_INDEX = ": invalid index referenced"  # Wrapf(ErrInvalidIndex, …)
@@ -48,9 +48,11 @@ class JsonPatchTestFailed(Exception):
         self.path = path
 
 
-def apply_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
-    """``document`` with ``operations`` applied in order (``Patch.ApplyIndent``); never modified."""
-    patched = _Patched(document)
+def apply_patch(document: Any, operations: list[dict[str, Any]], pointers: PointerTokens | None = None) -> Any:
+    """``document`` with ``operations`` applied in order (``Patch.ApplyIndent``); never modified.
+    ``pointers`` remembers the paths' tokens across patches (an engine's: policies write the same paths
+    on every request)."""
+    patched = _Patched(document, pointers)
     for operation in operations:
         kind = operation.get("op")
         apply = _APPLY.get(kind) if isinstance(kind, str) else None
@@ -70,11 +72,12 @@ class _Patched:
     only ever reachable from one place: values an operation adds are fresh deep copies, and a moved
     value leaves its old place."""
 
-    __slots__ = ("_owned", "root")
+    __slots__ = ("_owned", "pointers", "root")
 
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: Any, pointers: PointerTokens | None) -> None:
         self.root = root
         self._owned: dict[int, Any] = {}  # id → a container this patch made (held, so ids stay unique)
+        self.pointers = pointers
 
     def own(self, value: Any) -> Any:
         """``value`` itself when this patch made it, else a shallow copy this patch now owns."""
@@ -98,38 +101,6 @@ def _atoi(key: str) -> int:
     if not -_INT64 <= value < _INT64:
         raise JsonPatchError(f"strconv.Atoi: parsing {_go_quote(key)}: value out of range")
     return value
-
-
-def _decode_key(token: str) -> str:
-    """``decodePatchKey``: one pass of ``~1`` → ``/`` and ``~0`` → ``~`` (a strings.Replacer).
-
-    Replacing every ``~1`` first and every ``~0`` after is the same single pass: a ``/`` written by
-    the first replacement cannot start a ``~0``, and the two patterns cannot overlap
-    (``tests/runtime/test_jsonpatch_v4.py`` compares them on every short string of ``~01a/``)."""
-    return unescape_pointer(token)
-
-
-# A path split and decoded (``findObject``'s walk): the containers' keys and the last key, or None
-# when the path has no ``/``. Paths repeat from request to request (a policy writes the same ones),
-# so each is decoded once per process; at most _MAX_PARSED short paths are remembered.
-_Parsed = tuple[tuple[str, ...], str] | None
-_PARSED: dict[str, _Parsed] = {}
-_MAX_PARSED = 4096
-_MAX_PARSED_LENGTH = 512
-
-
-def _parse(path: str) -> _Parsed:
-    try:
-        return _PARSED[path]
-    except KeyError:  # not yet seen (or forgotten by another thread's clear)
-        pass
-    split = path.split("/")
-    parsed = None if len(split) < 2 else (tuple(_decode_key(part) for part in split[1:-1]), _decode_key(split[-1]))
-    if len(path) <= _MAX_PARSED_LENGTH:
-        if len(_PARSED) >= _MAX_PARSED:
-            _PARSED.clear()  # a flood of one-off paths: start over rather than grow
-        _PARSED[path] = parsed
-    return parsed
 
 
 def _shallow(value: Any) -> Any:
@@ -161,10 +132,10 @@ def _find_object(patched: _Patched, path: str) -> tuple[dict[str, Any] | list[An
     container above it) and that token decoded; None when a step is missing, ``null`` or a scalar.
 
     :meth:`_Patched.own`, inlined: this runs for every operation of every JSONPatch mutation."""
-    parsed = _PARSED.get(path) or _parse(path)
-    if parsed is None or not isinstance(patched.root, dict | list):
+    tokens = patched.pointers.tokens(path) if patched.pointers is not None else split_pointer(path)
+    if tokens is None or not isinstance(patched.root, dict | list):
         return None
-    parts, last = parsed
+    parts, last = tokens[:-1], tokens[-1]
     owned = patched._owned
     node = patched.root
     if owned.get(id(node)) is not node:

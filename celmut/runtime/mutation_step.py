@@ -8,6 +8,7 @@ from celmut import cel
 from celmut.cel.backends.base import Folded
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledExpression, CompiledPolicy
+from celmut.jsonutil import PointerTokens
 from celmut.runtime import decode, mutations
 from celmut.runtime.failures import DecodeFailure, MutationError, PolicyFailure
 from celmut.runtime.options import AdmissionOptions
@@ -30,11 +31,13 @@ def apply_mutation(
     notes: list[str] | None = None,
     encoded: decode.EncodedObjects | None = None,
     claims: list[str] | None = None,
+    pointers: PointerTokens | None = None,
 ) -> dict[str, Any]:
     """Evaluate one mutation against ``obj`` and apply it; a failed JSONPatch ``test`` leaves
     ``obj`` unchanged and adds a note. ``encoded`` remembers, for the request, which objects are
     already in the API server's encoding; ``claims`` (when explaining) receives the pointers the
-    mutation writes, whether or not their values change."""
+    mutation writes, whether or not their values change; ``pointers``: the engine's JSONPatch paths,
+    each split and decoded once."""
     activation.with_object(obj)
     program = mutation.program
     try:
@@ -65,7 +68,7 @@ def apply_mutation(
             source = encoded.encode(obj, typed)
         if mutation.patch_type == "JSONPatch":
             operations = literal.operations() if literal is not None else _operations(result)
-            patched = mutations.apply_json_patch(source, operations)
+            patched = mutations.apply_json_patch(source, operations, pointers)
             if typed is not None:
                 problem = decode.decode_error(patched, typed, previous=source)
                 if problem is not None:

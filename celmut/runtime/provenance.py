@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celmut import jsonutil
+from celmut.jsonutil import PointerTokens
 from celmut.runtime.patch import diff
 from celmut.runtime.results import MutationStep, PolicyOutcome
 
@@ -226,47 +227,25 @@ def changes_of(patch: Iterable[dict[str, Any]]) -> tuple[FieldChange, ...]:
 _MISSING = object()
 # The pointers of a patch in runs that share their first two tokens (a diff's patch comes grouped so):
 # (those tokens, [(pointer, its other tokens), ...]), unescaped, in the patch's order.
-Pointers = list[tuple[list[str], list[tuple[str, list[str]]]]]
+Pointers = list[tuple[tuple[str, ...], list[tuple[str, tuple[str, ...]]]]]
 _PREFIX = 2
 
 
-def pointers_of(patch: Iterable[dict[str, Any]]) -> Pointers:
+def pointers_of(patch: Iterable[dict[str, Any]], tokens: PointerTokens | None = None) -> Pointers:
     """The pointers of a patch, split once for every policy :func:`attributed` looks them up in: a
     policy that left a run's common parent alone (``/metadata/annotations``) is passed over the whole
-    run with one look."""
+    run with one look. ``tokens`` remembers the split of each pointer across requests (an engine's:
+    patches repeat the same pointers)."""
     out: Pointers = []
     for op in patch:
         path = op["path"]
-        prefix, rest = _split(path)
+        split = (tokens.tokens(path) if tokens is not None else jsonutil.split_pointer(path)) or ()
+        prefix, rest = split[:_PREFIX], split[_PREFIX:]
         if out and out[-1][0] == prefix:
             out[-1][1].append((path, rest))
         else:
             out.append((prefix, [(path, rest)]))
     return out
-
-
-# A pointer's unescaped tokens, split into the run prefix and the rest. Patches repeat the same
-# pointers request after request (the policies write the same fields), so each is split once per
-# process; at most _MAX_SPLIT short ones are remembered.
-_SPLIT: dict[str, tuple[list[str], list[str]]] = {}
-_MAX_SPLIT = 4096
-_MAX_SPLIT_LENGTH = 512
-
-
-def _split(path: str) -> tuple[list[str], list[str]]:
-    try:
-        return _SPLIT[path]
-    except KeyError:  # not yet seen (or forgotten by another thread's clear)
-        pass
-    tokens = path.split("/")[1:]
-    if "~" in path:
-        tokens = [jsonutil.unescape_pointer(t) for t in tokens]
-    split = (tokens[:_PREFIX], tokens[_PREFIX:])  # never changed by their users
-    if len(path) <= _MAX_SPLIT_LENGTH:
-        if len(_SPLIT) >= _MAX_SPLIT:
-            _SPLIT.clear()
-        _SPLIT[path] = split
-    return split
 
 
 def _child(node: Any, token: str) -> Any:
@@ -391,12 +370,15 @@ def from_outcomes(
 
 
 def pointers_by_policy(
-    outcomes: Sequence[PolicyOutcome], final: dict[str, Any] | None, patch: Sequence[dict[str, Any]]
+    outcomes: Sequence[PolicyOutcome],
+    final: dict[str, Any] | None,
+    patch: Sequence[dict[str, Any]],
+    tokens: PointerTokens | None = None,
 ) -> tuple[dict[str, dict[str, list[str]]], set[str]] | None:
     """``from_outcomes(outcomes, final, patch=patch).by_policy()`` and the names of its applied
     mutations' policies, without building the records: what the webhook's audit annotations need, per
     request. None when an outcome recorded steps (explaining): use :func:`from_outcomes` then."""
-    pointers = pointers_of(patch)
+    pointers = pointers_of(patch, tokens)
     out: dict[str, dict[str, list[str]]] = {}
     applied: set[str] = set()
     last: Any = None

@@ -136,7 +136,7 @@ class Admission:
                 self.on_decided(request, result)
             except Exception:  # reporting never changes an answer
                 log.exception("could not record the admission for the reports", extra={"uid": review.uid})
-        answer = reviews.build_response(review, result)
+        answer = reviews.build_response(review, result, engine.pointer_tokens)
         seconds = time.perf_counter() - started
         self.metrics.observe(request.operation, result, seconds)
         _log(review, result, seconds)

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from celmut.runtime import jsonpatch_v4, mutations
+from celmut.jsonutil import PointerTokens, split_pointer
+from celmut.runtime import mutations
 from celmut.runtime.failures import MutationError
 from celmut.runtime.jsonpatch_v4 import JsonPatchError, JsonPatchTestFailed, apply_patch
 
@@ -288,12 +289,15 @@ def _go_replacer(token: str) -> str:
 
 
 def test_keys_decode_as_gos_one_pass_replacer() -> None:
-    """decodePatchKey is a strings.Replacer; the two str.replace calls give the same key for every
-    string of up to six characters over the alphabet that matters (``~01a/``)."""
+    """decodePatchKey is a strings.Replacer; the two str.replace calls of the paths' split
+    (``jsonutil.split_pointer``, remembered or not) give the same key for every string of up to six
+    characters over the alphabet that matters (``~01a``)."""
+    remembered = PointerTokens()
     for length in range(7):
-        for letters in itertools.product("~01a/", repeat=length):
+        for letters in itertools.product("~01a", repeat=length):
             token = "".join(letters)
-            assert jsonpatch_v4._decode_key(token) == _go_replacer(token), token
+            assert split_pointer("/x/" + token) == ("x", _go_replacer(token)), token
+            assert remembered.tokens("/" + token) == remembered.tokens("/" + token) == (_go_replacer(token),)
 
 
 KEYS = st.sampled_from(["a", "b", "0", "-", "~1x", "-1"])
@@ -338,7 +342,14 @@ def test_one_patch_copies_each_container_once_with_the_same_result(
     in place afterwards: the result (or the error) is the one of applying each operation alone, with
     its own copies, and the input is never modified."""
     before = copy.deepcopy(document)
+    remembered = PointerTokens()  # an engine's: the second patch finds its paths split
+
+    def with_tokens(document: Any, operations: list[dict[str, Any]]) -> Any:
+        return apply_patch(document, operations, remembered)
+
     assert _outcome(apply_patch, document, operations) == _outcome(_one_at_a_time, document, operations)
+    assert _outcome(with_tokens, document, operations) == _outcome(with_tokens, document, operations)
+    assert _outcome(with_tokens, document, operations) == _outcome(apply_patch, document, operations)
     assert document == before
 
 
