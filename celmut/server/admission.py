@@ -79,7 +79,8 @@ class Admission:
         """The response, when it can be computed here (the event loop) within ``seconds`` of CPU time and
         without waiting for I/O; None when the request must run on a worker thread instead
         (:mod:`celmut.server.mutate`). ``budget`` is left unspent for that run."""
-        attempt = budget.sliced(time.thread_time() + seconds)  # CPU time: a preempted process is not slow
+        # CPU time: a process the OS preempted is not slow (the wall clock first: cheaper, never ahead)
+        attempt = budget.sliced(time.monotonic() + seconds, time.thread_time() + seconds)
         try:
             with lookups.without_blocking():
                 return self._answer(body, engine, attempt, failure_policy, started, trace_headers)

@@ -32,12 +32,12 @@ def test_the_slice_is_cpu_time_so_a_descheduled_evaluation_is_not_preempted() ->
     """Issue 36: the webhook's slice on the event loop counts the thread's CPU time. A thread that did
     not run (here: slept, as a process the OS descheduled) has not used its slice; one that ran past
     it is preempted at its next clock check."""
-    budget = cel.Budget().sliced(time.thread_time() + 0.02)
+    budget = cel.Budget().sliced(time.monotonic() + 0.02, time.thread_time() + 0.02)
     context = EvalContext({}, [], budget)
     time.sleep(0.05)  # wall time passes, CPU time does not
     context.charge(5_000)  # past a clock check
     started = time.thread_time()
-    while time.thread_time() <= budget.preempt_at:  # type: ignore[operator]
+    while time.thread_time() <= budget.preempt_cpu:  # type: ignore[operator]
         sum(range(1000))  # use the CPU until the slice is over
     assert time.thread_time() > started
     with pytest.raises(Reschedule):
