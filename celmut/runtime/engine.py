@@ -137,14 +137,15 @@ class AdmissionEngine:
         background = request.user_info.get("username") in self.options.background_usernames
         unselected_by_kind = () if context.controlled_replicaset or background else self._unselected_by_kind
         for policy, selected in self._plan(request, failure_policy):
-            if not selected and id(policy) in unselected_by_kind:
+            by_kind = id(policy) in unselected_by_kind  # nothing but its kind decides whether it sees the request
+            if not selected and by_kind:
                 outcome = unselected(policy)  # skipped: no error, audit or reinvocation to look at
                 finished = clock()
                 outcome.seconds = finished - started
                 started = finished
                 append(outcome)
                 continue
-            for outcome, mutated in evaluate(policy, context, current):
+            for outcome, mutated in evaluate(policy, context, current, by_kind):
                 current = mutated
                 finished = clock()  # each outcome's time runs from the previous one's end
                 outcome.seconds = finished - started

@@ -55,6 +55,7 @@ class Pass:
 
 ADMISSION = Pass("match_conditions", "matchCondition", True, True, True, False)
 MUTATE_EXISTING = Pass("target_match_conditions", "targetMatchCondition", False, False, False, True)
+_NOT_SKIPPED: tuple[Cause, str] = ("", "")
 _MAX_KIND_ANSWERS = 1 << 14  # PolicyEvaluator._selects: (policy, request kind) answers remembered
 
 
@@ -137,12 +138,15 @@ class PolicyEvaluator:
     # --- admission -----------------------------------------------------------------------------------
 
     def admit(
-        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
+        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None, chosen: bool = False
     ) -> Iterable[Evaluation]:
         """``policy`` on one admission request: one evaluation, or one per binding and param object
-        (evaluated one at a time, as the caller consumes them: it stops at a denial)."""
+        (evaluated one at a time, as the caller consumes them: it stops at a denial). ``chosen``: the
+        caller's index chose it by the request's kind, and nothing else could skip it before its
+        conditions (decided by kind, not namespaced, neither a controlled ReplicaSet nor a request of
+        the background controller)."""
         how = semantics.of(policy)
-        cause, skip = self._precheck(policy, how, context)
+        cause, skip = _NOT_SKIPPED if chosen else self._precheck(policy, how, context)
         if skip:
             return ((_skipped_by_match(policy, cause, skip), current),)
         if how.binds:

@@ -28,7 +28,19 @@ from tests.runtime.helpers import compile_text
 GROUPS = st.sampled_from(["", "apps", "batch", "*"])
 VERSIONS = st.sampled_from(["v1", "v1beta1", "*"])
 RESOURCES = st.sampled_from(
-    ["pods", "deployments", "jobs", "configmaps", "namespaces", "pods/status", "pods/*", "*", "*/*", "*/status"]
+    [
+        "pods",
+        "deployments",
+        "jobs",
+        "configmaps",
+        "namespaces",
+        "replicasets",
+        "pods/status",
+        "pods/*",
+        "*",
+        "*/*",
+        "*/status",
+    ]
 )
 OPERATIONS = st.sampled_from(["CREATE", "UPDATE", "DELETE", "CONNECT", "*"])
 
@@ -90,6 +102,16 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "job": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "other", "namespace": "default"}},
     "configmap": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web", "namespace": "default"}},
     "namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod", "labels": {"env": "prod"}}},
+    # Kyverno's policies leave a ReplicaSet its Deployment controls alone, before looking at its kind
+    "controlled replicaset": {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "web-1",
+            "namespace": "default",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "controller": True}],
+        },
+    },
 }
 
 
