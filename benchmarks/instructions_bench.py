@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-POLICY_SETS = ("none", "no-match", "matching", "all-pods", "one-label")
+POLICY_SETS = ("none", "no-match", "matching", "all-pods", "one-label")  # serve_loop_bench.py's
 
 
 def _admissions(policy_set: str, mode: str) -> Callable[[int], None]:
@@ -140,11 +140,10 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(HERE))
+    from serve_loop_bench import compared_trees
     from timing import table
 
-    trees = {"celmut": HERE.parent}
-    if args.baseline is not None:
-        trees["baseline"] = args.baseline.resolve()
+    trees = compared_trees(args.baseline)
     rows = []
     for policy_set in args.policies or POLICY_SETS:
         counted = {name: count(tree, policy_set, args.mode, args.requests) for name, tree in trees.items()}

@@ -33,6 +33,14 @@ HERE = Path(__file__).resolve().parent
 POLICY_SETS = ("none", "no-match", "matching", "all-pods", "one-label")
 
 
+def compared_trees(baseline: Path | None) -> dict[str, Path]:
+    """This checkout's celmut, and the one in ``baseline`` when given."""
+    trees = {"celmut": HERE.parent}
+    if baseline is not None:
+        trees["baseline"] = baseline.resolve()
+    return trees
+
+
 def _policy_set(name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The policies and the Pod of one set."""
     sys.path.insert(0, str(HERE))
@@ -148,9 +156,7 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from timing import table
 
-    trees = {"celmut": HERE.parent}
-    if args.baseline is not None:
-        trees["baseline"] = args.baseline.resolve()
+    trees = compared_trees(args.baseline)
     rows = []
     for policy_set in args.policies or POLICY_SETS:
         best = dict.fromkeys(trees, float("inf"))
