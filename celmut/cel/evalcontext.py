@@ -91,9 +91,12 @@ class EvalContext:
             if budget.deadline is not None and time.monotonic() > budget.deadline:
                 budget.exhausted = True
                 raise CelCostError("evaluation deadline exceeded")
-            if budget.preempt_at is not None and time.monotonic() > budget.preempt_at:
-                if budget.preempt_cpu is None or time.thread_time() > budget.preempt_cpu:
-                    raise Reschedule("time slice over")
+            if (
+                budget.preempt_at is not None
+                and time.monotonic() > budget.preempt_at
+                and (budget.preempt_cpu is None or time.thread_time() > budget.preempt_cpu)
+            ):
+                raise Reschedule("time slice over")
 
     def allocate(self, nbytes: int) -> None:
         """Count bytes of values this request built; raise :class:`CelCostError` past its limit."""
