@@ -219,12 +219,9 @@ def unselected(policy: CompiledPolicy) -> PolicyOutcome:
     """The outcome of a policy whose resource rules do not name the request's kind, when nothing but
     its kind decides (:attr:`AdmissionEngine._unselected_by_kind`): what the evaluator's
     ``matchConstraints`` precheck answers."""
-    # positional (policy, kind, status, reason, path, failure_policy, audit_annotations, binding, reinvoked,
-    # seconds, before, after, _patch, cause, cause_name): ~30% quicker than by keyword, for 40 outcomes of
-    # issue 36's set on each request
     return PolicyOutcome(
-        policy.display_name, policy.kind, "skipped", matching.NO_RULE_MATCHES, "", policy.failure_policy, {}, "",
-        False, 0.0, None, None, None, "matchConstraints", _RULES_FIELD,
+        policy.display_name, policy.kind, "skipped", matching.NO_RULE_MATCHES,
+        failure_policy=policy.failure_policy, cause="matchConstraints", cause_name=_RULES_FIELD,
     )  # fmt: skip
 
 
