@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 
 
-def realistic_pod(name: str = "checkout-7d4b9c6f5-x2x9q") -> dict[str, Any]:
-    """A ~6 KB Pod: 3 containers with env, resources, probes, mounts; labels and annotations."""
+def realistic_pod(name: str = "checkout-7d4b9c6f5-x2x9q", env: int = 16) -> dict[str, Any]:
+    """A ~6 KB Pod: 3 containers with env (``env`` plain variables and one from a field each),
+    resources, probes, mounts; labels and annotations."""
 
     def container(index: int, image: str) -> dict[str, Any]:
         return {
@@ -18,7 +19,7 @@ def realistic_pod(name: str = "checkout-7d4b9c6f5-x2x9q") -> dict[str, Any]:
             "image": image,
             "imagePullPolicy": "IfNotPresent",
             "ports": [{"containerPort": 8080 + index, "protocol": "TCP", "name": f"http-{index}"}],
-            "env": [{"name": f"SETTING_{j}", "value": f"value-{j}-for-container-{index}"} for j in range(16)]
+            "env": [{"name": f"SETTING_{j}", "value": f"value-{j}-for-container-{index}"} for j in range(env)]
             + [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
             "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
             "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080 + index}, "periodSeconds": 10},
@@ -71,6 +72,12 @@ def realistic_pod(name: str = "checkout-7d4b9c6f5-x2x9q") -> dict[str, Any]:
         },
     }
     return pod
+
+
+def pod_with_env(env: int = 12) -> dict[str, Any]:
+    """Issue 36's Pod: :func:`realistic_pod` with 12 env vars per container (11 values and one field
+    reference)."""
+    return realistic_pod(env=env - 1)
 
 
 MATCH_EXPRESSION = (

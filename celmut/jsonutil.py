@@ -43,3 +43,46 @@ def json_equal(left: Any, right: Any) -> bool:
     if isinstance(left, list) and isinstance(right, list):
         return len(left) == len(right) and all(json_equal(a, b) for a, b in zip(left, right, strict=True))
     return type(left) is type(right) and bool(left == right)
+
+
+class PointerTokens:
+    """JSON pointers split into their unescaped tokens, remembered by whoever made this (an admission
+    engine): a policy set writes the same pointers request after request, and a walk down one needs
+    its tokens each time.
+
+    :meth:`tokens` is json-patch v4's ``findObject`` split (everything after the first ``/``, each
+    token decoded, ``~1`` then ``~0``) and RFC 6901's alike. At most ``size`` pointers of at most
+    ``max_length`` characters are remembered; past that, it starts over rather than grow.
+    """
+
+    __slots__ = ("_known", "_max_length", "_size")
+
+    def __init__(self, size: int = 4096, max_length: int = 512) -> None:
+        self._known: dict[str, tuple[str, ...] | None] = {}
+        self._size = size
+        self._max_length = max_length
+
+    def tokens(self, pointer: str) -> tuple[str, ...] | None:
+        """The tokens after the first ``/``; None when there is no ``/`` (the root ``""``)."""
+        try:
+            return self._known[pointer]
+        except KeyError:  # not yet seen (or forgotten meanwhile by another thread's start over)
+            pass
+        return self._remember(pointer, split_pointer(pointer))
+
+    def _remember(self, pointer: str, tokens: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if len(pointer) <= self._max_length:
+            if len(self._known) >= self._size:
+                self._known.clear()
+            self._known[pointer] = tokens
+        return tokens
+
+
+def split_pointer(pointer: str) -> tuple[str, ...] | None:
+    """:meth:`PointerTokens.tokens` without remembering."""
+    split = pointer.split("/")
+    if len(split) < 2:
+        return None
+    if "~" not in pointer:
+        return tuple(split[1:])
+    return tuple(unescape_pointer(token) for token in split[1:])

@@ -14,7 +14,10 @@ import sys
 import time
 from typing import Any
 
-_STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+# The attributes every LogRecord has: ``Logger.makeRecord`` raises KeyError for an ``extra`` key among
+# them ("Attempt to overwrite 'name' in LogRecord"), so no call may use one (tests/test_logs.py checks
+# every logging call in celmut).
+RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 _DROPPED = {"color_message"}  # uvicorn's coloured copy of msg (uvicorn/config.py, uvicorn/server.py)
 
 
@@ -26,7 +29,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD and k not in _DROPPED})
+        entry.update({k: v for k, v in record.__dict__.items() if k not in RESERVED and k not in _DROPPED})
         if record.exc_info:
             traceback = self.formatException(record.exc_info)
             entry["error"] = traceback.splitlines()[-1]

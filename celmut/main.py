@@ -1,9 +1,10 @@
 """``celmut`` entry point: one parser, the subcommands of every surface, and the one error handler.
 
-The offline commands live in :mod:`celmut.cli`, ``serve`` in :mod:`celmut.server.command` and
-``controller`` in :mod:`celmut.controller.command`; the surfaces never import each other, only this
-module sees them all. Command modules import their heavy dependencies (the CEL compiler, FastAPI,
-uvicorn, the Kubernetes client) inside ``run``, so ``celmut --version`` and ``--help`` start fast.
+The offline commands live in :mod:`celmut.cli`, ``serve`` in :mod:`celmut.server.command`,
+``controller`` in :mod:`celmut.controller.command` and ``playground`` in
+:mod:`celmut.playground.command`; the surfaces never import each other, only this module sees them
+all. Command modules import their heavy dependencies (the CEL compiler, FastAPI, uvicorn, the
+Kubernetes client) inside ``run``, so ``celmut --version`` and ``--help`` start fast.
 
 Exit codes are shared by every subcommand: 0 success, 1 a policy or expression failed at run time
 (or a test failed), 2 bad input (unreadable file, invalid policy, CEL compile error, bad flags), 70 a
@@ -44,6 +45,7 @@ from celmut.cli.help import (
 )
 from celmut.controller import command as controller_cmd
 from celmut.errors import CelmutError
+from celmut.playground import command as playground_cmd
 from celmut.server import command as serve_cmd
 
 COMMANDS: tuple[ModuleType, ...] = (
@@ -52,6 +54,7 @@ COMMANDS: tuple[ModuleType, ...] = (
     explain_cmd,
     suite_cmd,
     compile_cmd,
+    playground_cmd,
     serve_cmd,
     webhook_config_cmd,
     controller_cmd,

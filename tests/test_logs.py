@@ -3,6 +3,7 @@ exception, and how many policies were loaded from where."""
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from celmut.logs import JsonFormatter
+from celmut.logs import RESERVED, JsonFormatter
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicyStore
 from celmut.sources.files import FileSource
@@ -63,3 +64,43 @@ def test_a_reload_logs_how_many_policies_came_from_where(caplog: pytest.LogCaptu
     assert entry["documents"] == {f"files: {ROOT / 'policies/examples'}": 2}
     # add-team-label, default-security-context and its two autogen variants (defaults, cronjobs)
     assert entry["policies"] == 4 and entry["rejected"] == 0
+
+
+LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+
+
+def _extra_arguments() -> list[tuple[str, int, ast.expr]]:
+    """Every ``extra=`` of a logging call in celmut: (file, line, the expression)."""
+    found = []
+    for path in sorted((ROOT / "celmut").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOGGING_METHODS:
+                found += [(str(path.relative_to(ROOT)), node.lineno, k.value) for k in node.keywords if k.arg == "extra"]
+    return found
+
+
+def test_no_logging_call_passes_an_extra_key_a_log_record_already_has() -> None:
+    """``Logger.makeRecord`` raises KeyError ("Attempt to overwrite 'name' in LogRecord") for such a key,
+    only when the level is enabled: the TLS manager's thread died on ``extra={"name": …}`` at INFO and a
+    default install never got its serving Secret (issue 38). Keys must be literal to be checked here."""
+    extras = _extra_arguments()
+    assert len(extras) > 50  # the scan sees celmut's logging calls
+    problems = []
+    for where, line, value in extras:
+        if not isinstance(value, ast.Dict) or not all(isinstance(k, ast.Constant) for k in value.keys):
+            problems.append(f"{where}:{line}: extra is not a dict literal with literal keys")
+            continue
+        problems += [
+            f"{where}:{line}: extra key {k.value!r} is a LogRecord attribute"
+            for k in value.keys
+            if isinstance(k, ast.Constant) and k.value in RESERVED
+        ]
+    assert problems == []
+
+
+@pytest.mark.parametrize("key", sorted(RESERVED))
+def test_the_reserved_keys_are_the_ones_logging_refuses(key: str) -> None:
+    """The list the scan checks against is logging's own: each of its keys is refused at run time."""
+    logger = logging.getLogger("celmut.test.reserved")
+    with pytest.raises(KeyError, match="Attempt to overwrite"):
+        logger.makeRecord(logger.name, logging.INFO, __file__, 1, "m", (), None, extra={key: 1})

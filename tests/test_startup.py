@@ -32,7 +32,9 @@ def loaded(*argv: str) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "argv", [["--version"], ["--help"], ["apply", "--help"], ["version"], ["completion", "bash"]], ids=" ".join
+    "argv",
+    [["--version"], ["--help"], ["apply", "--help"], ["playground", "--help"], ["version"], ["completion", "bash"]],
+    ids=" ".join,
 )
 def test_version_and_help_load_no_cel_no_cluster_no_server(argv: list[str]) -> None:
     modules = loaded(*argv)

@@ -377,12 +377,10 @@ class Checker:
 
     def _CreateStruct(self, node: ast.CreateStruct) -> tuple[ast.Node, t.CelType]:
         root = node.type_name.split(".", 1)[0]
-        if root not in self.decls.struct_types:
-            for f in node.fields:
-                f.value = self.visit(f.value)
-            return node, self.error(node, f"undeclared reference to type '{node.type_name}'")
-        if root == "JSONPatch" and node.type_name != "JSONPatch":
-            return node, self.error(node, f"undeclared reference to type '{node.type_name}'")
+        if root not in self.decls.struct_types or (root == "JSONPatch" and node.type_name != "JSONPatch"):
+            # cel-go checker.go checkCreateStruct: errors.undeclaredReference, and the fields are not
+            # checked (neither environment sets a container)
+            return node, self.error(node, f"undeclared reference to '{node.type_name}' (in container '')")
         for f in node.fields:
             f.value = self.visit(f.value)
             value_t = self.type_of(f.value)

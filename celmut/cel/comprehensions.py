@@ -237,11 +237,16 @@ def _build_sort_by(loop: _Loop) -> Fn:
         for item in items(ctx):
             bind(ctx, item)
             keyed.append((body(ctx), item))
-        ctx.charge(len(keyed) * max(1, len(keyed).bit_length()))  # the sort's comparisons
-        ctx.allocate(2 * costs.allocation_bytes(keyed))
-        return [item for _, item in _stable_sort(keyed)]
+        return finish_sort_by(ctx, keyed)
 
     return sort_by
+
+
+def finish_sort_by(ctx: EvalContext, keyed: list[tuple[Any, Any]]) -> list[Any]:
+    """sortBy's elements ordered by their keys (stable), the sort's comparisons charged."""
+    ctx.charge(len(keyed) * max(1, len(keyed).bit_length()))
+    ctx.allocate(2 * costs.allocation_bytes(keyed))
+    return [item for _, item in _stable_sort(keyed)]
 
 
 _BUILDERS: dict[str, Callable[[_Loop], Fn]] = {

@@ -360,6 +360,11 @@ _SAMPLE = 16
 def _sampled(items: Any, count: int) -> int:
     if not count:
         return 0
+    if count == len(items) <= _SAMPLE:  # the sample is every element: count * total // count
+        total = 0
+        for item in items:
+            total += _element_bytes(item)
+        return total
     sample = items[:: max(1, len(items) // _SAMPLE)][:_SAMPLE]
     return count * sum(_element_bytes(x) for x in sample) // len(sample)
 

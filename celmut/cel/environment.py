@@ -145,7 +145,9 @@ class Environment:
 
     def _refuse_constant_errors(self, checked: CheckResult, program: Program, source: str) -> None:
         """What the API server refuses when it builds the program: its literal validators and the
-        constant folding of OptOptimize (:mod:`celmut.cel.program_checks`); nothing else."""
+        constant folding of OptOptimize (:mod:`celmut.cel.program_checks`); nothing else. Each part
+        is evaluated once, by the backend's ``evaluates_once`` when it has one (the compiled engine's
+        planner: the same values, no code generated for one evaluation)."""
         del program  # the checks evaluate sub-expressions, not the whole program
 
         def evaluate(node: ast.Node) -> None:
@@ -157,7 +159,8 @@ class Environment:
                 checked_part = self.check(text)
             except CelCompileError:  # pragma: no cover - a checked tree's part re-checks; never refuse on doubt
                 return
-            self.backend.program(checked_part, text, self.functions, self.options).evaluate(Activation())
+            once = getattr(self.backend, "evaluates_once", self.backend)
+            once.program(checked_part, text, self.functions, self.options).evaluate(Activation())
 
         issues = program_issues(checked.expr, evaluate)
         if issues:

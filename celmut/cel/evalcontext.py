@@ -39,9 +39,13 @@ class Budget:
     max_bytes: int = REQUEST_ALLOCATION_BYTES
     allocated: int = 0
     exhausted: bool = False  # a limit stopped an evaluation (its garbage may be worth collecting)
-    # time.monotonic() value past which evaluation stops with Reschedule (the webhook's event loop
-    # evaluates a request for a short slice, then hands it to a worker thread)
+    # time.monotonic() value before which evaluation never stops with Reschedule, and time.thread_time()
+    # value past which it does (the webhook's event loop evaluates a request for a short slice of CPU
+    # time, then hands it to a worker thread; CPU time, so a process the OS descheduled mid-admission
+    # finishes it instead of starting it again on a thread). A thread's CPU time never runs ahead of
+    # the wall clock, so the cheap clock is read first and the thread's (a system call) only past it.
     preempt_at: float | None = None
+    preempt_cpu: float | None = None
     # an engine's scratch for this request (the C++ backend's projected activations); never copied
     engine_cache: dict[Any, Any] | None = field(default=None, compare=False, repr=False)
 
@@ -53,12 +57,13 @@ class Budget:
     def remaining(self) -> int:
         return self.limit - self.spent
 
-    def sliced(self, preempt_at: float) -> Budget:
-        """A copy that also stops with :class:`Reschedule` past ``preempt_at`` (an attempt on the
-        event loop; spending it leaves this budget as it was)."""
+    def sliced(self, preempt_at: float, preempt_cpu: float | None = None) -> Budget:
+        """A copy that also stops with :class:`Reschedule` past ``preempt_at`` (``time.monotonic()``)
+        and, when given, ``preempt_cpu`` (``time.thread_time()``): an attempt on the event loop;
+        spending it leaves this budget as it was."""
         return Budget(
             self.limit, self.per_call_limit, self.deadline, self.spent, self.max_bytes, self.allocated,
-            self.exhausted, preempt_at,
+            self.exhausted, preempt_at, preempt_cpu,
         )  # fmt: skip
 
 
@@ -83,13 +88,15 @@ class EvalContext:
         if self.cost >= self.next_clock_check:
             self.next_clock_check = self.cost + _CLOCK_CHECK_UNITS
             budget = self.budget
-            if budget.deadline is not None or budget.preempt_at is not None:
-                now = time.monotonic()
-                if budget.deadline is not None and now > budget.deadline:
-                    budget.exhausted = True
-                    raise CelCostError("evaluation deadline exceeded")
-                if budget.preempt_at is not None and now > budget.preempt_at:
-                    raise Reschedule("time slice over")
+            if budget.deadline is not None and time.monotonic() > budget.deadline:
+                budget.exhausted = True
+                raise CelCostError("evaluation deadline exceeded")
+            if (
+                budget.preempt_at is not None
+                and time.monotonic() > budget.preempt_at
+                and (budget.preempt_cpu is None or time.thread_time() > budget.preempt_cpu)
+            ):
+                raise Reschedule("time slice over")
 
     def allocate(self, nbytes: int) -> None:
         """Count bytes of values this request built; raise :class:`CelCostError` past its limit."""

@@ -13,11 +13,21 @@ macros absorb them exactly as cel-go does (``false && error`` is ``false``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from celmut.cel import ast, costs
 from celmut.cel import types as t
 from celmut.cel import values as v
+from celmut.cel.calls import (
+    IMPL_ERRORS,
+    ORDER_TESTS,
+    call_costed,
+    dispatch,
+    impl_error,
+    ordered,
+    shares_one_impl,
+)
 from celmut.cel.declarations import Overload, assignable_overloads
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, describe
 from celmut.cel.evalcontext import PER_CALL_COST_LIMIT, Budget, EvalContext
@@ -33,8 +43,16 @@ from celmut.cel.values import no_such_overload
 
 Fn = Callable[[EvalContext], Any]
 
-# Python exceptions a library implementation may raise on bad input; they become CEL errors.
-_IMPL_ERRORS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError, UnicodeError)
+
+@dataclass
+class PlanRecord:
+    """What planning worked out, by node id, for a code generator that uses the planner as its
+    reference: each planned node's closure (to evaluate a subtree the generator does not emit), each
+    comprehension's variable slots and per-iteration cost, each bound variable's slot."""
+
+    closures: dict[int, Fn] = field(default_factory=dict)
+    loops: dict[int, tuple[int, int | None, int]] = field(default_factory=dict)  # first, second slot, cost
+    bound: dict[int, int] = field(default_factory=dict)  # cel.bind / optMap variable slot
 
 
 class Planner:
@@ -43,10 +61,12 @@ class Planner:
         functions: Mapping[str, list[Overload]],
         types: Mapping[int, t.CelType],
         kyverno_or_value: bool = False,
+        record: PlanRecord | None = None,
     ) -> None:
         self.functions = functions
         self.types = types
         self.kyverno_or_value = kyverno_or_value
+        self.record = record
         self.scopes: list[dict[str, int]] = []
         self.slot_count = 0
         self.costs: list[int] = [0]  # static cost of the region being planned (top level, loop bodies)
@@ -57,7 +77,10 @@ class Planner:
     def plan(self, node: ast.Node) -> Fn:
         self.costs[-1] += 1
         method: Callable[[ast.Node], Fn] = getattr(self, f"_{type(node).__name__}")
-        return method(node)
+        fn = method(node)
+        if self.record is not None:
+            self.record.closures[id(node)] = fn
+        return fn
 
     @property
     def static_cost(self) -> int:
@@ -186,28 +209,29 @@ class Planner:
     # --- calls ----------------------------------------------------------------------------------
 
     def _Call(self, node: ast.Call) -> Fn:
-        if node.target is None:
-            special = _SPECIAL.get(node.function)
-            if special is not None:
-                return special(self, node)
-        elif len(node.args) == 1 and node.function in ("or", "orValue"):
+        form = call_form(node)
+        if form == CALL:
+            return self._call(node)
+        if form == OPTIONAL_OR:
             return self._optional_or(node)
-        return self._call(node)
+        return _SPECIAL[form](self, node)
 
     def _call(self, node: ast.Call) -> Fn:
-        member = node.target is not None
         arg_nodes = ([node.target] if node.target is not None else []) + node.args
-        overloads = [o for o in self.functions.get(node.function, []) if o.member == member]
-        overloads = self._narrow(overloads, arg_nodes)
+        overloads = self.overloads(node)
         args = [self.plan(a) for a in arg_nodes]
         name = node.function
         if not overloads:
             return _fails(CelEvaluationError(f"no such overload: {name}"), args)
-        if len({id(o.impl) for o in overloads}) == 1 and all(
-            o.needs_context == overloads[0].needs_context and o.cost is overloads[0].cost for o in overloads
-        ):
+        if shares_one_impl(overloads):
             return _direct_call(name, overloads[0], args)
         return _dispatch_call(name, overloads, args)
+
+    def overloads(self, node: ast.Call) -> list[Overload]:
+        """The overloads a call may run, narrowed by the checker's argument types."""
+        member = node.target is not None
+        arg_nodes = ([node.target] if node.target is not None else []) + node.args
+        return self._narrow([o for o in self.functions.get(node.function, []) if o.member == member], arg_nodes)
 
     def _narrow(self, overloads: list[Overload], arg_nodes: list[ast.Node]) -> list[Overload]:
         """Drop overloads the checker's argument types rule out (dyn keeps every candidate)."""
@@ -248,9 +272,7 @@ class Planner:
 
     def _equality(self, node: ast.Call) -> Fn:
         negate = node.function == "_!=_"
-        left_node, right_node = node.args
-        if isinstance(left_node, ast.Literal) and not isinstance(right_node, ast.Literal):
-            left_node, right_node = right_node, left_node
+        left_node, right_node = equality_operands(node)
         left = self.plan(left_node)
         if isinstance(right_node, ast.Literal):
             self.costs[-1] += 1
@@ -287,18 +309,15 @@ class Planner:
     def _ordering(self, node: ast.Call) -> Fn:
         left, right = (self.plan(a) for a in node.args)
         name = node.function
-        compare = v.compare
-        test = _ORDER_TESTS[name]
+        test = ORDER_TESTS[name]
 
-        def ordered(ctx: EvalContext) -> bool:
+        def order(ctx: EvalContext) -> bool:
             a, b = left(ctx), right(ctx)
             if type(a) is int and type(b) is int:
                 return test(-1 if a < b else (1 if a > b else 0))
-            if (type(a) is str or type(a) is bytes) and type(b) is type(a) and min(len(a), len(b)) > 10:
-                ctx.charge(min(len(a), len(b)) // 10)  # cel-go runtimecost.go: ceil(min(size) * 0.1)
-            return test(compare(a, b, name))
+            return ordered(ctx, a, b, name)
 
-        return ordered
+        return order
 
     def _optional_or(self, node: ast.Call) -> Fn:
         """``opt.or(other)`` / ``opt.orValue(default)``: the argument is evaluated only when needed.
@@ -426,6 +445,8 @@ class Planner:
         finally:
             self.scopes.pop()
         assert body is not None
+        if self.record is not None:
+            self.record.loops[id(node)] = (first, second, max(cost, 1))
         return plan_comprehension(node, range_fn, body, predicate, first, second, max(cost, 1))
 
     def _Bind(self, node: ast.Bind) -> Fn:
@@ -436,6 +457,8 @@ class Planner:
             body = self.plan(node.body)
         finally:
             self.scopes.pop()
+        if self.record is not None:
+            self.record.bound[id(node)] = slot
 
         def bind(ctx: EvalContext) -> Any:
             ctx.slots[slot] = init(ctx)
@@ -451,6 +474,8 @@ class Planner:
             body = self.plan(node.body)
         finally:
             self.scopes.pop()
+        if self.record is not None:
+            self.record.bound[id(node)] = slot
         flat = node.flat
 
         def opt_map(ctx: EvalContext) -> Any:
@@ -470,13 +495,6 @@ class Planner:
         return opt_map
 
 
-_ORDER_TESTS: dict[str, Callable[[int], bool]] = {
-    "_<_": lambda c: c == -1,
-    "_<=_": lambda c: c in (-1, 0),
-    "_>_": lambda c: c == 1,
-    "_>=_": lambda c: c in (0, 1),
-}
-
 _SPECIAL: dict[str, Callable[[Planner, ast.Call], Fn]] = {
     "_&&_": Planner._and,
     "_||_": Planner._or,
@@ -491,6 +509,26 @@ _SPECIAL: dict[str, Callable[[Planner, ast.Call], Fn]] = {
     "_>=_": Planner._ordering,
     "dyn": Planner._dyn,
 }
+
+
+CALL, OPTIONAL_OR = "call", "optional or"
+
+
+def call_form(node: ast.Call) -> str:
+    """How a call is evaluated: an operator or macro-like function of its own (its name: ``_&&_``,
+    ``_==_``, ``dyn`` …), :data:`OPTIONAL_OR` (``opt.or(x)``, ``opt.orValue(x)``: lazy), or a
+    library :data:`CALL`."""
+    if node.target is None:
+        return node.function if node.function in _SPECIAL else CALL
+    return OPTIONAL_OR if len(node.args) == 1 and node.function in ("or", "orValue") else CALL
+
+
+def equality_operands(node: ast.Call) -> tuple[ast.Node, ast.Node]:
+    """``==``/``!=``'s operands with a literal on the right when there is one (its fast paths)."""
+    left, right = node.args
+    if isinstance(left, ast.Literal) and not isinstance(right, ast.Literal):
+        return right, left
+    return left, right
 
 
 def _logical(operands: list[Fn], stop: bool, name: str) -> Fn:
@@ -529,30 +567,13 @@ def _fails(error: CelEvaluationError, args: list[Fn]) -> Fn:
     return failing
 
 
-def _impl_error(name: str, ex: Exception) -> CelEvaluationError:
-    detail = str(ex) or type(ex).__name__
-    return CelEvaluationError(f"{name}: {detail}")
-
-
 def _direct_call(name: str, overload: Overload, args: list[Fn]) -> Fn:
     """All candidate overloads share one implementation that dispatches on its own."""
     impl = overload.impl
-    cost = overload.cost
-    if overload.needs_context or cost is not None:
-        with_context = overload.needs_context
-        cost_with_context = costs.takes_context(cost)
+    if overload.needs_context or overload.cost is not None:
 
         def call_with_context(ctx: EvalContext) -> Any:
-            values = [a(ctx) for a in args]
-            try:
-                if cost is not None:
-                    ctx.charge(cost(ctx, *values) if cost_with_context else cost(*values))
-                result = impl(ctx, *values) if with_context else impl(*values)
-            except CelError:
-                raise
-            except _IMPL_ERRORS as ex:
-                raise _impl_error(name, ex) from ex
-            return charge_result(ctx, name, result)
+            return call_costed(ctx, name, overload, [a(ctx) for a in args])
 
         return call_with_context
     if len(args) == 1:
@@ -564,8 +585,8 @@ def _direct_call(name: str, overload: Overload, args: list[Fn]) -> Fn:
                 return impl(x)
             except CelError:
                 raise
-            except _IMPL_ERRORS as ex:
-                raise _impl_error(name, ex) from ex
+            except IMPL_ERRORS as ex:
+                raise impl_error(name, ex) from ex
 
         return call1
     if len(args) == 2:
@@ -577,8 +598,8 @@ def _direct_call(name: str, overload: Overload, args: list[Fn]) -> Fn:
                 return impl(x, y)
             except CelError:
                 raise
-            except _IMPL_ERRORS as ex:
-                raise _impl_error(name, ex) from ex
+            except IMPL_ERRORS as ex:
+                raise impl_error(name, ex) from ex
 
         return call2
 
@@ -588,41 +609,16 @@ def _direct_call(name: str, overload: Overload, args: list[Fn]) -> Fn:
             return impl(*values)
         except CelError:
             raise
-        except _IMPL_ERRORS as ex:
-            raise _impl_error(name, ex) from ex
+        except IMPL_ERRORS as ex:
+            raise impl_error(name, ex) from ex
 
     return call_n
-
-
-def charge_result(ctx: EvalContext, name: str, result: Any) -> Any:
-    """Count a value a costed library function built as the request's allocation; refuse a string
-    over :data:`celmut.cel.costs.MAX_STRING_BYTES`."""
-    cls = type(result)
-    if cls is str or cls is bytes:
-        costs.check_string_size(len(result), f"{name}()")
-        ctx.allocate(len(result) + 48)
-    elif cls is list or cls is dict:
-        ctx.allocate(costs.allocation_bytes(result))
-    return result
 
 
 def _dispatch_call(name: str, overloads: list[Overload], args: list[Fn]) -> Fn:
     """Pick the first overload whose parameter guards accept the runtime arguments."""
 
-    def dispatch(ctx: EvalContext) -> Any:
-        values = tuple(a(ctx) for a in args)
-        for overload in overloads:
-            if overload.accepts(values):
-                try:
-                    cost = overload.cost
-                    if cost is not None:
-                        ctx.charge(cost(ctx, *values) if costs.takes_context(cost) else cost(*values))
-                    result = overload.impl(ctx, *values) if overload.needs_context else overload.impl(*values)
-                except CelError:
-                    raise
-                except _IMPL_ERRORS as ex:
-                    raise _impl_error(name, ex) from ex
-                return charge_result(ctx, name, result) if cost is not None or overload.needs_context else result
-        raise no_such_overload(name, *values)
+    def dispatching(ctx: EvalContext) -> Any:
+        return dispatch(ctx, name, overloads, tuple(a(ctx) for a in args))
 
-    return dispatch
+    return dispatching

@@ -249,9 +249,8 @@ def _load(
     """The offline cluster, the resources (namespace defaulted), per resource whether celmut set its
     namespace, and the old objects (defaulted too)."""
     from celmut import kinds
-    from celmut.cli import kyverno_files
     from celmut.compile.pipeline import read_paths
-    from celmut.service import offline_authorizer
+    from celmut.service import kyverno_files, offline_authorizer
     from celmut.service.assembly import is_crd
     from celmut.service.offline import OfflineCluster
     from celmut.service.offline_context import ContextFileEntry, StaticGlobalContext, StaticImages

@@ -148,7 +148,7 @@ def _native(args: argparse.Namespace, documents: list[Document]) -> list[dict[st
 def _webhook_scopes(args: argparse.Namespace, opt_out_label: str) -> dict[str, dict[str, Any]]:
     """failurePolicy -> the namespace and object selectors celmut's webhook for it has with these settings
     (``celmut manifests``' and the chart's), which the controller copies into a generated MAP."""
-    from celmut.install.webhook_config import Bucket, WebhookSettings, webhook_entry
+    from celmut.install.webhook_config import WebhookSettings, map_scopes
 
     fail_excluded = ("kube-system",) if args.fail_exclude_namespace is None else args.fail_exclude_namespace
     settings = WebhookSettings(
@@ -157,11 +157,4 @@ def _webhook_scopes(args: argparse.Namespace, opt_out_label: str) -> dict[str, d
         fail_excluded_namespaces=tuple(n for n in fail_excluded if n),
         opt_out_label=opt_out_label,
     )
-    scopes: dict[str, dict[str, Any]] = {}
-    for failure_policy in ("Fail", "Ignore"):
-        entry = webhook_entry(Bucket(failure_policy, [], 10, "Never"), settings)
-        scopes[failure_policy] = {
-            "namespaceSelector": entry["namespaceSelector"],
-            "objectSelector": entry["objectSelector"] if opt_out_label else {},
-        }
-    return scopes
+    return map_scopes(settings)

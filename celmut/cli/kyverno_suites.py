@@ -5,7 +5,7 @@ without a namespace is in ``default``) are admitted in order over a cluster made
 ``clusterResources`` (``ClusterResource`` wrappers unwrapped), ``targetResources``,
 ``paramResources`` and the ``context`` file's resources; ``image.GetMetadata`` and
 ``globalContext.Get`` read the context file and ``globalContextEntries`` mocks
-(:mod:`celmut.cli.kyverno_files`); then mutateExisting policies scan the targets.
+(:mod:`celmut.service.kyverno_files`); then mutateExisting policies scan the targets.
 
 The rows follow ``cmd/cli/kubectl-kyverno/commands/test/output.go`` ``printTestResult`` and
 ``command.go`` ``checkResult``:
@@ -38,7 +38,7 @@ from typing import Any
 
 from celmut import kinds
 from celmut.cel.lookups import Authorizer
-from celmut.cli import kyverno_files, suite_compare, suite_json
+from celmut.cli import suite_compare, suite_json
 from celmut.cli.suite_rows import DIFF_MESSAGE, FAIL, NOT_EVALUATED, NOT_MATCHED, PASS, Row, TestRun, resource_name
 from celmut.cli.suite_spec import CaseSelector, ExpectedResult, Suite, load_suite
 from celmut.compile.pipeline import read_paths
@@ -47,6 +47,7 @@ from celmut.jsonutil import json_equal
 from celmut.policy.unsupported import KYVERNO_CLASSIC_GROUP, OTHER_ENGINES
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.runtime.results import PolicyOutcome
+from celmut.service import kyverno_files
 from celmut.service.assembly import is_crd
 from celmut.service.offline import OfflineCluster, ResourceRun
 from celmut.service.offline_context import ContextFileEntry, GlobalEntry, StaticGlobalContext, StaticImages

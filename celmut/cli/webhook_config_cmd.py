@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import yaml
 
@@ -35,6 +34,8 @@ from celmut.install.webhook_config import (
     chart_buckets,
     parse_label_selector,
     policy_rules,
+    read_ca_bundle,
+    validate_webhook_url,
     webhook_configuration,
 )
 from celmut.policy.selection import PolicySelection, PolicySelectorError
@@ -81,12 +82,9 @@ def _settings(args: argparse.Namespace) -> WebhookSettings:
         raise ValueError("give --service NAME or --url URL, not both")
     if not 1 <= args.timeout <= 30:
         raise ValueError(f"--timeout {args.timeout}: must be 1-30 seconds")
-    ca_bundle = None
-    if args.ca_bundle:
-        try:
-            ca_bundle = Path(args.ca_bundle).read_bytes()
-        except OSError as ex:
-            raise ValueError(f"{args.ca_bundle}: {ex.strerror}") from None
+    ca_bundle = read_ca_bundle(args.ca_bundle, "--ca-bundle") if args.ca_bundle else None
+    if args.url:
+        validate_webhook_url(args.url, "--url")
     excluded, fail_excluded = webhook_flags.excluded_namespaces(args)
     return WebhookSettings(
         service=None if args.url else (args.service or "celmut", args.namespace),

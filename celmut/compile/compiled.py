@@ -7,6 +7,7 @@ it came from so an evaluation error can name it (``spec.mutations[1].jsonPatch.e
 from __future__ import annotations
 
 import datetime
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -87,7 +88,7 @@ class CompiledPolicy:
     json_mode: bool = False  # spec.evaluation.mode JSON: mutates JSON documents, never admission requests
     definition: Any = field(default=None, compare=False, repr=False)  # the source model
 
-    @property
+    @functools.cached_property  # asked for every outcome of every request: made once
     def display_name(self) -> str:
         name = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{name} (autogen {self.autogen})" if self.autogen else name

@@ -24,6 +24,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from celmut import crashes
 from celmut.controller import webhook_flags
 from celmut.service import cluster_data_flags, flags
 
@@ -161,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
         tls = TlsConfig.from_environment(os.environ)
         webhook_rules = webhook_flags.rules_config(args)
+        tls = webhook_flags.tls_for_url(tls, webhook_rules)
         cluster = Cluster.connect(service.kubeconfig)
     except (ValueError, ClusterError) as ex:
         print(f"error: {ex}", file=sys.stderr)
@@ -235,6 +237,11 @@ def _run_forever(controller: object, args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    deaths = crashes.install(on_death=stop.set)  # a dead background thread stops the controller: exit 70
+
+    def not_ready() -> str:
+        return deaths.failure() or controller.not_ready()
+
     controller.start()
     status = None
     if args.metrics_port:
@@ -245,18 +252,18 @@ def _run_forever(controller: object, args: argparse.Namespace) -> int:
             material = certs.self_signed(Path(tempfile.mkdtemp(prefix="celmut-controller-tls-")), ["localhost"])
             cert, key = str(material.cert_file), str(material.key_file)
         status = serve_status(
-            status_app(controller.metrics, controller.not_ready), args.metrics_host, args.metrics_port, cert, key
+            status_app(controller.metrics, not_ready, deaths.failure), args.metrics_host, args.metrics_port, cert, key
         )
     log.info("controller running", extra={"identity": controller.config.identity, "dryRun": False})
     if sys.stderr.isatty():
         threading.Thread(target=_show_progress, args=(controller, stop), daemon=True).start()
     stop.wait()
-    if status is not None:
-        status.should_exit = True
     controller.stop()
+    if status is not None:
+        status.stop()
     if args.report:
         controller.report.write(args.report)
-    return 0
+    return crashes.EXIT_CODE if deaths.failure() else 0
 
 
 def _show_progress(controller: object, stop: threading.Event) -> None:

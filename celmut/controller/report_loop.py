@@ -187,9 +187,9 @@ class ReportLoop:
             self._scanning = due is None or bool(due)
         try:
             if due is None or due:
-                self.scanner.scan(None if due is None else sorted(due))
-                if self.scanner.incomplete:  # a resource could not be read: those policies again next pass
-                    self.scan_due(sorted(self.scanner.incomplete))
+                _, unfinished = self.scanner.scan(None if due is None else sorted(due))
+                if unfinished:  # a resource not listed yet (or forbidden): scanned again next pass
+                    self.scan_due(unfinished)
             self.scanner.rescan_changed()
             self._admission_errors()
             stats = self.write_once(limited=True) if write else FlushStats()

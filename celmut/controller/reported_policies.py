@@ -11,10 +11,12 @@ CREATE, as Kyverno's ``pkg/controllers/report/utils/scanner.go`` does (:func:`sc
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
+from celmut.policy.match import ResourceRule
 from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.runtime.report_results import (
     PROCESS_ADMISSION,
@@ -42,11 +44,16 @@ class ReportedPolicy:
 def watched_resources(policy: CompiledPolicy) -> set[tuple[str, str]]:
     """(apiVersion, plural) of each resource a policy's resourceRules name exactly (wildcards and
     subresources are not listed: Kyverno's background scan lists kinds, never ``*``)."""
-    out: set[tuple[str, str]] = set()
     rules = list(policy.match.resource_rules)
     for binding in policy.bindings:
         if binding.match is not None:
             rules += binding.match.resource_rules
+    return rule_resources(rules)
+
+
+def rule_resources(rules: Iterable[ResourceRule]) -> set[tuple[str, str]]:
+    """(apiVersion, plural) of each resource ``rules`` name exactly (no wildcard, no subresource)."""
+    out: set[tuple[str, str]] = set()
     for rule in rules:
         for group in rule.api_groups:
             for version in rule.api_versions:

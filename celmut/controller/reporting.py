@@ -27,6 +27,7 @@ from celmut.controller.reported_policies import ReportedPolicy, reported_policie
 from celmut.controller.triggers import policy_fingerprint
 from celmut.controller.violation_events import Violation, ViolationEvents
 from celmut.kube.admission_errors import AdmissionError
+from celmut.kube.cache import WatchedCache
 from celmut.kube.client import ClusterError
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
@@ -139,7 +140,6 @@ class BackgroundReports:
         self._arrived: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         self._relisted: set[tuple[str, str]] = set()
         self._fresher: set[tuple[str, str, str, str]] | None = None  # during a scan: rescanned meanwhile
-        self.incomplete: set[str] = set()  # policies whose last scan could not list everything (scan them again)
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
         self._evaluated = _Versions()
@@ -185,7 +185,9 @@ class BackgroundReports:
         return changed
 
     def _watch(self, api_version: str, resource: str) -> None:
-        cache = self.caches.cache(api_version, resource)
+        # never waits for the list: a reload must not be held up by one resource (a slow list, RBAC
+        # that forbids it: issue 38); what the list brings is scanned once it is in (scan)
+        cache = self.caches.cache(api_version, resource, wait=False)
         if cache is None:
             log.warning("cannot watch reported resource", extra={"resource": f"{resource}.{api_version}"})
             return
@@ -207,18 +209,18 @@ class BackgroundReports:
                     self._held.pop(str(uid), None)
                     self._successors.pop(str(uid))
                 return
+            if not self.caches.synced_now(api_version, resource):
+                return  # the first list, seen since the handler no longer waits for it: scan() covers it
             uid = str(metadata.get("uid") or "")
             # which change made this state: what the webhook's errors are matched against. The first
             # list's ADDED events are not creations (the object may have changed since it was created):
             # a CREATE's error is matched only to a creation the watch saw
-            creation = event == "ADDED" and self.caches.synced_now(api_version, resource)
+            creation = event == "ADDED"
             if uid and (creation or (event != "ADDED" and old is not None)):
                 before = "" if event == "ADDED" else _version(old or {})
                 self._successors.add(uid, before, _version(obj))
             current = self.caches.existing(api_version, resource)
             projected = current is not None and current.metadata_only
-            if projected and not creation and event == "ADDED" and not self.caches.synced_now(api_version, resource):
-                return  # the first list of a cache of metadata: the scans due read these objects a page at a time
             with self._lock:
                 operation = "CREATE" if event == "ADDED" else "UPDATE"
                 self._changed.setdefault(key, (operation, old if operation == "UPDATE" else None))
@@ -333,11 +335,14 @@ class BackgroundReports:
 
     # --- scans -----------------------------------------------------------------------------------
 
-    def scan(self, keys: list[str] | None = None) -> int:
-        """Scan every resource of the named policies (all when None); the number of evaluations. Each
-        resource is read once for all of them: from its cache, or, when the cache keeps only metadata, from
-        the API server a page at a time. A policy whose resources could not all be read keeps its earlier
-        results and is named in :attr:`incomplete` (to scan again)."""
+    def scan(self, keys: list[str] | None = None) -> tuple[int, list[str]]:
+        """Scan every resource of the named policies (all when None): the number of evaluations, and the
+        keys of the policies not scanned whole — a resource of theirs still being listed, or a list that
+        failed. Those keep their stored results (nothing is pruned on a partial view) and are due again. A
+        resource that is not served, or that celmut may not list (RBAC), has nothing to scan: once it can be
+        listed, the watch's events bring its objects to :meth:`rescan_changed`. Each resource is read once
+        for all the policies: from its cache, or, when the cache keeps only metadata, from the API server a
+        page at a time."""
         now = int(self.clock())
         due = [
             (key, policy)
@@ -357,8 +362,13 @@ class BackgroundReports:
         self._fresher = set()
         try:
             for (api_version, resource), scanned in sorted(by_resource.items()):
+                cache = self.caches.cache(api_version, resource, wait=False)
+                if cache is None or not cache.synced.is_set():
+                    if not (cache is None or cache.absent or cache.denied):
+                        failed.update(key for key, _ in scanned)  # still being listed: next pass
+                    continue
                 try:
-                    for page in self._pages(api_version, resource):
+                    for page in self._pages(cache, api_version, resource):
                         for obj in page:
                             evaluations += self._scan_one(api_version, resource, obj, scanned, now, seen)
                         # what changed meanwhile, evaluated now: the objects the watch delivered are held
@@ -377,8 +387,7 @@ class BackgroundReports:
             with self._lock:
                 kept = seen[key] | self._patched.get(key, set())
             self.writer.retain_resources(key, kept)
-        self.incomplete = failed
-        return evaluations
+        return evaluations, sorted(failed)
 
     def _scan_one(
         self,
@@ -400,12 +409,9 @@ class BackgroundReports:
             return 0
         return sum(self._record(policy, obj, now, seen[policy_key]) for policy_key, policy in scanned)
 
-    def _pages(self, api_version: str, resource: str) -> Iterator[list[dict[str, Any]]]:
+    def _pages(self, cache: WatchedCache, api_version: str, resource: str) -> Iterator[list[dict[str, Any]]]:
         """The stored objects of a resource, typed, a page at a time: its cache's, or from the API server
         when the cache keeps only their metadata."""
-        cache = self.caches.cache(api_version, resource)
-        if cache is None:
-            return
         if not cache.metadata_only:
             items = cache.items()
             for start in range(0, len(items), PAGE_SIZE):
@@ -434,8 +440,11 @@ class BackgroundReports:
         evaluations = 0
         for api_version, resource in sorted(relisted) if relist else []:  # too many changed at once: all again
             scanned = [p for p in self._policies.values() if (api_version, resource) in p.resources]
+            cache = self.caches.cache(api_version, resource, wait=False)
+            if cache is None or not cache.synced.is_set():
+                continue
             try:
-                for page in self._pages(api_version, resource):
+                for page in self._pages(cache, api_version, resource):
                     for obj in page:
                         for policy in (p for p in scanned if not p.admission_only):
                             evaluations += self._record(policy, obj, now, None)

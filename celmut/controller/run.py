@@ -49,6 +49,7 @@ from celmut.controller.status import ControllerMetrics
 from celmut.controller.sweeps import Sweeper
 from celmut.controller.trigger_watch import TriggerWatch
 from celmut.controller.triggers import OwnWrites, trigger_resources
+from celmut.controller.unreadable import UnreadableResources
 from celmut.controller.unresolved import UnresolvedTargets
 from celmut.controller.webhook_rules import WebhookRulesConfig, WebhookRulesWriter
 from celmut.controller.workers import Workers
@@ -191,6 +192,8 @@ class Controller:
         )
         self.sweeper.room = lambda: self.queue.wait_for_room(self.queue_bound, self._stop)
         self.triggers = self._trigger_watch()
+        # policies naming a resource the controller may not read (RBAC) say so (leader only)
+        self.unreadable = UnreadableResources(cluster) if not config.dry_run else None
         # Self-managed webhook TLS: the leader keeps the webhook's certificates valid.
         self.tls = TlsManager(cluster, config.tls) if config.tls is not None and not config.dry_run else None
         self.tracing = tracing.from_environment("celmut-controller")  # None: off (OTEL_* variables)
@@ -366,6 +369,12 @@ class Controller:
         """(targets processed since the last scan was queued, targets it queued)."""
         return self.triggers.scan_progress()
 
+    def report_unreadable(self) -> None:
+        """The leader states on each policy whether the controller may read what it names."""
+        loaded = self._loaded
+        if self.unreadable is not None and loaded is not None and self.is_leader():
+            self.unreadable.report(loaded.all.policies, self.caches.unreadable(), self.policy_source)
+
     def _leadership_changed(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
         if leading:
@@ -386,6 +395,7 @@ class Controller:
             try:
                 changed = self.reload()
                 self.global_context.flush_status()  # entries' outcomes not written before (standby, start)
+                self.report_unreadable()
                 if changed and self.is_leader():
                     self.scan(changed, reason="policy")
                 if next_scan is not None and time.monotonic() >= next_scan:

@@ -68,11 +68,17 @@ class ControllerMetrics:
         return generate_latest(self.registry)
 
 
-def status_app(metrics: ControllerMetrics, not_ready: Callable[[], str]) -> FastAPI:
+def status_app(
+    metrics: ControllerMetrics, not_ready: Callable[[], str], dead: Callable[[], str] = lambda: ""
+) -> FastAPI:
+    """``dead``: why the process is no longer alive (a background thread died), else empty."""
     app = FastAPI(title="celmut controller", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/healthz")
     async def healthz() -> Response:
+        problem = dead()
+        if problem:
+            return Response(f"not alive: {problem}", status_code=503, media_type="text/plain")
         return Response("ok", media_type="text/plain")
 
     @app.get("/readyz")
@@ -89,11 +95,24 @@ def status_app(metrics: ControllerMetrics, not_ready: Callable[[], str]) -> Fast
     return app
 
 
-def serve_status(app: FastAPI, host: str, port: int, cert: str, key: str) -> uvicorn.Server:
-    """Start the status endpoint on a daemon thread; returns the server (``should_exit`` stops it)."""
-    config = uvicorn.Config(
-        app, host=host, port=port, ssl_certfile=cert, ssl_keyfile=key, log_config=None, access_log=False
-    )
-    server = uvicorn.Server(config)
-    threading.Thread(target=server.run, name="celmut-controller-status", daemon=True).start()
-    return server
+class StatusServer:
+    """The status endpoint, served on a daemon thread until :meth:`stop`."""
+
+    def __init__(self, app: FastAPI, host: str, port: int, cert: str, key: str) -> None:
+        config = uvicorn.Config(
+            app, host=host, port=port, ssl_certfile=cert, ssl_keyfile=key, log_config=None, access_log=False
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="celmut-controller-status", daemon=True)
+        self.thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving and wait for the thread: its event loop must be closed before the interpreter
+        finalises (a loop still running in C then crashed the process, exit -11, about one stop in ten)."""
+        self.server.should_exit = True
+        self.thread.join(timeout)
+
+
+def serve_status(app: FastAPI, host: str, port: int, cert: str, key: str) -> StatusServer:
+    """Start the status endpoint on a daemon thread."""
+    return StatusServer(app, host, port, cert, key)

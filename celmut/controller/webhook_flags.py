@@ -3,18 +3,42 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import urllib.parse
 from typing import TYPE_CHECKING
 
-from celmut.install.webhook_config import FAILURE_POLICIES, REINVOCATION_POLICIES, WebhookSettings, parse_label_selector
+from celmut.install.webhook_config import (
+    FAILURE_POLICIES,
+    REINVOCATION_POLICIES,
+    WebhookSettings,
+    parse_label_selector,
+    read_ca_bundle,
+    validate_webhook_url,
+)
 
 if TYPE_CHECKING:  # the Kubernetes client loads only when the controller runs, not for --help
     from celmut.controller.webhook_rules import WebhookRulesConfig
+    from celmut.kube.tls_manager import TlsConfig
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("managed webhook configuration (the leader keeps its rules in line with the policies)")
     group.add_argument("--manage-webhook-configuration", metavar="NAME", default="", help="its name (default: off)")
     group.add_argument("--webhook-service", metavar="NAME", default="celmut", help="the webhook Service (celmut)")
+    group.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        default="",
+        help="the webhook served outside the cluster at https://host[:port][/path] instead of the Service "
+        "(Kyverno's --serverIP); the self-managed certificate then names that host too",
+    )
+    group.add_argument(
+        "--webhook-ca-bundle",
+        metavar="FILE",
+        default="",
+        help="the PEM CA bundle written into the configuration, for a webhook whose certificate celmut does "
+        "not issue (not with self-managed TLS, which writes its own CA)",
+    )
     group.add_argument("--webhook-namespace", metavar="NS", default="celmut", help="celmut's namespace (celmut)")
     group.add_argument("--webhook-failure-policy", choices=FAILURE_POLICIES, default="Ignore")
     group.add_argument("--webhook-reinvocation-policy", choices=REINVOCATION_POLICIES, default="Never")
@@ -50,8 +74,12 @@ def rules_config(args: argparse.Namespace) -> WebhookRulesConfig | None:
         annotations[key] = value
     given = args.webhook_fail_exclude_namespace
     fail_excluded = ["kube-system"] if given is None else [n for item in given for n in item.split(",")]
+    url = validate_webhook_url(args.webhook_url, "--webhook-url") if args.webhook_url else None
+    ca_bundle = read_ca_bundle(args.webhook_ca_bundle, "--webhook-ca-bundle") if args.webhook_ca_bundle else None
     settings = WebhookSettings(
-        service=(args.webhook_service, args.webhook_namespace),
+        service=None if url else (args.webhook_service, args.webhook_namespace),
+        url=url,
+        ca_bundle=ca_bundle,
         own_namespace=args.webhook_namespace,
         failure_policy=args.webhook_failure_policy,
         reinvocation_policy=args.webhook_reinvocation_policy,
@@ -69,3 +97,17 @@ def rules_config(args: argparse.Namespace) -> WebhookRulesConfig | None:
         owner_cluster_role=args.webhook_owner_clusterrole,
         annotations=annotations,
     )
+
+
+def tls_for_url(tls: TlsConfig | None, rules: WebhookRulesConfig | None) -> TlsConfig | None:
+    """Self-managed TLS for a webhook served at ``--webhook-url``: its certificate names the URL's host
+    too. ValueError when ``--webhook-ca-bundle`` is given as well: two writers of the bundle would undo
+    each other's writes."""
+    if tls is None or rules is None:
+        return tls
+    if rules.settings.ca_bundle is not None:
+        raise ValueError(
+            "--webhook-ca-bundle: self-managed TLS (CELMUT_TLS_SECRET) writes its own CA bundle; give one or the other"
+        )
+    host = urllib.parse.urlsplit(rules.settings.url).hostname if rules.settings.url else None
+    return dataclasses.replace(tls, extra_hosts=(host,)) if host else tls

@@ -19,18 +19,16 @@ cert-manager's injection) is carried over from the stored object.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from celmut.controller.policy_conditions import PolicyConditions
 from celmut.install import managed_webhooks
 from celmut.install.webhook_config import WebhookSettings
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
-from celmut.kube.events import post_event
-from celmut.kube.policy_status import update_status
 
 if TYPE_CHECKING:
     from celmut.compile.compiled import CompiledPolicy
@@ -41,7 +39,6 @@ log = logging.getLogger("celmut.controller")
 Obj = dict[str, Any]
 CONFIGURATIONS = ("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations")
 CONDITION_TYPE = "celmut.io/WebhookRegistered"
-_RESOURCES = {"MutatingPolicy": "mutatingpolicies", "NamespacedMutatingPolicy": "namespacedmutatingpolicies"}
 
 
 @dataclass
@@ -81,7 +78,7 @@ class WebhookRulesWriter:
         self.config = config
         self.writes = 0  # creates and replaces issued (a metric, and what the burst test bounds)
         self._next = 0.0
-        self._reported: dict[tuple[str, str, str], str] = {}  # policy -> message reported (once per change)
+        self._conditions = PolicyConditions(cluster, CONDITION_TYPE, "ResourceNotServed", "WebhookNotRegistered")
         self._foreign = False  # an object of that name is someone else's (logged once)
 
     def due(self) -> bool:
@@ -182,33 +179,7 @@ class WebhookRulesWriter:
     def _report(self, unregistered: list[managed_webhooks.Unregistered], source: ClusterPolicySource | None) -> None:
         """A condition on each cluster policy whose rules are not all registered, and a Warning Event once
         per change; the condition goes once they are."""
-        if source is None:
-            return
-        now = {(u.kind, u.namespace, u.name): u.message for u in unregistered}
-        for kind, resource in _RESOURCES.items():
-            for obj in source.objects_of(kind):
-                meta = obj.get("metadata") or {}
-                key = (kind, str(meta.get("namespace") or ""), str(meta.get("name")))
-                message = now.get(key, "")
-                if self._reported.get(key, "") == message:
-                    continue
-                try:
-                    update_status(self.cluster, obj, resource, functools.partial(_condition_patch, message=message))
-                    if message:
-                        post_event(
-                            self.cluster,
-                            {**obj, "kind": kind},
-                            reason="WebhookNotRegistered",
-                            message=message,
-                            component="celmut-controller",
-                            warning=True,
-                        )
-                except NotFound:
-                    continue
-                except ClusterError as ex:
-                    log.warning("could not report a policy's webhook rules", extra={"policy": key[2], "error": str(ex)})
-                    continue
-                self._reported[key] = message
+        self._conditions.report({(u.kind, u.namespace, u.name): u.message for u in unregistered}, source)
 
 
 def _carry_over(current: Mapping[str, Any], desired: Obj) -> None:
@@ -222,24 +193,3 @@ def _carry_over(current: Mapping[str, Any], desired: Obj) -> None:
     annotations = {**stored, **desired["metadata"].get("annotations", {})}
     if annotations:
         desired["metadata"]["annotations"] = annotations
-
-
-def _condition_patch(current: Obj, message: str) -> Obj | None:
-    status = current.get("status") or {}
-    holder = status.get("conditionStatus") or {}
-    conditions = [c for c in holder.get("conditions") or [] if isinstance(c, dict)]
-    mine = next((c for c in conditions if c.get("type") == CONDITION_TYPE), None)
-    others = [c for c in conditions if c is not mine]
-    if not message:
-        return None if mine is None else {"status": {"conditionStatus": {"conditions": others}}}
-    if mine is not None and mine.get("message") == message:
-        return None
-    condition = {
-        "type": CONDITION_TYPE,
-        "status": "False",
-        "reason": "ResourceNotServed",
-        "message": message,
-        "observedGeneration": (current.get("metadata") or {}).get("generation", 0),
-        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    return {"status": {"conditionStatus": {"conditions": [*others, condition]}}}

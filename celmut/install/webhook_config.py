@@ -24,8 +24,10 @@ tests compare them with ``helm template``):
 from __future__ import annotations
 
 import base64
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -86,6 +88,48 @@ def parse_label_selector(text: str | None, what: str) -> dict[str, Any]:
                 f"{what}: matchExpressions[{index}].operator must be one of {', '.join(SELECTOR_OPERATORS)}"
             )
     return selector
+
+
+def validate_webhook_url(url: str, what: str) -> str:
+    """``url`` when the API server would take it as a webhook's ``clientConfig.url``, else ValueError
+    naming ``what``: Kubernetes' ``ValidateWebhookURL`` (k8s.io/apiserver/pkg/util/webhook/validation.go,
+    https forced): the scheme https, a host, no user information, fragment or query."""
+    form = "; desired format: https://host[/path]"
+    try:
+        parsed = urllib.parse.urlsplit(url)
+        parsed.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError as ex:
+        raise ValueError(f"{what} {url!r}: url must be a valid URL: {ex}{form}") from None
+    problems = []
+    if parsed.scheme != "https":
+        problems.append(f"'https' is the only allowed URL scheme{form}")
+    if not parsed.hostname:
+        problems.append(f"host must be specified{form}")
+    if parsed.username is not None or parsed.password is not None:
+        problems.append("user information is not permitted in the URL")
+    if parsed.fragment:
+        problems.append("fragments are not permitted in the URL")
+    if parsed.query:
+        problems.append("query parameters are not permitted in the URL")
+    if problems:
+        raise ValueError(f"{what} {url!r}: " + "; ".join(problems))
+    return url
+
+
+def read_ca_bundle(path: str, what: str) -> bytes:
+    """The PEM certificates of ``path``, for ``clientConfig.caBundle``; ValueError naming ``what`` when the
+    file cannot be read or holds no certificate (the API server refuses such a bundle: ValidateCABundle)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as ex:
+        raise ValueError(f"{what} {path}: {ex.strerror}") from None
+    from cryptography import x509  # only here: `celmut --version` and --help load no cryptography
+
+    try:
+        x509.load_pem_x509_certificates(data)
+    except ValueError:
+        raise ValueError(f"{what} {path}: not PEM certificates") from None
+    return data
 
 
 @dataclass(frozen=True)
@@ -204,6 +248,21 @@ def webhook_entry(bucket: Bucket, settings: WebhookSettings) -> Obj:
         "namespaceSelector": namespace_selector,
         "objectSelector": {"matchExpressions": [{"key": settings.opt_out_label, "operator": "DoesNotExist"}]},
     }
+
+
+def map_scopes(settings: WebhookSettings) -> dict[str, Obj]:
+    """failurePolicy -> the namespace and object selectors celmut's webhook for it has with
+    ``settings``, which a generated MutatingAdmissionPolicy copies (``compile --to-map``, the
+    playground; the controller reads them from the live configuration). An empty ``opt_out_label``
+    leaves the object selector out."""
+    scopes: dict[str, Obj] = {}
+    for failure_policy in ("Fail", "Ignore"):
+        entry = webhook_entry(Bucket(failure_policy, [], 10, "Never"), settings)
+        scopes[failure_policy] = {
+            "namespaceSelector": entry["namespaceSelector"],
+            "objectSelector": entry["objectSelector"] if settings.opt_out_label else {},
+        }
+    return scopes
 
 
 def webhook_configuration(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.kube.client import Cluster, ClusterError, Gone, NotFound
+from celmut.kube.client import Cluster, ClusterError, Forbidden, Gone, NotFound
 
 log = logging.getLogger("celmut.kube")
 
@@ -138,6 +138,7 @@ class WatchedCache:
         self.synced = threading.Event()
         self._settled = threading.Event()  # listed once, or found not served
         self.absent = False  # the API server does not serve this resource
+        self.denied = ""  # why celmut may not list or watch it (403: RBAC), while that lasts
         self.overflowed = False
         self.resource_version = ""
         self.generation = 0  # bumped on every change: a cheap fingerprint
@@ -163,9 +164,15 @@ class WatchedCache:
         self._stop.set()
 
     def wait_synced(self, timeout: float) -> bool:
-        """True once the first list is in (or the resource turned out not to be served)."""
+        """True once the first list is in (or the resource turned out not to be served). A list that is
+        forbidden ends the wait at once (False): no caller waits on RBAC that may never come."""
         self._settled.wait(timeout)
         return self.synced.is_set() or self.absent
+
+    @property
+    def settled(self) -> bool:
+        """Listed, found not served, or found forbidden: nothing more to wait for."""
+        return self.synced.is_set() or self.absent or bool(self.denied)
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -310,6 +317,9 @@ class WatchedCache:
                     self._relist()
                     need_list = False
                     self.absent = False
+                    if self.denied:
+                        log.info("allowed to list the resource now", extra={"resource": self.resource})
+                    self.denied = ""
                     self.synced.set()
                     self._settled.set()
                 for event in self.cluster.watch(
@@ -338,6 +348,16 @@ class WatchedCache:
                 self._settled.set()
                 need_list = True
                 self._stop.wait(30.0)
+            except Forbidden as ex:
+                # RBAC: no waiter is held up by it (the policies that name the resource say so in their
+                # status, controller/unreadable.py); tried again with backoff, for a role granted later
+                if not self.denied:
+                    log.warning("not allowed to list or watch", extra={"resource": self.resource, "error": str(ex)})
+                self.denied = ex.message
+                self._settled.set()
+                need_list = True
+                self._stop.wait(backoff * (0.5 + jitter.random()))
+                backoff = min(backoff * 2, self.max_backoff)
             except ClusterError as ex:
                 log.warning("watch interrupted; retrying", extra={"resource": self.resource, "error": str(ex)})
                 self._stop.wait(backoff * (0.5 + jitter.random()))

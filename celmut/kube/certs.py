@@ -1,10 +1,13 @@
 """TLS material: a CA and the serving certificates it signs, in memory (:func:`new_ca`, :func:`issue`)
-or written to files for development (``--self-signed``: :func:`self_signed`)."""
+or written to files for development (``--self-signed``: :func:`self_signed`), and the check that
+files given by ``--tls-cert``/``--tls-key`` can be served (:func:`check_tls_files`)."""
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +15,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from celmut.errors import ConfigurationError
 
 BACKDATE = datetime.timedelta(minutes=5)  # tolerate clocks slightly behind ours
 
@@ -125,3 +130,21 @@ def self_signed(directory: Path, hosts: list[str], *, days: int = 365) -> Servin
     paths.key_file.write_bytes(serving.key_pem)
     paths.key_file.chmod(0o600)
     return paths
+
+
+def check_tls_files(cert: str, key: str) -> None:
+    """Fail at start, with the file named, when the certificate or key cannot be served (missing,
+    unreadable, not PEM, a key that does not match) — not later inside uvicorn with a traceback."""
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except FileNotFoundError as ex:
+        missing = ex.filename or (cert if not os.path.exists(cert) else key)
+        raise ConfigurationError(f"--tls-cert/--tls-key: {missing}: no such file") from None
+    except ssl.SSLError:
+        try:
+            ssl.create_default_context().load_verify_locations(cafile=cert)
+        except ssl.SSLError:
+            raise ConfigurationError(f"--tls-cert {cert}: not a PEM certificate") from None
+        raise ConfigurationError(f"--tls-key {key}: not a PEM private key of the certificate {cert}") from None
+    except OSError as ex:
+        raise ConfigurationError(f"--tls-cert {cert} / --tls-key {key}: {ex.strerror or ex}") from None

@@ -53,6 +53,10 @@ class NotFound(ClusterError):
     pass
 
 
+class Forbidden(ClusterError):
+    """403: celmut's identity may not do this (RBAC); the message names the verb and resource."""
+
+
 class Conflict(ClusterError):
     pass
 
@@ -72,7 +76,7 @@ class Unreachable(ClusterError):
     pass
 
 
-_BY_STATUS = {404: NotFound, 409: Conflict, 410: Gone, 429: TooManyRequests}
+_BY_STATUS = {403: Forbidden, 404: NotFound, 409: Conflict, 410: Gone, 429: TooManyRequests}
 
 
 def error_from(status: int, body: bytes) -> ClusterError:

@@ -147,7 +147,13 @@ class CacheSet:
             return list(self._caches.values())
 
     def synced(self) -> bool:
-        return all(c.synced.is_set() or c.absent for c in self.caches())
+        """Every cache has listed once, or cannot be (not served, forbidden): a resource celmut may not
+        read holds up no one's readiness, only the policies that name it (they say so)."""
+        return all(c.settled for c in self.caches())
+
+    def unreadable(self) -> dict[tuple[str, str], str]:
+        """(apiVersion, resource) -> why celmut may not list or watch it, for each cache forbidden now."""
+        return {(c.api_version, c.resource): c.denied for c in self.caches() if c.denied}
 
     def stop(self) -> None:
         for cache in self.caches():

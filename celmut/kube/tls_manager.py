@@ -57,12 +57,15 @@ class TlsConfig:
     webhook_configuration: str
     certificate_days: int = 365
     ca_days: int = 3650
+    extra_hosts: tuple[str, ...] = ()  # the host of --webhook-url: a webhook served outside the cluster
 
     @property
     def hosts(self) -> list[str]:
-        """The names the API server may use for the Service (it uses ``<service>.<namespace>.svc``)."""
+        """The names the API server may use for the Service (it uses ``<service>.<namespace>.svc``), and
+        the host of the webhook's URL when it is served elsewhere (an IP address becomes an IP SAN, as
+        Kyverno's --serverIP does)."""
         svc = f"{self.service}.{self.namespace}.svc"
-        return [svc, self.service, f"{self.service}.{self.namespace}", f"{svc}.cluster.local"]
+        return [svc, self.service, f"{self.service}.{self.namespace}", f"{svc}.cluster.local", *self.extra_hosts]
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> TlsConfig | None:
@@ -188,7 +191,9 @@ class TlsManager:
         try:
             configuration = self.cluster.get(*WEBHOOK_CONFIGURATIONS, "", name)
         except NotFound:
-            log.info("webhook configuration not found; its CA bundle is set once it exists", extra={"name": name})
+            log.info(
+                "webhook configuration not found; its CA bundle is set once it exists", extra={"configuration": name}
+            )
             return
         patch: list[dict[str, Any]] = []
         for index, webhook in enumerate(configuration.get("webhooks") or []):
@@ -198,7 +203,7 @@ class TlsManager:
         if patch:
             self.cluster.patch(*WEBHOOK_CONFIGURATIONS, "", name, patch)
             changed.append(f"MutatingWebhookConfiguration/{name}")
-            log.info("webhook CA bundle updated", extra={"name": name})
+            log.info("webhook CA bundle updated", extra={"configuration": name})
 
     def _ensure_serving(self, ca: certs.KeyPair, bundle: bytes, now: datetime.datetime, changed: list[str]) -> None:
         secret = self._read_secret(self.config.secret)

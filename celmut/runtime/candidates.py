@@ -65,6 +65,18 @@ class PolicyIndex:
         self.policies = list(policies)
         self.max_keys = max_keys
         self._memo: dict[tuple[RequestKey, str | None], tuple[CompiledPolicy, ...]] = {}
+        self._plans: dict[tuple[RequestKey, str | None], tuple[tuple[CompiledPolicy, bool], ...]] = {}
+
+    def plan(self, key: RequestKey, failure_policy: str | None = None) -> tuple[tuple[CompiledPolicy, bool], ...]:
+        """Every policy of the webhook group, in evaluation order, each with whether it may select
+        this kind of request (what an engine that reports every policy's outcome walks)."""
+        memo_key = (key, failure_policy)
+        found = self._plans.get(memo_key)
+        if found is None:
+            found = tuple((p, may_select(p.match, key)) for p in self.policies if in_group(p, failure_policy))
+            if len(self._plans) < self.max_keys:  # concurrent misses compute the same answer
+                self._plans[memo_key] = found
+        return found
 
     def candidates(self, key: RequestKey, failure_policy: str | None = None) -> tuple[CompiledPolicy, ...]:
         """In evaluation order; ``failure_policy`` keeps only the policies of that webhook group (:func:`in_group`)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from celmut import cel
@@ -10,6 +11,7 @@ from celmut.compile.compiled import CompiledPolicy
 from celmut.runtime import decode, matching, ownership
 from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.request import AdmissionInput
+from celmut.runtime.shared import SharedValues
 
 
 class RequestContext:
@@ -23,8 +25,10 @@ class RequestContext:
         services: cel.Services | None = None,
         *,
         explain: bool = False,
+        shared: SharedValues | None = None,
     ) -> None:
         self.options = options
+        self.shared = shared  # the values of the expressions several policies share (runtime/shared.py)
         self.explain = explain  # keep each mutation's result (PolicyOutcome.steps)
         self.request = request
         self.budget = budget
@@ -47,9 +51,11 @@ class RequestContext:
         self.controlled_replicaset = ownership.controlled_replicaset(request.subject)
 
     @classmethod
-    def for_request(cls, options: AdmissionOptions, request: AdmissionInput) -> RequestContext:
+    def for_request(
+        cls, options: AdmissionOptions, request: AdmissionInput, shared: SharedValues | None = None
+    ) -> RequestContext:
         """A context with a fresh budget of the options' timeout (mutateExisting: one per trigger or target)."""
-        return cls(options, request, cel.Budget.with_timeout(options.timeout_seconds))
+        return cls(options, request, cel.Budget.with_timeout(options.timeout_seconds), shared=shared)
 
     def namespace_object(self) -> Any:
         request = self.request
@@ -87,8 +93,11 @@ class RequestContext:
             shared = self._plain[1]
             shared.with_object(current)  # the previous policy's mutations pointed it at their results
             return shared
+        variables: Mapping[str, Any] = policy.variables
+        if variables and self.shared is not None:
+            variables = self.shared.variables(variables)
         derived = self._base_activation.derive(
-            object=current, params=params, exceptions=exceptions, variables=policy.variables
+            object=current, params=params, exceptions=exceptions, variables=variables
         )
         if plain:
             self._plain = (current, derived)

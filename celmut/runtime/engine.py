@@ -29,6 +29,7 @@ final patch over that size: the API server stores no object larger than its requ
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -38,8 +39,9 @@ import orjson
 from celmut import cel
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledException, CompiledPolicy, CompiledPolicySet
+from celmut.jsonutil import PointerTokens
 from celmut.runtime import matching
-from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, in_group, request_key
+from celmut.runtime.candidates import ExceptionIndex, PolicyIndex, admits, request_key
 from celmut.runtime.context import RequestContext
 from celmut.runtime.evaluate import PolicyEvaluator
 from celmut.runtime.mutated_by import Recorder
@@ -47,6 +49,7 @@ from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import AdmissionResult, PolicyOutcome
+from celmut.runtime.shared import SharedExpressions
 
 __all__ = ["AdmissionEngine", "AdmissionOptions"]
 
@@ -81,11 +84,23 @@ class AdmissionEngine:
         # decided by the request's kind alone: visited through the index (report_unselected off) they match
         matched_by_kind = [p for p in self.index.policies if matching.decided_by_kind(p.match)]
         self._exception_index = ExceptionIndex(self.exceptions)
-        self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind)
+        shared = SharedExpressions(p for p in self.policies if admits(p) or p.mutate_existing)
+        self.evaluator = PolicyEvaluator(self.options, self._exception_index, matched_by_kind, shared)
+        # Of those, the ones a request whose kind they do not name skips for that reason alone, unless it
+        # is a ReplicaSet its Deployment controls or comes from celmut's background controller (the
+        # prechecks before the kind's, PolicyEvaluator._precheck; a NamespacedMutatingPolicy checks its
+        # namespace first): reporting every policy (report_unselected), their outcome is made without a visit.
+        self._unselected_by_kind = frozenset(id(p) for p in matched_by_kind if p.kind != "NamespacedMutatingPolicy")
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
         self._recorder = Recorder(self.options.record_provenance, opted_in)
 
     # --- public ------------------------------------------------------------------------------------
+
+    @property
+    def pointer_tokens(self) -> PointerTokens:
+        """The JSON pointers this engine's patches hold, each split once (for whoever walks them
+        again: the webhook's audit annotations)."""
+        return self.evaluator.pointers
 
     def admit(
         self,
@@ -112,16 +127,32 @@ class AdmissionEngine:
         outcomes: list[PolicyOutcome] = []
         warnings: list[str] = []
         audit: dict[str, str] = {}
-        context = RequestContext(self.options, request, budget, services or self.options.services, explain=explain)
+        context = RequestContext(
+            self.options, request, budget, services or self.options.services, explain=explain,
+            shared=self.evaluator.shared.memo(),
+        )  # fmt: skip
         reinvoke: list[CompiledPolicy] = []
-        started = time.perf_counter()
-        for policy in self._policies_for(request, failure_policy):
-            for outcome, mutated in self.evaluator.admit(policy, context, current):
+        clock, evaluate, append = time.perf_counter, self.evaluator.admit, outcomes.append  # per policy
+        started = clock()
+        spent = budget.spent  # each outcome's CEL cost: what the budget lost since the previous one
+        background = request.user_info.get("username") in self.options.background_usernames
+        unselected_by_kind = () if context.controlled_replicaset or background else self._unselected_by_kind
+        for policy, selected in self._plan(request, failure_policy):
+            by_kind = id(policy) in unselected_by_kind  # nothing but its kind decides whether it sees the request
+            if not selected and by_kind:
+                outcome = unselected(policy)  # skipped: no error, audit or reinvocation to look at
+                finished = clock()
+                outcome.seconds = finished - started  # its cost stays 0: nothing was evaluated
+                started = finished
+                append(outcome)
+                continue
+            for outcome, mutated in evaluate(policy, context, current, by_kind):
                 current = mutated
-                finished = time.perf_counter()  # each outcome's time runs from the previous one's end
+                finished = clock()  # each outcome's time runs from the previous one's end
                 outcome.seconds = finished - started
                 started = finished
-                outcomes.append(outcome)
+                outcome.cost, spent = budget.spent - spent, budget.spent
+                append(outcome)
                 if outcome.status == "error":
                     if outcome.failure_policy == "Fail":
                         return AdmissionResult.denied(
@@ -137,6 +168,7 @@ class AdmissionEngine:
                 for outcome, mutated in self.evaluator.admit(policy, context, current):
                     current = mutated
                     outcome.reinvoked = True
+                    outcome.cost, spent = budget.spent - spent, budget.spent
                     outcomes.append(outcome)
                     if outcome.status == "error" and outcome.failure_policy == "Fail":
                         return AdmissionResult.denied(
@@ -176,8 +208,24 @@ class AdmissionEngine:
             audit_annotations=audit,
         )
 
-    def _policies_for(self, request: AdmissionInput, failure_policy: str | None) -> Sequence[CompiledPolicy]:
-        """The admission policies to visit, in order (``failure_policy``: only those of that webhook group)."""
+    def _plan(self, request: AdmissionInput, failure_policy: str | None) -> Iterable[tuple[CompiledPolicy, bool]]:
+        """The admission policies to consider, in order (``failure_policy``: only those of that webhook
+        group), each with whether its resource rules name this kind of request: the candidates alone,
+        unless the engine reports every policy's outcome."""
+        key = request_key(request)
         if not self.options.report_unselected:
-            return self.index.candidates(request_key(request), failure_policy)
-        return [p for p in self.policies if admits(p) and in_group(p, failure_policy)]
+            return zip(self.index.candidates(key, failure_policy), itertools.repeat(True))
+        return self.index.plan(key, failure_policy)
+
+
+def unselected(policy: CompiledPolicy) -> PolicyOutcome:
+    """The outcome of a policy whose resource rules do not name the request's kind, when nothing but
+    its kind decides (:attr:`AdmissionEngine._unselected_by_kind`): what the evaluator's
+    ``matchConstraints`` precheck answers."""
+    return PolicyOutcome(
+        policy.display_name, policy.kind, "skipped", matching.NO_RULE_MATCHES,
+        failure_policy=policy.failure_policy, cause="matchConstraints", cause_name=_RULES_FIELD,
+    )  # fmt: skip
+
+
+_RULES_FIELD = matching.REASON_FIELDS[matching.NO_RULE_MATCHES]

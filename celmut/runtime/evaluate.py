@@ -19,6 +19,7 @@ from typing import Any
 
 from celmut import cel
 from celmut.compile.compiled import CompiledBinding, CompiledExpression, CompiledPolicy
+from celmut.jsonutil import PointerTokens
 from celmut.runtime import matching, ownership, semantics
 from celmut.runtime.candidates import ExceptionIndex, RequestKey, may_select, request_key
 from celmut.runtime.context import RequestContext
@@ -29,6 +30,7 @@ from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.params import resolve_params
 from celmut.runtime.results import Cause, MutationStep, PolicyOutcome, Status
 from celmut.runtime.semantics import Semantics
+from celmut.runtime.shared import SharedExpressions, SharedValues
 
 __all__ = ["ADMISSION", "MUTATE_EXISTING", "Evaluation", "Pass", "PolicyEvaluator", "condition_reason"]
 
@@ -53,6 +55,7 @@ class Pass:
 
 ADMISSION = Pass("match_conditions", "matchCondition", True, True, True, False)
 MUTATE_EXISTING = Pass("target_match_conditions", "targetMatchCondition", False, False, False, True)
+_NOT_SKIPPED: tuple[Cause, str] = ("", "")
 _MAX_KIND_ANSWERS = 1 << 14  # PolicyEvaluator._selects: (policy, request kind) answers remembered
 
 
@@ -60,13 +63,19 @@ def condition_reason(condition: CompiledExpression, field: str = "matchCondition
     return f"{field} {condition.name!r} is false"
 
 
-def false_condition(conditions: Sequence[CompiledExpression], activation: cel.Activation) -> CompiledExpression | None:
+def false_condition(
+    conditions: Sequence[CompiledExpression], activation: cel.Activation, shared: SharedValues | None = None
+) -> CompiledExpression | None:
     """The first condition that is false (None when all are true); raises when one errs and none is
-    false, as Kubernetes' matchConditions do."""
+    false, as Kubernetes' matchConditions do. ``shared``: the request's values of the conditions several
+    policies share (:mod:`celmut.runtime.shared`)."""
     error: PolicyFailure | None = None
     for condition in conditions:
         try:
-            value = condition.program.evaluate(activation)
+            if shared is None:
+                value = condition.program.evaluate(activation)
+            else:
+                value = shared.evaluate(condition.program, activation)
         except cel.CelError as ex:
             error = error or expression_error(condition, ex)
             continue
@@ -97,9 +106,15 @@ class PolicyEvaluator:
         options: AdmissionOptions,
         exceptions: ExceptionIndex,
         matched_by_kind: Sequence[CompiledPolicy] = (),
+        shared: SharedExpressions | None = None,
     ) -> None:
         self.options = options
         self._exceptions = exceptions
+        self._any_exception = bool(exceptions)  # most clusters: none, and the hot path skips them
+        self.shared = shared or SharedExpressions(())  # the expressions several policies carry
+        self.pointers = PointerTokens()  # the JSONPatch paths the policies write, each split once
+        # the prose of a skip by each condition, made once: (id(condition), cause) -> reason
+        self._reasons: dict[tuple[int, str], str] = {}
         # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
         # (report_unselected off) they match whatever the object says; else the kind is checked alone
         self._matched_by_kind = frozenset(id(p) for p in matched_by_kind)
@@ -118,17 +133,20 @@ class PolicyEvaluator:
 
     def context(self, request: Any) -> RequestContext:
         """A fresh per-request context with the options' budget (one per trigger or target)."""
-        return RequestContext.for_request(self.options, request)
+        return RequestContext.for_request(self.options, request, self.shared.memo())
 
     # --- admission -----------------------------------------------------------------------------------
 
     def admit(
-        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None
+        self, policy: CompiledPolicy, context: RequestContext, current: dict[str, Any] | None, chosen: bool = False
     ) -> Iterable[Evaluation]:
         """``policy`` on one admission request: one evaluation, or one per binding and param object
-        (evaluated one at a time, as the caller consumes them: it stops at a denial)."""
+        (evaluated one at a time, as the caller consumes them: it stops at a denial). ``chosen``: the
+        caller's index chose it by the request's kind, and nothing else could skip it before its
+        conditions (decided by kind, not namespaced, neither a controlled ReplicaSet nor a request of
+        the background controller)."""
         how = semantics.of(policy)
-        cause, skip = self._precheck(policy, how, context)
+        cause, skip = _NOT_SKIPPED if chosen else self._precheck(policy, how, context)
         if skip:
             return ((_skipped_by_match(policy, cause, skip), current),)
         if how.binds:
@@ -221,7 +239,7 @@ class PolicyEvaluator:
         """Whether the request's object passes the policy's matchConditions (an error: it does not)."""
         activation = context.activation(policy, context.request.object)
         try:
-            return false_condition(policy.match_conditions, activation) is None
+            return false_condition(policy.match_conditions, activation, context.shared) is None
         except PolicyFailure:
             return False
 
@@ -239,7 +257,7 @@ class PolicyEvaluator:
     ) -> Evaluation:
         """Exceptions → conditions → mutations → audit annotations, for a policy past its precheck."""
         exceptions: ExceptionMatch | None = None
-        if how.honours_exceptions and self._exceptions:  # none loaded: the variable's default, as below
+        if how.honours_exceptions and self._any_exception:  # none loaded: the variable's default, as below
             exceptions = match_exceptions(self._exceptions, policy, context, current)
             if exceptions.skipped_by is not None:
                 name = exceptions.skipped_by
@@ -248,7 +266,7 @@ class PolicyEvaluator:
         variable = exceptions.variable() if exceptions is not None else None
         activation = context.activation(policy, current, params=params, exceptions=variable)
         try:
-            false = false_condition(getattr(policy, stage.conditions), activation)
+            false = false_condition(getattr(policy, stage.conditions), activation, context.shared)
         except PolicyFailure as failure:
             if how.isolates_errors and policy.failure_policy == "Ignore":
                 reason = f"match condition error ignored: {failure}"
@@ -256,8 +274,11 @@ class PolicyEvaluator:
             return (_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
         if false is not None:  # the most common outcome of all: made directly
             cause = stage.condition_cause
+            known = self._reasons.get((id(false), cause))
+            if known is None:
+                known = self._reasons[(id(false), cause)] = condition_reason(false, cause)
             skipped = PolicyOutcome(
-                policy.display_name, policy.kind, "skipped", condition_reason(false, cause),
+                policy.display_name, policy.kind, "skipped", known,
                 failure_policy=policy.failure_policy, binding=binding, cause=cause, cause_name=false.name,
             )  # fmt: skip
             return (skipped, current)
@@ -321,7 +342,9 @@ class PolicyEvaluator:
         """Apply mutation ``index``; when recording (``steps`` is a list), record what it did."""
         mutation = policy.mutations[index]
         claims: list[str] | None = [] if context.explain else None
-        result = apply_mutation(self.options, how, policy, mutation, activation, obj, notes, context.encoded, claims)
+        result = apply_mutation(
+            self.options, how, policy, mutation, activation, obj, notes, context.encoded, claims, self.pointers
+        )
         if steps is not None:
             steps.append(MutationStep(index, mutation.path, obj, result, tuple(claims or ())))
         return result

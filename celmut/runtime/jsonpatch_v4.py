@@ -29,7 +29,7 @@ import copy
 import json
 from typing import Any
 
-from celmut.jsonutil import json_copy, json_equal
+from celmut.jsonutil import PointerTokens, json_copy, json_equal, split_pointer
 
 _MISSING = ": missing value"  # pkg/errors.Wrapf(ErrMissing, …)
 _INVALID_INDEX = ": invalid index referenced"  # Wrapf(ErrInvalidIndex, …)
@@ -48,26 +48,44 @@ class JsonPatchTestFailed(Exception):
         self.path = path
 
 
-def apply_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
-    """``document`` with ``operations`` applied in order (``Patch.ApplyIndent``); never modified."""
-    holder = [document]
+def apply_patch(document: Any, operations: list[dict[str, Any]], pointers: PointerTokens | None = None) -> Any:
+    """``document`` with ``operations`` applied in order (``Patch.ApplyIndent``); never modified.
+    ``pointers`` remembers the paths' tokens across patches (an engine's: policies write the same paths
+    on every request)."""
+    patched = _Patched(document, pointers)
     for operation in operations:
         kind = operation.get("op")
-        if kind == "add":
-            _add(holder, operation)
-        elif kind == "remove":
-            _remove(holder, operation)
-        elif kind == "replace":
-            _replace(holder, operation)
-        elif kind == "move":
-            _move(holder, operation)
-        elif kind == "test":
-            _test(holder, operation)
-        elif kind == "copy":
-            _copy(holder, operation)
-        else:
+        apply = _APPLY.get(kind) if isinstance(kind, str) else None
+        if apply is None:
             raise JsonPatchError(f"Unexpected kind: {kind}")
-    return holder[0]
+        apply(patched, operation)
+    return patched.root
+
+
+class _Patched:
+    """The document being patched: its root, and the containers this patch already copied.
+
+    The input is never modified: the first operation that walks through a container copies it (and
+    every container above it), and the later operations of the same patch change that copy in place
+    instead of copying it again — three annotations added by one patch copy ``metadata`` and
+    ``annotations`` once, not three times. Untouched subtrees stay shared with the input. A copy is
+    only ever reachable from one place: values an operation adds are fresh deep copies, and a moved
+    value leaves its old place."""
+
+    __slots__ = ("_owned", "pointers", "root")
+
+    def __init__(self, root: Any, pointers: PointerTokens | None) -> None:
+        self.root = root
+        self._owned: dict[int, Any] = {}  # id → a container this patch made (held, so ids stay unique)
+        self.pointers = pointers
+
+    def own(self, value: Any) -> Any:
+        """``value`` itself when this patch made it, else a shallow copy this patch now owns."""
+        if self._owned.get(id(value)) is value:
+            return value
+        copied = _shallow(value)
+        self._owned[id(copied)] = copied
+        return copied
 
 
 def _go_quote(text: str) -> str:
@@ -83,22 +101,6 @@ def _atoi(key: str) -> int:
     if not -_INT64 <= value < _INT64:
         raise JsonPatchError(f"strconv.Atoi: parsing {_go_quote(key)}: value out of range")
     return value
-
-
-def _decode_key(token: str) -> str:
-    """``decodePatchKey``: one pass of ``~1`` → ``/`` and ``~0`` → ``~`` (a strings.Replacer)."""
-    if "~" not in token:
-        return token  # nothing to replace: the common key, without a walk per character
-    out, i = [], 0
-    while i < len(token):
-        pair = token[i : i + 2]
-        if pair in ("~1", "~0"):
-            out.append("/" if pair == "~1" else "~")
-            i += 2
-        else:
-            out.append(token[i])
-            i += 1
-    return "".join(out)
 
 
 def _shallow(value: Any) -> Any:
@@ -125,31 +127,44 @@ def _get(node: dict[str, Any] | list[Any], key: str) -> Any:
     return _array_get(node, key)
 
 
-def _find_object(holder: list[Any], path: str) -> tuple[dict[str, Any] | list[Any], str] | None:
-    """``findObject``: the container of the path's last token (copied, with every container above it,
-    into ``holder``) and that token decoded; None when a step is missing, ``null`` or a scalar."""
-    split = path.split("/")
-    if len(split) < 2 or not isinstance(holder[0], dict | list):
+def _find_object(patched: _Patched, path: str) -> tuple[dict[str, Any] | list[Any], str] | None:
+    """``findObject``: the container of the path's last token (owned by this patch, with every
+    container above it) and that token decoded; None when a step is missing, ``null`` or a scalar.
+
+    :meth:`_Patched.own`, inlined: this runs for every operation of every JSONPatch mutation."""
+    tokens = patched.pointers.tokens(path) if patched.pointers is not None else split_pointer(path)
+    if tokens is None or not isinstance(patched.root, dict | list):
         return None
-    node = holder[0] = _shallow(holder[0])
-    for part in split[1:-1]:
-        try:
-            child = _get(node, _decode_key(part))
-        except JsonPatchError:
-            return None
+    parts, last = tokens[:-1], tokens[-1]
+    owned = patched._owned
+    node = patched.root
+    if owned.get(id(node)) is not node:
+        node = patched.root = patched.own(node)
+    for part in parts:
+        child: Any
+        if isinstance(node, dict):
+            child = node.get(part)
+        else:
+            try:
+                child = _array_get(node, part)
+            except JsonPatchError:
+                return None
         if not isinstance(child, dict | list):
             return None
-        child = _shallow(child)
-        if isinstance(node, dict):
-            node[_decode_key(part)] = child
-        else:
-            node[_index_of(node, part)] = child
+        if owned.get(id(child)) is not child:
+            copied = patched.own(child)
+            if isinstance(node, dict):
+                node[part] = copied
+            else:
+                node[_index_of(node, part)] = copied
+            child = copied
         node = child
-    return node, _decode_key(split[-1])
+    return node, last
 
 
 def _index_of(node: list[Any], part: str) -> int:
-    index = _atoi(_decode_key(part))
+    """The position a (decoded) index token names, negative ones counted from the end."""
+    index = _atoi(part)
     return index + len(node) if index < 0 else index
 
 
@@ -197,20 +212,24 @@ def _value(operation: dict[str, Any]) -> Any:
     return json_copy(operation.get("value"))
 
 
-def _add(holder: list[Any], operation: dict[str, Any]) -> None:
+def _add(patched: _Patched, operation: dict[str, Any]) -> None:
     path = _path(operation)
-    found = _find_object(holder, path)
+    found = _find_object(patched, path)
     if found is None:
         raise JsonPatchError(f'add operation does not apply: doc is missing path: "{path}"{_MISSING}')
+    node, key = found
+    if isinstance(node, dict):  # partialDoc.add: sets the member (the common case, without a call)
+        node[key] = json_copy(operation.get("value"))
+        return
     try:
-        _container_add(*found, _value(operation))
+        _container_add(node, key, _value(operation))
     except JsonPatchError as ex:
         raise JsonPatchError(f"error in add for path: '{path}': {ex}") from None
 
 
-def _remove(holder: list[Any], operation: dict[str, Any]) -> None:
+def _remove(patched: _Patched, operation: dict[str, Any]) -> None:
     path = _path(operation)
-    found = _find_object(holder, path)
+    found = _find_object(patched, path)
     if found is None:
         raise JsonPatchError(f'remove operation does not apply: doc is missing path: "{path}"{_MISSING}')
     try:
@@ -219,15 +238,15 @@ def _remove(holder: list[Any], operation: dict[str, Any]) -> None:
         raise JsonPatchError(f"error in remove for path: '{path}': {ex}") from None
 
 
-def _replace(holder: list[Any], operation: dict[str, Any]) -> None:
+def _replace(patched: _Patched, operation: dict[str, Any]) -> None:
     path = _path(operation)
     if path == "":
         value = _value(operation)
         if isinstance(value, dict | list):
-            holder[0] = value
+            patched.root = value
         # else: v4 returns errors.Wrapf(nil, …), which is nil: the operation is silently ignored
         return
-    found = _find_object(holder, path)
+    found = _find_object(patched, path)
     if found is None:
         raise JsonPatchError(f"replace operation does not apply: doc is missing path: {path}{_MISSING}")
     node, key = found
@@ -241,9 +260,9 @@ def _replace(holder: list[Any], operation: dict[str, Any]) -> None:
         node[_index_of(node, key)] = _value(operation)
 
 
-def _move(holder: list[Any], operation: dict[str, Any]) -> None:
+def _move(patched: _Patched, operation: dict[str, Any]) -> None:
     source, path = _from(operation), _path(operation)
-    found = _find_object(holder, source)
+    found = _find_object(patched, source)
     if found is None:
         raise JsonPatchError(f"move operation does not apply: doc is missing from path: {source}{_MISSING}")
     node, key = found
@@ -252,7 +271,7 @@ def _move(holder: list[Any], operation: dict[str, Any]) -> None:
         _container_remove(node, key)
     except JsonPatchError as ex:
         raise JsonPatchError(f"error in move for path: '{key}': {ex}") from None
-    found = _find_object(holder, path)
+    found = _find_object(patched, path)
     if found is None:
         raise JsonPatchError(f"move operation does not apply: doc is missing destination path: {path}{_MISSING}")
     try:
@@ -261,14 +280,14 @@ def _move(holder: list[Any], operation: dict[str, Any]) -> None:
         raise JsonPatchError(f"error in move for path: '{path}': {ex}") from None
 
 
-def _test(holder: list[Any], operation: dict[str, Any]) -> None:
+def _test(patched: _Patched, operation: dict[str, Any]) -> None:
     path = _path(operation)
     expected = operation.get("value")
     if path == "":
-        if not json_equal(holder[0], expected):
+        if not json_equal(patched.root, expected):
             raise JsonPatchTestFailed(path)
         return
-    found = _find_object(holder, path)
+    found = _find_object(patched, path)
     if found is None:
         raise JsonPatchError(f"test operation does not apply: is missing path: {path}{_MISSING}")
     try:
@@ -280,19 +299,22 @@ def _test(holder: list[Any], operation: dict[str, Any]) -> None:
         raise JsonPatchTestFailed(path)
 
 
-def _copy(holder: list[Any], operation: dict[str, Any]) -> None:
+def _copy(patched: _Patched, operation: dict[str, Any]) -> None:
     source, path = _from(operation), _path(operation)
-    found = _find_object(holder, source)
+    found = _find_object(patched, source)
     if found is None:
         raise JsonPatchError(f"copy operation does not apply: doc is missing from path: {source}{_MISSING}")
     try:
         value = _get(*found)
     except JsonPatchError as ex:
         raise JsonPatchError(f"error in copy for from: '{source}': {ex}") from None
-    found = _find_object(holder, path)
+    found = _find_object(patched, path)
     if found is None:
         raise JsonPatchError(f"copy operation does not apply: doc is missing destination path: {path}{_MISSING}")
     try:
         _container_add(*found, json_copy(value))
     except JsonPatchError as ex:
         raise JsonPatchError(f"error while adding value during copy: {ex}") from None
+
+
+_APPLY = {"add": _add, "remove": _remove, "replace": _replace, "move": _move, "test": _test, "copy": _copy}

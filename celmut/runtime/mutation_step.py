@@ -8,6 +8,7 @@ from celmut import cel
 from celmut.cel.backends.base import Folded
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledExpression, CompiledPolicy
+from celmut.jsonutil import PointerTokens
 from celmut.runtime import decode, mutations
 from celmut.runtime.failures import DecodeFailure, MutationError, PolicyFailure
 from celmut.runtime.options import AdmissionOptions
@@ -30,11 +31,13 @@ def apply_mutation(
     notes: list[str] | None = None,
     encoded: decode.EncodedObjects | None = None,
     claims: list[str] | None = None,
+    pointers: PointerTokens | None = None,
 ) -> dict[str, Any]:
     """Evaluate one mutation against ``obj`` and apply it; a failed JSONPatch ``test`` leaves
     ``obj`` unchanged and adds a note. ``encoded`` remembers, for the request, which objects are
     already in the API server's encoding; ``claims`` (when explaining) receives the pointers the
-    mutation writes, whether or not their values change."""
+    mutation writes, whether or not their values change; ``pointers``: the engine's JSONPatch paths,
+    each split and decoded once."""
     activation.with_object(obj)
     program = mutation.program
     try:
@@ -49,31 +52,38 @@ def apply_mutation(
         raise PolicyFailure(mutation.path, f"the result is about {size} bytes of JSON, over the limit of {limit}")
     if claims is not None:
         claims += mutations.written_pointers(mutation.patch_type, result)
-    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
     schemas = options.schemas
-    schema = schemas.for_kind(api_version, kind)
     # A MutatingAdmissionPolicy's mutation works on the Go object of a built-in kind: encoded
     # before, decoded (strictly) and re-encoded after (runtime/decode.py). Kyverno patches the
     # JSON it received, and custom resources stay unstructured: both are left as they are.
-    typed = schemas.typed_schema(api_version, kind) if semantics.decodes_builtin_kinds else None
+    typed = (
+        schemas.typed_schema(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        if semantics.decodes_builtin_kinds
+        else None
+    )
     try:
-        encoded = encoded or decode.EncodedObjects()
-        source = encoded.encode(obj, typed)
+        source = obj
+        if typed is not None:
+            encoded = encoded or decode.EncodedObjects()
+            source = encoded.encode(obj, typed)
         if mutation.patch_type == "JSONPatch":
             operations = literal.operations() if literal is not None else _operations(result)
-            patched = mutations.apply_json_patch(source, operations)
-            problem = decode.decode_error(patched, typed, previous=source)
-            if problem is not None:
-                raise DecodeFailure(mutation.path, f"Internal error occurred: {problem}")
+            patched = mutations.apply_json_patch(source, operations, pointers)
+            if typed is not None:
+                problem = decode.decode_error(patched, typed, previous=source)
+                if problem is not None:
+                    raise DecodeFailure(mutation.path, f"Internal error occurred: {problem}")
         else:
             plain = literal.configuration() if literal is not None else None
             if plain is None:
                 check_type_names([result])
+            schema = schemas.for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
             patched = mutations.apply_object(
                 source, result, schema, replace_atomic=policy.use_server_side_apply, plain=plain
             )
         if typed is None:
             return patched
+        assert encoded is not None
         reencoded: dict[str, Any] = encoded.remember(decode.as_encoded(patched, typed, previous=source))
         return reencoded
     except mutations.TestFailed as skipped:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from celmut.cel import values
-from celmut.jsonutil import escape_pointer, json_copy
+from celmut.jsonutil import PointerTokens, escape_pointer, json_copy
 from celmut.runtime import jsonpatch_v4
 from celmut.runtime.failures import MergeError, MutationError
 from celmut.runtime.merge import apply_configuration
@@ -54,12 +54,15 @@ def patch_operations(result: Any) -> list[dict[str, Any]]:
     return operations
 
 
-def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
+def apply_json_patch(
+    obj: dict[str, Any], operations: list[dict[str, Any]], pointers: PointerTokens | None = None
+) -> dict[str, Any]:
     """The patched object; raises :class:`TestFailed` when a ``test`` operation does not hold.
 
-    ``obj`` is not modified: each operation copies only the containers on its path.
+    ``obj`` is not modified: the patch copies only the containers on its paths, once each.
+    ``pointers``: the paths' tokens, remembered by the engine.
     """
-    document = patch_document(obj, operations)
+    document = patch_document(obj, operations, pointers=pointers)
     if not isinstance(document, dict):
         # An operation on the root (path "") can replace the whole document; the API server then fails
         # to decode the result into an object, and so does this.
@@ -67,7 +70,9 @@ def apply_json_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> d
     return document
 
 
-def patch_document(document: Any, operations: list[dict[str, Any]], *, any_root: bool = False) -> Any:
+def patch_document(
+    document: Any, operations: list[dict[str, Any]], *, any_root: bool = False, pointers: PointerTokens | None = None
+) -> Any:
     """``document`` patched as the API server patches (json-patch v4: :mod:`celmut.runtime.jsonpatch_v4`).
 
     Raises :class:`TestFailed` as :func:`apply_json_patch`, and :class:`MutationError` with the API
@@ -77,7 +82,7 @@ def patch_document(document: Any, operations: list[dict[str, Any]], *, any_root:
     """
     try:
         if not any_root:
-            return jsonpatch_v4.apply_patch(document, operations)
+            return jsonpatch_v4.apply_patch(document, operations, pointers)
         for operation in operations:
             if operation["op"] == "replace" and operation["path"] == "":
                 document = json_copy(operation.get("value"))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celmut import jsonutil
+from celmut.jsonutil import PointerTokens
 from celmut.runtime.patch import diff
 from celmut.runtime.results import MutationStep, PolicyOutcome
 
@@ -226,21 +227,20 @@ def changes_of(patch: Iterable[dict[str, Any]]) -> tuple[FieldChange, ...]:
 _MISSING = object()
 # The pointers of a patch in runs that share their first two tokens (a diff's patch comes grouped so):
 # (those tokens, [(pointer, its other tokens), ...]), unescaped, in the patch's order.
-Pointers = list[tuple[list[str], list[tuple[str, list[str]]]]]
+Pointers = list[tuple[tuple[str, ...], list[tuple[str, tuple[str, ...]]]]]
 _PREFIX = 2
 
 
-def pointers_of(patch: Iterable[dict[str, Any]]) -> Pointers:
+def pointers_of(patch: Iterable[dict[str, Any]], tokens: PointerTokens | None = None) -> Pointers:
     """The pointers of a patch, split once for every policy :func:`attributed` looks them up in: a
     policy that left a run's common parent alone (``/metadata/annotations``) is passed over the whole
-    run with one look."""
+    run with one look. ``tokens`` remembers the split of each pointer across requests (an engine's:
+    patches repeat the same pointers)."""
     out: Pointers = []
     for op in patch:
         path = op["path"]
-        tokens = path.split("/")[1:]
-        if "~" in path:
-            tokens = [jsonutil.unescape_pointer(t) for t in tokens]
-        prefix, rest = tokens[:_PREFIX], tokens[_PREFIX:]
+        split = (tokens.tokens(path) if tokens is not None else jsonutil.split_pointer(path)) or ()
+        prefix, rest = split[:_PREFIX], split[_PREFIX:]
         if out and out[-1][0] == prefix:
             out[-1][1].append((path, rest))
         else:
@@ -282,13 +282,17 @@ def _attributed(outcome: PolicyOutcome, pointers: Pointers) -> list[tuple[str, s
             parent_new = parent_new.get(token, _MISSING) if type(parent_new) is dict else _child(parent_new, token)
         if parent_old is parent_new:  # the policy left the run's parent as it was: none of the run
             continue
+        maps = type(parent_old) is dict and type(parent_new) is dict
         for path, tokens in run:
-            old, new = parent_old, parent_new
-            for token in tokens:
-                if old is new:
-                    break
-                old = old.get(token, _MISSING) if type(old) is dict else _child(old, token)
-                new = new.get(token, _MISSING) if type(new) is dict else _child(new, token)
+            if maps and len(tokens) == 1:  # a member of the parent (a label, an annotation): one look
+                old, new = parent_old.get(tokens[0], _MISSING), parent_new.get(tokens[0], _MISSING)
+            else:
+                old, new = parent_old, parent_new
+                for token in tokens:
+                    if old is new:
+                        break
+                    old = old.get(token, _MISSING) if type(old) is dict else _child(old, token)
+                    new = new.get(token, _MISSING) if type(new) is dict else _child(new, token)
             if old is new or (type(old) is type(new) and old == new):
                 continue
             if old is _MISSING:
@@ -366,12 +370,15 @@ def from_outcomes(
 
 
 def pointers_by_policy(
-    outcomes: Sequence[PolicyOutcome], final: dict[str, Any] | None, patch: Sequence[dict[str, Any]]
+    outcomes: Sequence[PolicyOutcome],
+    final: dict[str, Any] | None,
+    patch: Sequence[dict[str, Any]],
+    tokens: PointerTokens | None = None,
 ) -> tuple[dict[str, dict[str, list[str]]], set[str]] | None:
     """``from_outcomes(outcomes, final, patch=patch).by_policy()`` and the names of its applied
     mutations' policies, without building the records: what the webhook's audit annotations need, per
     request. None when an outcome recorded steps (explaining): use :func:`from_outcomes` then."""
-    pointers = pointers_of(patch)
+    pointers = pointers_of(patch, tokens)
     out: dict[str, dict[str, list[str]]] = {}
     applied: set[str] = set()
     last: Any = None

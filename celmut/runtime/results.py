@@ -58,6 +58,7 @@ class PolicyOutcome:
     binding: str = ""  # for MutatingAdmissionPolicy: the binding that matched
     reinvoked: bool = False
     seconds: float = 0.0  # time spent evaluating this policy
+    cost: int = 0  # CEL cost units its expressions spent (out of the request's shared budget)
     before: Any = field(default=None, repr=False)  # the object this policy received …
     after: Any = field(default=None, repr=False)  # … and the one it produced (when it changed it)
     _patch: list[dict[str, Any]] | None = field(default=None, repr=False)

@@ -85,11 +85,14 @@ def create_app(
 
     @app.get("/healthz")
     async def healthz() -> Response:
+        problem = settings.dead()
+        if problem:
+            return Response(f"not alive: {problem}", status_code=503, media_type="text/plain")
         return Response("ok", media_type="text/plain")
 
     @app.get("/readyz")
     async def readyz() -> Response:
-        problems = [] if store.ready else ["policies not loaded"]
+        problems = [p for p in (settings.dead(),) if p] + ([] if store.ready else ["policies not loaded"])
         problems += [p for p in (check() for check in settings.extra_ready_checks) if p]
         if problems:
             return Response("not ready: " + "; ".join(problems), status_code=503, media_type="text/plain")

@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from celmut.jsonutil import PointerTokens
 from celmut.runtime import AdmissionResult
 from celmut.runtime.provenance import from_outcomes, pointers_by_policy, selects_resource, summary
 from celmut.runtime.results import PolicyOutcome
@@ -48,10 +49,11 @@ def is_valid_key(key: str) -> bool:
     return len(key) <= MAX_KEY_LENGTH and AUDIT_KEY.match(key) is not None
 
 
-def provenance_annotations(result: AdmissionResult) -> dict[str, str]:
-    """``applied`` and ``skipped`` for ``result`` (each only when it has entries)."""
+def provenance_annotations(result: AdmissionResult, tokens: PointerTokens | None = None) -> dict[str, str]:
+    """``applied`` and ``skipped`` for ``result`` (each only when it has entries); ``tokens``: the
+    engine's pointers, each split once."""
     final = result.object if result.allowed else None
-    found = pointers_by_policy(result.outcomes, final, result.patch)  # per request: no records built
+    found = pointers_by_policy(result.outcomes, final, result.patch, tokens)  # per request: no records built
     if found is None:  # the outcomes hold each mutation's steps (explaining): the full model
         provenance = from_outcomes(result.outcomes, final, patch=result.patch)
         found = provenance.by_policy(), {m.policy for m in provenance.applied}

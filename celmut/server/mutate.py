@@ -7,8 +7,11 @@ classes of its own: it reads the body (bounded in size and time), evaluates it a
 Where the evaluation runs: a worker thread costs every admission a hand-off and, under load, a
 fight for the GIL with the event loop (the thread pool cost 0.75 ms of CPU per admission at
 saturation, more than the evaluation: ``benchmarks/webhook_bench.py``). So an admission is first
-evaluated on the event loop for at most ``inline_seconds`` (a time slice checked as CEL charges
-its cost, :class:`celmut.cel.Budget.preempt_at`); one that needs longer, or would wait for I/O
+evaluated on the event loop for at most ``inline_seconds`` of CPU time (a time slice checked as CEL
+charges its cost, :class:`celmut.cel.Budget.preempt_at`: CPU time, not wall time, because a process
+the OS took the CPU from mid-admission — a loaded node, a CPU limit's throttling — is not slow, and
+starting its admission again on a thread only adds to its latency); one that needs longer, or would
+wait for I/O
 (an HTTP call, a lookup the caches cannot answer: :func:`celmut.cel.lookups.before_blocking`), stops
 with :class:`celmut.cel.errors.Reschedule` before it changed anything and runs again from the start
 on the bounded thread pool, within the deadline counted from its arrival. A slow evaluation

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from celmut.errors import CelmutError
+from celmut.jsonutil import PointerTokens
 from celmut.runtime import AdmissionInput, AdmissionResult
 from celmut.runtime.request import InvalidRequest
 from celmut.server.audit import provenance_annotations
@@ -77,8 +78,8 @@ def _warnings(result: AdmissionResult) -> list[str]:
     return warnings[:MAX_WARNINGS]
 
 
-def build_response(review: Review, result: AdmissionResult) -> bytes:
-    """The AdmissionReview response for ``result``."""
+def build_response(review: Review, result: AdmissionResult, tokens: PointerTokens | None = None) -> bytes:
+    """The AdmissionReview response for ``result`` (``tokens``: the engine's pointers, split once)."""
     response: dict[str, Any] = {"uid": review.uid, "allowed": result.allowed}
     if not result.allowed:
         response["status"] = {"code": 403, "message": result.message, "reason": "Forbidden"}
@@ -88,7 +89,7 @@ def build_response(review: Review, result: AdmissionResult) -> bytes:
     warnings = _warnings(result)
     if warnings:
         response["warnings"] = warnings
-    annotations = {**result.audit_annotations, **provenance_annotations(result)}
+    annotations = {**result.audit_annotations, **provenance_annotations(result, tokens)}
     if annotations:
         response["auditAnnotations"] = annotations
     return orjson.dumps({"apiVersion": review.api_version, "kind": "AdmissionReview", "response": response})

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import shutil
 import signal
@@ -20,16 +22,15 @@ import ssl
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import uvicorn
 from fastapi import FastAPI
 
-from celmut import heap
-from celmut.errors import ConfigurationError
+from celmut import crashes, heap
 from celmut.kube import certs
 from celmut.kube.authorization import SubjectAccessReviewAuthorizer
 from celmut.server import DEFAULT_BACKGROUND_USER
@@ -179,31 +180,17 @@ def tls_material(config: ServeConfig) -> tuple[str, str]:
         return str(material.cert_file), str(material.key_file)
     if not config.tls_cert or not config.tls_key:
         raise ValueError("TLS is required: give --tls-cert and --tls-key, or --self-signed")
-    check_tls_files(config.tls_cert, config.tls_key)
+    certs.check_tls_files(config.tls_cert, config.tls_key)
     return config.tls_cert, config.tls_key
 
 
-def check_tls_files(cert: str, key: str) -> None:
-    """Fail at start, with the file named, when the certificate or key cannot be served (missing,
-    unreadable, not PEM, a key that does not match) — not later inside uvicorn with a traceback."""
-    try:
-        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
-    except FileNotFoundError as ex:
-        missing = ex.filename or (cert if not os.path.exists(cert) else key)
-        raise ConfigurationError(f"--tls-cert/--tls-key: {missing}: no such file") from None
-    except ssl.SSLError:
-        try:
-            ssl.create_default_context().load_verify_locations(cafile=cert)
-        except ssl.SSLError:
-            raise ConfigurationError(f"--tls-cert {cert}: not a PEM certificate") from None
-        raise ConfigurationError(f"--tls-key {key}: not a PEM private key of the certificate {cert}") from None
-    except OSError as ex:
-        raise ConfigurationError(f"--tls-cert {cert} / --tls-key {key}: {ex.strerror or ex}") from None
-
-
-def server_settings(config: ServeConfig, cluster: ClusterConnection | None) -> ServerSettings:
-    """What the FastAPI app answers with: the webhook's timeout and bounds, and the cluster's checks."""
+def server_settings(
+    config: ServeConfig, cluster: ClusterConnection | None, deaths: crashes.ThreadDeaths | None = None
+) -> ServerSettings:
+    """What the FastAPI app answers with: the webhook's timeout and bounds, the cluster's checks and
+    whether a background thread died (``/healthz``, ``/readyz``)."""
     return ServerSettings(
+        dead=deaths.failure if deaths is not None else ServerSettings.dead,
         timeout_seconds=config.timeout_seconds,
         max_body_bytes=config.max_body_bytes,
         body_timeout=config.limits.body_timeout,
@@ -285,13 +272,15 @@ def make_server(
     cert: str,
     key: str,
     cluster: ClusterConnection | None = None,
+    deaths: crashes.ThreadDeaths | None = None,
 ) -> uvicorn.Server:
+    """The server; a background thread's death (``deaths``) makes it answer 503 and stop."""
     limits = config.limits
     protocol = protocol_class(limits)
     upkeep = Upkeep(config.reload_interval, store, protocol, metrics)
     if cluster is not None and cluster.admission_errors is not None:
         cluster.admission_errors.on_write = lambda action: metrics.error_events.labels(action).inc()
-    app: FastAPI = create_app(store, server_settings(config, cluster), metrics, lifespan=upkeep.lifespan)
+    app: FastAPI = create_app(store, server_settings(config, cluster, deaths), metrics, lifespan=upkeep.lifespan)
     uv_config = uvicorn.Config(
         app,
         host=config.host,
@@ -309,7 +298,12 @@ def make_server(
     uv_config.load()
     assert uv_config.ssl is not None
     upkeep.certificate = CertificateWatcher(uv_config.ssl, cert, key)
-    return LimitedServer(uv_config, limits)
+    server = LimitedServer(uv_config, limits)
+    if deaths is not None:
+        deaths.on_death = functools.partial(setattr, server, "should_exit", True)
+        if deaths.failure():  # a thread died while the server was being built (a watch, say)
+            server.should_exit = True
+    return server
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -329,6 +323,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def _worker(config: ServeConfig, sock: socket.socket, cert: str, key: str, metrics_directory: str) -> None:
+    deaths = crashes.install()
     share_between_workers(metrics_directory)
     cluster = connect_cluster(config)
     metrics = Metrics(metrics_directory)
@@ -336,10 +331,12 @@ def _worker(config: ServeConfig, sock: socket.socket, cert: str, key: str, metri
     store.reload(force=True)
     heap.settle()
     try:
-        make_server(config, store, metrics, cert, key, cluster).run(sockets=[sock])
+        make_server(config, store, metrics, cert, key, cluster, deaths).run(sockets=[sock])
     finally:
         if cluster is not None:
             cluster.stop()
+    if deaths.failure():
+        sys.exit(crashes.EXIT_CODE)  # the parent stops the other workers and exits with it
 
 
 def serve(config: ServeConfig) -> int:
@@ -351,6 +348,7 @@ def serve(config: ServeConfig) -> int:
         return 2
     heap.tune()
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    deaths = crashes.install()  # from before the cluster's watch threads start
     metrics = Metrics()
     try:  # with worker processes the parent only checks the files; each worker connects itself
         cluster = connect_cluster(config) if config.workers <= 1 else None
@@ -368,11 +366,11 @@ def serve(config: ServeConfig) -> int:
     if config.workers <= 1:
         heap.settle()
         try:
-            make_server(config, store, metrics, cert, key, cluster).run(sockets=[sock])
+            make_server(config, store, metrics, cert, key, cluster, deaths).run(sockets=[sock])
         finally:
             if cluster is not None:
                 cluster.stop()
-        return 0
+        return crashes.EXIT_CODE if deaths.failure() else 0
     context = multiprocessing.get_context("fork")
     metrics_directory = tempfile.mkdtemp(prefix="celmut-metrics-")  # every worker's counts, one /metrics view
     workers = [
@@ -390,10 +388,29 @@ def serve(config: ServeConfig) -> int:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     try:
-        for worker in workers:
+        return _supervise(workers, metrics_directory)
+    finally:
+        shutil.rmtree(metrics_directory, ignore_errors=True)
+
+
+def _supervise(workers: Sequence[multiprocessing.process.BaseProcess], metrics_directory: str) -> int:
+    """Wait for every worker. One that stops on its own (a dead background thread: exit 70; killed,
+    e.g. out of memory) stops the others and the server exits 70, so kubelet restarts the pod whole
+    rather than leaving it serving on fewer workers with nothing said."""
+    running = {worker.sentinel: worker for worker in workers}
+    code = 0
+    while running:
+        for sentinel in multiprocessing.connection.wait(list(running)):
+            worker = running.pop(cast(int, sentinel))
             worker.join()
             if worker.pid:
                 worker_stopped(worker.pid, metrics_directory)
-    finally:
-        shutil.rmtree(metrics_directory, ignore_errors=True)
-    return 0
+            if worker.exitcode != 0 and code == 0:
+                code = crashes.EXIT_CODE
+                log.error(
+                    "a worker stopped; stopping the others", extra={"pid": worker.pid, "exitCode": worker.exitcode}
+                )
+                for other in running.values():
+                    if other.pid:
+                        os.kill(other.pid, signal.SIGTERM)
+    return code

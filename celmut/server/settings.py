@@ -22,10 +22,12 @@ class ServerSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     body_timeout: float = 10.0  # seconds to receive a request body once its headers arrived
     evaluation_threads: int = DEFAULT_EVALUATION_THREADS  # admissions evaluated at once
-    # seconds an admission may run on the event loop before it is run again on a worker thread
+    # seconds of CPU time an admission may run on the event loop before it is run again on a worker thread
     # (0: always on a worker thread)
     inline_seconds: float = DEFAULT_INLINE_SECONDS
     extra_ready_checks: list[Callable[[], str]] = field(default_factory=list)  # '' when ready, else why not
+    # '' while the process is alive, else why not (a background thread died: celmut.crashes)
+    dead: Callable[[], str] = field(default=lambda: "")
     # told (object received, object admitted) for each CREATE admitted
     on_admitted: Callable[[dict[str, Any] | None, dict[str, Any]], None] | None = None
     # told (request, result) of each admission decided: its errors go to the policy reports

@@ -79,6 +79,7 @@ class OfflineCluster:
         user_info: dict[str, Any] | None = None,
         authorizer: Authorizer | None = None,
         lookups: ResourceLookup | None = None,
+        timeout_seconds: float | None = None,
     ) -> OfflineCluster:
         """Compile the policies once, with the policy kinds (PolicyExceptions, …) found among the
         cluster resources, over a cluster made of those resources; ``read_errors`` (files that could
@@ -89,7 +90,9 @@ class OfflineCluster:
         GlobalContextEntry objects among the cluster resources add entries (those given win, as the
         Kyverno CLI's mocks do). A GlobalContextEntry that cannot be served offline raises
         :class:`~celmut.errors.ConfigurationError` naming it. ``lookups`` (``apply --cluster``: a live,
-        read-only cluster) serves ``resource.Get/List`` instead of the given resources."""
+        read-only cluster) serves ``resource.Get/List`` instead of the given resources.
+        ``timeout_seconds`` adds the webhook's wall-clock deadline to each admission (``celmut
+        playground``: a page must answer; the CLI keeps the cost budget alone, see the module)."""
         values = values or Values()
         objects: list[dict[str, Any]] = list(values.namespace_objects())
         policies = list(policy_documents)
@@ -120,7 +123,7 @@ class OfflineCluster:
             global_context=served,
             authorizer=authorizer,
         )
-        settings = EngineSettings(services=services, timeout_seconds=None)
+        settings = EngineSettings(services=services, timeout_seconds=timeout_seconds)
         engine = assemble_engine(compilation, settings, crds)
         return cls(compilation, cluster, engine, values, dict(user_info or {}))
 

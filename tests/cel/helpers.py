@@ -2,7 +2,9 @@
 value (compared after ``to_plain``) or :class:`Err` (an error kind and a message fragment).
 
 Every case runs on every available engine (cel-python, and the C++ engine when cel-expr-python is
-installed) and must give the expected outcome on each: the tables are differential tests. Known,
+installed) and must give the expected outcome on each: the tables are differential tests. On
+cel-python each case also runs on the planner, the reference of the compiled code, which must agree
+exactly: value, error text, cost and allocation, and at the limits (:mod:`tests.cel.pycode_reference`). Known,
 documented divergences are listed in :data:`DIVERGENCES` with the outcome each engine gives and the
 reason; ``tests/cel/test_engine_differential.py`` proves each of them.
 """
@@ -18,8 +20,11 @@ import pytest
 from celmut import cel
 from celmut.cel import types
 from celmut.cel.backends.select import cpp_available
+from tests.cel.pycode_reference import check_same_as_reference
 
 ENGINES: tuple[str, ...] = ("celpy", "cpp") if cpp_available() else ("celpy",)
+# and the planner, the compiled code's reference (check_case compares the two exactly)
+CEL_ENGINES: tuple[str, ...] = (*ENGINES, "planner")
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ def check_case(expression: str, expected: Any, profile: str = "kyverno", **bindi
         want = expected if divergence is None else getattr(divergence, engine)
         run_with = bindings if engine == ENGINES[-1] else _copy(bindings)
         check_outcome(expression, want, outcome(expression, profile, engine, run_with), engine)
+    check_same_as_reference(expression, profile, bindings)
 
 
 def cases(table: list[tuple[str, Any]]) -> Any:

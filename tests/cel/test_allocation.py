@@ -14,10 +14,10 @@ import pytest
 
 from celmut import cel
 from celmut.cel.environment import MAX_EXPRESSION_CODE_POINTS
-from tests.cel.helpers import ENGINES
+from tests.cel.helpers import CEL_ENGINES
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=CEL_ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     return request.param
 

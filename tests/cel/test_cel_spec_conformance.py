@@ -16,7 +16,7 @@ import pytest
 from tests.cel.helpers import Err, check_case
 
 # math_ext.textproto (cel-go ext/math.go): three or more mixed int/uint/double arguments become the
-# list(dyn) of math.@max/@min (mathGreatest/mathLeast); Go's int64 >> sign-extends.
+# list(dyn) of math.@max/@min (mathGreatest/mathLeast).
 MATH_EXT = [
     ("greatest_int_result/binary_with_decimal", "math.greatest(1, 1.0) == 1", True),
     ("greatest_int_result/binary_with_uint", "math.greatest(1, 1u) == 1", True),
@@ -103,8 +103,9 @@ MATH_EXT = [
     ("bit_shift_left/int_negative_large_shift", "math.bitShiftLeft(-1, 200) == 0", True),
     ("bit_shift_left/bad_shift", "math.bitShiftLeft(1u, -1)", Err("evaluation", "negative offset")),
     ("bit_shift_left/dyn_int_error", "math.bitShiftLeft(dyn(4.3), 1)", Err("evaluation", "no such overload")),
-    ("bit_shift_right/int_negative", "math.bitShiftRight(-1024, 3) == -128", True),
-    ("bit_shift_right/int_negative_large_shift", "math.bitShiftRight(-1024, 64) == -1", True),
+    # int_negative (== -128) and int_negative_large_shift (== -1) are not cel-go's: v0.26.0, which
+    # Kubernetes v1.36 vendors, shifts logically (ext/math.go bitShiftRightIntInt); celmut follows cel-go
+    # (tests/cel/libs/ext/test_math.py, docs/cel-divergences.md).
     ("bit_shift_right/uint_large_shift", "math.bitShiftRight(1024u, 200) == 0u", True),
     ("bit_shift_right/bad_shift", "math.bitShiftRight(1u, -1)", Err("evaluation", "negative offset")),
     ("bit_shift_right/dyn_int_error", "math.bitShiftRight(dyn(b'123'), 1)", Err("evaluation", "no such overload")),

@@ -18,10 +18,10 @@ import pytest
 
 from celmut import cel
 from celmut.cel import costs, types
-from tests.cel.helpers import ENGINES
+from tests.cel.helpers import CEL_ENGINES, ENGINES
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=CEL_ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     return request.param
 

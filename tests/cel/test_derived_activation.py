@@ -7,10 +7,10 @@ import pytest
 
 from celmut import cel
 from celmut.cel.errors import CelInputError
-from tests.cel.helpers import ENGINES
+from tests.cel.helpers import CEL_ENGINES
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", CEL_ENGINES)
 def test_a_derived_activation_shares_the_request_and_keeps_its_own_object_and_variables(engine: str) -> None:
     env = cel.Environment("kyverno", backend=engine)
     budget = cel.Budget()

@@ -18,6 +18,36 @@ def test_undeclared_reference_names_the_container_as_cel_go(profile: str) -> Non
     assert "undeclared reference to 'Invalid' (in container '')" in str(raised.value)
 
 
+# Kubernetes staging/src/k8s.io/apiserver/pkg/cel/mutation/typeresolver_test.go: "invalid type" and the
+# "JSONPatch invalid value/path/from" rows expect this compile error (issue 38).
+UNDECLARED_STRUCTS = [
+    pytest.param("Invalid{}", "Invalid", id="invalid type"),
+    pytest.param(
+        'JSONPatch{op: "add", path: "/spec/replicas", value: Invalid{}}', "Invalid", id="JSONPatch invalid value"
+    ),
+    pytest.param('JSONPatch{op: "add", path: Invalid{}, value: 3}', "Invalid", id="JSONPatch invalid path"),
+    pytest.param(
+        'JSONPatch{op: "move", from: Invalid{}, path: "/spec/replicas"}', "Invalid", id="JSONPatch invalid from"
+    ),
+    pytest.param("JSONPatch.value{}", "JSONPatch.value", id="a JSONPatch field is not a type"),
+    pytest.param("Invalid{a: undeclaredVariable}", "Invalid", id="fields of an undeclared type are not checked"),
+]
+
+
+@pytest.mark.parametrize("profile", ["kubernetes", "kyverno"])
+@pytest.mark.parametrize(("expression", "name"), UNDECLARED_STRUCTS)
+def test_an_undeclared_struct_type_is_an_undeclared_reference_as_cel_go(
+    profile: str, expression: str, name: str
+) -> None:
+    """cel-go checker/checker.go checkCreateStruct: ``errors.undeclaredReference`` and no check of the
+    fields (so ``undeclaredVariable`` is not reported)."""
+    with pytest.raises(cel.CelCompileError) as raised:
+        cel.Environment(profile).compile(expression)
+    message = str(raised.value)
+    assert f"undeclared reference to '{name}' (in container '')" in message
+    assert message.count("ERROR:") == 1 and "to type" not in message
+
+
 def test_the_per_expression_limit_is_cel_gos_actual_cost_limit_exceeded() -> None:
     """cel-go interpreter/runtimecost.go: ``operation cancelled: actual cost limit exceeded``."""
     program = cel.Environment("kubernetes").compile("[1, 2, 3].all(x, [1, 2, 3].all(y, y > 0))")

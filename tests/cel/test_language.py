@@ -244,7 +244,7 @@ STRUCTS = [
     ("JSONPatch{op: 'add', path: '/a', value: 1}.op", "add"),
     ("JSONPatch{op: 1}", Err("compile", "expected type of field 'op'")),
     ("JSONPatch{nope: 'x'}", Err("compile", "undefined field 'nope'")),
-    ("Thing{a: 1}", Err("compile", "undeclared reference to type 'Thing'")),
+    ("Thing{a: 1}", Err("compile", "undeclared reference to 'Thing' (in container '')")),
     ("[JSONPatch{op: 'add', path: '/a', value: 1}, null].filter(p, p != null).size()", 1),
 ]
 

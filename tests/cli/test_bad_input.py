@@ -2,7 +2,7 @@
 Python traceback (issue 15, item 2). Each row names the input and the fragment the message must hold.
 
 The offline commands run in-process through ``celmut.main.main`` (the console script calls exactly
-that); ``serve`` and ``controller`` run as processes, as users start them."""
+that); ``serve``, ``controller`` and ``playground`` run as processes, as users start them."""
 
 from __future__ import annotations
 
@@ -201,11 +201,15 @@ OFFLINE = [
     Case("compile --to-map: a ConfigMap", ("compile", "--to-map", "{bad}/configmap.yaml"), "not a policy"),
     Case("webhook-config: a missing CA bundle",
          ("webhook-config", "--url", "https://x", "--ca-bundle", "{bad}/nope.pem", "--policies", POLICIES), "nope.pem"),
+    Case("webhook-config: a CA bundle that is not PEM certificates (the API server refuses it)",
+         ("webhook-config", "--url", "https://x", "--ca-bundle", "{bad}/garbage.pem", "--policies", POLICIES),
+         "garbage.pem: not PEM certificates"),
+    Case("webhook-config: a URL the API server refuses (http)",
+         ("webhook-config", "--url", "http://x", "--policies", POLICIES), "'https' is the only allowed URL scheme"),
     Case("webhook-config: a missing policy path",
-         ("webhook-config", "--url", "https://x", "--ca-bundle", "{bad}/garbage.pem", "--policies", "{bad}/nope"), "nope"),
+         ("webhook-config", "--url", "https://x", "--policies", "{bad}/nope"), "nope"),
     Case("webhook-config: a ConfigMap as a policy",
-         ("webhook-config", "--url", "https://x", "--ca-bundle", "{bad}/garbage.pem", "--policies", "{bad}/configmap.yaml"),
-         "not a policy"),
+         ("webhook-config", "--url", "https://x", "--policies", "{bad}/configmap.yaml"), "not a policy"),
     Case("webhook-config: both --service and --url",
          ("webhook-config", "--service", "a", "--url", "https://x", "--policies", POLICIES), "not both"),
     Case("webhook-config: nothing to register", ("webhook-config",), "nothing to register"),
@@ -236,6 +240,16 @@ PROCESSES = [
     Case("controller: a ConfigMap as a policy", ("controller", "--policies", "{bad}/configmap.yaml", "--dry-run"),
          "not a policy"),
     Case("controller: neither --policies nor --from-cluster", ("controller", "--dry-run"), "give --policies PATH"),
+    Case("playground: a non-loopback --host without TLS", ("playground", "--host", "0.0.0.0", "--port", "0"),
+         "serves the playground beyond this machine: give --tls-cert and --tls-key, or --self-signed"),
+    Case("playground: a garbage PEM certificate",
+         ("playground", "--tls-cert", "{bad}/garbage.pem", "--tls-key", "{bad}/garbage.pem", "--port", "0"),
+         "garbage.pem: not a PEM certificate"),
+    Case("playground: --tls-key without --tls-cert", ("playground", "--tls-key", "{bad}/garbage.pem"),
+         "give --tls-cert and --tls-key together"),
+    Case("controller: a --webhook-url with a query (Kubernetes' ValidateWebhookURL)",
+         ("controller", "--policies", POLICIES, "--manage-webhook-configuration", "celmut",
+          "--webhook-url", "https://10.0.0.5:8443/?x=1"), "query parameters are not permitted"),
 ]  # fmt: skip
 
 

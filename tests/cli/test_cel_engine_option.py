@@ -1,5 +1,5 @@
-"""``--cel-engine auto|celpy|cpp`` on the commands that compile CEL: the same outputs on every
-engine, and a clear exit 2 when the requested engine cannot be used."""
+"""``--cel-engine auto|celpy|cpp|planner`` on the commands that compile CEL: the same outputs on
+every engine, and a clear exit 2 when the requested engine cannot be used."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-@pytest.mark.parametrize("engine", ["auto", *ENGINES])
+@pytest.mark.parametrize("engine", ["auto", *ENGINES, "planner"])
 def test_eval_on_each_engine(capsys: pytest.CaptureFixture[str], engine: str) -> None:
     code, out, _ = run(capsys, "eval", "object.spec.containers.map(c, c.name)", "--object", POD, "--cel-engine", engine)
     assert code == 0 and out.split() == ["[", '"nginx",', '"sidecar"', "]"]
@@ -29,7 +29,7 @@ def test_eval_on_each_engine(capsys: pytest.CaptureFixture[str], engine: str) ->
 
 def test_apply_gives_the_same_output_on_every_engine(capsys: pytest.CaptureFixture[str]) -> None:
     outputs = set()
-    for engine in ENGINES:
+    for engine in (*ENGINES, "planner"):
         code, out, _ = run(
             capsys,
             "apply",

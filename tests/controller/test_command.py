@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import io
+import os
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from celmut.controller.reconcile import Change, Outcome, TargetKey
 from celmut.controller.report import Progress, table
@@ -112,3 +117,108 @@ def test_the_status_endpoint_listens_on_loopback_unless_told_otherwise() -> None
     assert parser.parse_args(["controller"]).metrics_host == "127.0.0.1"
     args = controller_deployment(InstallOptions())["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--metrics-host") + 1] == "0.0.0.0"
+
+
+TLS_ENVIRONMENT = {  # what the chart's controller Deployment sets (charts/celmut/templates/controller.yaml)
+    "CELMUT_TLS_SECRET": "celmut-tls",
+    "CELMUT_TLS_CA_SECRET": "celmut-ca",
+    "CELMUT_TLS_SERVICE": "celmut",
+    "CELMUT_TLS_WEBHOOK_CONFIGURATION": "celmut",
+    "POD_NAMESPACE": "celmut",
+}
+
+
+def test_a_default_install_writes_its_serving_secret_and_ca_bundle(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Issue 38, item 0: with the webhook configuration already written (the managed rules come first)
+    and logs at INFO, the TLS thread died publishing the CA bundle, so ``celmut-tls`` never appeared."""
+    fake_apiserver.store.create(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "celmut"},
+            "webhooks": [
+                {
+                    "name": "ignore.mutate.celmut.io",
+                    "clientConfig": {"service": {"name": "celmut", "namespace": "celmut", "path": "/mutate/ignore"}},
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                }
+            ],
+        }
+    )
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+    command = [sys.executable, "-m", "celmut", "controller", "--log-level", "INFO", "--metrics-port", "0"]
+    command += ["--kubeconfig", str(fake_apiserver.kubeconfig(tmp_path / "kc")), "--policies", str(policies)]
+    env = {**os.environ, **TLS_ENVIRONMENT}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+
+        def bundle() -> str:
+            configuration = fake_apiserver.store.get("mutatingwebhookconfigurations", "celmut")
+            return str(configuration["webhooks"][0]["clientConfig"].get("caBundle", ""))
+
+        eventually(lambda: process.poll() is not None or bundle(), timeout=30, what="the CA bundle")
+        eventually(
+            lambda: process.poll() is not None or fake_apiserver.store.list("secrets", "celmut")[1:],
+            timeout=30,
+            what="the serving Secret",
+        )
+        assert process.poll() is None, "the controller stopped"
+        serving = fake_apiserver.store.get("secrets", "celmut-tls", "celmut")["data"]
+        assert base64.b64decode(serving["ca.crt"]) == base64.b64decode(bundle())
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=20)[0].decode()
+    assert process.returncode == 0, output
+    assert '"webhook CA bundle updated"' in output and "Traceback" not in output
+
+
+def test_a_background_thread_that_dies_stops_the_controller_with_code_70(
+    fake_apiserver: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead thread must not leave the process up and silent: the controller stops and exits 70, so
+    that kubelet restarts it (issue 38, item 0), and says which thread died of what."""
+    from celmut.main import main
+
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)  # the controller replaces it
+    monkeypatch.setattr(signal, "signal", lambda *_: None)  # leave pytest's handlers alone
+    fake_apiserver.store.create(configmap("one"))
+    policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
+
+    def a_thread_dies_once_the_controller_runs() -> None:
+        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true", timeout=30, what="the scan")
+        raise RuntimeError("a bug in a background thread")
+
+    threading.Thread(target=a_thread_dies_once_the_controller_runs, name="doomed").start()
+    arguments = ["controller", "--kubeconfig", str(fake_apiserver.kubeconfig(tmp_path / "kc"))]
+    arguments += ["--policies", str(policies), "--metrics-port", "0"]
+    assert main(arguments) == 70
+
+
+def test_the_status_endpoints_name_a_dead_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    from celmut import crashes
+    from celmut.controller.status import ControllerMetrics, status_app
+
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    deaths = crashes.install()
+    app = status_app(ControllerMetrics(), deaths.failure, deaths.failure)
+
+    def answers() -> list[tuple[int, str]]:
+        async def get() -> list[tuple[int, str]]:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://c") as client:
+                return [((r := await client.get(path)).status_code, r.text) for path in ("/healthz", "/readyz")]
+
+        return asyncio.run(get())
+
+    assert answers() == [(200, "ok"), (200, "ok")]
+
+    def doomed() -> None:
+        raise RuntimeError("a bug in a background thread")
+
+    thread = threading.Thread(target=doomed, name="doomed")
+    thread.start()
+    thread.join(5)
+    reason = "background thread doomed died: RuntimeError: a bug in a background thread"
+    assert answers() == [(503, f"not alive: {reason}"), (503, f"not ready: {reason}")]

@@ -58,3 +58,6 @@ def test_every_webhook_value_reaches_the_controller(helm: Path) -> None:
         assert parsed_args(container(objects, deployment)["args"]).preset_failure_policy == "Fail"
     none = helm_tool.template(helm, None, "--set-json", "webhook.failExcludedNamespaces=[]")
     assert managed_settings(none)[0].settings.fail_excluded_namespaces == ()
+    outside = helm_tool.template(helm, None, "--set", "webhook.url=https://10.0.0.5:8443")
+    settings = managed_settings(outside)[0].settings
+    assert (settings.url, settings.service) == ("https://10.0.0.5:8443", None)  # issue 38, item 4

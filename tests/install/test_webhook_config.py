@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from celmut.kube import certs
 from celmut.main import main
 
 from . import helm as helm_tool
@@ -45,7 +46,7 @@ def render(capsys: pytest.CaptureFixture[str], *argv: str) -> Obj:
 
 def with_policies(tmp_path: Path, text: str = POLICIES) -> list[str]:
     (tmp_path / "p.yaml").write_text(text)
-    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    (tmp_path / "ca.pem").write_bytes(certs.new_ca("test-ca").cert_pem)
     return ["--policies", str(tmp_path / "p.yaml"), "--ca-bundle", str(tmp_path / "ca.pem")]
 
 
@@ -221,6 +222,22 @@ spec:
             id="bad-selector",
         ),
         pytest.param(["--from-cluster", "--ca-bundle", "/nonexistent/ca.pem"], "/nonexistent/ca.pem", id="no-ca-file"),
+        pytest.param(["--from-cluster", "--ca-bundle", "/etc/hostname"], "not PEM certificates", id="not-a-ca-file"),
+        # Kubernetes' ValidateWebhookURL (k8s.io/apiserver/pkg/util/webhook/validation.go), https forced
+        pytest.param(
+            ["--from-cluster", "--url", "http://celmut.example"], "'https' is the only allowed URL scheme", id="http"
+        ),
+        pytest.param(["--from-cluster", "--url", "https:///mutate"], "host must be specified", id="no-host"),
+        pytest.param(
+            ["--from-cluster", "--url", "https://u:p@celmut.example"], "user information is not permitted", id="user"
+        ),
+        pytest.param(
+            ["--from-cluster", "--url", "https://celmut.example/#x"], "fragments are not permitted", id="frag"
+        ),
+        pytest.param(
+            ["--from-cluster", "--url", "https://celmut.example/?a=1"], "query parameters are not permitted", id="query"
+        ),
+        pytest.param(["--from-cluster", "--url", "https://celmut.example:port"], "must be a valid URL", id="port"),
         pytest.param(
             ["--from-cluster", "--policy-selector", "a b"],
             "--policy-selector: policy selector",

@@ -255,3 +255,31 @@ def test_the_controller_command_reads_tls_settings_from_its_environment(
 
     assert main(["controller", "--policies", "policies/"]) == 2  # refused before connecting anywhere
     assert "POD_NAMESPACE" in capsys.readouterr().err
+
+
+def test_a_webhook_served_at_a_url_gets_a_certificate_for_its_host(
+    fake_apiserver: FakeApiServer, cluster: Cluster, clock: Clock, tmp_path: Path
+) -> None:
+    """Issue 38, item 4: with ``--webhook-url`` the serving certificate also names the URL's host (an IP
+    address as an IP SAN, as Kyverno's --serverIP), so the webhook served there with the Secret's files is
+    trusted by the API server through the published bundle."""
+    import argparse
+
+    from celmut.controller import webhook_flags
+
+    parser = argparse.ArgumentParser()
+    webhook_flags.add_flags(parser)
+    parser.add_argument("--opt-out-label", default="celmut.io/ignore")
+    args = parser.parse_args(["--manage-webhook-configuration", "celmut", "--webhook-url", "https://10.0.0.5:8443/x"])
+    tls = webhook_flags.tls_for_url(CONFIG, webhook_flags.rules_config(args))
+    assert tls is not None and tls.hosts[-1] == "10.0.0.5"
+    TlsManager(cluster, tls, clock=clock).reconcile()
+    serving = secret(fake_apiserver, "celmut-tls")
+    assert "10.0.0.5" in certs.dns_names(x509.load_pem_x509_certificate(serving["tls.crt"]))
+    handshake(serving, serving["ca.crt"], "celmut.celmut.svc", tmp_path)  # the Service's names stay
+
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(serving["ca.crt"])
+    both = parser.parse_args([*["--manage-webhook-configuration", "celmut", "--webhook-ca-bundle", str(ca)]])
+    with pytest.raises(ValueError, match="self-managed TLS"):
+        webhook_flags.tls_for_url(CONFIG, webhook_flags.rules_config(both))

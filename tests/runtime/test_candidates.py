@@ -28,7 +28,19 @@ from tests.runtime.helpers import compile_text
 GROUPS = st.sampled_from(["", "apps", "batch", "*"])
 VERSIONS = st.sampled_from(["v1", "v1beta1", "*"])
 RESOURCES = st.sampled_from(
-    ["pods", "deployments", "jobs", "configmaps", "namespaces", "pods/status", "pods/*", "*", "*/*", "*/status"]
+    [
+        "pods",
+        "deployments",
+        "jobs",
+        "configmaps",
+        "namespaces",
+        "replicasets",
+        "pods/status",
+        "pods/*",
+        "*",
+        "*/*",
+        "*/status",
+    ]
 )
 OPERATIONS = st.sampled_from(["CREATE", "UPDATE", "DELETE", "CONNECT", "*"])
 
@@ -90,19 +102,33 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "job": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "other", "namespace": "default"}},
     "configmap": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web", "namespace": "default"}},
     "namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod", "labels": {"env": "prod"}}},
+    # Kyverno's policies leave a ReplicaSet its Deployment controls alone, before looking at its kind
+    "controlled replicaset": {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "web-1",
+            "namespace": "default",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "controller": True}],
+        },
+    },
 }
+
+
+BACKGROUND_USER = "system:serviceaccount:celmut:celmut-controller"
 
 
 @st.composite
 def requests(draw: st.DrawFn) -> AdmissionInput:
     obj = OBJECTS[draw(st.sampled_from(sorted(OBJECTS)))]
     operation = draw(st.sampled_from(["CREATE", "UPDATE", "DELETE", "CONNECT"]))
+    user = {"username": draw(st.sampled_from(["alice", BACKGROUND_USER]))}
     if operation == "DELETE":
-        request = AdmissionInput.from_object(None, operation, old_object=obj)
+        request = AdmissionInput.from_object(None, operation, old_object=obj, user_info=user)
     elif operation == "UPDATE":
-        request = AdmissionInput.from_object(obj, operation, old_object=obj)
+        request = AdmissionInput.from_object(obj, operation, old_object=obj, user_info=user)
     else:
-        request = AdmissionInput.from_object(obj, operation)
+        request = AdmissionInput.from_object(obj, operation, user_info=user)
     request.sub_resource = draw(st.sampled_from(["", "", "status", "scale"]))
     return request
 
@@ -125,12 +151,27 @@ SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 def test_the_indexed_engine_answers_as_one_visiting_every_policy(data: st.DataObject) -> None:
     documents = [data.draw(policies(i)) for i in range(data.draw(st.integers(1, 5)))]
     policy_set = compiled(documents)
-    every = AdmissionEngine(policy_set, options=AdmissionOptions(timeout_seconds=None, report_unselected=True))
-    indexed = AdmissionEngine(policy_set, options=AdmissionOptions(timeout_seconds=None, report_unselected=False))
+    background = frozenset({BACKGROUND_USER})  # skipBackgroundRequests (true by default) skips its requests
+    every = AdmissionEngine(
+        policy_set,
+        options=AdmissionOptions(timeout_seconds=None, report_unselected=True, background_usernames=background),
+    )
+    indexed = AdmissionEngine(
+        policy_set,
+        options=AdmissionOptions(timeout_seconds=None, report_unselected=False, background_usernames=background),
+    )
+    visiting = AdmissionEngine(
+        policy_set,
+        options=AdmissionOptions(timeout_seconds=None, report_unselected=True, background_usernames=background),
+    )
+    visiting._unselected_by_kind = frozenset()  # every policy through the evaluator's prechecks
     for request in data.draw(st.lists(requests(), min_size=1, max_size=4)):
         for failure_policy in (None, "Fail", "Ignore"):
             full = every.admit(request, failure_policy=failure_policy)
             fast = indexed.admit(request, failure_policy=failure_policy)
+            reference = visiting.admit(request, failure_policy=failure_policy)
+            # issue 36: the outcomes made without a visit are the ones the visit gives
+            assert [visible(o) for o in full.outcomes] == [visible(o) for o in reference.outcomes]
             assert (fast.allowed, fast.object, fast.patch, fast.message, fast.warnings, fast.audit_annotations) == (
                 full.allowed, full.object, full.patch, full.message, full.warnings, full.audit_annotations
             )  # fmt: skip

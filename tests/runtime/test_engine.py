@@ -310,3 +310,18 @@ def test_an_admission_policy_patch_that_does_not_decode_is_rejected_even_with_ig
     # patch/json_patch_test.go: 'strict decoding error: unknown field "spec.template.spec.containers[1]…"',
     # wrapped by NewInternalError
     assert 'Internal error occurred: strict decoding error: unknown field "spec.notAField"' in result.message
+
+
+def test_each_outcome_carries_the_cel_cost_its_policy_spent_of_the_shared_budget() -> None:
+    """``celmut playground`` shows each policy's CEL cost: the units it took from the request's budget."""
+    cheap = mpol("a-cheap", ADD_LABEL)
+    costly = mpol(
+        "b-costly",
+        jsonpatch(
+            '[JSONPatch{op: "add", path: "/metadata/labels/n", value: string([1, 2, 3, 4, 5, 6, 7, 8].map(i, '
+            "[1, 2, 3, 4, 5, 6, 7, 8].filter(j, j > i)).size())}]"
+        ),
+    )
+    result = admit(cheap + "---" + costly, pod())
+    by_policy = {o.policy: o.cost for o in result.outcomes}
+    assert 0 < by_policy["a-cheap"] < by_policy["b-costly"]

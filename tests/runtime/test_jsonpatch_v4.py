@@ -6,10 +6,15 @@ API server's ``JSON Patch: `` prefix.
 
 from __future__ import annotations
 
+import copy
+import itertools
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from celmut.jsonutil import PointerTokens, split_pointer
 from celmut.runtime import mutations
 from celmut.runtime.failures import MutationError
 from celmut.runtime.jsonpatch_v4 import JsonPatchError, JsonPatchTestFailed, apply_patch
@@ -264,3 +269,101 @@ def test_a_whole_patch_is_applied_in_order_on_copies() -> None:
         "list": ["2", "x", "y"],
     }
     assert DOC["list"] == ["x", "y", "z"] and DOC["metadata"]["labels"] == {"a": "1"}
+
+
+def _go_replacer(token: str) -> str:
+    """Go's ``strings.NewReplacer("~1", "/", "~0", "~").Replace`` (v4's ``decodePatchKey``): one
+    left-to-right pass, the first pattern that matches at a position wins."""
+    out, i = [], 0
+    while i < len(token):
+        if token.startswith("~1", i):
+            out.append("/")
+            i += 2
+        elif token.startswith("~0", i):
+            out.append("~")
+            i += 2
+        else:
+            out.append(token[i])
+            i += 1
+    return "".join(out)
+
+
+def test_keys_decode_as_gos_one_pass_replacer() -> None:
+    """decodePatchKey is a strings.Replacer; the two str.replace calls of the paths' split
+    (``jsonutil.split_pointer``, remembered or not) give the same key for every string of up to six
+    characters over the alphabet that matters (``~01a``)."""
+    remembered = PointerTokens()
+    for length in range(7):
+        for letters in itertools.product("~01a", repeat=length):
+            token = "".join(letters)
+            assert split_pointer("/x/" + token) == ("x", _go_replacer(token)), token
+            assert remembered.tokens("/" + token) == remembered.tokens("/" + token) == (_go_replacer(token),)
+
+
+KEYS = st.sampled_from(["a", "b", "0", "-", "~1x", "-1"])
+PATHS = st.lists(KEYS, min_size=1, max_size=2).map(lambda keys: "/" + "/".join(keys))
+VALUES = st.recursive(
+    st.none() | st.integers(-2, 2) | st.sampled_from(["x", "y"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
+    max_leaves=5,
+)
+OPERATIONS = st.one_of(
+    st.builds(lambda p, v: {"op": "add", "path": p, "value": v}, PATHS, VALUES),
+    st.builds(lambda p, v: {"op": "replace", "path": p, "value": v}, PATHS, VALUES),
+    st.builds(lambda p: {"op": "remove", "path": p}, PATHS),
+    st.builds(lambda f, p: {"op": "move", "from": f, "path": p}, PATHS, PATHS),
+    st.builds(lambda f, p: {"op": "copy", "from": f, "path": p}, PATHS, PATHS),
+    st.builds(lambda p, v: {"op": "test", "path": p, "value": v}, PATHS, VALUES),
+)
+
+
+def _one_at_a_time(document: Any, operations: list[dict[str, Any]]) -> Any:
+    """Each operation as a patch of its own: every container on its path copied again."""
+    for operation in operations:
+        document = apply_patch(document, [operation])
+    return document
+
+
+def _outcome(apply: Any, document: Any, operations: list[dict[str, Any]]) -> Any:
+    try:
+        return ("patched", apply(document, operations))
+    except JsonPatchTestFailed as failed:
+        return ("test failed", failed.path)
+    except JsonPatchError as ex:
+        return ("error", str(ex))
+
+
+@settings(max_examples=600, deadline=None)
+@given(document=st.dictionaries(KEYS, VALUES, max_size=4), operations=st.lists(OPERATIONS, max_size=8))
+def test_one_patch_copies_each_container_once_with_the_same_result(
+    document: dict[str, Any], operations: list[dict[str, Any]]
+) -> None:
+    """A patch copies a container the first time an operation walks through it and changes that copy
+    in place afterwards: the result (or the error) is the one of applying each operation alone, with
+    its own copies, and the input is never modified."""
+    before = copy.deepcopy(document)
+    remembered = PointerTokens()  # an engine's: the second patch finds its paths split
+
+    def with_tokens(document: Any, operations: list[dict[str, Any]]) -> Any:
+        return apply_patch(document, operations, remembered)
+
+    assert _outcome(apply_patch, document, operations) == _outcome(_one_at_a_time, document, operations)
+    assert _outcome(with_tokens, document, operations) == _outcome(with_tokens, document, operations)
+    assert _outcome(with_tokens, document, operations) == _outcome(apply_patch, document, operations)
+    assert document == before
+
+
+def test_a_container_changed_then_copied_is_two_containers() -> None:
+    """The copy a patch made of ``/metadata`` is changed in place by its later operations; a ``copy``
+    of it must be a container of its own, or changing one would change both."""
+    operations = [
+        {"op": "add", "path": "/metadata/x", "value": 1},
+        {"op": "copy", "from": "/metadata", "path": "/copied"},
+        {"op": "add", "path": "/copied/y", "value": 2},
+        {"op": "move", "from": "/copied", "path": "/moved"},
+        {"op": "add", "path": "/moved/z", "value": 3},
+    ]
+    patched = apply_patch(DOC, operations)
+    assert patched["metadata"] == {"labels": {"a": "1"}, "gone": None, "x": 1}
+    assert patched["moved"] == {"labels": {"a": "1"}, "gone": None, "x": 1, "y": 2, "z": 3}
+    assert "copied" not in patched and DOC["metadata"] == {"labels": {"a": "1"}, "gone": None}

@@ -130,7 +130,9 @@ def test_a_failed_jsonpatch_test_writes_nothing_and_says_why() -> None:
     provenance = from_outcomes(result.outcomes)
     assert provenance.applied == ()
     (unchanged,) = provenance.not_applied
-    assert unchanged.status == "unchanged" and "JSONPatch test at /metadata/labels/app did not hold" in unchanged.summary
+    assert (
+        unchanged.status == "unchanged" and "JSONPatch test at /metadata/labels/app did not hold" in unchanged.summary
+    )
 
 
 def test_appends_are_kept_only_when_nothing_was_appended() -> None:
@@ -148,7 +150,8 @@ LABEL_B = jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/b", value: "2
 
 def opted_in(name: str, mutations: str) -> str:
     return mpol(name, mutations).replace(
-        f"metadata: {{name: {name}}}", f'metadata: {{name: {name}, annotations: {{celmut.io/record-provenance: "true"}}}}'
+        f"metadata: {{name: {name}}}",
+        f'metadata: {{name: {name}, annotations: {{celmut.io/record-provenance: "true"}}}}',
     )
 
 
@@ -156,7 +159,11 @@ def test_only_policies_that_opt_in_record_themselves_on_the_object() -> None:
     result = admit(engine(opted_in("a-recorded", LABEL_A) + "---" + mpol("b-silent", LABEL_B)), pod())
     recorded = json.loads(result.object["metadata"]["annotations"][MUTATED_BY_ANNOTATION])
     assert recorded == {"a-recorded": ["/metadata/labels/a"]}
-    assert {"op": "add", "path": "/metadata/annotations", "value": {MUTATED_BY_ANNOTATION: json.dumps(recorded, separators=(",", ":"))}} in result.patch
+    assert {
+        "op": "add",
+        "path": "/metadata/annotations",
+        "value": {MUTATED_BY_ANNOTATION: json.dumps(recorded, separators=(",", ":"))},
+    } in result.patch
     provenance = from_outcomes(result.outcomes, result.object)
     assert [m.policy for m in provenance.applied] == ["a-recorded", "b-silent", RECORDER]
 
@@ -191,7 +198,10 @@ def test_record_all_merges_with_the_summary_already_there() -> None:
 )
 def test_the_summary_stays_within_its_bound(previous: str, expected_first: str) -> None:
     many = "---".join(
-        mpol(f"policy-{i:02d}", jsonpatch(f'[JSONPatch{{op: "add", path: "/metadata/labels/l{i:02d}-{"x" * 40}", value: "1"}}]'))
+        mpol(
+            f"policy-{i:02d}",
+            jsonpatch(f'[JSONPatch{{op: "add", path: "/metadata/labels/l{i:02d}-{"x" * 40}", value: "1"}}]'),
+        )
         for i in range(40)
     )
     start = pod()
@@ -225,7 +235,9 @@ def test_a_podmutation_keeps_writing_its_cast_ai_name_annotation_beside_the_summ
 
 def test_describe_names_each_mutation_and_counts_the_fields_that_do_not_fit() -> None:
     mutations = [
-        AppliedMutation("add-team", "MutatingPolicy", "spec.mutations[0]", 0, (FieldChange("add", "/metadata/labels/team"),)),
+        AppliedMutation(
+            "add-team", "MutatingPolicy", "spec.mutations[0]", 0, (FieldChange("add", "/metadata/labels/team"),)
+        ),
         AppliedMutation(
             "limits",
             "MutatingPolicy",

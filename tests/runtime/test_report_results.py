@@ -33,40 +33,94 @@ def outcome(status: str, **fields: Any) -> PolicyOutcome:
 
 CASES = [
     # scanner.go: a pass whose patched resource differs from the stored one is a fail
-    ("background, would change: fail", outcome("applied"), MPOL, PROCESS_BACKGROUND,
-     {"result": "fail", "message": "mutation is not applied", "rule": "",
-      "properties": {"process": "background scan"}}),
+    (
+        "background, would change: fail",
+        outcome("applied"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {
+            "result": "fail",
+            "message": "mutation is not applied",
+            "rule": "",
+            "properties": {"process": "background scan"},
+        },
+    ),
     # engine.go: RulePass("", Mutation, "success")
-    ("background, already mutated: pass", outcome("unchanged"), MPOL, PROCESS_BACKGROUND,
-     {"result": "pass", "message": "success", "rule": ""}),
-    ("admission, applied: pass", outcome("applied"), MPOL, PROCESS_ADMISSION,
-     {"result": "pass", "message": "success", "properties": {"process": "admission review"}}),
+    (
+        "background, already mutated: pass",
+        outcome("unchanged"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {"result": "pass", "message": "success", "rule": ""},
+    ),
+    (
+        "admission, applied: pass",
+        outcome("applied"),
+        MPOL,
+        PROCESS_ADMISSION,
+        {"result": "pass", "message": "success", "properties": {"process": "admission review"}},
+    ),
     # engine.go: CompiledPolicy.Evaluate returns nil (a matchCondition is false): RuleSkip("", ..., "skip")
-    ("matchCondition false: skip", outcome("skipped", cause="matchCondition", cause_name="c0"), MPOL,
-     PROCESS_BACKGROUND, {"result": "skip", "message": "skip", "rule": ""}),
+    (
+        "matchCondition false: skip",
+        outcome("skipped", cause="matchCondition", cause_name="c0"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {"result": "skip", "message": "skip", "rule": ""},
+    ),
     # engine.go: RuleSkip("exception", ..., "rule is skipped due to policy exception: <keys>"); results.go
     # adds the exceptions property (names, comma-separated)
-    ("exception: skip", outcome("excepted", cause="exception", cause_name="team-a/spare-b"), MPOL,
-     PROCESS_BACKGROUND,
-     {"result": "skip", "rule": "exception", "message": "rule is skipped due to policy exception: team-a/spare-b",
-      "properties": {"exceptions": "spare-b", "process": "background scan"}}),
+    (
+        "exception: skip",
+        outcome("excepted", cause="exception", cause_name="team-a/spare-b"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {
+            "result": "skip",
+            "rule": "exception",
+            "message": "rule is skipped due to policy exception: team-a/spare-b",
+            "properties": {"exceptions": "spare-b", "process": "background scan"},
+        },
+    ),
     # engine.go: RuleError("evaluation", ..., "failed to evaluate policy", err)
-    ("error", outcome("error", reason="no such key: team", path="spec.mutations[0]"), MPOL, PROCESS_BACKGROUND,
-     {"result": "error", "rule": "evaluation",
-      "message": "failed to evaluate policy: spec.mutations[0]: no such key: team"}),
+    (
+        "error",
+        outcome("error", reason="no such key: team", path="spec.mutations[0]"),
+        MPOL,
+        PROCESS_BACKGROUND,
+        {
+            "result": "error",
+            "rule": "evaluation",
+            "message": "failed to evaluate policy: spec.mutations[0]: no such key: team",
+        },
+    ),
     # results.go: a fail of an unscored policy is a warn
     ("unscored fail: warn", outcome("applied"), UNSCORED, PROCESS_BACKGROUND, {"result": "warn", "scored": False}),
     # results.go: cache.MetaNamespaceKeyFunc names a namespaced policy namespace/name
     ("namespaced policy key", outcome("unchanged"), NS_MPOL, PROCESS_BACKGROUND, {"policy": "team-a/add-labels"}),
     # results.go: category and severity from the policies.kyverno.io annotations
-    ("category and severity", outcome("unchanged"), ANNOTATED, PROCESS_BACKGROUND,
-     {"category": "Best Practices", "severity": "low"}),
+    (
+        "category and severity",
+        outcome("unchanged"),
+        ANNOTATED,
+        PROCESS_BACKGROUND,
+        {"category": "Best Practices", "severity": "low"},
+    ),
     # results.go: a MAP result names the policy as its rule, its binding as mapBinding; pkg/admissionpolicy
     # mutate: RulePass(name, ..., "mutation is successfully applied")
-    ("MutatingAdmissionPolicy pass", outcome("unchanged", binding="set-replicas-binding"), MAP, PROCESS_BACKGROUND,
-     {"source": "MutatingAdmissionPolicy", "policy": "set-replicas", "rule": "set-replicas",
-      "message": "mutation is successfully applied",
-      "properties": {"mapBinding": "set-replicas-binding", "process": "background scan"}}),
+    (
+        "MutatingAdmissionPolicy pass",
+        outcome("unchanged", binding="set-replicas-binding"),
+        MAP,
+        PROCESS_BACKGROUND,
+        {
+            "source": "MutatingAdmissionPolicy",
+            "policy": "set-replicas",
+            "rule": "set-replicas",
+            "message": "mutation is successfully applied",
+            "properties": {"mapBinding": "set-replicas-binding", "process": "background scan"},
+        },
+    ),
 ]
 
 

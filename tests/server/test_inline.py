@@ -46,8 +46,8 @@ def _serve(tmp_path: Path, burn: str) -> AbstractContextManager[RunningServer]:
 
 
 def test_a_cheap_admission_is_answered_on_the_event_loop(tmp_path: Path) -> None:
-    """The slice is wall-clock time: on a loaded machine the OS may take the CPU away for more than 5 ms
-    in the middle of an admission, which then (rightly) goes to a thread. So: most of ten, not all."""
+    """Most of ten, not all: the slice is CPU time (a process the OS took the CPU from is not
+    rescheduled), but a loaded CI machine may still make ten cheap admissions cost more than 5 ms of it."""
     with _serve(tmp_path, CHEAP) as server:
         for index in range(10):
             review = server.review(admission_request(pod(name=f"p{index}")))

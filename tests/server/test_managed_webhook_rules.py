@@ -6,6 +6,7 @@ kube-apiserver's matcher (DELETE, subresources, matchPolicy Equivalent)."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -82,7 +83,13 @@ def registered(fake: FakeApiServer) -> set[tuple[str, str, str]]:
 
 @contextmanager
 def managed(
-    fake: FakeApiServer, tmp_path: Path, *, controllers: int = 1, webhooks: int = 1, **settings: Any
+    fake: FakeApiServer,
+    tmp_path: Path,
+    *,
+    controllers: int = 1,
+    webhooks: int = 1,
+    outside: bool = False,
+    **settings: Any,
 ) -> Iterator[tuple[list[RunningServer], list[Controller]]]:
     """celmut's webhook (one replica) behind its Service, and ``controllers`` controllers managing the
     configuration, owned by the chart's controller ClusterRole; no configuration is installed by hand."""
@@ -94,6 +101,8 @@ def managed(
     (tmp_path / "none").mkdir(exist_ok=True)
     with ExitStack() as stack:
         servers = stack.enter_context(celmut_in_cluster(fake, tmp_path, replicas=webhooks, create_configuration=False))
+        if outside:  # served outside the cluster: --webhook-url, no Service
+            settings.update(service=None, url=servers[0].url)
         webhook = WebhookSettings(ca_bundle=servers[0].ca_file.read_bytes(), **settings)
         rules = WebhookRulesConfig(webhook, owner_cluster_role=OWNER, resync_seconds=0.2)
         running_controllers = [
@@ -393,3 +402,24 @@ def test_a_request_two_webhooks_match_is_mutated_once_by_each_policy(
         finally:
             cluster.close()
     assert made["metadata"]["annotations"]["trail"] == "pt"  # each policy once, in webhook order
+
+
+def test_a_webhook_served_outside_the_cluster_is_wired_at_its_url(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Issue 38, item 4: ``controller --webhook-url`` (chart ``webhook.url``, Kyverno's --serverIP): the
+    managed configuration calls the URL with its CA bundle; everything else about the rules is unchanged."""
+    fake = with_policy_crds(fake_apiserver)
+    fake.store.create(mutating_policy("cm", rule("", "v1", "configmaps", "CREATE"), add_label("outside")))
+    with managed(fake, tmp_path, outside=True) as (servers, _):
+        wait_for_policies(servers, "cm")
+        wanted = {("fail.mutate.celmut.io", "configmaps", "CREATE")}
+        eventually(lambda: registered(fake) == wanted, timeout=15, what="the rule registered")
+        config = configuration(fake)
+        assert config is not None
+        client_config = config["webhooks"][0]["clientConfig"]
+        assert client_config["url"] == servers[0].url + "/mutate/fail/default" and "service" not in client_config
+        assert base64.b64decode(client_config["caBundle"]) == servers[0].ca_file.read_bytes()
+        fake.enable_webhooks()
+        made = client(fake, tmp_path).create("v1", "configmaps", "default", {"metadata": {"name": "c"}})
+        assert made["metadata"]["labels"] == {"outside": "yes"}

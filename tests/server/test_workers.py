@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -141,3 +142,30 @@ def test_every_scrape_shows_the_admissions_of_all_workers_and_the_policies_once(
         process.terminate()
         process.wait(30)
     assert not list(scratch.glob("celmut-metrics-*")), "the shared metrics directory is removed on exit"
+
+
+def test_a_worker_that_stops_on_its_own_stops_the_server_with_code_70(tmp_path: Path) -> None:
+    """Before, the parent only joined its workers: one killed (out of memory, say) or stopped by a dead
+    background thread left a pod serving on fewer workers, ready, with nothing said. Now the others are
+    stopped and the server exits 70, so kubelet restarts the pod whole (issue 38, item 0)."""
+    write(tmp_path, "noop-0", POLICY.format(name="noop-0", failure="Ignore", expression="'[]'"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "celmut.main", "serve", "--policies", str(tmp_path / "policies"), "--workers", "2"]
+    command += ["--self-signed", "--cert-dir", str(tmp_path / "tls"), "--port", str(port), "--log-level", "ERROR"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+        deadline = time.monotonic() + 90
+        while len(workers := children.read_text().split()) < 2:
+            assert process.poll() is None and time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.1)
+        os.kill(int(workers[0]), signal.SIGKILL)
+        assert process.wait(timeout=60) == 70
+        assert not Path(f"/proc/{workers[1]}").exists() or "zombie" in Path(f"/proc/{workers[1]}/status").read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        stderr = process.communicate()[1].decode()
+    assert "a worker stopped; stopping the others" in stderr

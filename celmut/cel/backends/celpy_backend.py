@@ -1,27 +1,33 @@
-"""The cel-python engine: celpy's Environment/Runner facade with celmut's planner as the runner.
+"""The cel-python engines: celpy's Environment/Runner facade with celmut's evaluators as runners.
 
 celpy's public extension points are used as designed: :class:`CelpyEnvironment` subclasses
 ``celpy.Environment`` (its parser is :class:`~celmut.cel.parser.ExtendedCELParser`, a
-``CELParser`` subclass) and :class:`PlannedRunner` subclasses ``celpy.Runner``. Instead of
-re-walking the Lark tree on every call, the runner plans the checked AST into closures once
-(:mod:`celmut.cel.planner`), which is what makes cel-python fast enough for admission.
+``CELParser`` subclass) and the runners subclass ``celpy.Runner``. Instead of re-walking the Lark
+tree on every call, :class:`PlannedRunner` plans the checked AST into closures once
+(:mod:`celmut.cel.planner`), and :class:`CompiledRunner` goes one step further: the plan becomes one
+generated Python function (:mod:`celmut.cel.backends.pycode`).
+
+Two backends: ``celpy`` (:class:`CelpyBackend`, compiled code) and ``planner``
+(:class:`PlannerBackend`, the closures: the reference the compiled code is tested against).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import celpy
 
 from celmut.cel import types as t
 from celmut.cel.activation import Activation
 from celmut.cel.backends.base import BackendOptions, Folded
+from celmut.cel.backends.pycode import compile_expression
+from celmut.cel.backends.pycode_gen import generate
 from celmut.cel.checker import CheckResult
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.planner import Planner
+from celmut.cel.planner import Fn, Planner, PlanRecord
 
 _NO_SLOTS: list[Any] = []
 
@@ -33,15 +39,21 @@ class CelpyEnvironment(celpy.Environment):
     celmut never uses (the extended grammar is built once by the parser module).
     """
 
-    def __init__(self, functions: Mapping[str, list[Overload]], options: BackendOptions) -> None:
+    def __init__(
+        self,
+        functions: Mapping[str, list[Overload]],
+        options: BackendOptions,
+        runner_class: type[PlannedRunner] | None = None,
+    ) -> None:
         self.package = None
         self.annotations = {}
-        self.runner_class = PlannedRunner
+        self.runner_class = runner_class or PlannedRunner
+        self.planned_runner: type[PlannedRunner] = self.runner_class
         self.functions = functions
         self.options = options
 
     def program(self, expr: Any, functions: Any = None) -> PlannedRunner:
-        return PlannedRunner(self, expr, self.functions)
+        return self.planned_runner(self, expr, self.functions)
 
 
 class PlannedRunner(celpy.Runner):
@@ -59,17 +71,28 @@ class PlannedRunner(celpy.Runner):
     ) -> None:
         # celpy's Runner expects its own Lark tree; this runner is built from celmut's checked AST instead.
         super().__init__(environment, ast, None)  # type: ignore[arg-type]
-        planner = Planner(functions, ast.types, kyverno_or_value=environment.options.kyverno_or_value)
-        self._fn = planner.plan(ast.expr)
+        record = self._plan_record()
+        planner = Planner(functions, ast.types, kyverno_or_value=environment.options.kyverno_or_value, record=record)
+        planned = planner.plan(ast.expr)
         self._slots = planner.slot_count
         self._static_cost = planner.static_cost
-        is_constant, value = planner.constant(self._fn)
+        is_constant, value = planner.constant(planned)
         if is_constant:  # a literal tree (``[JSONPatch{op: "add", path: "/x", value: 1}]``), built once
             self.folded = Folded(value)
+            self._fn = planned
+        else:
+            self._fn = self._evaluator(ast, planner, record, planned)
         self.source = source
         self.checked = ast
         self.result_type: t.CelType = ast.type
         self.references = ast.references
+
+    def _plan_record(self) -> PlanRecord | None:
+        return None
+
+    def _evaluator(self, ast: CheckResult, planner: Planner, record: PlanRecord | None, planned: Fn) -> Fn:
+        """What :meth:`evaluate` calls: here the planned closures."""
+        return planned
 
     # celpy's Runner.evaluate takes a celpy Context; celmut's programs take an Activation.
     def evaluate(self, activation: Activation) -> Any:  # type: ignore[override]
@@ -95,8 +118,46 @@ class PlannedRunner(celpy.Runner):
             budget.spent += ctx.cost
 
 
-class CelpyBackend:
-    name = "celpy"
+class CompiledRunner(PlannedRunner):
+    """A program whose plan became one generated Python function (the planner's closures stay for
+    what the function leaves to them, and for an expression too large to be worth compiling)."""
+
+    generated = False  # whether a generated function runs (an expression too large runs the closures)
+    fallbacks = 0  # subtrees the generated code leaves to planner closures
+
+    def _plan_record(self) -> PlanRecord | None:
+        return PlanRecord()
+
+    def _evaluator(self, ast: CheckResult, planner: Planner, record: PlanRecord | None, planned: Fn) -> Fn:
+        assert record is not None
+        compiled = compile_expression(ast.expr, planner, record, ast.types)
+        if compiled is None:
+            return planned
+        self.generated = True
+        self.fallbacks = compiled.fallbacks
+        if not compiled.uses_slots:  # no planner closure reads a bound variable: no slot list to make
+            self._slots = 0
+        return compiled.function
+
+    @property
+    def python_source(self) -> str | None:
+        """The generated module, written again from the checked tree (for tests and debugging; a
+        program does not keep it: thousands are cached), or None when the closures run."""
+        if not self.generated:
+            return None
+        environment = cast(CelpyEnvironment, self.environment)
+        record = PlanRecord()
+        kyverno_or_value = environment.options.kyverno_or_value
+        planner = Planner(environment.functions, self.checked.types, kyverno_or_value=kyverno_or_value, record=record)
+        planner.plan(self.checked.expr)
+        return generate(self.checked.expr, planner, record, self.checked.types).source
+
+
+class PlannerBackend:
+    """The checked tree planned into closures (``--cel-engine planner``)."""
+
+    name = "planner"
+    runner_class: type[PlannedRunner] = PlannedRunner
 
     def program(
         self,
@@ -105,4 +166,12 @@ class CelpyBackend:
         functions: Mapping[str, list[Overload]],
         options: BackendOptions,
     ) -> PlannedRunner:
-        return PlannedRunner(CelpyEnvironment(functions, options), checked, functions, source)
+        return self.runner_class(CelpyEnvironment(functions, options, self.runner_class), checked, functions, source)
+
+
+class CelpyBackend(PlannerBackend):
+    """Each checked expression compiled to one Python function (``--cel-engine celpy``)."""
+
+    name = "celpy"
+    runner_class = CompiledRunner
+    evaluates_once = PlannerBackend()  # for an expression evaluated once, generating code does not pay

@@ -49,10 +49,10 @@ from celmut.cel import costs
 from celmut.cel import types as t
 from celmut.cel import values as v
 from celmut.cel.activation import Activation
+from celmut.cel.calls import IMPL_ERRORS, charge_result, impl_error
 from celmut.cel.declarations import Overload
 from celmut.cel.errors import CelCostError, CelError, CelEvaluationError, Reschedule
 from celmut.cel.evalcontext import EvalContext
-from celmut.cel.planner import _IMPL_ERRORS, _impl_error, charge_result
 from celmut.cel.values import no_such_overload
 
 ANY = cel.Type("any")
@@ -314,8 +314,8 @@ def _dispatcher(name: str, result_type: cel.Type) -> Callable[..., Any]:
         except Reschedule as ex:  # through cel-cpp as an error; the backend raises it again after
             state.reschedule = ex
             raise ValueError(RERUN_TOKEN) from None
-        except _IMPL_ERRORS as ex:
-            raise _fail(state, _impl_error(name, ex)) from None
+        except IMPL_ERRORS as ex:
+            raise _fail(state, impl_error(name, ex)) from None
         except RecursionError:
             raise _fail(state, CelCostError("expression evaluation is nested too deeply")) from None
         except Exception as ex:  # a defect in a library must not take down the caller

@@ -26,7 +26,7 @@ fn, method = LIBRARY.function, LIBRARY.method
 UintType = v.UintType
 
 
-def _concat_cost(a: Any, b: Any) -> int:
+def concat_cost(a: Any, b: Any) -> int:
     """cel-go runtimecost.go: ``add_string``/``add_bytes`` cost ``ceil((size(a) + size(b)) * 0.1)``;
     ``add_list`` is O(1) there (a view), but celmut copies, so one unit per element. A string over
     :data:`celmut.cel.costs.MAX_STRING_BYTES` is refused before it is built."""
@@ -154,7 +154,7 @@ def _duration_result(ns: int) -> v.Duration:
 
 for _op, _impl in (("_+_", add), ("_-_", subtract), ("_*_", multiply), ("_/_", divide)):
     for _t in ("int", "uint", "double"):
-        fn(_op, (_t, _t), _t, cost=_concat_cost)(_impl)
+        fn(_op, (_t, _t), _t, cost=concat_cost)(_impl)
 for _t in ("int", "uint"):
     fn("_%_", (_t, _t), _t)(modulo)
 for _sig in (
@@ -165,13 +165,13 @@ for _sig in (
     (("duration", "timestamp"), "timestamp"),
     (("duration", "duration"), "duration"),
 ):
-    fn("_+_", _sig[0], _sig[1], cost=_concat_cost)(add)
+    fn("_+_", _sig[0], _sig[1], cost=concat_cost)(add)
 for _sig in (
     (("timestamp", "timestamp"), "duration"),
     (("timestamp", "duration"), "timestamp"),
     (("duration", "duration"), "duration"),
 ):
-    fn("_-_", _sig[0], _sig[1], cost=_concat_cost)(subtract)
+    fn("_-_", _sig[0], _sig[1], cost=concat_cost)(subtract)
 fn("-_", ("int",), "int")(negate)
 fn("-_", ("double",), "double")(negate)
 fn("!_", ("bool",), "bool")(logical_not)

@@ -16,7 +16,7 @@ import pytest
 
 from celmut import cel
 from celmut.cel.lookups import AuthorizationAttributes, AuthorizationDecision
-from tests.cel.helpers import ENGINES, Err
+from tests.cel.helpers import CEL_ENGINES, Err
 
 REQUEST = cel.admission_request(
     resource={"group": "apps", "version": "v1", "resource": "deployments"},
@@ -95,7 +95,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", CEL_ENGINES)
 @pytest.mark.parametrize(("name", "expression", "expected", "asked"), CASES, ids=[c[0][:50] for c in CASES])
 def test_checks_reach_the_authorizer_with_the_requesting_user(
     name: str, expression: str, expected: Any, asked: tuple[str, ...], engine: str
@@ -110,7 +110,7 @@ def test_checks_reach_the_authorizer_with_the_requesting_user(
     assert call.user.extra == (("k", ("v",)),)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", CEL_ENGINES)
 def test_service_account_checks_as_the_service_account(engine: str) -> None:
     """authz.go authorizerServiceAccount: serviceaccount.ServiceAccountInfo.UserInfo."""
     recorder = Recorder()
@@ -122,7 +122,7 @@ def test_service_account_checks_as_the_service_account(engine: str) -> None:
     assert call.user.groups == ("system:serviceaccounts", "system:serviceaccounts:ci")
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", CEL_ENGINES)
 def test_selectors_are_part_of_the_check(engine: str) -> None:
     """authzSelectors (1.31+): fieldSelector and labelSelector travel with the check."""
     recorder = Recorder()
@@ -155,7 +155,7 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", CEL_ENGINES)
 @pytest.mark.parametrize(("name", "expression", "expected"), ERRORS, ids=[e[0] for e in ERRORS])
 def test_invalid_arguments_are_errors(name: str, expression: str, expected: Err, engine: str) -> None:
     with pytest.raises(cel.CelError) as raised:
@@ -163,13 +163,13 @@ def test_invalid_arguments_are_errors(name: str, expression: str, expected: Err,
     assert raised.value.kind == expected.kind and expected.fragment in str(raised.value)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", CEL_ENGINES)
 def test_without_an_authorizer_a_check_is_an_error_naming_the_flag(engine: str) -> None:
     with pytest.raises(cel.CelError, match="pass --authorizer allow\\|deny\\|FILE"):
         run("authorizer.requestResource.check('get').allowed()", engine)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", CEL_ENGINES)
 def test_three_checks_exceed_one_expressions_cost_limit(engine: str) -> None:
     """cost.go: "This cost is set to allow for only two authorization checks per expression"."""
     two = "authorizer.path('/a').check('get').allowed() || authorizer.path('/b').check('get').allowed()"
@@ -185,7 +185,7 @@ def test_kyverno_mutating_policies_have_no_authorizer() -> None:
         cel.Environment("kyverno").compile("authorizer.requestResource.check('get').allowed()")
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", CEL_ENGINES)
 def test_distinct_checks_per_request_are_bounded_and_repeats_are_cached(engine: str) -> None:
     """One request asks at most MAX_CHECKS_PER_REQUEST distinct checks (the request's cost budget
     alone allows 28); asking the same check again is answered from the request's cache."""

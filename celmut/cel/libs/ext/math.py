@@ -15,7 +15,8 @@ argument; an empty list is an error
 ``math.bitAnd/bitOr/bitXor(<int>, <int>) -> <int>`` and uint  ``math.bitOr(1u, 2u) == 3u``
 ``math.bitNot(<int>) -> <int>`` and uint  ``math.bitNot(0u) == 18446744073709551615u``
 ``math.bitShiftLeft/bitShiftRight(<int|uint>, <int>) -> same``  shifts of 64 or more give 0, negative
-shifts are errors, right shifts of ints extend the sign: ``math.bitShiftRight(-1024, 3) == -128``
+shifts are errors, right shifts of ints are logical (cel-go ``bitShiftRightIntInt``):
+``math.bitShiftRight(-1024, 3) == 2305843009213693824``
 ``math.sqrt(<int|uint|double>) -> <double>``  ``math.sqrt(25u) == 5.0``, ``math.sqrt(-1)`` is NaN
 """
 
@@ -251,8 +252,8 @@ def _shift(name: str, left: bool) -> Any:
             raise no_such_overload(name, value, bits)
         if bits < 0:
             raise CelEvaluationError(f"{name}() negative offset: {bits}")
-        if not left and type(value) is int:  # Go's int64 >> sign-extends (cel-spec math_ext "int_negative")
-            return value >> min(bits, 63)
+        # An int is shifted right as its two's complement bits, zero-filled: cel-go v0.26.0 (what
+        # Kubernetes v1.36 vendors) ext/math.go bitShiftRightIntInt is types.Int(types.Uint(v) >> bs).
         unsigned = int(value) & _MASK64
         shifted = 0 if bits >= 64 else ((unsigned << bits) & _MASK64 if left else unsigned >> bits)
         return v.UintType(shifted) if type(value) is v.UintType else _to_int64(shifted)

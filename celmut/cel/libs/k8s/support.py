@@ -30,6 +30,18 @@ def typed(name: str, *kinds: type) -> Callable[[Callable[..., Any]], Callable[..
     when all overloads share it) and report a mismatch as CEL's "no such overload"."""
 
     def wrap(impl: Callable[..., Any]) -> Callable[..., Any]:
+        if len(kinds) == 1:  # most functions check their receiver only: no loop
+            (kind,) = kinds
+            exact_int = kind is int
+
+            @functools.wraps(impl)
+            def checked_first(*args: Any) -> Any:
+                if args and (not isinstance(args[0], kind) or (exact_int and type(args[0]) is not int)):
+                    raise no_such_overload(name, *args)
+                return impl(*args)
+
+            return checked_first
+
         @functools.wraps(impl)
         def checked(*args: Any) -> Any:
             for arg, kind in zip(args, kinds, strict=False):

@@ -7,7 +7,7 @@ reads resources — so suites and flags written for ``kyverno test``/``kyverno a
   only where the API server would (``EnsureObjectNamespaceMatchesRequestNamespace`` fills the request
   namespace into a namespaced object and clears it on a cluster-scoped one), so a policy reading
   ``object.metadata.namespace`` on a Namespace sees what a cluster sends. Comparisons and resource
-  references still treat a cluster-scoped object as in ``default`` (:mod:`celmut.cli.suite_compare`),
+  references still treat a cluster-scoped object as in ``default`` (``celmut test``),
   so suites written against Kyverno's behaviour pass.
 * :func:`unwrap_cluster_resources` — a ``ClusterResource`` wrapper (``spec.resources`` inline objects,
   ``spec.crds`` file paths) becomes its objects (``apis/v1alpha1/clusterresource.go``; the Test loader
@@ -119,8 +119,14 @@ def load_context(path: str | Path) -> ContextFile:
     Read as Kyverno reads it (``cmd/cli/kubectl-kyverno/context/load.go`` → ``LoadYAML``, ``UnmarshalStrict``):
     struct keys match case-insensitively, an unknown one is an error; ``resources`` are objects, kept as written.
     """
-    source = str(path)
-    doc = strict_fields(_mapping(load_single(path), "the Context document", source), CONTEXT_FIELDS, "", source)
+    return context_from(load_single(path), str(path), Path(path).parent)
+
+
+def context_from(content: Any, source: str, base: Path | None) -> ContextFile:
+    """:func:`load_context` of a document already read (``source`` names it in errors); a
+    ``valueFile`` is read relative to ``base``, and is an error without one (text pasted in
+    ``celmut playground`` has no directory)."""
+    doc = strict_fields(_mapping(content, "the Context document", source), CONTEXT_FIELDS, "", source)
     strict_fields(_mapping(doc.get("metadata"), "metadata", source), OBJECT_META_FIELDS, "metadata", source)
     spec = strict_fields(_mapping(doc.get("spec"), "spec", source), CONTEXT_SPEC_FIELDS, "spec", source)
     context = ContextFile()
@@ -141,7 +147,9 @@ def load_context(path: str | Path) -> ContextFile:
             raise DocumentError(source, f"spec.globalContext[{index}].name: required")
         value = entry.get("value")
         if entry.get("valueFile"):
-            value = load_single(Path(source).parent / str(entry["valueFile"]))
+            if base is None:
+                raise DocumentError(source, f"{at}.valueFile: no files here; give the value inline (value:)")
+            value = load_single(base / str(entry["valueFile"]))
         context.global_context.setdefault(entry["name"], {})[str(entry.get("projection") or "")] = value
     for index, item in enumerate(_list(spec.get("http"), "spec.http", source)):
         at = f"spec.http[{index}]"
@@ -159,8 +167,12 @@ USER_INFO_FIELDS = ("apiVersion", "kind", "metadata", "roles", "clusterRoles", "
 
 def load_user_info(path: str | Path) -> dict[str, Any]:
     """The ``userInfo`` (username, uid, groups, extra) of a Kyverno UserInfo file, for the requests."""
-    source = str(path)
-    doc = json_field_keys(_mapping(load_single(path), "the UserInfo document", source), USER_INFO_FIELDS)
+    return user_info_from(load_single(path), str(path))
+
+
+def user_info_from(content: Any, source: str) -> dict[str, Any]:
+    """:func:`load_user_info` of a document already read (``source`` names it in errors)."""
+    doc = json_field_keys(_mapping(content, "the UserInfo document", source), USER_INFO_FIELDS)
     user = json_field_keys(_mapping(doc.get("userInfo"), "userInfo", source), ("username", "uid", "groups", "extra"))
     out: dict[str, Any] = {}
     for key in ("username", "uid"):

@@ -1,0 +1,104 @@
+"""The Examples menu: the repository's ready policies and presets, each with resources to try them on.
+
+Each example names files of a checkout (``policies/``, ``presets/``, ``examples/``); those found under
+the root (``--examples DIR``; by default the checkout this package runs from, else the current
+directory) are listed, with the text of each pane. The page asks for an example by its id only, so a
+request never names a path on the server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from celmut.limits import MAX_REQUEST_BYTES
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    title: str
+    policies: tuple[str, ...]
+    resources: tuple[str, ...]
+    cluster: tuple[str, ...] = ()
+    operation: str = "CREATE"
+
+
+CATALOGUE: tuple[Example, ...] = (
+    Example(
+        "team-label",
+        "Team label from the namespace (policies/examples/add-managed-by-label.yaml)",
+        ("policies/examples/add-managed-by-label.yaml",),
+        ("examples/resources/pod.yaml",),
+        ("examples/cluster.yaml",),
+    ),
+    Example(
+        "security-context",
+        "Default security context, autogen on a Deployment (policies/examples/default-security-context.yaml)",
+        ("policies/examples/default-security-context.yaml",),
+        ("examples/resources/pod.yaml", "examples/resources/deployment.yaml"),
+    ),
+    Example(
+        "spot-all-except-kube-system",
+        "Spot preset: all except kube-system (presets/spot-all-except-kube-system.yaml)",
+        ("presets/spot-all-except-kube-system.yaml",),
+        ("examples/preset-pods/spot-pods.yaml",),
+        ("examples/preset-cluster.yaml",),
+    ),
+    Example(
+        "spot-custom",
+        "Spot preset: the CAST AI custom rules (examples/spot-custom-values.yaml)",
+        ("examples/spot-custom-values.yaml",),
+        ("examples/preset-pods/spot-pods.yaml",),
+        ("examples/preset-cluster.yaml",),
+    ),
+    Example(
+        "gpu-slicing",
+        "GPU slicing preset (presets/gpu-slicing.yaml)",
+        ("presets/gpu-slicing.yaml",),
+        ("examples/preset-pods/gpu-pods.yaml",),
+        ("examples/preset-cluster.yaml",),
+    ),
+    Example(
+        "pod-pinning",
+        "Pod pinning plan preset (examples/pinning-plan.yaml)",
+        ("examples/pinning-plan.yaml",),
+        ("examples/preset-pods/statefulset-pods.yaml",),
+        ("examples/preset-cluster.yaml",),
+    ),
+)
+
+
+def default_root() -> Path:
+    """The checkout this package runs from when it has the example folders, else the current directory."""
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if (checkout / "policies").is_dir() and (checkout / "examples").is_dir() else Path.cwd()
+
+
+def _text(root: Path, paths: tuple[str, ...]) -> str | None:
+    """The files joined as one YAML stream, or None when one is missing or too large."""
+    parts: list[str] = []
+    for relative in paths:
+        path = root / relative
+        try:
+            if path.stat().st_size > MAX_REQUEST_BYTES:
+                return None
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        parts.append(text if text.endswith("\n") else text + "\n")
+    return "---\n".join(parts)
+
+
+def available(root: Path) -> list[dict[str, Any]]:
+    """The examples whose files are all under ``root``, each with the state of the page it loads."""
+    out: list[dict[str, Any]] = []
+    for example in CATALOGUE:
+        policies, resources = _text(root, example.policies), _text(root, example.resources)
+        cluster = _text(root, example.cluster) if example.cluster else ""
+        if policies is None or resources is None or cluster is None:
+            continue
+        state = {"policies": policies, "resources": resources, "cluster": cluster, "operation": example.operation}
+        out.append({"id": example.id, "title": example.title, "state": state})
+    return out

@@ -1,0 +1,76 @@
+"""``celmut playground`` as its own process on a loopback port (``--port 0``), as a person starts it,
+for the API tests and the browser tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+START_SECONDS = 60  # a fresh interpreter loading FastAPI on a loaded 2-core machine
+
+
+@dataclass
+class Playground:
+    url: str
+    process: subprocess.Popen[str]
+    said: list[str]  # the lines it printed before its URL (the self-signed CA's path)
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+
+    def post(self, path: str, body: Any, **kwargs: Any) -> httpx.Response:
+        with self.client() as client:
+            return client.post(path, json=body, **kwargs)
+
+
+@contextmanager
+def playground(*flags: str, scheme: str = "http") -> Iterator[Playground]:
+    """Start ``celmut playground --port 0 FLAGS`` and wait for its first line, which names its URL."""
+    with tempfile.TemporaryFile("w+") as errors:  # a file, not a pipe: nothing blocks however much it logs
+        yield from _started(errors, flags, scheme)
+
+
+def _started(errors: IO[str], flags: tuple[str, ...], scheme: str) -> Iterator[Playground]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celmut", "playground", "--port", "0", "--examples", str(ROOT), *flags],
+        stdout=subprocess.PIPE,
+        stderr=errors,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + START_SECONDS
+        url = ""
+        said: list[str] = []
+        while not url:
+            line = process.stdout.readline()
+            if not line and process.poll() is not None:
+                errors.seek(0)
+                raise AssertionError(f"playground exited {process.returncode}: {errors.read()}")
+            assert time.monotonic() < deadline, "playground did not start"
+            if line.startswith("celmut playground: "):
+                url = line.split()[2]
+            else:
+                said.append(line)
+        assert url.startswith(f"{scheme}://127.0.0.1:")
+        yield Playground(url, process, said)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

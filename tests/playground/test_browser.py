@@ -1,0 +1,231 @@
+"""The playground in a real headless browser (Debian's Chromium through chromedriver, at 1280×800): load
+an example, edit a policy and see the diff and provenance follow, open the shared link in a fresh page
+and get the same state, export a test and run it with ``celmut test``, use the page with the keyboard
+alone, and see a located error. Screenshots land in ``test-artifacts/playground/``.
+
+Skipped, saying why, where no browser is installed; every wait is on the page's own state."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from celmut.main import main
+from tests.playground.browser import HEIGHT, WIDTH, Browser, chromium, missing
+from tests.playground.support import Playground
+
+pytestmark = pytest.mark.skipif(bool(missing()), reason=f"no browser for the playground's browser tests: {missing()}")
+
+ANNOTATE = """---
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata:
+  name: mark-reviewed
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration:
+        expression: 'Object{metadata: Object.metadata{annotations: {"reviewed": "yes"}}}'
+"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as opened:
+        yield opened
+
+
+def js(browser: Browser, script: str) -> object:
+    return browser.driver.execute_script(script)
+
+
+def by_id(browser: Browser, element: str) -> object:
+    from selenium.webdriver.common.by import By
+
+    return browser.driver.find_element(By.ID, element)
+
+
+def changed_rows(browser: Browser) -> list[tuple[str, str]]:
+    """(the after side's text, its provenance title) of every changed line of the diff."""
+    rows = js(
+        browser,
+        """return [...document.querySelectorAll('#diff tbody tr:not(.equal)')]
+        .map(tr => [tr.querySelector('td.r').textContent.trim(), tr.title]);""",
+    )
+    return [tuple(row) for row in rows]  # type: ignore[union-attr, misc]
+
+
+def pane_state(browser: Browser) -> dict[str, str]:
+    return js(
+        browser,
+        """const s = {operation: document.getElementById('operation').value};
+        for (const p of ['policies','resources','cluster','context','userInfo','oldObjects'])
+          s[p] = document.getElementById(p).value;
+        return s;""",
+    )  # type: ignore[return-value]
+
+
+def load_example(browser: Browser, served: Playground, example: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    browser.open(served.url)
+    with browser.finishes("runs"):
+        Select(by_id(browser, "example")).select_by_value(example)
+
+
+def test_load_an_example_edit_a_policy_and_the_diff_and_provenance_follow(browser: Browser, served: Playground) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    load_example(browser, served, "team-label")
+    assert changed_rows(browser) == [("team: payments", "set by add-team-label spec.mutations[0]")]
+    browser.screenshot("1-example")
+    policies = by_id(browser, "policies")
+    with browser.finishes("runs"):  # typed, as a person types: the page runs once the typing pauses
+        policies.click()  # type: ignore[attr-defined]
+        policies.send_keys(Keys.CONTROL, Keys.END)  # type: ignore[attr-defined]
+        policies.send_keys(ANNOTATE)  # type: ignore[attr-defined]
+    browser.wait(lambda _: any("mark-reviewed" in t for _, t in changed_rows(browser)), "the new policy in the diff")
+    assert changed_rows(browser) == [
+        ("team: payments", "set by add-team-label spec.mutations[0]"),
+        ("reviewed: 'yes'", "set by mark-reviewed spec.mutations[0]"),
+    ]
+    outcomes = js(
+        browser,
+        "return [...document.querySelectorAll('#outcomes tbody tr')].map(tr => tr.cells[0].textContent + ' ' + tr.cells[2].textContent)",
+    )
+    assert [o for o in outcomes if "(autogen" not in o] == ["add-team-label applied", "mark-reviewed applied"]
+    assert "mark-reviewed (autogen cronjobs) skipped" in outcomes  # its autogen variants do not select a Pod
+    marked = browser.driver.find_elements(By.CSS_SELECTOR, "#diff tr.annotated")
+    ActionChains(browser.driver).move_to_element(marked[-1]).perform()  # hovering a line says who set it
+    browser.wait(lambda _: "mark-reviewed spec.mutations[0]" in by_id(browser, "why").text, "the line's provenance")
+    assert "add /metadata/annotations/reviewed" in by_id(browser, "why").text  # type: ignore[attr-defined]
+    browser.screenshot("2-edited")  # the README's picture (docs/playground.png)
+    with browser.finishes("natives"):
+        by_id(browser, "tab-native").click()  # type: ignore[attr-defined]
+    natives = by_id(browser, "native").text  # type: ignore[attr-defined]
+    assert "name: mpol-add-team-label" in natives and "name: mpol-mark-reviewed" in natives
+
+
+def test_a_shared_link_opens_the_same_state_in_a_fresh_page(browser: Browser, served: Playground) -> None:
+    load_example(browser, served, "security-context")
+    js(browser, "document.getElementById('operation').value = 'CREATE'")
+    with browser.finishes("shares"):
+        by_id(browser, "share").click()  # type: ignore[attr-defined]
+    link = browser.driver.current_url
+    assert "#s=" in link and len(link) < 4000  # deflated: the policies and resources are ~1.6 kB of YAML
+    state, rows = pane_state(browser), changed_rows(browser)
+    original = browser.driver.current_window_handle
+    browser.driver.switch_to.new_window("tab")
+    try:
+        with browser.finishes("runs"):
+            browser.open(link)
+        assert pane_state(browser) == state
+        assert changed_rows(browser) == rows and rows
+        browser.screenshot("3-shared-link")
+        browser.open(served.url + "?broken#s=bm90LWRlZmxhdGU")  # a link whose state was cut or tampered with
+        assert "This link's state cannot be read" in by_id(browser, "problems").text  # type: ignore[attr-defined]
+    finally:
+        browser.driver.close()
+        browser.driver.switch_to.window(original)
+
+
+def test_an_exported_test_runs_with_celmut_test(browser: Browser, served: Playground, tmp_path: Path) -> None:
+    load_example(browser, served, "team-label")
+    for old in browser.downloads.glob("*"):
+        old.unlink()
+    with browser.finishes("exports"):
+        by_id(browser, "export").click()  # type: ignore[attr-defined]
+    archive = browser.downloads / "kyverno-test.zip"
+    browser.wait(lambda _: archive.is_file() and not list(browser.downloads.glob("*.crdownload")), "the download")
+    with zipfile.ZipFile(archive) as opened:
+        opened.extractall(tmp_path)
+    assert main(["test", str(tmp_path / "playground")]) == 0
+
+
+def test_the_page_is_usable_with_the_keyboard_alone_and_fits_1280x800(browser: Browser, served: Playground) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    load_example(browser, served, "team-label")
+    assert js(browser, "return document.documentElement.scrollWidth") <= WIDTH
+    for element in ("run", "share", "export", "policies", "diff"):
+        box = js(
+            browser,
+            f"const r = document.getElementById('{element}').getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]",
+        )
+        assert box[0] >= 0 and box[2] <= WIDTH and 0 <= box[1] < HEIGHT, (element, box)  # type: ignore[index]
+    js(browser, "document.activeElement.blur(); window.scrollTo(0, 0)")
+    keys = ActionChains(browser.driver)
+    visited = []
+    for _ in range(80):  # Tab through the page until the diff's marked line
+        keys.send_keys(Keys.TAB).perform()
+        active = js(
+            browser,
+            "const a = document.activeElement; return [a.id || a.tagName, a.className, getComputedStyle(a).outlineStyle]",
+        )
+        visited.append(active[0])  # type: ignore[index]
+        if "annotated" in active[1]:  # type: ignore[index]
+            break
+    else:
+        pytest.fail(f"no marked diff line in the tab order: {visited}")
+    visited = [v for v in visited if v != "BODY"]
+    assert visited[:4] == ["A", "example", "operation", "run"]  # the skip link, then the header, in order
+    assert "tab-policies" in visited and "policies" in visited
+    assert active[2] != "none"  # type: ignore[index]  # the focus is visible
+    keys.send_keys(Keys.ENTER).perform()
+    assert "add-team-label spec.mutations[0]" in by_id(browser, "why").text  # type: ignore[attr-defined]
+    assert js(browser, "return document.activeElement.textContent") == "Show in policies"
+    browser.screenshot("4-keyboard")
+    keys.send_keys(Keys.ENTER).perform()
+    caret_line = js(
+        browser,
+        """const a = document.activeElement;
+        return a.id + ':' + a.value.slice(0, a.selectionStart).split('\\n').length""",
+    )
+    assert caret_line == "policies:23"  # the mutation's `expression: |`
+    js(browser, "document.getElementById('tab-policies').focus()")
+    keys.send_keys(Keys.ARROW_RIGHT).perform()  # the panes' tabs follow the arrow keys (WAI-ARIA tabs)
+    assert js(browser, "return [document.activeElement.id, document.getElementById('pane-resources').hidden]") == [
+        "tab-resources",
+        False,
+    ]
+    loaded = js(browser, "return performance.getEntriesByType('resource').map(e => e.name)")
+    assert loaded and all(url.startswith(served.url) for url in loaded)  # type: ignore[union-attr]  # nothing from elsewhere
+    with browser.finishes("runs"):  # Ctrl+Enter runs from anywhere
+        keys.key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(Keys.CONTROL).perform()
+
+
+def test_a_broken_expression_is_shown_at_its_line_and_column(browser: Browser, served: Playground) -> None:
+    load_example(browser, served, "team-label")
+    with browser.finishes("runs"):
+        js(
+            browser,
+            """const p = document.getElementById('policies');
+            p.value = p.value.replace('value: variables.team}] :', 'value: variables.tem}] :');
+            p.dispatchEvent(new Event('input'));""",
+        )
+    problem = by_id(browser, "problems").text  # type: ignore[attr-defined]
+    assert "policies, line 25, column 83, spec.mutations[0].jsonPatch.expression" in problem
+    assert "undefined field 'tem'" in problem
+    assert "stale" in by_id(browser, "results").get_attribute("class")  # type: ignore[attr-defined]
+    browser.screenshot("5-error")
+    with browser.finishes("runs"):  # a 10 MB paste: said at once, nothing sent, the page still works
+        js(
+            browser,
+            """const r = document.getElementById('resources');
+            r.value = '# ' + 'x'.repeat(10 * 1024 * 1024);
+            r.dispatchEvent(new Event('input'));""",
+        )
+    assert "over the 3 MiB a request may carry" in by_id(browser, "problems").text  # type: ignore[attr-defined]
+    with browser.finishes("runs"):
+        by_id(browser, "example").send_keys("Default")  # type: ignore[attr-defined]  # typed into the menu: loads it
+    assert by_id(browser, "problems").text == ""  # type: ignore[attr-defined]
+    assert ("runAsNonRoot: true", "set by default-security-context spec.mutations[0]") in changed_rows(browser)
