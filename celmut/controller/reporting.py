@@ -16,13 +16,13 @@ and what a scan finds newly failing a PolicyViolation Event pair (:mod:`celmut.c
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from celmut import kinds
+from celmut.controller.report_state import Successors, Versions
 from celmut.controller.reported_policies import ReportedPolicy, reported_policies, scan_object
 from celmut.controller.triggers import policy_fingerprint
 from celmut.controller.violation_events import Violation, ViolationEvents
@@ -42,69 +42,6 @@ MAX_SUCCESSORS = 8  # changes remembered per resource, to tell which state an ad
 MAX_ARRIVED = 2_000  # changed objects of metadata caches held for the next pass (beyond: the resource is rescanned)
 PAGE_SIZE = 500  # objects per list page of a scan of a resource cached as metadata
 ERROR_MEMORY = 7200.0  # seconds an applied admission error is remembered (twice the API server's event TTL)
-
-
-class _Versions:
-    """uid -> {name: version}, compact: a leader holds one per resource (100,000 at 100,000 pods), and most
-    say one version for every name (each policy evaluated the same state): a (version, names) tuple, the
-    names shared between resources, until they do not (a dict)."""
-
-    def __init__(self) -> None:
-        self._by_uid: dict[str, tuple[str, tuple[str, ...]] | dict[str, str]] = {}
-        self._names: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-    def get(self, uid: str, name: str) -> str | None:
-        held = self._by_uid.get(uid)
-        if isinstance(held, tuple):
-            return held[0] if name in held[1] else None
-        return held.get(name) if held is not None else None
-
-    def set(self, uid: str, name: str, version: str) -> None:
-        held = self._by_uid.get(uid)
-        if held is None:
-            self._by_uid[sys.intern(uid)] = (version, self._shared((name,)))
-            return
-        if isinstance(held, tuple):
-            if held[0] == version:
-                if name not in held[1]:
-                    self._by_uid[uid] = (version, self._shared(held[1] + (name,)))
-                return
-            if held[1] == (name,):
-                self._by_uid[uid] = (version, held[1])
-                return
-            held = dict.fromkeys(held[1], held[0])
-        held[name] = version
-        versions = set(held.values())
-        self._by_uid[uid] = (version, self._shared(tuple(held))) if len(versions) == 1 else held
-
-    def pop(self, uid: str) -> None:
-        self._by_uid.pop(uid, None)
-
-    def _shared(self, names: tuple[str, ...]) -> tuple[str, ...]:
-        return self._names.setdefault(names, names)
-
-
-class _Successors:
-    """uid -> the resourceVersion that replaced each of its last versions (at most MAX_SUCCESSORS), as a
-    flat tuple (before, after, before, after, …): one change seen is one small tuple, not a dict."""
-
-    def __init__(self) -> None:
-        self._by_uid: dict[str, tuple[str, ...]] = {}
-
-    def get(self, uid: str, before: str) -> str | None:
-        pairs = self._by_uid.get(uid, ())
-        for index in range(len(pairs) - 2, -1, -2):
-            if pairs[index] == before:
-                return pairs[index + 1]
-        return None
-
-    def add(self, uid: str, before: str, after: str) -> None:
-        pairs = self._by_uid.get(uid, ())
-        kept = tuple(v for i in range(0, len(pairs), 2) if pairs[i] != before for v in pairs[i : i + 2])
-        self._by_uid[sys.intern(uid)] = (*kept, before, after)[-2 * MAX_SUCCESSORS :]
-
-    def pop(self, uid: str) -> None:
-        self._by_uid.pop(uid, None)
 
 
 class BackgroundReports:
@@ -142,10 +79,10 @@ class BackgroundReports:
         self._fresher: set[tuple[str, str, str, str]] | None = None  # during a scan: rescanned meanwhile
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
-        self._evaluated = _Versions()
+        self._evaluated = Versions()
         self._held: dict[str, dict[str, str]] = {}
         # resource uid -> resourceVersion replaced ("" for a creation) -> the one that replaced it
-        self._successors = _Successors()
+        self._successors = Successors(MAX_SUCCESSORS)
         # error key -> (admission time, old resourceVersion) of the last one applied
         self._errors_seen: dict[tuple[str, str, str, str, str], tuple[int, str]] = {}
         # policy key -> uids of the targets its mutateExisting patched (their results outlive full scans)

@@ -116,7 +116,7 @@ class ControllerConfig:
     sync_timeout: float = 60.0
     tls: TlsConfig | None = None  # the webhook TLS the controller keeps valid (None: cert-manager or manual)
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
-    page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
+    page_size: int = 500  # objects per list page of a sweep (targets, drifting pods: limit/continue)
     webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
     reports: ReportingConfig = field(default_factory=ReportingConfig)  # background PolicyReports
     events: str = AGGREGATED  # Events per policy and namespace (aggregated) or one per changed object (per-object)
