@@ -55,10 +55,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--lease-namespace", default="celmut", help="namespace of the leader Lease (default celmut)")
     p.add_argument("--lease-name", default="celmut-controller", help="name of the leader Lease")
     p.add_argument("--dry-run", action="store_true", help="one pass that writes nothing; report what would change")
-    p.add_argument("--rate", type=float, default=50.0, metavar="PER_SECOND", help="writes per second (default 50)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=100.0,
+        metavar="PER_SECOND",
+        help="writes per second, patches and report writes together (default 100)",
+    )
     p.add_argument("--scan-interval", type=duration, default=3600.0, metavar="DURATION", help="periodic scan (1h)")
     p.add_argument("--report", metavar="FILE", help="write the JSON report here ('-' for stdout)")
-    p.add_argument("--workers", type=int, default=2, help="reconcile threads (default 2)")
+    p.add_argument(
+        "--workers", type=int, default=0, help="reconcile threads (default: from --rate, 2 up to 100/s, ~1 per 50/s)"
+    )
     p.add_argument("--evictions-per-minute", type=float, default=60.0, help="pod replacement rate (default 60)")
     p.add_argument(
         "--allow-immediate-restart",
@@ -119,6 +127,14 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--report-max-results", type=int, default=1000, metavar="N", help="results per report (Kyverno's 1000)"
     )
+    p.add_argument(
+        "--events",
+        choices=("aggregated", "per-object"),
+        default="aggregated",
+        help="Events about what the controller changed or found failing: one per policy and namespace, with a "
+        "count (aggregated, the default, as client-go's EventCorrelator folds similar events), or one on "
+        "each object (per-object, as Kyverno posts them)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         lease_name=args.lease_name,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         webhook_rules=webhook_rules,
+        events=args.events,
         reports=ReportingConfig(
             background=args.background_reports,
             admission=args.admission_reports,

@@ -23,13 +23,12 @@ from typing import Any, Protocol
 from celmut.cel.activation import approximate_size
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller import pods
+from celmut.controller.mutation_events import MutationEvents
 from celmut.controller.workqueue import TokenBucket
-from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests
-from celmut.kube.events import MAX_MESSAGE, post_event
+from celmut.kube.client import Cluster, Conflict, NotFound, TooManyRequests
 from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.runtime.mutate_existing import Target, mutate_target
 from celmut.runtime.patch import diff
-from celmut.runtime.provenance import AppliedMutation, changes_of, describe
 
 log = logging.getLogger("celmut.controller")
 
@@ -59,10 +58,13 @@ class TargetKey:
 
 @dataclass(frozen=True)
 class Task:
-    """Why a target is in the queue: a mutateExisting ``target``, or drift from an admission policy."""
+    """Why a target is in the queue: a mutateExisting ``target``, or drift from an admission policy;
+    ``obj``: the target as a sweep listed it (the worker patches that copy, and reads it again only on
+    a conflict)."""
 
     policy: CompiledPolicy
     target: Target | None = None  # None: re-run the admission policy on the live object (drift)
+    obj: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
 
 Work = dict[str, Task]  # by policy display name; later work for a policy replaces earlier work
@@ -78,6 +80,20 @@ class OwnWriteLog(Protocol):
 
 def merge_work(old: Work, new: Work) -> Work:
     return {**old, **new}
+
+
+def listed_object(work: Work) -> dict[str, Any] | None:
+    """The newest copy of the target the work carries (a sweep's page), if any. resourceVersions are
+    opaque: the highest is only a guess at the newest, and a wrong guess costs a 409 and a read."""
+    listed = [task.obj for task in work.values() if task.obj is not None]
+    if len(listed) < 2:
+        return listed[0] if listed else None
+
+    def version(obj: dict[str, Any]) -> int:
+        value = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        return int(value) if value.isdigit() else -1
+
+    return max(listed, key=version)
 
 
 DRIFT = "admission (drift)"  # the mutation of a Change made by correcting drift, not by a mutateExisting target
@@ -188,7 +204,7 @@ class Reconciler:
         max_conflicts: int = 5,
         recheck_seconds: float = 10.0,
         stop: threading.Event | None = None,
-        events: bool = True,
+        events: MutationEvents | None = None,
     ) -> None:
         self.cluster = cluster
         self.loaded = loaded
@@ -201,7 +217,7 @@ class Reconciler:
         self.max_conflicts = max_conflicts
         self.recheck_seconds = recheck_seconds
         self.stop = stop or threading.Event()
-        self.events = events
+        self.events = events  # None: no Events (a dry run)
         self.conflicts = 0
         self.evaluations = 0
         self.timings = {"CEL": 0.0, "API calls": 0.0, "other": 0.0}  # seconds spent by reconcile passes
@@ -269,7 +285,9 @@ class Reconciler:
         loaded = self.loaded()
         if loaded is None:
             return Outcome(key, "idle", message="no policies loaded", retry_after=5.0)
-        obj = self.current(key)
+        obj = listed_object(work)
+        if obj is None:
+            obj = self.current(key)
         if obj is None:
             return Outcome(key, "gone", message="the target no longer exists")
         restart = any(t.target is None and t.policy.restart_policy == "immediate" for t in work.values())
@@ -304,10 +322,10 @@ class Reconciler:
                     return Outcome(key, "idle", message="not the leader: nothing written")
                 outcome.action = "patched"
                 outcome.written = written
-                self._event(written, changes)
+                self._event(written, changes, work)
                 obj = written
             if needs_restart and restart:
-                return self._evict(key, obj, outcome)
+                return self._evict(key, obj, outcome, work)
             if needs_restart:
                 outcome.message = "some changes need the pod replaced; its policy has restartPolicy deferred"
             return outcome
@@ -335,7 +353,7 @@ class Reconciler:
                 self.own_writes.end(key, written_version)
         return written
 
-    def _evict(self, key: TargetKey, pod: dict[str, Any], outcome: Outcome) -> Outcome:
+    def _evict(self, key: TargetKey, pod: dict[str, Any], outcome: Outcome, work: Work) -> Outcome:
         workload = EvictionPacer.workload(pod)
         if workload is None:
             outcome.message = "needs replacing, but has no controller owner to recreate it: left running"
@@ -359,24 +377,24 @@ class Reconciler:
             return Outcome(key, "gone", message="deleted before it could be evicted")
         self.evictions.started(workload, str((pod.get("metadata") or {}).get("uid") or ""))
         outcome.action = "evicted"
-        self._event(pod, outcome.changes, reason="Evicted", verb="evicted to apply")
+        self._event(pod, outcome.changes, work, reason="Evicted", verb="evicted to apply", per_object=True)
         return outcome
 
     def _event(
-        self, obj: dict[str, Any], changes: list[Change], reason: str = "Mutated", verb: str = "mutated by"
+        self,
+        obj: dict[str, Any],
+        changes: list[Change],
+        work: Work,
+        reason: str = "Mutated",
+        verb: str = "mutated by",
+        *,
+        per_object: bool = False,
     ) -> None:
-        if not self.events:
+        if self.events is None:
             return
-        policies = ", ".join(sorted({c.policy for c in changes}))
-        head = f"{verb} celmut policy {policies}: "
-        fields = describe(
-            (AppliedMutation(c.policy, "", c.mutation, None, changes_of(c.patch)) for c in changes),
-            MAX_MESSAGE - len(head),
-        )
+        policies = {task.policy.display_name: task.policy for task in work.values()}
         calling = time.perf_counter()
         try:
-            post_event(self.cluster, obj, reason=reason, message=head + fields, component=COMPONENT)
-        except ClusterError as ex:  # an Event is best effort
-            log.warning("could not record an event", extra={"error": str(ex)})
+            self.events.changed(obj, changes, policies, reason=reason, verb=verb, per_object=per_object)
         finally:
             self._timed("API calls", calling)

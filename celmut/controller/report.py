@@ -5,12 +5,14 @@ and only counts stay in memory, so a scan of 100,000 pods holds no more than one
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -20,10 +22,16 @@ from celmut.controller.reconcile import Outcome
 class Report:
     """Outcomes of one run, one per target (the last pass over a target wins) — or, once
     :meth:`stream_to` a writer, written there as they come and only counted (``outcomes()`` then
-    holds none)."""
+    holds none).
 
-    def __init__(self) -> None:
-        self._outcomes: dict[Any, Outcome] = {}
+    ``keep``: a long-running controller keeps only the outcomes of the last ``keep`` targets (without
+    the patched object), and counts the rest, so its memory does not grow with the targets it patched;
+    None (a ``--dry-run`` pass) keeps every one."""
+
+    def __init__(self, keep: int | None = None) -> None:
+        self.keep = keep
+        self._outcomes: OrderedDict[Any, Outcome] = OrderedDict()
+        self._counts: dict[str, int] = {}
         self._writer: ReportWriter | None = None
         self._lock = threading.Lock()
 
@@ -36,19 +44,28 @@ class Report:
         with self._lock:
             if self._writer is not None:
                 self._writer.write(outcome)
-            else:
+                return
+            if self.keep is None:
                 self._outcomes[outcome.key] = outcome
+                return
+            self._counts[outcome.action] = self._counts.get(outcome.action, 0) + 1
+            self._outcomes.pop(outcome.key, None)
+            self._outcomes[outcome.key] = dataclasses.replace(outcome, written=None) if outcome.written else outcome
+            while len(self._outcomes) > self.keep:
+                self._outcomes.popitem(last=False)
 
     def outcomes(self) -> list[Outcome]:
-        """The outcomes kept (none of those streamed to a writer)."""
+        """The outcomes kept (none of those streamed to a writer; the last ``keep`` targets' when bounded)."""
         with self._lock:
             return sorted(self._outcomes.values(), key=lambda o: o.key)
 
     def summary(self) -> dict[str, int]:
-        """Targets by action: those streamed, else those kept."""
+        """Targets by action: those streamed, else every pass counted (bounded), else those kept."""
         with self._lock:
             if self._writer is not None:
                 return dict(self._writer.counts)
+            if self.keep is not None:
+                return dict(self._counts)
             return _counts(self._outcomes.values())
 
     def to_json(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ results by outcome, reports waiting to be written.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -20,11 +21,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from celmut.controller.reconcile import DRIFT, Outcome
 from celmut.controller.reporting import BackgroundReports
 from celmut.controller.violation_events import ViolationEvents
+from celmut.controller.workqueue import TokenBucket
 from celmut.kube.admission_errors import SELECTOR, parse_event
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.lookup import CacheSet
-from celmut.kube.report_writer import FlushStats, ReportWriter, list_reports
+from celmut.kube.report_writer import FlushStats, ReportWriter, report_pages
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.report_objects import MAX_RESULTS
 
@@ -90,7 +92,12 @@ class ReportLoop:
         *,
         is_leader: Callable[[], bool],
         kyverno_present: Callable[[], bool] = lambda: False,
+        per_object_events: bool = False,  # --events per-object: a PolicyViolation pair per resource, as Kyverno
+        writes: TokenBucket | None = None,  # the controller's write budget (--rate), shared with its patches
+        writers: int = 1,  # threads writing reports at once
     ) -> None:
+        self.writes = writes
+        self.writers = writers
         self.config = config
         self.cluster = cluster
         self.metrics = ReportMetrics(registry)
@@ -99,7 +106,11 @@ class ReportLoop:
             cluster, prefix=self._prefix(), limit=config.max_results, on_write=self.metrics.on_write
         )
         self.metrics.pending.set_function(self.writer.pending)
-        self.violations = ViolationEvents(limit=config.max_writes) if config.violation_events else None
+        self.violations = (
+            ViolationEvents(cluster, limit=config.max_writes, per_object=per_object_events)
+            if config.violation_events
+            else None
+        )
         self.scanner = BackgroundReports(
             caches,
             self.writer,
@@ -111,6 +122,7 @@ class ReportLoop:
         self.is_leader = is_leader
         self._due: set[str] | None = set()  # policy keys to scan; None: all
         self._scanning = False  # a pass took a due scan and has not finished writing what it found
+        self._unwritten = False  # a pass scanned, and left the writes to the writing thread
         self._adopted = False
         self._absent_passes = 0  # passes since the report CRDs were found not served
         self._lock = threading.Lock()
@@ -134,18 +146,29 @@ class ReportLoop:
                 self._due.update(keys)
 
     def scan_pending(self) -> bool:
-        """A scan is due, or running: the pass that took it has not yet written what it found."""
+        """A scan is due, or running: the pass that took it has not yet written what it found (or, when a
+        thread of its own writes, the writes it left have not all returned)."""
         with self._lock:
-            return self._due is None or bool(self._due) or self._scanning
+            if self._due is None or bool(self._due) or self._scanning:
+                return True
+            unwritten = self._unwritten
+        if unwritten and self.writer.pending() == 0:
+            with self._lock:
+                self._unwritten = False
+            return False
+        return unwritten
 
-    def pass_once(self) -> FlushStats:
-        """One pass: adopt the stored reports (first time), scan what is due, write what changed."""
+    def pass_once(self, *, write: bool = True) -> FlushStats:
+        """One pass: adopt the stored reports (first time), scan what is due, write what changed (unless
+        ``write`` is False: the writing thread does, :meth:`write_once`)."""
         if not self._adopted:
             if self._absent_passes % ABSENT_RECHECK:  # the report CRDs were not served: look again later
                 self._absent_passes += 1
                 return FlushStats()
             try:
-                stored = list_reports(self.cluster)
+                for page in report_pages(self.cluster):
+                    self.writer.adopt(page)
+                    self.scanner.adopted(page)
             except NotFound:
                 if not self._absent_passes:
                     log.warning("no policy reports: the wgpolicyk8s.io CRDs are not installed")
@@ -155,7 +178,6 @@ class ReportLoop:
                 log.warning("cannot list policy reports", extra={"error": str(ex)})
                 return FlushStats()
             self._absent_passes = 0
-            self.writer.adopt(stored)
             self._adopted = True
             self.writer.keep_policies(self.scanner.keys())  # reports of policies deleted meanwhile
             self.scan_due()
@@ -170,12 +192,24 @@ class ReportLoop:
                     self.scan_due(unfinished)
             self.scanner.rescan_changed()
             self._admission_errors()
-            stats = self.writer.flush(self.config.max_writes)
-            if self.violations is not None:
-                self.violations.post(self.cluster)
+            stats = self.write_once(limited=True) if write else FlushStats()
         finally:
             with self._lock:
+                self._unwritten = self._unwritten or (self._scanning and not write)
                 self._scanning = False
+        return stats
+
+    def write_once(self, *, stop: threading.Event | None = None, limited: bool = False) -> FlushStats:
+        """Write the reports whose results changed, each write paced by the controller's write budget
+        (``--rate``, by ``writers`` threads; ``limited``: at most ``max_writes``), then the Events due."""
+        pace = None
+        if self.writes is not None:
+            bucket, halt = self.writes, stop or threading.Event()
+            pace = functools.partial(bucket.take, halt)
+        cap = self.config.max_writes if limited else None
+        stats = self.writer.flush(cap, pace=pace, concurrency=self.writers)
+        if self.violations is not None:
+            self.violations.post()
         return stats
 
     def _admission_errors(self) -> None:
@@ -203,13 +237,28 @@ class ReportLoop:
             self._error_events.stop()
 
     def run(self, stop: threading.Event) -> None:
-        """The reporting thread (leader only)."""
+        """The reporting thread (leader only): scans every ``interval``; a second thread writes what they
+        found, paced, while the next scans run (a scan of 100,000 pods does not hold the writes back)."""
+        writing = threading.Thread(target=self._write_loop, args=(stop,), name="celmut-report-writes", daemon=True)
+        writing.start()
         while not stop.wait(self.config.interval):
             if not self.is_leader():
                 self._adopted = False  # a new leader starts from what is stored
                 continue
             try:
-                self.pass_once()
+                self.pass_once(write=False)
             except Exception:  # keep reporting alive whatever one pass does; logged with its stack
                 log.exception("policy report pass failed")
+        writing.join(timeout=5)
+        if self.violations is not None and self.is_leader():
+            self.violations.post(final=True)  # the counts of the last seconds
         self.stop()
+
+    def _write_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(self.config.interval):
+            if not self.is_leader() or not self._adopted:
+                continue
+            try:
+                self.write_once(stop=stop)
+            except Exception:  # keep writing whatever one flush does; logged with its stack
+                log.exception("policy report writes failed")

@@ -116,3 +116,17 @@ def scan_object(
         for o in outcomes
     )
     return [r for r in results if r is not None]
+
+
+def admission_reported_resources(engine: AdmissionEngine, config: Any) -> frozenset[tuple[str, str]]:
+    """The resources whose changes report a policy from its admissions (background processing off): their
+    UPDATEs are evaluated with the previous object, so their caches keep whole objects. ``config``: the
+    :class:`~celmut.controller.report_loop.ReportingConfig` (admission reports on, background reports on)."""
+    if not config.admission:
+        return frozenset()
+    found: set[tuple[str, str]] = set()
+    for policy in engine.policies:
+        reporting = reporting_of(policy)
+        if not reporting.disabled and reporting.admission and not (config.background and reporting.background):
+            found |= watched_resources(policy)
+    return frozenset(found)

@@ -18,23 +18,29 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from celmut import kinds
+from celmut.controller.report_state import Successors, Versions
 from celmut.controller.reported_policies import ReportedPolicy, reported_policies, scan_object
 from celmut.controller.triggers import policy_fingerprint
 from celmut.controller.violation_events import Violation, ViolationEvents
 from celmut.kube.admission_errors import AdmissionError
+from celmut.kube.cache import WatchedCache
+from celmut.kube.client import ClusterError
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.report_objects import ResourceRef
-from celmut.runtime.report_results import mutate_existing_result, process_of, result_of
+from celmut.runtime.report_results import PATCHED_TARGET, mutate_existing_result, process_of, result_of
 from celmut.runtime.results import PolicyOutcome
 
 log = logging.getLogger("celmut.reports")
 
 MAX_SUCCESSORS = 8  # changes remembered per resource, to tell which state an admission error is about
+MAX_ARRIVED = 2_000  # changed objects of metadata caches held for the next pass (beyond: the resource is rescanned)
+PAGE_SIZE = 500  # objects per list page of a scan of a resource cached as metadata
 ERROR_MEMORY = 7200.0  # seconds an applied admission error is remembered (twice the API server's event TTL)
 
 
@@ -65,12 +71,18 @@ class BackgroundReports:
         self._watched: set[tuple[str, str]] = set()
         # resources changed since the last pass -> (operation, old object) of the first change seen
         self._changed: dict[tuple[str, str, str, str], tuple[str, dict[str, Any] | None]] = {}
+        # the same resources' latest objects, when their cache keeps only metadata (as the watch delivered
+        # them: evaluated on the next pass, then dropped); at most MAX_ARRIVED, beyond that the resource is
+        # listed again a page at a time (_relisted)
+        self._arrived: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        self._relisted: set[tuple[str, str]] = set()
+        self._fresher: set[tuple[str, str, str, str]] | None = None  # during a scan: rescanned meanwhile
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
-        self._evaluated: dict[str, dict[str, str]] = {}
+        self._evaluated = Versions()
         self._held: dict[str, dict[str, str]] = {}
         # resource uid -> resourceVersion replaced ("" for a creation) -> the one that replaced it
-        self._successors: dict[str, dict[str, str]] = {}
+        self._successors = Successors(MAX_SUCCESSORS)
         # error key -> (admission time, old resourceVersion) of the last one applied
         self._errors_seen: dict[tuple[str, str, str, str, str], tuple[int, str]] = {}
         # policy key -> uids of the targets its mutateExisting patched (their results outlive full scans)
@@ -120,17 +132,21 @@ class BackgroundReports:
 
         def changed(event: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             metadata = obj.get("metadata") or {}
+            key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
             if event == "DELETED":
+                with self._lock:
+                    self._changed.pop(key, None)
+                    self._arrived.pop(key, None)
                 uid = metadata.get("uid")
                 if uid:
                     self.writer.forget_resource(str(uid))
                     for patched in self._patched.values():
                         patched.discard(str(uid))
-                    self._evaluated.pop(str(uid), None)
+                    self._evaluated.pop(str(uid))
                     self._held.pop(str(uid), None)
-                    self._successors.pop(str(uid), None)
+                    self._successors.pop(str(uid))
                 return
-            if not cache.synced.is_set():
+            if not self.caches.synced_now(api_version, resource):
                 return  # the first list, seen since the handler no longer waits for it: scan() covers it
             uid = str(metadata.get("uid") or "")
             # which change made this state: what the webhook's errors are matched against. The first
@@ -139,14 +155,20 @@ class BackgroundReports:
             creation = event == "ADDED"
             if uid and (creation or (event != "ADDED" and old is not None)):
                 before = "" if event == "ADDED" else _version(old or {})
-                successors = self._successors.setdefault(uid, {})
-                successors[before] = _version(obj)
-                while len(successors) > MAX_SUCCESSORS:
-                    del successors[next(iter(successors))]
+                self._successors.add(uid, before, _version(obj))
+            current = self.caches.existing(api_version, resource)
+            projected = current is not None and current.metadata_only
             with self._lock:
-                key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
                 operation = "CREATE" if event == "ADDED" else "UPDATE"
                 self._changed.setdefault(key, (operation, old if operation == "UPDATE" else None))
+                if not projected or (api_version, resource) in self._relisted:
+                    return
+                if len(self._arrived) < MAX_ARRIVED or key in self._arrived:
+                    self._arrived[key] = obj  # the cache keeps its metadata only: evaluate it as it arrived
+                else:  # too many changes at once: the next pass lists the resource again instead
+                    self._relisted.add((api_version, resource))
+                    for other in [k for k in self._arrived if k[:2] == (api_version, resource)]:
+                        del self._arrived[other]
 
         cache.add_handler(changed)
 
@@ -183,10 +205,9 @@ class BackgroundReports:
                     retry.append(error)
                 continue
             version = _version(obj)
-            if error.denied:
-                state = error.old_version or None  # a denied UPDATE left the state it would have replaced
-            else:
-                state = self._successors.get(ref.uid, {}).get(error.old_version)
+            # a denied UPDATE left the state it would have replaced
+            denied_state = error.old_version or None
+            state = denied_state if error.denied else self._successors.get(ref.uid, error.old_version)
             if state is None:
                 if now - error.time < grace and not error.denied:
                     retry.append(error)  # the change it made is not in the watch yet
@@ -196,7 +217,7 @@ class BackgroundReports:
                 continue  # the resource changed since: a later admission decided about the current state
             current = [r for r in self.writer.results(ref.uid) if r.policy == error.policy]
             newest = max((r.timestamp for r in current), default=-1)
-            if error.time < newest and self._evaluated.get(ref.uid, {}).get(error.policy) != version:
+            if error.time < newest and self._evaluated.get(ref.uid, error.policy) != version:
                 continue  # a later result about this state (a scan after the admission)
             failed = PolicyOutcome(error.policy, "", "error", error.message, binding=error.binding)
             # results.go selectProcess: the policy's evaluation settings name the process, not the path
@@ -231,6 +252,20 @@ class BackgroundReports:
                 self._patched.setdefault(key, set()).add(ref.uid)
                 self._to_watch.add((str(target.get("apiVersion") or ""), resource))  # to forget it with the target
 
+    def adopted(self, reports: Iterable[Mapping[str, Any]]) -> None:
+        """Stored reports taken over at start: the targets an earlier run's mutateExisting patched keep
+        their results through full scans, as those this run patches do (:meth:`target_patched`)."""
+        with self._lock:
+            for report in reports:
+                scope = report.get("scope") or {}
+                uid = str(scope.get("uid") or "")
+                for result in report.get("results") or []:
+                    if uid and PATCHED_TARGET in (result.get("properties") or {}):
+                        self._patched.setdefault(str(result.get("policy") or ""), set()).add(uid)
+                        api_version = str(scope.get("apiVersion") or "")
+                        resource = kinds.resource_for(api_version, str(scope.get("kind") or ""))
+                        self._to_watch.add((api_version, resource))  # to forget it with the target
+
     def keys(self) -> list[str]:
         """The keys of the reported policies."""
         return list(self._policies)
@@ -239,54 +274,139 @@ class BackgroundReports:
 
     def scan(self, keys: list[str] | None = None) -> tuple[int, list[str]]:
         """Scan every resource of the named policies (all when None): the number of evaluations, and the
-        keys of the policies not scanned whole because a resource of theirs is still being listed. Those
-        keep their stored results (nothing is pruned on a partial view) and are due again. A resource
-        that is not served, or that celmut may not list (RBAC), has nothing to scan: once it can be
-        listed, the watch's events bring its objects to :meth:`rescan_changed`."""
+        keys of the policies not scanned whole — a resource of theirs still being listed, or a list that
+        failed. Those keep their stored results (nothing is pruned on a partial view) and are due again. A
+        resource that is not served, or that celmut may not list (RBAC), has nothing to scan: once it can be
+        listed, the watch's events bring its objects to :meth:`rescan_changed`. Each resource is read once
+        for all the policies: from its cache, or, when the cache keeps only metadata, from the API server a
+        page at a time."""
         now = int(self.clock())
+        due = [
+            (key, policy)
+            for key, policy in list(self._policies.items())
+            # Kyverno's background scan runs only the policies with background processing
+            if (keys is None or key in keys) and not policy.admission_only
+        ]
+        by_resource: dict[tuple[str, str], list[tuple[str, ReportedPolicy]]] = {}
+        for key, policy in due:
+            for named in policy.resources:
+                by_resource.setdefault(named, []).append((key, policy))
+        seen: dict[str, set[str]] = {key: set() for key, _ in due}
+        failed: set[str] = set()
         evaluations = 0
-        unfinished: list[str] = []
-        for key, policy in list(self._policies.items()):
-            if (keys is not None and key not in keys) or policy.admission_only:
-                continue  # Kyverno's background scan runs only the policies with background processing
-            seen: set[str] = set()
-            whole = True
-            for api_version, resource in sorted(policy.resources):
+        # the resources rescanned as they changed while this scan ran: a later page (listed from the
+        # snapshot of the list's first page) holds an older copy of them
+        self._fresher = set()
+        try:
+            for (api_version, resource), scanned in sorted(by_resource.items()):
                 cache = self.caches.cache(api_version, resource, wait=False)
                 if cache is None or not cache.synced.is_set():
-                    whole = whole and (cache is None or cache.absent or bool(cache.denied))
+                    if not (cache is None or cache.absent or cache.denied):
+                        failed.update(key for key, _ in scanned)  # still being listed: next pass
                     continue
-                for obj in cache.items():
-                    evaluations += self._record(policy, _typed(obj, cache.kind, api_version), now, seen)
-            if not whole:
-                unfinished.append(key)
-                continue
+                try:
+                    for page in self._pages(cache, api_version, resource):
+                        for obj in page:
+                            evaluations += self._scan_one(api_version, resource, obj, scanned, now, seen)
+                        # what changed meanwhile, evaluated now: the objects the watch delivered are held
+                        # for one page, not for the whole scan
+                        evaluations += self.rescan_changed(relist=False)
+                except ClusterError as ex:
+                    log.warning(
+                        "cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)}
+                    )
+                    failed.update(key for key, _ in scanned)
+        finally:
+            self._fresher = None
+        for key, _ in due:
+            if key in failed:
+                continue  # what it did not see is not gone: its earlier results stay
             with self._lock:
-                seen |= self._patched.get(key, set())
-            self.writer.retain_resources(key, seen)
-        return evaluations, unfinished
+                kept = seen[key] | self._patched.get(key, set())
+            self.writer.retain_resources(key, kept)
+        return evaluations, sorted(failed)
 
-    def rescan_changed(self) -> int:
-        """Rescan the resources that changed since the last call (each once, however often it changed)."""
+    def _scan_one(
+        self,
+        api_version: str,
+        resource: str,
+        obj: dict[str, Any],
+        scanned: list[tuple[str, ReportedPolicy]],
+        now: int,
+        seen: dict[str, set[str]],
+    ) -> int:
+        metadata = obj.get("metadata") or {}
+        key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
+        with self._lock:
+            newer = key in self._changed or (self._fresher is not None and key in self._fresher)
+        if newer:  # a newer copy is (or was just) evaluated as it changed: this one is older
+            uid = str(metadata.get("uid") or "")
+            for policy_key, _ in scanned:
+                seen[policy_key].add(uid)
+            return 0
+        return sum(self._record(policy, obj, now, seen[policy_key]) for policy_key, policy in scanned)
+
+    def _pages(self, cache: WatchedCache, api_version: str, resource: str) -> Iterator[list[dict[str, Any]]]:
+        """The stored objects of a resource, typed, a page at a time: its cache's, or from the API server
+        when the cache keeps only their metadata."""
+        if not cache.metadata_only:
+            items = cache.items()
+            for start in range(0, len(items), PAGE_SIZE):
+                yield [_typed(obj, cache.kind, api_version) for obj in items[start : start + PAGE_SIZE]]
+            return
+        for page in self.caches.cluster.pages(api_version, resource, limit=PAGE_SIZE):
+            items = page.get("items") or []
+            for obj in items:
+                (obj.get("metadata") or {}).pop("managedFields", None)
+            yield [_typed(obj, cache.kind, api_version) for obj in items]
+
+    def rescan_changed(self, *, relist: bool = True) -> int:
+        """Rescan the resources that changed since the last call (each once, however often it changed);
+        ``relist``: also read again the resources too many of whose objects changed at once."""
         with self._lock:
             changed, self._changed = self._changed, {}
+            arrived, self._arrived = self._arrived, {}
+            relisted = self._relisted
+            self._relisted = set() if relist else relisted
+            if self._fresher is not None:
+                self._fresher.update(changed)
             to_watch, self._to_watch = self._to_watch - self._watched, set()
         for watched in sorted(to_watch):  # on the reporting thread: a worker never waits for a watch
             self._watch(*watched)
         now = int(self.clock())
         evaluations = 0
-        for (api_version, resource, namespace, name), (operation, old) in changed.items():
+        for api_version, resource in sorted(relisted) if relist else []:  # too many changed at once: all again
+            scanned = [p for p in self._policies.values() if (api_version, resource) in p.resources]
             cache = self.caches.cache(api_version, resource, wait=False)
-            obj = cache.get(namespace, name) if cache is not None else None
-            if obj is None or cache is None:
+            if cache is None or not cache.synced.is_set():
                 continue
-            obj = _typed(obj, cache.kind, api_version)
+            try:
+                for page in self._pages(cache, api_version, resource):
+                    for obj in page:
+                        for policy in (p for p in scanned if not p.admission_only):
+                            evaluations += self._record(policy, obj, now, None)
+            except ClusterError as ex:
+                log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
+                with self._lock:
+                    self._relisted.add((api_version, resource))
+        for (api_version, resource, namespace, name), (operation, old) in changed.items():
+            if (api_version, resource) in relisted:
+                continue
+            cache = self.caches.cache(api_version, resource, wait=False)
+            stored = cache.get(namespace, name) if cache is not None else None
+            if stored is None or cache is None:
+                continue  # gone
+            # a cache of metadata: the object as the watch delivered it
+            current = arrived.get((api_version, resource, namespace, name)) if cache.metadata_only else stored
+            if current is None:
+                continue
+            current = _typed(current, cache.kind, api_version)
             if old is not None:
                 old = _typed(old, cache.kind, api_version)
             for policy in self._policies.values():
                 if (api_version, resource) in policy.resources:
                     admitted = (operation, old) if policy.admission_only else None
-                    evaluations += self._record(policy, obj, now, None, admitted)
+                    evaluations += self._record(policy, current, now, None, admitted)
         return evaluations
 
     def _record(
@@ -308,7 +428,7 @@ class BackgroundReports:
                     seen.add(ref.uid)
                 return 0
             del held[key]
-        self._evaluated.setdefault(ref.uid, {})[key] = version
+        self._evaluated.set(ref.uid, key, version)
         failing = self.violations is not None and any(
             r.policy == key and r.result == "fail" for r in self.writer.results(ref.uid)
         )

@@ -17,33 +17,38 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import heap
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
+from celmut.controller.mutation_events import AGGREGATED, PER_OBJECT, MutationEvents
 from celmut.controller.policy_upkeep import PolicyUpkeep
 from celmut.controller.reconcile import (
+    COMPONENT,
     EvictionPacer,
     LoadedPolicies,
     Outcome,
     Reconciler,
     TargetKey,
-    Task,
     Work,
     merge_work,
 )
 from celmut.controller.report import Progress, Report, ReportWriter
 from celmut.controller.report_loop import ReportingConfig, ReportLoop
+from celmut.controller.reported_policies import admission_reported_resources
 from celmut.controller.status import ControllerMetrics
+from celmut.controller.sweeps import Sweeper
 from celmut.controller.trigger_watch import TriggerWatch
-from celmut.controller.triggers import OwnWrites, drift_policies
+from celmut.controller.triggers import OwnWrites, trigger_resources
 from celmut.controller.unreadable import UnreadableResources
 from celmut.controller.unresolved import UnresolvedTargets
 from celmut.controller.webhook_rules import WebhookRulesConfig, WebhookRulesWriter
@@ -57,12 +62,28 @@ from celmut.kube.owners import OwnerOptOut
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.kube.registry import RegistryImages
 from celmut.kube.tls_manager import TlsConfig, TlsManager
+from celmut.runtime import AdmissionEngine
 from celmut.service import tracing
-from celmut.service.lookup_needs import looked_up, metadata_only_resources
+from celmut.service.lookup_needs import METADATA_RESOURCES, looked_up, metadata_only_resources
 from celmut.service.settings import ServiceSettings
 from celmut.service.store import PolicyStore
 
 log = logging.getLogger("celmut.controller")
+
+RECENT_OUTCOMES = 1000  # targets whose last outcome a running controller keeps (the rest are counted)
+TRIM_SECONDS = 30.0  # how often freed memory is given back to the system (heap.trim)
+
+
+def workers_for(rate: float) -> int:
+    """Reconcile threads for a write rate: a worker spends most of a pass waiting for its PATCH (a few
+    milliseconds on a real API server), so a rate of 1,000/s needs ~20 requests in flight (client-go's model:
+    QPS/Burst limit the client, the controller's concurrency is its workers). 2 at most rates below 100."""
+    return max(2, min(32, math.ceil(rate / 50)))
+
+
+def report_writers_for(rate: float) -> int:
+    """Threads writing reports for a write rate: one per ~150 writes a second, at most 8."""
+    return max(1, min(8, math.ceil(rate / 150)))
 
 
 def default_identity() -> str:
@@ -76,10 +97,10 @@ class ControllerConfig:
 
     service: ServiceSettings = field(default_factory=ServiceSettings)
     dry_run: bool = False
-    rate: float = 50.0  # writes per second (token bucket)
+    rate: float = 100.0  # writes per second (token bucket): patches and report writes together
     burst: int | None = None
     scan_interval: float = 3600.0  # seconds; 0 disables the periodic scan
-    workers: int = 2
+    workers: int = 0  # reconcile threads; 0: sized from rate (workers_for)
     evictions_per_minute: float = 60.0
     eviction_settle_seconds: float = 300.0
     allow_immediate_restart: bool = False  # PodMutation restartPolicy immediate may evict (restart_policy.py)
@@ -95,9 +116,10 @@ class ControllerConfig:
     sync_timeout: float = 60.0
     tls: TlsConfig | None = None  # the webhook TLS the controller keeps valid (None: cert-manager or manual)
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
-    page_size: int = 500  # pods per list page of a --dry-run scan (limit/continue)
+    page_size: int = 500  # objects per list page of a sweep (targets, drifting pods: limit/continue)
     webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
     reports: ReportingConfig = field(default_factory=ReportingConfig)  # background PolicyReports
+    events: str = AGGREGATED  # Events per policy and namespace (aggregated) or one per changed object (per-object)
 
 
 class Controller:
@@ -109,8 +131,15 @@ class Controller:
     def __init__(self, config: ControllerConfig, cluster: Cluster) -> None:
         self.config = config
         self.cluster = cluster
-        self.caches = CacheSet(cluster, max_caches=64, sync_timeout=config.sync_timeout)
-        self._page: dict[TargetKey, dict[str, Any]] = {}  # the pods of the page a --dry-run scan processes
+        # Pods and their owners are kept as metadata (what lookups and selectors read) unless a policy needs
+        # them whole; a running controller still watches them whole: its handlers evaluate what changed
+        self.caches = CacheSet(
+            cluster,
+            max_caches=64,
+            sync_timeout=config.sync_timeout,
+            metadata_only=METADATA_RESOURCES,
+            deliver_whole=not config.dry_run,
+        )
         self.lookup = ClusterLookup(self.caches)
         # GlobalContextEntry data; their status is written by the leader while Kyverno is absent.
         self.global_context = GlobalContextStore(
@@ -119,7 +148,8 @@ class Controller:
         self.images = RegistryImages(config.service.registry, cluster)
         self.metrics = ControllerMetrics()
         self.metrics.registry.register(self.global_context)
-        self.report = Report()
+        # a --dry-run reports every target; a running controller the last few (memory: README, controller)
+        self.report = Report(keep=None if config.dry_run else RECENT_OUTCOMES)
         opt_out = OwnerOptOut(self.caches, config.service.opt_out_label)
         self.policies = PolicyUpkeep(
             config, cluster, self.lookup, opt_out, self.metrics, self.global_context, self.images
@@ -128,6 +158,9 @@ class Controller:
         self.metrics.queue_depth.set_function(self.queue.depth)
         self.own_writes = OwnWrites()
         self.pacer = EvictionPacer(config.evictions_per_minute, config.eviction_settle_seconds)
+        # --rate: one budget for the controller's writes (patches, report writes), as client-go's QPS limits a client
+        self.writes = TokenBucket(config.rate, config.burst)
+        self.worker_count = config.workers or workers_for(config.rate)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.elector = self._elector() if config.leader_elect and not config.dry_run else None
@@ -148,6 +181,16 @@ class Controller:
             self.report,
             events=lambda: not config.dry_run and self.is_leader(),
         )
+        # targets listed by resource rules (and drifting pods), a page at a time, into a bounded queue
+        self.sweeper = Sweeper(
+            self.caches,
+            cluster,
+            lambda: self._loaded,
+            self.enqueue,
+            unresolved=self.unresolved_targets,
+            page_size=config.page_size,
+        )
+        self.sweeper.room = lambda: self.queue.wait_for_room(self.queue_bound, self._stop)
         self.triggers = self._trigger_watch()
         # policies naming a resource the controller may not read (RBAC) say so (leader only)
         self.unreadable = UnreadableResources(cluster) if not config.dry_run else None
@@ -163,13 +206,13 @@ class Controller:
     def _trigger_watch(self) -> TriggerWatch:
         return TriggerWatch(
             self.caches,
-            self.lookup,
             lambda: self._loaded,
             self.enqueue,
             self.metrics,
             self.own_writes,
             self.unresolved_targets,
             lambda: self.workers.processed,
+            self.sweeper,
         )
 
     def _report_loop(self) -> ReportLoop | None:
@@ -183,6 +226,9 @@ class Controller:
             self.metrics.registry,
             is_leader=self.is_leader,
             kyverno_present=self._kyverno_present,
+            per_object_events=self.config.events == PER_OBJECT,
+            writes=self.writes,
+            writers=report_writers_for(self.config.rate),
         )
 
     def _elector(self) -> LeaderElector:
@@ -200,17 +246,20 @@ class Controller:
 
     def _reconciler(self) -> Reconciler:
         config = self.config
+        # Events folded per policy and namespace (or one per object), written by the reload loop
+        self.mutation_events = None if config.dry_run else MutationEvents(self.cluster, COMPONENT, mode=config.events)
         return Reconciler(
             self.cluster,
             lambda: self._loaded,
             self.current,
             dry_run=config.dry_run,
-            writes=TokenBucket(config.rate, config.burst),
+            writes=self.writes,
             evictions=self.pacer,
             recheck_seconds=config.recheck_seconds,
             is_leader=self.is_leader,
             own_writes=self.own_writes,
             stop=self._stop,
+            events=self.mutation_events,
         )
 
     # --- the parts' state, where callers (the command, status, tests) look for it -----------------
@@ -261,13 +310,16 @@ class Controller:
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
 
+    @property
+    def queue_bound(self) -> int:
+        """Targets a sweep lets wait in the queue (with their objects) before it reads the next page."""
+        return 2 * self.config.page_size
+
     def current(self, key: TargetKey) -> dict[str, Any] | None:
-        """The freshest copy known: the page of a paged scan, the watched cache, else a GET."""
-        paged = self._page.get(key)
-        if paged is not None:
-            return paged
+        """The freshest copy known of a target queued without one: a watched cache of whole objects,
+        else a GET."""
         cache = self.caches.cache(key.api_version, key.resource)
-        if cache is not None and not cache.absent and not cache.overflowed:
+        if cache is not None and not cache.absent and not cache.overflowed and not cache.metadata_only:
             return cache.get(key.namespace, key.name)
         try:
             return self.cluster.get(key.api_version, key.resource, key.namespace, key.name)
@@ -294,10 +346,20 @@ class Controller:
         if changed is None:
             return []
         assert self._loaded is not None
+        # before the reports and triggers watch (and create) the caches
+        self.caches.set_metadata_only(self._metadata_resources(self._loaded.all))
         if self.reports is not None:
             self.reports.policies_loaded(self._loaded.all)
         self.triggers.watch(self._loaded.all.policies)
         return changed
+
+    def _metadata_resources(self, engine: AdmissionEngine) -> frozenset[tuple[str, str]]:
+        """What is cached as metadata: pods and owners, unless a lookup reads them whole, changes to them
+        are triggers (an UPDATE's oldObject), or a policy is reported from their admissions (same)."""
+        whole = trigger_resources(engine.policies)
+        if self.reports is not None and not self.config.dry_run:
+            whole |= admission_reported_resources(engine, self.config.reports)
+        return metadata_only_resources(engine.policies) - whole
 
     def scan(self, names: list[str] | None = None, reason: str = "periodic", *, pods: bool = True) -> int:
         """Queue every target of the named policies (all when None); see :meth:`TriggerWatch.scan`."""
@@ -328,6 +390,7 @@ class Controller:
 
     def _reload_loop(self) -> None:
         next_scan = time.monotonic() + self.config.scan_interval if self.config.scan_interval > 0 else None
+        next_trim = time.monotonic() + TRIM_SECONDS
         while not self._stop.wait(self.config.reload_interval):
             try:
                 changed = self.reload()
@@ -343,6 +406,11 @@ class Controller:
                             self.reports.scan_due()
                 self.reconciler.evaluations, evaluations = 0, self.reconciler.evaluations
                 self.metrics.evaluations.inc(evaluations)
+                if self.mutation_events is not None and self.is_leader():
+                    self.mutation_events.flush()
+                if time.monotonic() >= next_trim:  # what a pass freed goes back to the system
+                    next_trim = time.monotonic() + TRIM_SECONDS
+                    heap.trim()
             except Exception:  # keep the controller alive whatever a reload does; logged with its stack
                 log.exception("policy reload failed")
 
@@ -371,7 +439,8 @@ class Controller:
             self.metrics.leader.set(1)
             self.scan(reason="start")
         heap.settle()  # the listed objects and compiled policies are long-lived
-        targets = [self._reload_loop] + [self.workers.loop] * max(1, self.config.workers)
+        targets: list[Callable[[], None]] = [self._reload_loop, functools.partial(self.sweeper.run, self._stop)]
+        targets += [self.workers.loop] * max(1, self.worker_count)
         if self.tls is not None:
             targets.append(functools.partial(self.tls.run, self._stop, self.is_leader))
         if self.reports is not None:
@@ -385,6 +454,8 @@ class Controller:
     def stop(self) -> None:
         self._stop.set()
         self.queue.shutdown()
+        if self.mutation_events is not None and self.is_leader():
+            self.mutation_events.flush(final=True)  # the counts of the last seconds
         if self.elector is not None:
             self.elector.stop()
         for thread in self._threads:
@@ -396,14 +467,18 @@ class Controller:
         self.global_context.stop()
         self.caches.stop()
 
+    def idle(self) -> bool:
+        """No sweep waiting or running, the queue empty and no target being processed."""
+        return not self.sweeper.busy() and self.queue.idle()
+
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until the queue is empty and no target is being processed."""
+        """Wait until :meth:`idle`."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.queue.idle():
+            if self.idle():
                 return True
             time.sleep(0.02)
-        return self.queue.idle()
+        return self.idle()
 
     def run_once(self, progress: Progress | None = None, writer: ReportWriter | None = None) -> Report:
         """One full pass in this thread (``--dry-run``): scan, process every target, report — to
@@ -413,7 +488,8 @@ class Controller:
         Pods are not cached whole: they are listed a page at a time (``limit``/``continue``) and each
         page is processed before the next is read, so memory stays flat whatever the cluster's size;
         the lookups policies make (siblings, owners) use metadata-only caches where that is all they
-        read (:mod:`celmut.service.lookup_needs`). mutateExisting targets come from their caches."""
+        read (:mod:`celmut.service.lookup_needs`). mutateExisting targets listed by resource rules are
+        read the same way (:mod:`celmut.controller.sweeps`)."""
         if writer is not None:
             self.report.stream_to(writer)
         if self.policy_source is not None:
@@ -423,24 +499,21 @@ class Controller:
         self.reload(force=True)
         loaded = self._loaded
         if loaded is not None:
-            self.caches.set_metadata_only(metadata_only_resources(loaded.all.policies))
             for api_version, resource in sorted(looked_up(loaded.all.policies)):
                 self.caches.cache(api_version, resource)  # listed now, not inside an evaluation's deadline
-        total = self.scan(reason="once", pods=False)
-        done = self._drain(0, total, progress)
-        drifting = drift_policies(loaded.all.policies) if loaded is not None and loaded.drift is not None else []
-        if drifting:
-            work = {p.display_name: Task(p) for p in drifting}
-            for page in self.cluster.pages("v1", "pods", limit=self.config.page_size):
-                items = [_pod(item) for item in page.get("items") or []]
-                self._page = {TargetKey.of("v1", "pods", pod): pod for pod in items}
-                for key in self._page:
-                    self.enqueue(key, dict(work))
-                total += len(self._page)
-                done = self._drain(done, total, progress)
-            self._page = {}
+        self.scan(reason="once")
+        done = 0
+
+        def drain() -> bool:  # before each page a sweep reads: the queue is worked off, one page in memory
+            nonlocal done
+            done = self._drain(done, self.scan_progress()[1], progress)
+            return True
+
+        self.sweeper.room, self.sweeper.strict = drain, True
+        self.sweeper.run_pending()
+        drain()
         if progress is not None:
-            progress.update(done, max(total, done), final=True)
+            progress.update(done, max(self.scan_progress()[1], done), final=True)
         return self.report
 
     def _drain(self, done: int, total: int, progress: Progress | None) -> int:
@@ -450,11 +523,3 @@ class Controller:
                 if progress is not None:
                     progress.update(done, max(total, done))
         return done
-
-
-def _pod(item: dict[str, Any]) -> dict[str, Any]:
-    """A listed pod as the watched cache would hold it: typed lists leave out apiVersion and kind."""
-    item.setdefault("apiVersion", "v1")
-    item.setdefault("kind", "Pod")
-    (item.get("metadata") or {}).pop("managedFields", None)
-    return item

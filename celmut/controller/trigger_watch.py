@@ -3,16 +3,18 @@ scans (at start, on a policy change, periodically, for a new leader) of every po
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller.reconcile import LoadedPolicies, TargetKey, Work
 from celmut.controller.status import ControllerMetrics
-from celmut.controller.triggers import OwnWrites, TriggerHandler, enqueue_scan, trigger_resources
+from celmut.controller.sweeps import Sweeper
+from celmut.controller.triggers import OwnWrites, TriggerHandler, drift_policies, enqueue_scan, trigger_resources
 from celmut.controller.unresolved import UnresolvedTargets
-from celmut.kube.lookup import CacheSet, ClusterLookup
+from celmut.kube.lookup import CacheSet
+from celmut.runtime.mutate_existing import lists_targets
 
 log = logging.getLogger("celmut.controller")
 
@@ -23,22 +25,23 @@ class TriggerWatch:
     def __init__(
         self,
         caches: CacheSet,
-        lookup: ClusterLookup,
         loaded: Callable[[], LoadedPolicies | None],
         enqueue: Callable[[TargetKey, Work], None],
         metrics: ControllerMetrics,
         own_writes: OwnWrites,
         unresolved_targets: UnresolvedTargets,
         processed: Callable[[], int],
+        sweeper: Sweeper,
     ) -> None:
         self.caches = caches
-        self.lookup = lookup
         self.loaded = loaded
         self.enqueue = enqueue
         self.metrics = metrics
         self.own_writes = own_writes
         self.unresolved_targets = unresolved_targets
         self.processed = processed
+        self.sweeper = sweeper
+        sweeper.on_counted = self._counted
         self._watched: set[tuple[str, str]] = set()
         self.last_scan = (0, 0)  # (processed count when the last scan was queued, targets it queued)
 
@@ -58,9 +61,11 @@ class TriggerWatch:
             self.loaded,
             self._trigger,
             self.own_writes,
-            cache.synced.is_set,
+            functools.partial(self.caches.synced_now, api_version, resource),
             self.unresolved_targets,
+            sweep=self.sweeper.submit,
         )
+        self.own_writes.track(api_version, resource)
         cache.add_handler(handler)
         self._watched.add((api_version, resource))
 
@@ -69,26 +74,30 @@ class TriggerWatch:
         self.enqueue(key, work)
 
     def scan(self, names: list[str] | None = None, reason: str = "periodic", *, pods: bool = True) -> int:
-        """Queue every target of the named policies (all when None); ``pods=False`` leaves out the
-        pods drift policies re-admit (a paged scan queues them page by page)."""
+        """Queue every target of the named policies (all when None): those an expression returns now,
+        the listed ones (and, unless ``pods=False``, the pods drift policies re-admit) by a sweep. The
+        number queued now; :meth:`scan_progress` counts the sweep's too."""
         loaded = self.loaded()
         if loaded is None:
             return 0
         policies = [p for p in loaded.all.policies if names is None or p.display_name in names]
         self.metrics.scans.labels(reason).inc()
-
-        def listed() -> list[dict[str, Any]]:
-            if not pods:
-                return []
-            items: list[dict[str, Any]] = self.lookup.list("v1", "pods", "")["items"]
-            return items
-
-        count = enqueue_scan(loaded, self.enqueue, listed, policies, self.unresolved_targets)
-        self.last_scan = (self.processed(), count)
+        self.last_scan = (self.processed(), 0)
+        count = enqueue_scan(loaded, self.enqueue, policies, self.unresolved_targets)
+        self._counted(count)
+        for policy in policies:
+            if lists_targets(policy):
+                self.sweeper.submit(policy, counted=True)
+        if pods and loaded.drift is not None:
+            self.sweeper.submit_drift(drift_policies(policies), counted=True)
         log.info("scan queued", extra={"reason": reason, "targets": count})
         return count
 
+    def _counted(self, count: int) -> None:
+        started_at, total = self.last_scan
+        self.last_scan = (started_at, total + count)
+
     def scan_progress(self) -> tuple[int, int]:
-        """(targets processed since the last scan was queued, targets it queued)."""
+        """(targets processed since the last scan was queued, targets it queued so far)."""
         started_at, total = self.last_scan
         return min(self.processed() - started_at, total), total

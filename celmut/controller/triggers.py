@@ -2,7 +2,8 @@
 
 * **Scan** — for mutateExisting policies, every target the runtime resolves (semantics §8: a policy
   event or periodic scan is a pass without a trigger); for admission policies whose PodMutation says
-  ``restartPolicy: immediate``, every pod (drift).
+  ``restartPolicy: immediate``, every pod (drift). Targets listed by resource rules, and the pods, are
+  listed a page at a time by a sweep (:mod:`celmut.controller.sweeps`).
 * **Watch events** — for admission-enabled mutateExisting policies, a change to an object their
   ``matchConstraints`` select is treated as the admission of that object: ADDED is a CREATE,
   MODIFIED an UPDATE (with the previous version as ``oldObject``), DELETED a DELETE. Events from the
@@ -22,12 +23,13 @@ from celmut.compile.compiled import CompiledPolicy
 from celmut.controller.reconcile import LoadedPolicies, TargetKey, Task, Work
 from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.runtime.candidates import PolicyIndex
-from celmut.runtime.mutate_existing import Target, resolve_targets
+from celmut.runtime.mutate_existing import Target, lists_targets, resolve_targets, trigger_selects
 
 _OPERATIONS = {"ADDED": "CREATE", "MODIFIED": "UPDATE", "DELETED": "DELETE"}
 
 Enqueue = Callable[[TargetKey, Work], None]
 Unresolved = Callable[[Target], None]  # told each policy whose targets could not be resolved (reported, not queued)
+Sweep = Callable[[CompiledPolicy, AdmissionInput], None]  # list a policy's targets for a trigger (sweeps.py)
 
 
 def drift_policies(policies: Iterable[CompiledPolicy]) -> list[CompiledPolicy]:
@@ -75,52 +77,57 @@ def target_key(obj: dict[str, Any]) -> TargetKey:
 
 
 def enqueue_scan(
-    loaded: LoadedPolicies,
-    enqueue: Enqueue,
-    pods: Callable[[], list[dict[str, Any]]],
-    policies: Iterable[CompiledPolicy],
-    unresolved: Unresolved,
+    loaded: LoadedPolicies, enqueue: Enqueue, policies: Iterable[CompiledPolicy], unresolved: Unresolved
 ) -> int:
-    """Queue a pass over every target of ``policies``; the number of targets queued."""
-    chosen = list(policies)
+    """Queue a pass over every target of those of ``policies`` whose targets an expression returns (the
+    others' are listed by a sweep: :mod:`celmut.controller.sweeps`); the number of targets queued."""
+    chosen = [p for p in policies if p.mutate_existing and not lists_targets(p)]
     count = 0
-    existing = [p for p in chosen if p.mutate_existing]
-    for target in resolve_targets(loaded.all, policies=existing) if existing else []:
+    for target in resolve_targets(loaded.all, policies=chosen) if chosen else []:
         if target.error:
             unresolved(target)
             continue
         enqueue(target_key(target.obj), {target.policy.display_name: Task(target.policy, target)})
         count += 1
-    drifting = drift_policies(chosen)
-    if drifting and loaded.drift is not None:
-        work = {p.display_name: Task(p) for p in drifting}
-        for pod in pods():
-            enqueue(TargetKey.of("v1", "pods", pod), dict(work))
-            count += 1
     return count
 
 
 class OwnWrites:
     """resourceVersions the controller itself wrote, so their watch events are not triggers.
 
-    A watch can deliver the event of a write before the write's response arrives; a key with a write
-    in flight makes :meth:`is_own` wait (briefly) for the response and its resourceVersion.
+    Only writes to resources watched for triggers (:meth:`track`) are remembered, each until its watch
+    event is seen (at most ``capacity``, oldest first out: an event that never came), so a pass patching
+    100,000 pods that trigger nothing remembers none. A watch can deliver the event of a write before the
+    write's response arrives; a key with a write in flight makes :meth:`is_own` wait (briefly) for the
+    response and its resourceVersion.
     """
 
-    def __init__(self, capacity: int = 50_000, wait_seconds: float = 10.0) -> None:
+    def __init__(self, capacity: int = 10_000, wait_seconds: float = 10.0) -> None:
         self.capacity = capacity
         self.wait_seconds = wait_seconds
+        self._tracked: set[tuple[str, str]] = set()
         self._seen: OrderedDict[tuple[TargetKey, str], None] = OrderedDict()
         self._in_flight: dict[TargetKey, int] = {}
         self._cond = threading.Condition()
 
+    def track(self, api_version: str, resource: str) -> None:
+        """Remember writes to this resource from now on (its changes are triggers)."""
+        with self._cond:
+            self._tracked.add((api_version, resource))
+
+    def _tracks(self, key: TargetKey) -> bool:
+        return (key.api_version, key.resource) in self._tracked
+
     def begin(self, key: TargetKey) -> None:
         with self._cond:
-            self._in_flight[key] = self._in_flight.get(key, 0) + 1
+            if self._tracks(key):
+                self._in_flight[key] = self._in_flight.get(key, 0) + 1
 
     def end(self, key: TargetKey, version: str) -> None:
         """The write finished (``version`` is '' when it failed)."""
         with self._cond:
+            if not self._tracks(key):
+                return
             left = self._in_flight.get(key, 1) - 1
             if left:
                 self._in_flight[key] = left
@@ -133,9 +140,14 @@ class OwnWrites:
             self._cond.notify_all()
 
     def is_own(self, key: TargetKey, version: str) -> bool:
+        """Whether this change is one of the controller's writes (each is recognised once: its event)."""
         with self._cond:
             self._cond.wait_for(lambda: key not in self._in_flight, self.wait_seconds)
-            return (key, version) in self._seen
+            try:
+                del self._seen[(key, version)]
+            except KeyError:
+                return False
+            return True
 
 
 class TriggerHandler:
@@ -150,9 +162,11 @@ class TriggerHandler:
         own_writes: OwnWrites,
         synced: Callable[[], bool],
         unresolved: Unresolved,
+        sweep: Sweep | None = None,
     ) -> None:
         self.api_version = api_version
         self.unresolved = unresolved
+        self.sweep = sweep
         self.resource = resource
         self.loaded = loaded
         self.enqueue = enqueue
@@ -190,7 +204,12 @@ class TriggerHandler:
         else:
             request = AdmissionInput.from_object(obj, operation, old_object=old if operation == "UPDATE" else None)
         self.triggers += 1
-        for target in resolve_targets(loaded.all, trigger=request, policies=policies):
+        if self.sweep is not None:  # targets listed by resource rules: a sweep lists them a page at a time
+            for policy in (p for p in policies if lists_targets(p)):
+                if trigger_selects(loaded.all, policy, request):
+                    self.sweep(policy, request)
+            policies = tuple(p for p in policies if not lists_targets(p))
+        for target in resolve_targets(loaded.all, trigger=request, policies=policies) if policies else []:
             if target.error:
                 self.unresolved(target)
                 continue

@@ -127,7 +127,17 @@ class WorkQueue(Generic[K, W]):
             self._processing.discard(key)
             if key in self._work:
                 self._ready.append(key)
-                self._cond.notify()
+            self._cond.notify_all()  # a getter, and a producer waiting for room (wait_for_room)
+
+    def wait_for_room(self, limit: int, stop: threading.Event, timeout: float = 1.0) -> bool:
+        """Wait until fewer than ``limit`` keys wait (a producer's backpressure); False if ``stop`` was
+        set or the queue shut down meanwhile."""
+        with self._cond:
+            while len(self._work) + len(self._delayed) >= limit:
+                if stop.is_set() or self._closed:
+                    return False
+                self._cond.wait(timeout)
+            return not (stop.is_set() or self._closed)
 
     def forget(self, key: K) -> None:
         """Reset the retry count of ``key`` (it succeeded)."""

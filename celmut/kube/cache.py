@@ -6,7 +6,10 @@ jitter, up to 30 s) before resuming. Memory is bounded: ``metadata.managedFields
 most ``max_objects`` objects are kept (beyond that new objects are not cached and the cache reports
 itself overflowed). A ``metadata_only`` cache lists and watches ``PartialObjectMetadata``
 (apiVersion, kind, metadata: what placement counting and owner lookups read) and keeps only that:
-a realistic Pod costs ~10x less (README, "Memory"). Event handlers run on the watch thread.
+a realistic Pod costs ~10x less (README, "Memory"). With ``deliver_whole`` it lists and watches whole
+objects and still keeps only their metadata: its handlers get each object whole as it arrives (the
+controller evaluates it then, and never holds it), the previous one as kept. Event handlers run on the
+watch thread.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 import random
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,6 +36,10 @@ def _key(obj: dict[str, Any]) -> Key:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+def _version(obj: dict[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
 def _shared(value: Any) -> Any:
     """``value`` with its strings interned: the pods of one workload repeat their labels, annotations
     and owner references, and a metadata-only cache is mostly such strings (~1 KiB less per Pod)."""
@@ -42,6 +50,49 @@ def _shared(value: Any) -> Any:
     if isinstance(value, list):
         return [_shared(v) for v in value]
     return value
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable twin of a JSON value (TypeError for anything else)."""
+    if isinstance(value, dict):
+        return (dict, tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return (list, tuple(_frozen(v) for v in value))
+    hash(value)
+    return value
+
+
+class _Sharing:
+    """Equal labels, annotations and owner references held once: the pods of a workload carry the same
+    ones, so a metadata-only cache keeps one dict for the 50 pods of a ReplicaSet instead of 50 (bounded:
+    the last ``size`` different values). Held values are shared between cached objects: never mutated."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self._seen: OrderedDict[Any, Any] = OrderedDict()
+
+    def metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` with its strings interned and its maps and lists shared."""
+        return {sys.intern(k): self._value(v) for k, v in metadata.items()}
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return sys.intern(value)
+        if not isinstance(value, (dict, list)) or not value:
+            return _shared(value)
+        shared = _shared(value)
+        try:
+            key = _frozen(shared)
+        except TypeError:
+            return shared
+        found = self._seen.get(key)
+        if found is not None:
+            self._seen.move_to_end(key)
+            return found
+        self._seen[key] = shared
+        if len(self._seen) > self.size:
+            self._seen.popitem(last=False)
+        return shared
 
 
 class WatchedCache:
@@ -59,6 +110,7 @@ class WatchedCache:
         watch_timeout: int = 300,
         max_backoff: float = 30.0,
         metadata_only: bool = False,
+        deliver_whole: bool = False,
         index_label: str = "",
     ) -> None:
         self.cluster = cluster
@@ -70,12 +122,15 @@ class WatchedCache:
         self.watch_timeout = watch_timeout
         self.max_backoff = max_backoff
         self.metadata_only = metadata_only
+        # a metadata-only cache fed whole objects: handlers see them whole, the cache keeps their metadata
+        self.deliver_whole = metadata_only and deliver_whole
         # (namespace, value of this label) -> keys: a lookup selecting by it reads only those objects
         # (a spot preset lists the pods of one pod-template-hash; a scan would read the namespace)
         self.index_label = index_label
         self._index: dict[tuple[str, str], dict[Key, None]] = {}
         self.kind = kinds.kind_for(api_version, resource)
         self._objects: dict[Key, dict[str, Any]] = {}
+        self._sharing = _Sharing()  # used by the watch thread only
         self._lock = threading.Lock()
         self._handlers: list[Handler] = []
         self._stop = threading.Event()
@@ -94,6 +149,10 @@ class WatchedCache:
     def add_handler(self, handler: Handler) -> None:
         """Called on the watch thread with (event, object, previous object or None) for every change."""
         self._handlers.append(handler)
+
+    def handlers(self) -> list[Handler]:
+        """The handlers added (to move them to a cache replacing this one)."""
+        return list(self._handlers)
 
     def start(self) -> WatchedCache:
         if self._thread is None:
@@ -154,15 +213,25 @@ class WatchedCache:
 
     # --- the watch loop -------------------------------------------------------------------------
 
-    def _normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
-        if self.metadata_only:  # PartialObjectMetadata, or a whole object from a server that cannot project
-            metadata = obj.get("metadata") or {}
-            metadata.pop("managedFields", None)
-            return {"apiVersion": self.api_version, "kind": self.kind, "metadata": _shared(metadata)}
+    @property
+    def _wire_metadata_only(self) -> bool:
+        """Lists and watches ask for ``PartialObjectMetadata``."""
+        return self.metadata_only and not self.deliver_whole
+
+    def _whole(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object as listed or watched: typed list items come without apiVersion and kind."""
         obj.setdefault("apiVersion", self.api_version)
         obj.setdefault("kind", self.kind)
         (obj.get("metadata") or {}).pop("managedFields", None)
         return obj
+
+    def _normalise(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """What the cache keeps of an object."""
+        if self.metadata_only:  # PartialObjectMetadata, or a whole object from a server that cannot project
+            metadata = obj.get("metadata") or {}
+            metadata.pop("managedFields", None)
+            return {"apiVersion": self.api_version, "kind": self.kind, "metadata": self._sharing.metadata(metadata)}
+        return self._whole(obj)
 
     def _notify(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
         for handler in self._handlers:
@@ -172,6 +241,7 @@ class WatchedCache:
                 log.exception("cache event handler failed", extra={"resource": self.resource})
 
     def _store(self, event: str, obj: dict[str, Any]) -> None:
+        delivered = self._whole(obj) if self.deliver_whole else None
         obj = self._normalise(obj)
         key = _key(obj)
         with self._lock:
@@ -189,24 +259,40 @@ class WatchedCache:
                 self.overflowed = True
                 return
             self.generation += 1
-        self._notify(event, obj, old)
+        self._notify(event, delivered if delivered is not None else obj, old)
 
     def _relist(self) -> None:
+        """List every object (a page at a time) and replace the cache with them. Handlers hear of what
+        changed: a ``deliver_whole`` cache tells them page by page, while each page's whole objects are at
+        hand (they are not kept), the others once the cache holds the new list."""
         fresh: dict[Key, dict[str, Any]] = {}
+        changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
         version = ""
+        with self._lock:
+            old = self._objects
         for page in self.cluster.pages(  # one page decoded at a time: normalised objects only are kept
             self.api_version,
             self.resource,
             self.namespace,
             label_selector=self.label_selector,
-            metadata_only=self.metadata_only,
+            metadata_only=self._wire_metadata_only,
         ):
             for item in page.get("items") or []:
+                delivered = self._whole(item) if self.deliver_whole else None
                 obj = self._normalise(item)
-                fresh[_key(obj)] = obj
+                key = _key(obj)
+                fresh[key] = obj
+                previous = old.get(key)
+                if previous is None:
+                    changes.append(("ADDED", delivered or obj, None))
+                elif _version(previous) != _version(obj):
+                    changes.append(("MODIFIED", delivered or obj, previous))
             version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+            if self.deliver_whole:
+                for change in changes:
+                    self._notify(*change)
+                changes.clear()
         with self._lock:
-            old = self._objects
             self._objects = dict(list(fresh.items())[: self.max_objects])
             self._index = {}
             for key, obj in self._objects.items():
@@ -215,14 +301,8 @@ class WatchedCache:
             self.generation += 1
         self.resource_version = version
         self.relists += 1
-        for key, obj in fresh.items():
-            previous = old.get(key)
-            if previous is None:
-                self._notify("ADDED", obj)
-            elif (previous.get("metadata") or {}).get("resourceVersion") != (obj.get("metadata") or {}).get(
-                "resourceVersion"
-            ):
-                self._notify("MODIFIED", obj, previous)
+        for change in changes:
+            self._notify(*change)
         for key, obj in old.items():
             if key not in fresh:
                 self._notify("DELETED", obj)
@@ -249,7 +329,7 @@ class WatchedCache:
                     resource_version=self.resource_version,
                     label_selector=self.label_selector,
                     timeout_seconds=self.watch_timeout,
-                    metadata_only=self.metadata_only,
+                    metadata_only=self._wire_metadata_only,
                 ):
                     if self._stop.is_set():
                         return

@@ -62,7 +62,10 @@ class Conflict(ClusterError):
 
 
 class Gone(ClusterError):
-    pass
+    """410: what was asked for is too old. A list page's carries the token that continues the list at
+    the latest resourceVersion (``continue_token``; an inconsistent list, see :meth:`Cluster.pages`)."""
+
+    continue_token = ""
 
 
 class TooManyRequests(ClusterError):
@@ -83,7 +86,10 @@ def error_from(status: int, body: bytes) -> ClusterError:
         document = {}
     reason = str(document.get("reason") or "") if isinstance(document, dict) else ""
     message = str(document.get("message") or "") if isinstance(document, dict) else ""
-    return _BY_STATUS.get(status, ClusterError)(status, reason, message or f"HTTP {status}")
+    error = _BY_STATUS.get(status, ClusterError)(status, reason, message or f"HTTP {status}")
+    if isinstance(error, Gone) and isinstance(document, dict):
+        error.continue_token = str((document.get("metadata") or {}).get("continue") or "")
+    return error
 
 
 class _ThrottledRefresh:
@@ -109,6 +115,25 @@ class _ThrottledRefresh:
             configuration.refresh_api_key_hook = self
 
 
+MAX_THROTTLED = 5  # retries of a request the API server throttled (client-go retries up to 10)
+MAX_RETRY_AFTER = 10.0  # seconds waited at most before such a retry
+
+
+def _throttled(raw: urllib3.BaseHTTPResponse, path: str) -> float | None:
+    """Seconds to wait before sending a request again that the API server throttled: a 429 with
+    ``Retry-After``, as API Priority and Fairness rejects a request when its queue is full (client-go's
+    ``rest.Request`` waits and retries: ``checkWait`` in rest/with_retry.go). An eviction's 429 is a
+    PodDisruptionBudget's answer, not a throttle: its caller decides."""
+    if raw.status != 429 or path.endswith("/eviction"):
+        return None
+    value = raw.headers.get("Retry-After")
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return None if seconds is None else min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
 def resource_path(api_version: str, resource: str, namespace: str = "", name: str = "", sub: str = "") -> str:
     """The REST path of a collection or object (``/api/v1/namespaces/ns/pods/name/status``)."""
     group, version = kinds.split_api_version(api_version)
@@ -129,6 +154,7 @@ class Cluster:
     def __init__(self, api_client: kubernetes.client.ApiClient, *, timeout: float = 30.0) -> None:
         self.api_client = api_client
         self.timeout = timeout
+        self.throttled = 0  # requests the API server asked to retry later (429 with Retry-After), retried
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, *, timeout: float = 30.0, context: str | None = None) -> Cluster:
@@ -191,18 +217,25 @@ class Cluster:
         url = self.api_client.configuration.host + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
         wait = timeout or self.timeout
         limits = urllib3.Timeout(connect=wait[0], read=wait[1]) if isinstance(wait, tuple) else urllib3.Timeout(wait)
-        try:
-            raw = self.api_client.rest_client.pool_manager.request(
-                method,
-                url,
-                body=orjson.dumps(body) if body is not None else None,
-                headers=self._headers(content_type if body is not None else None, accept),
-                timeout=limits,
-                retries=False,
-                preload_content=not stream,
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as ex:
-            raise Unreachable(0, "Unreachable", f"cannot reach the API server: {type(ex).__name__}") from ex
+        for attempt in range(MAX_THROTTLED + 1):
+            try:
+                raw = self.api_client.rest_client.pool_manager.request(
+                    method,
+                    url,
+                    body=orjson.dumps(body) if body is not None else None,
+                    headers=self._headers(content_type if body is not None else None, accept),
+                    timeout=limits,
+                    retries=False,
+                    preload_content=not stream,
+                )
+            except (urllib3.exceptions.HTTPError, OSError) as ex:
+                raise Unreachable(0, "Unreachable", f"cannot reach the API server: {type(ex).__name__}") from ex
+            pause = _throttled(raw, path) if attempt < MAX_THROTTLED else None
+            if pause is None:
+                break
+            raw.drain_conn()
+            self.throttled += 1
+            time.sleep(pause)
         if raw.status >= 400:
             data = raw.read() if stream else raw.data
             raise error_from(raw.status, data)
@@ -250,10 +283,22 @@ class Cluster:
     def pages(
         self, api_version: str, resource: str, namespace: str = "", *, limit: int = 500, **kwargs: Any
     ) -> Iterator[dict[str, Any]]:
-        """Each page of a list, following ``continue`` tokens: the caller holds one page at a time."""
+        """Each page of a list, following ``continue`` tokens: the caller holds one page at a time.
+
+        A list read slowly (its caller works off each page first) can outlive etcd's compaction (5
+        minutes by default): the API server then refuses the next page with 410 and a token continuing
+        the list at the latest resourceVersion (k8s.io/apiserver storage/etcd3/errors.go
+        ``handleCompactedErrorForPaging``), which is followed: the rest of the list is as it is now, not
+        as it was at the first page — what a controller reconciling each object wants anyway."""
         token: str | None = None
         while True:
-            page = self.list(api_version, resource, namespace, limit=limit, continue_token=token, **kwargs)
+            try:
+                page = self.list(api_version, resource, namespace, limit=limit, continue_token=token, **kwargs)
+            except Gone as ex:
+                if not token or not ex.continue_token:
+                    raise
+                token = ex.continue_token
+                continue
             yield page
             token = (page.get("metadata") or {}).get("continue") or None
             if not token:
@@ -262,14 +307,11 @@ class Cluster:
     def list_all(self, api_version: str, resource: str, namespace: str = "", **kwargs: Any) -> dict[str, Any]:
         """Every item, following ``continue`` tokens; the returned resourceVersion is the list's."""
         items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            page = self.list(api_version, resource, namespace, limit=500, continue_token=token, **kwargs)
+        page: dict[str, Any] = {}
+        for page in self.pages(api_version, resource, namespace, limit=500, **kwargs):
             items += page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue") or None
-            if not token:
-                page["items"] = items
-                return page
+        page["items"] = items
+        return page
 
     def watch(
         self,

@@ -25,15 +25,18 @@ floor(n × p) are": the last spot and the last on-demand decision each miss at m
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from celmut import kinds
 from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound, before_blocking, may_block
-from celmut.kube.cache import WatchedCache
+from celmut.kube.cache import Handler, WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+
+log = logging.getLogger("celmut.kube")
 
 # The label each cache indexes: the spot presets list a workload's pods by pod-template-hash.
 INDEXED_LABELS = {("v1", "pods"): "pod-template-hash"}
@@ -47,6 +50,8 @@ class CacheSet:
     ``max_metadata_objects`` each); the others whole, up to ``max_objects`` each (a full cache is
     not read: lookups go to the API server, :meth:`ready`). :meth:`set_metadata_only` changes the
     set when the policies change; a cache in the wrong mode is dropped and listed again on next use.
+    ``deliver_whole``: metadata-only caches still list and watch whole objects, and hand them whole to
+    their handlers (the controller evaluates what changed; :class:`~celmut.kube.cache.WatchedCache`).
     """
 
     def __init__(
@@ -58,6 +63,7 @@ class CacheSet:
         metadata_only: frozenset[tuple[str, str]] = frozenset(),
         max_objects: int = 20_000,
         max_metadata_objects: int = 250_000,
+        deliver_whole: bool = False,
     ) -> None:
         self.cluster = cluster
         self.max_caches = max_caches
@@ -65,10 +71,14 @@ class CacheSet:
         self.metadata_only = metadata_only
         self.max_objects = max_objects
         self.max_metadata_objects = max_metadata_objects
+        self.deliver_whole = deliver_whole
         self._caches: dict[tuple[str, str], WatchedCache] = {}
         self._lock = threading.Lock()
 
-    def cache(self, api_version: str, resource: str, *, wait: bool = True) -> WatchedCache | None:
+    def cache(
+        self, api_version: str, resource: str, *, wait: bool = True, handlers: Sequence[Handler] = ()
+    ) -> WatchedCache | None:
+        """The resource's cache, started on first use (``handlers`` added before its first list)."""
         key = (api_version, resource)
         with self._lock:
             cache = self._caches.get(key)
@@ -81,22 +91,41 @@ class CacheSet:
                     api_version,
                     resource,
                     metadata_only=projected,
+                    deliver_whole=self.deliver_whole,
                     max_objects=self.max_metadata_objects if projected else self.max_objects,
                     index_label=INDEXED_LABELS.get(key, ""),
-                ).start()
+                )
+                for handler in handlers:
+                    cache.add_handler(handler)
+                cache.start()
         if wait and not cache.wait_synced(self.sync_timeout):
             return None
         return cache
 
     def set_metadata_only(self, resources: frozenset[tuple[str, str]]) -> None:
-        """Cache these resources metadata-only from now on (the others whole)."""
+        """Cache these resources metadata-only from now on (the others whole). A cache in the other mode
+        is listed again now (not on the first admission that needs it), its handlers moved to the new one."""
         with self._lock:
             self.metadata_only = resources
-            stale = [key for key, cache in self._caches.items() if cache.metadata_only != (key in resources)]
-            for key in stale:
-                self._caches.pop(key).stop()
-        for api_version, resource in stale:  # listed again now, not on the first admission that needs it
-            self.cache(api_version, resource, wait=False)
+            stale = {key: cache for key, cache in self._caches.items() if cache.metadata_only != (key in resources)}
+            for key, cache in stale.items():
+                del self._caches[key]
+                cache.stop()
+        for (api_version, resource), old in stale.items():
+            fresh = self.cache(api_version, resource, wait=False, handlers=old.handlers())
+            if fresh is None:
+                log.warning("cache not replaced", extra={"resource": f"{resource}.{api_version}"})
+
+    def existing(self, api_version: str, resource: str) -> WatchedCache | None:
+        """The resource's cache if one was started (never starts one)."""
+        with self._lock:
+            return self._caches.get((api_version, resource))
+
+    def synced_now(self, api_version: str, resource: str) -> bool:
+        """Whether the resource's current cache has its first list in (a handler's view: the events of a
+        cache's first list are not changes)."""
+        cache = self.existing(api_version, resource)
+        return cache is not None and cache.synced.is_set()
 
     def sizes(self) -> list[tuple[str, bool, int, bool]]:
         """(resource, metadata-only, objects, overflowed) of each cache, for ``/metrics``."""

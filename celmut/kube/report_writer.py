@@ -18,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
 from celmut.runtime.report_objects import (
@@ -40,17 +41,57 @@ from celmut.runtime.report_objects import (
 from celmut.runtime.report_results import ReportResult
 
 log = logging.getLogger("celmut.reports")
+_T = TypeVar("_T")
+
+RETRIED = frozenset({0, 429, 500, 502, 503, 504})  # refused writes tried again (unreachable, throttled, outages)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
+    """One resource's report, compactly (the leader holds one per resource: 100,000 at 100,000 pods): its
+    results as one tuple (shared between resources whose results are the same), and a digest of what the
+    stored report says."""
+
     ref: ResourceRef
-    results: dict[str, list[ReportResult]] = field(default_factory=dict)  # policy key -> results
-    stored: list[ReportResult] | None = None  # what the stored report holds (None: no report)
+    results: tuple[ReportResult, ...] = ()  # every policy's (each result's ``policy`` is its key)
+    stored: int | None = None  # digest of the stored report's results (None: no report)
     resource_version: str = ""
 
     def desired(self, limit: int) -> list[ReportResult]:
-        return bounded((r for results in self.results.values() for r in results), limit)[0]
+        return bounded(self.results, limit)[0]
+
+    def of(self, policy: str) -> tuple[ReportResult, ...]:
+        return tuple(r for r in self.results if r.policy == policy)
+
+    def policies(self) -> set[str]:
+        return {r.policy for r in self.results}
+
+    def without(self, policies: set[str]) -> tuple[ReportResult, ...]:
+        return tuple(r for r in self.results if r.policy not in policies)
+
+
+def digest(results: Iterable[ReportResult]) -> int:
+    """What a report says, but for its results' timestamps (a rewrite of timestamps alone is not worth it)."""
+    return hash(tuple(r.without_timestamp() for r in results))
+
+
+class _Interned:
+    """The last results (and tuples of results) seen, to share one object between the resources that hold
+    equal ones: one scan's results on 5,000 pods of a namespace are mostly the same few. Bounded (LRU)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._seen: OrderedDict[Any, Any] = OrderedDict()
+
+    def __call__(self, value: _T) -> _T:
+        found = self._seen.get(value)
+        if found is not None:
+            self._seen.move_to_end(value)
+            return found  # type: ignore[no-any-return]
+        self._seen[value] = value
+        if len(self._seen) > self.size:
+            self._seen.popitem(last=False)
+        return value
 
 
 @dataclass
@@ -64,10 +105,6 @@ class FlushStats:
     @property
     def writes(self) -> int:
         return self.created + self.updated + self.deleted
-
-
-def _same(a: list[ReportResult], b: list[ReportResult]) -> bool:
-    return len(a) == len(b) and all(x.same_as(y) for x, y in zip(a, b, strict=True))
 
 
 class ReportWriter:
@@ -89,6 +126,8 @@ class ReportWriter:
         self._dirty: dict[str, None] = {}
         self._writing = 0  # reports taken from _dirty whose write has not returned (and been counted) yet
         self._renamed: list[tuple[ResourceRef, str]] = []  # reports stored under an earlier prefix
+        self._failed: set[str] = set()  # writes the API server refused: dirty again at the next flush
+        self._interned = _Interned()
         self._lock = threading.Lock()
 
     # --- results in ------------------------------------------------------------------------------
@@ -103,15 +142,13 @@ class ReportWriter:
                 if not new:
                     return
                 entry = self._entries[ref.uid] = _Entry(ref)
-            entry.ref = ref
-            old = entry.results.get(policy, [])
-            kept = [next((o for o in old if o.same_as(n)), n) for n in new]
+            elif entry.ref != ref:
+                entry.ref = ref
+            old = entry.of(policy)
+            kept = tuple(next((o for o in old if o.same_as(n)), None) or self._interned(n) for n in new)
             if kept == old:
                 return
-            if kept:
-                entry.results[policy] = kept
-            else:
-                entry.results.pop(policy, None)
+            entry.results = self._interned(entry.without({policy}) + kept)
             self._dirty[ref.uid] = None
 
     def keep_policies(self, policies: Iterable[str]) -> None:
@@ -119,18 +156,17 @@ class ReportWriter:
         keep = set(policies)
         with self._lock:
             for uid, entry in self._entries.items():
-                gone = [p for p in entry.results if p not in keep]
-                for policy in gone:
-                    del entry.results[policy]
+                gone = entry.policies() - keep
                 if gone:
+                    entry.results = self._interned(entry.without(gone))
                     self._dirty[uid] = None
 
     def retain_resources(self, policy: str, uids: set[str]) -> None:
         """After a full scan of ``policy``: its results on resources the scan did not see are gone."""
         with self._lock:
             for uid, entry in self._entries.items():
-                if uid not in uids and policy in entry.results:
-                    del entry.results[policy]
+                if uid not in uids and any(r.policy == policy for r in entry.results):
+                    entry.results = self._interned(entry.without({policy}))
                     self._dirty[uid] = None
 
     def forget_resource(self, uid: str) -> None:
@@ -151,11 +187,10 @@ class ReportWriter:
                     continue
                 if metadata.get("name") != report_name(ref, self.prefix):
                     continue
-                stored = results_of(report)
-                entry = _Entry(ref, stored=stored, resource_version=str(metadata.get("resourceVersion", "")))
-                for result in stored:
-                    entry.results.setdefault(result.policy, []).append(result)
-                self._entries[ref.uid] = entry
+                stored = tuple(self._interned(r) for r in results_of(report))
+                version = str(metadata.get("resourceVersion", ""))
+                said = digest(bounded(stored, self.limit)[0])  # in the order desired() compares it in
+                self._entries[ref.uid] = _Entry(ref, self._interned(stored), said, version)
                 count += 1
         return count
 
@@ -186,11 +221,19 @@ class ReportWriter:
 
     # --- writes out ------------------------------------------------------------------------------
 
-    def flush(self, max_writes: int | None = None) -> FlushStats:
-        """Write the reports whose results changed (at most ``max_writes`` writes; the rest wait)."""
+    def flush(
+        self, max_writes: int | None = None, *, pace: Callable[[], bool] | None = None, concurrency: int = 1
+    ) -> FlushStats:
+        """Write the reports whose results changed (at most ``max_writes`` writes; the rest wait), by
+        ``concurrency`` threads, each write after ``pace()`` allowed it (a token bucket: the controller's
+        ``--rate``; False stops the flush). A write refused by a throttle or an outage (:data:`RETRIED`) is tried
+        again on the next flush."""
         stats = FlushStats()
         with self._lock:
             renamed, self._renamed = self._renamed, []
+            for uid in self._failed:
+                self._dirty.setdefault(uid, None)
+            self._failed.clear()
         for ref, old_prefix in renamed:
             try:
                 self.cluster.delete(API_VERSION, ref.report_kind[1], ref.namespace, report_name(ref, old_prefix))
@@ -201,10 +244,25 @@ class ReportWriter:
             except ClusterError as ex:
                 stats.errors += 1
                 self.on_write("error", str(ex.status))
-        while max_writes is None or stats.writes + stats.errors < max_writes:
+        if concurrency <= 1:
+            self._drain(stats, max_writes, pace)
+            return stats
+        threads = [
+            threading.Thread(target=self._drain, args=(stats, max_writes, pace), name=f"report-writer-{n}", daemon=True)
+            for n in range(concurrency)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return stats
+
+    def _drain(self, stats: FlushStats, max_writes: int | None, pace: Callable[[], bool] | None) -> None:
+        """Write dirty reports until none is left, ``max_writes`` is reached or ``pace`` says stop."""
+        while True:
             with self._lock:
-                if not self._dirty:
-                    break
+                if not self._dirty or (max_writes is not None and stats.writes + stats.errors >= max_writes):
+                    return
                 uid = next(iter(self._dirty))
                 del self._dirty[uid]
                 entry = self._entries.get(uid)
@@ -215,16 +273,22 @@ class ReportWriter:
                 if not desired and stored is None:
                     del self._entries[uid]
                     continue
+                if stored is not None and stored == digest(desired):
+                    stats.unchanged += 1
+                    continue
                 self._writing += 1
             written: tuple[str, str] | None = None
             try:
-                written = self._write_one(ref, desired, stored, version, stats)
+                if pace is not None and not pace():
+                    with self._lock:
+                        self._dirty.setdefault(uid, None)  # stopping: still to write
+                    return
+                written = self._write_one(ref, desired, stored is not None, version, stats)
             finally:
                 with self._lock:
                     self._writing -= 1
                     if written is not None:
                         self._now_stored(uid, desired, *written)
-        return stats
 
     def _now_stored(self, uid: str, desired: list[ReportResult], action: str, version: str) -> None:
         """After a write (under the lock): what the API server now holds for ``uid``."""
@@ -232,33 +296,29 @@ class ReportWriter:
         if current is None:
             return
         if action != "deleted":
-            current.stored, current.resource_version = desired, version
+            current.stored, current.resource_version = digest(desired), version
         elif not current.results:
             del self._entries[uid]
         else:
             current.stored, current.resource_version = None, ""
 
     def _write_one(
-        self,
-        ref: ResourceRef,
-        desired: list[ReportResult],
-        stored: list[ReportResult] | None,
-        version: str,
-        stats: FlushStats,
+        self, ref: ResourceRef, desired: list[ReportResult], exists: bool, version: str, stats: FlushStats
     ) -> tuple[str, str] | None:
-        """Write one report unless it is unchanged; counted in ``stats`` and ``on_write``. The action and
-        new resourceVersion, or None when nothing was written."""
-        if stored is not None and _same(desired, stored):
-            stats.unchanged += 1
-            return None
+        """Write one report; counted in ``stats`` and ``on_write``. The action and new resourceVersion, or
+        None when the API server refused it."""
         try:
-            action, version = self._write(ref, desired, stored is not None, version)
+            action, version = self._write(ref, desired, exists, version)
         except ClusterError as ex:
-            stats.errors += 1
+            with self._lock:
+                stats.errors += 1
+                if ex.status in RETRIED:  # a throttle or an outage: try again on the next flush
+                    self._failed.add(ref.uid)
             self.on_write("error", str(ex.status))
             log.warning("policy report not written", extra={"resource": f"{ref.kind}/{ref.name}", "error": str(ex)})
             return None
-        setattr(stats, action, getattr(stats, action) + 1)
+        with self._lock:
+            setattr(stats, action, getattr(stats, action) + 1)
         self.on_write(action, "ok")
         return action, version
 
@@ -302,15 +362,20 @@ def _version(obj: Any) -> str:
     return ""
 
 
-def list_reports(cluster: Cluster) -> list[dict[str, Any]]:
-    """Every report celmut wrote (to :meth:`ReportWriter.adopt` at start); NotFound when the report
-    CRDs are not served."""
+def report_pages(cluster: Cluster, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
+    """Every report celmut wrote, a page at a time (to :meth:`ReportWriter.adopt` at start: 100,000
+    reports are never in memory at once); NotFound when the report CRDs are not served."""
     selector = f"{MANAGED_BY}={MANAGED_BY_CELMUT}"
-    out: list[dict[str, Any]] = []
     for kind, plural in (NAMESPACED, CLUSTER):
-        listed = cluster.list_all(API_VERSION, plural, "", label_selector=selector)  # NotFound: no CRDs
-        for item in listed.get("items") or []:
-            item.setdefault("apiVersion", API_VERSION)
-            item.setdefault("kind", kind)
-            out.append(item)
-    return out
+        for page in cluster.pages(API_VERSION, plural, "", limit=page_size, label_selector=selector):  # NotFound
+            items = page.get("items") or []
+            for item in items:
+                item.setdefault("apiVersion", API_VERSION)
+                item.setdefault("kind", kind)
+                (item.get("metadata") or {}).pop("managedFields", None)
+            yield items
+
+
+def list_reports(cluster: Cluster) -> list[dict[str, Any]]:
+    """Every report celmut wrote, in one list (see :func:`report_pages`)."""
+    return [report for page in report_pages(cluster) for report in page]

@@ -31,14 +31,27 @@ from typing import Any
 from celmut import cel
 from celmut.compile.compiled import CompiledPolicy
 from celmut.errors import CelmutError
-from celmut.policy.match import MatchResources
+from celmut.policy.match import MatchResources, ResourceRule
 from celmut.runtime import matching, selectors
 from celmut.runtime.engine import AdmissionEngine
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import MutationStep, PolicyOutcome
 
-__all__ = ["MutationStep", "Target", "TargetResult", "mutate_existing", "mutate_target", "resolve_targets"]
+__all__ = [
+    "MutationStep",
+    "Target",
+    "TargetListing",
+    "TargetResult",
+    "accepts",
+    "lists_targets",
+    "mutate_existing",
+    "mutate_target",
+    "resolve_targets",
+    "target_listings",
+    "trigger_selects",
+    "unresolved_target",
+]
 
 
 @dataclass
@@ -177,9 +190,14 @@ def _targets(engine: AdmissionEngine, policy: CompiledPolicy, trigger: Admission
 
 
 def _failed(policy: CompiledPolicy, trigger: AdmissionInput | None, problem: _Unresolved) -> Target:
-    """A target standing for targets that could not be resolved: the trigger (or the policy, in a scan)."""
+    return unresolved_target(policy, trigger, problem.path, problem.message)
+
+
+def unresolved_target(policy: CompiledPolicy, trigger: AdmissionInput | None, path: str, message: str) -> Target:
+    """A target standing for targets that could not be resolved (``message`` says why, ``path`` names the
+    field): the trigger (or the policy, in a scan)."""
     subject = trigger.subject if trigger is not None else {"kind": policy.kind, "metadata": {"name": policy.name}}
-    return Target(policy, subject, "", trigger, problem.message, problem.path)
+    return Target(policy, subject, "", trigger, message, path)
 
 
 def _target_objects(
@@ -203,7 +221,7 @@ def _target_objects(
     on_target = target is not None and target.match is not None
     match = target.match if target is not None and target.match is not None else policy.match
     where = "spec.targetMatchConstraints" if on_target else "spec.matchConstraints"
-    return list(_list_matching_with_sub(engine, policy, match, problems, where))
+    return _list_matching_with_sub(engine, policy, match, problems, where)
 
 
 def _list_matching(engine: AdmissionEngine, policy: CompiledPolicy, match: MatchResources) -> list[dict[str, Any]]:
@@ -212,6 +230,78 @@ def _list_matching(engine: AdmissionEngine, policy: CompiledPolicy, match: Match
     if problems:
         raise problems[0]
     return found
+
+
+@dataclass(frozen=True)
+class TargetListing:
+    """One list a mutateExisting policy's targets come from: a resource (in a namespace, or all), the
+    rule naming it (its resourceNames) and the constraints its items must meet (namespaceSelector,
+    objectSelector). :func:`accepts` tells whether a listed item is a target."""
+
+    policy: CompiledPolicy
+    api_version: str
+    resource: str
+    sub_resource: str
+    namespace: str  # "" : every namespace
+    rule: ResourceRule
+    match: MatchResources
+    where: str  # the field the constraints come from, for errors
+
+
+def lists_targets(policy: CompiledPolicy) -> bool:
+    """Whether the policy's targets are listed by resource rules (not returned by an expression)."""
+    return policy.mutate_existing and not policy.autogen and (policy.target is None or policy.target.expression is None)
+
+
+def target_listings(
+    policy: CompiledPolicy, match: MatchResources | None = None, where: str = ""
+) -> list[TargetListing]:
+    """The lists the targets of ``policy`` come from (none for targets returned by an expression):
+    ``targetMatchConstraints``' resource rules, else ``matchConstraints``' (``match``: these instead).
+    Wildcards are left out: listing them needs API discovery."""
+    if match is None:
+        if policy.target is not None and policy.target.expression is not None:
+            return []
+        on_target = policy.target is not None and policy.target.match is not None
+        match = policy.target.match if policy.target is not None and policy.target.match is not None else policy.match
+        where = "spec.targetMatchConstraints" if on_target else "spec.matchConstraints"
+    namespace = policy.namespace if policy.kind == "NamespacedMutatingPolicy" else ""
+    listings = []
+    for rule in match.resource_rules:
+        for group in rule.api_groups:
+            for version in rule.api_versions:
+                for resource_pattern in rule.resources:
+                    resource, _, sub_resource = resource_pattern.partition("/")
+                    if "*" in (group, version, resource):
+                        continue  # wildcards need API discovery; list explicit resources instead
+                    api_version = f"{group}/{version}" if group else version
+                    listings.append(
+                        TargetListing(policy, api_version, resource, sub_resource, namespace, rule, match, where)
+                    )
+    return listings
+
+
+def accepts(engine: AdmissionEngine, listing: TargetListing, item: dict[str, Any]) -> bool:
+    """Whether a listed ``item`` (with its apiVersion and kind) is a target: its rule's resourceNames,
+    then the namespaceSelector and objectSelector of the constraints."""
+    meta = item.get("metadata") or {}
+    if listing.rule.resource_names and meta.get("name") not in listing.rule.resource_names:
+        return False
+    if not selectors.matches(listing.match.object_selector, selectors.labels_of(item)):
+        return False
+    if listing.match.namespace_selector.is_empty:
+        return True
+    resources = engine.options.services.resources
+    request = AdmissionInput.from_object(item, "UPDATE", old_object=item, kind_table=engine.options.schemas.kinds)
+    labels = matching.namespace_labels(request, _namespace(resources, request.namespace))
+    return matching.namespace_selector_matches(listing.match, request, labels)
+
+
+def trigger_selects(engine: AdmissionEngine, policy: CompiledPolicy, trigger: AdmissionInput) -> bool:
+    """Whether an admission ``trigger`` sets off ``policy``'s mutateExisting (dry runs never do)."""
+    if trigger.dry_run or not policy.admission or not policy.mutate_existing or policy.autogen:
+        return False
+    return _trigger_matches(engine, policy, trigger, check_operation=True)
 
 
 def _list_matching_with_sub(
@@ -224,42 +314,27 @@ def _list_matching_with_sub(
     resources = engine.options.services.resources
     if resources is None:
         return []
-    namespace = policy.namespace if policy.kind == "NamespacedMutatingPolicy" else ""
     found: list[tuple[dict[str, Any], str]] = []
     seen: set[tuple[str, str, str, str]] = set()
-    for rule in match.resource_rules:
-        for group in rule.api_groups:
-            for version in rule.api_versions:
-                for resource_pattern in rule.resources:
-                    resource, _, sub_resource = resource_pattern.partition("/")
-                    if "*" in (group, version, resource):
-                        continue  # wildcards need API discovery; list explicit resources instead
-                    api_version = f"{group}/{version}" if group else version
-                    try:
-                        listed = resources.list(api_version, resource, namespace)
-                    except cel.CelError as ex:  # reported with the policy: its targets are incomplete
-                        if problems is not None:
-                            problems.append(_Unresolved(where, f"listing {resource}.{api_version}: {ex.message}"))
-                        continue
-                    for item in listed.get("items", []):
-                        meta = item.get("metadata") or {}
-                        key = (api_version, resource, str(meta.get("namespace", "")), str(meta.get("name", "")))
-                        if key in seen:
-                            continue
-                        if rule.resource_names and meta.get("name") not in rule.resource_names:
-                            continue
-                        kind = item.get("kind") or engine.options.schemas.kinds.kind_for(api_version, resource)
-                        item = {"apiVersion": api_version, "kind": kind, **item}
-                        request = AdmissionInput.from_object(
-                            item, "UPDATE", old_object=item, kind_table=engine.options.schemas.kinds
-                        )
-                        labels = matching.namespace_labels(request, _namespace(resources, request.namespace))
-                        if not matching.namespace_selector_matches(match, request, labels):
-                            continue
-                        if not selectors.matches(match.object_selector, selectors.labels_of(item)):
-                            continue
-                        seen.add(key)
-                        found.append((item, sub_resource))
+    for listing in target_listings(policy, match, where):
+        api_version, resource = listing.api_version, listing.resource
+        try:
+            listed = resources.list(api_version, resource, listing.namespace)
+        except cel.CelError as ex:  # reported with the policy: its targets are incomplete
+            if problems is not None:
+                problems.append(_Unresolved(where, f"listing {resource}.{api_version}: {ex.message}"))
+            continue
+        for item in listed.get("items", []):
+            meta = item.get("metadata") or {}
+            key = (api_version, resource, str(meta.get("namespace", "")), str(meta.get("name", "")))
+            if key in seen:
+                continue
+            kind = item.get("kind") or engine.options.schemas.kinds.kind_for(api_version, resource)
+            item = {"apiVersion": api_version, "kind": kind, **item}
+            if not accepts(engine, listing, item):
+                continue
+            seen.add(key)
+            found.append((item, listing.sub_resource))
     return found
 
 

@@ -14,6 +14,7 @@ behind its ``--openreportsEnabled`` flag).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ MANAGED_BY_CELMUT = "celmut"
 MAX_RESULTS = 1000  # results per report; the rest are dropped (one object stays well under etcd's limit)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResourceRef:
     """The resource a report is about."""
 
@@ -42,17 +43,18 @@ class ResourceRef:
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ResourceRef | None:
-        """The reference of a stored object (None without a UID: nothing to own a report)."""
+        """The reference of a stored object (None without a UID: nothing to own a report). Its strings
+        are interned: a controller holds one per resource, beside the same strings in its caches."""
         metadata = obj.get("metadata") or {}
         uid = str(metadata.get("uid") or "")
         if not uid:
             return None
         return cls(
-            str(obj.get("apiVersion", "")),
-            str(obj.get("kind", "")),
-            str(metadata.get("namespace") or ""),
-            str(metadata.get("name") or ""),
-            uid,
+            sys.intern(str(obj.get("apiVersion", ""))),
+            sys.intern(str(obj.get("kind", ""))),
+            sys.intern(str(metadata.get("namespace") or "")),
+            sys.intern(str(metadata.get("name") or "")),
+            sys.intern(uid),
         )
 
     @property

@@ -99,7 +99,7 @@ def reporting_of(policy: CompiledPolicy) -> PolicyReporting:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReportResult:
     """One entry of a report's ``results`` (wgpolicyk8s.io v1alpha2 PolicyReportResult)."""
 
@@ -235,6 +235,9 @@ def exception_results_of(exceptions: Iterable[CompiledException]) -> dict[str, s
     return {f"{e.namespace}/{e.name}" if e.namespace else e.name: e.report_result for e in exceptions}
 
 
+PATCHED_TARGET = "patched-target"  # the property naming a target mutateExisting patched
+
+
 def patched_target(target: Mapping[str, Any]) -> str:
     """results.go ``getResourceInfo``: ``<group>/<version>, Kind=<kind> Name=<name>[ Namespace=<ns>]`` (Go's
     ``schema.GroupVersionKind.String()``, so a core kind reads ``/v1, Kind=ConfigMap``)."""
@@ -250,7 +253,7 @@ def mutate_existing_result(policy: PolicyReporting, target: Mapping[str, Any], n
     """The result Kyverno reports on a target its mutateExisting patched (pkg/background/mpol/processor.go
     ``audit``: a report on the target, built by ``MutationEngineResponseToReportResults``): ``pass`` /
     ``success``, the policy's process, and the ``patched-target`` property."""
-    properties = {"process": process_of(policy), "patched-target": patched_target(target)}
+    properties = {"process": process_of(policy), PATCHED_TARGET: patched_target(target)}
     return ReportResult(
         policy=policy.key,
         result="pass",

@@ -21,6 +21,9 @@ Two kinds of declared adjustments, each with its reason, reported by :class:`Run
   never dropped;
 * a file the index of upstream sources stores once for identical content (``dedup.yaml``) is read from
   the sibling test that holds it.
+
+celmut runs with ``--events per-object`` here, Kyverno's way of posting Events (one per object); its
+default folds them per policy and namespace (:mod:`celmut.controller.mutation_events`).
 """
 
 from __future__ import annotations

@@ -97,3 +97,35 @@ def test_a_target_patched_by_mutate_existing_is_reported_with_the_patched_target
 
         fake.store.delete("configmaps", "cm", "team")  # the report goes with its target (ownerReference)
         wait_for(lambda: not fake.store.list("policyreports", "team"))
+
+
+@pytest.mark.fakekube(garbage_collection=True)
+def test_a_target_an_earlier_run_patched_keeps_its_result_through_the_next_runs_scans(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """A restarted controller (or a new leader) takes the stored reports over: the targets the earlier run
+    patched are not patched again (nothing changes), and its full scans of the policy — which name the
+    trigger's kind, not the target's — must not drop their results (issue 35: each report once per change)."""
+    fake = fake_apiserver
+    install_report_crds(fake)
+    fake.store.create(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "labels": {"test": "enabled"}}}
+    )
+    fake.store.create(configmap("cm", "team"))
+    policies = write_policies(tmp_path / "p", NAMESPACE_TRIGGER_POLICY)
+    settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05)}
+    with running(fake, tmp_path, policies, **settings):
+        wait_for(lambda: report_of(fake, "cm", "team"))  # the start scan patched it and reported it
+    fake.clear_requests()
+    with running(fake, tmp_path, policies, identity="second", **settings) as controller:
+        assert controller.reports is not None
+        for _ in range(2):
+            controller.reports.scan_due()
+            wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+        assert controller.wait_idle(5)
+        [result] = (report_of(fake, "cm", "team") or {})["results"]
+        assert result["properties"]["patched-target"] == "/v1, Kind=ConfigMap Name=cm Namespace=team"
+        report_writes = [
+            r for r in fake.requests if "policyreports" in r.path and r.method in ("PUT", "POST", "DELETE")
+        ]
+        assert report_writes == []

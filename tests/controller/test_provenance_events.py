@@ -1,5 +1,5 @@
-"""The controller's voice on provenance (issue 18): one Event per changed target naming the policy, the
-mutation and the fields, and ``celmut_mutations_total`` by policy and outcome — a pod touched by four
+"""The controller's voice on provenance (issue 18): with ``--events per-object``, one Event per changed
+target naming the policy, the mutation and the fields, and ``celmut_mutations_total`` by policy and outcome — a pod touched by four
 mutateExisting policies (one applies, one is skipped by a targetMatchCondition, one by a
 PolicyException, one fails under failurePolicy Ignore), against the fake API server."""
 
@@ -70,7 +70,8 @@ def pod() -> dict[str, Any]:
 def test_the_event_names_the_policy_its_mutations_and_the_fields(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
     fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
     fake_apiserver.store.create(pod())
-    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "policies", *POLICIES)) as controller:
+    policies = write_policies(tmp_path / "policies", *POLICIES)
+    with running(fake_apiserver, tmp_path, policies, events="per-object") as controller:
         eventually(lambda: fake_apiserver.store.list("events", "shop"), what="the Event about the pod")
         assert controller.wait_idle(5)
         (event,) = fake_apiserver.store.list("events", "shop")
@@ -94,7 +95,8 @@ def test_a_long_change_stays_within_the_event_message_limit(fake_apiserver: Fake
     fit are counted rather than cut mid-pointer."""
     fake_apiserver.store.create(configmap("settings", team="a"))
     ops = ", ".join(f'JSONPatch{{op: "add", path: "/metadata/labels/label-{i:03d}", value: "x"}}' for i in range(120))
-    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "policies", policy("many-labels", f"[{ops}]"))):
+    policies = write_policies(tmp_path / "policies", policy("many-labels", f"[{ops}]"))
+    with running(fake_apiserver, tmp_path, policies, events="per-object"):
         eventually(lambda: fake_apiserver.store.list("events", "default"), what="the Event about the ConfigMap")
         (event,) = fake_apiserver.store.list("events", "default")
     message = event["message"]

@@ -1,6 +1,7 @@
 """Issue 28: what a background scan finds failing is also a PolicyViolation Event on the policy and on the
 resource, as Kyverno's reports controller posts them (chainsaw mutating-policies/reporting/events-violation)
-— once each time a result becomes a fail, not on every rescan."""
+— once each time a result becomes a fail, not on every rescan — with ``--events per-object``; by default
+(issue 35) one Event per policy and namespace, on the policy, counting the resources."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_a_resource_that_becomes_failing_gets_one_pair_of_violation_events(
     fake.store.create(configmap("cm"))
     fake.store.create(policy("add-foo", add_label("foo", "bar"), admission=True, mutate_existing=False))
     no_files = write_policies(tmp_path / "none")
-    settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
+    settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True, "events": "per-object"}
     with running(fake, tmp_path, no_files, **settings) as controller:
         wait_for(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
         wait_for(lambda: len(violations(fake)) == 2)
@@ -60,3 +61,31 @@ def test_a_resource_that_becomes_failing_gets_one_pair_of_violation_events(
         cm["metadata"]["labels"] = {}
         fake.store.update(cm)  # ... and fails again: a new pair
         wait_for(lambda: len(violations(fake)) == 4)
+
+
+@pytest.mark.fakekube(garbage_collection=True)
+def test_by_default_the_violations_of_a_namespace_are_one_counted_event_on_the_policy(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Issue 35: 12 resources of two namespaces newly failing a policy are 2 Events (client-go's
+    EventCorrelator folds similar events: tools/record/events_cache.go), not 24."""
+    fake = fake_apiserver
+    install_report_crds(fake)
+    for definition in policy_crds():
+        fake.store.create(definition)
+    for index in range(12):
+        fake.store.create(configmap(f"cm-{index}", "default" if index % 2 else "shop"))
+    fake.store.create(policy("add-foo", add_label("foo", "bar"), admission=True, mutate_existing=False))
+    settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
+    with running(fake, tmp_path, write_policies(tmp_path / "none"), **settings):
+
+        def folded() -> list[tuple[str, str, str, int]]:
+            found = [e for ns in ("default", "shop") for e in fake.store.list("events", ns)]
+            return sorted(
+                (e["metadata"]["namespace"], e["involvedObject"]["kind"], e["reason"], e["count"]) for e in found
+            )
+
+        wait_for(lambda: folded() == [("default", "MutatingPolicy", "PolicyViolation", 6)] * 2)
+        messages = sorted(e["message"] for e in fake.store.list("events", "default"))
+        assert all(m.startswith("(combined from similar events): ConfigMap ") for m in messages)
+        assert [m.split("ConfigMap ")[1].split("/")[0] for m in messages] == ["default", "shop"]

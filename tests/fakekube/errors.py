@@ -38,6 +38,7 @@ class ApiError(Exception):
         reason: str | None = None,
         details: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -45,13 +46,14 @@ class ApiError(Exception):
         self.reason = reason if reason is not None else DEFAULT_REASONS.get(code, "Unknown")
         self.details = details
         self.headers = headers or {}
+        self.metadata = metadata or {}  # the Status's ListMeta (an inconsistent continue token)
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` object the real server would send for this error."""
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.metadata),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -135,9 +137,11 @@ def method_not_allowed() -> ApiError:
     return ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed", {})
 
 
-def gone(message: str) -> ApiError:
-    """A 410 Expired, as for a watch or list from a compacted resourceVersion."""
-    return ApiError(410, message, "Expired")
+def gone(message: str, continue_token: str = "") -> ApiError:
+    """A 410 Expired, as for a watch or list from a compacted resourceVersion; a list page's with the
+    token that continues the list at the latest resourceVersion (k8s.io/apiserver storage/etcd3/errors.go
+    ``handleCompactedErrorForPaging``)."""
+    return ApiError(410, message, "Expired", metadata={"continue": continue_token} if continue_token else None)
 
 
 def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:

@@ -104,12 +104,13 @@ class History:
         with self._lock:
             if continue_token:
                 rv, start = _decode_continue(continue_token)
-                if rv < self._floor:
-                    raise errors.gone(
-                        "The provided continue parameter is too old to display a consistent list result. You can "
-                        "start a new list without the continue parameter."
-                    )
-                state = self._state_at(rtype, rv)
+                if rv == LATEST:  # an inconsistent continue: the rest of the list as it is now
+                    rv = self._rv
+                    state = dict(self._objects.get(rtype.storage_key, {}))
+                elif rv < self._floor:
+                    raise errors.gone(INCONSISTENT_CONTINUE, _encode_continue(LATEST, start))
+                else:
+                    state = self._state_at(rtype, rv)
             elif resource_version_match == "Exact":
                 rv = _parse_rv(resource_version)
                 if rv < self._floor:
@@ -207,6 +208,15 @@ def _too_large(rv: int, current: int) -> errors.ApiError:
             "retryAfterSeconds": 1,
         },
     )
+
+
+LATEST = -1  # a continue token's resourceVersion for "the latest" (storage/etcd3/errors.go)
+INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
 
 
 def _encode_continue(rv: int, start: Key) -> str:

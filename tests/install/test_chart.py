@@ -187,6 +187,20 @@ def test_webhook_workers_run_as_many_processes_with_resources_to_match(rendered:
     }
 
 
+def test_the_controller_is_sized_for_the_pods_of_the_cluster(rendered: dict[str, list[Obj]]) -> None:
+    """Issue 35: the controller's memory follows `controller.sizing` (a documented figure per pod): the
+    defaults (100,000 pods) fit the 512Mi it always had; 300,000 pods get more. Its workers and Events
+    follow their values."""
+    default = container(rendered["default"], "celmut-controller")
+    assert default["resources"] == {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
+    args = parsed_args(default["args"])
+    assert (args.rate, args.workers, args.events) == (100.0, 0, "aggregated")
+    full = container(rendered["full"], "celmut-controller")
+    assert full["resources"]["limits"] == {"memory": f"{160 + 300_000 * 3 // 1024}Mi"}  # base + pods x per pod
+    args = parsed_args(full["args"])
+    assert (args.workers, args.events) == (8, "per-object")
+
+
 def test_the_webhook_serves_the_documented_command_over_tls(rendered: dict[str, list[Obj]]) -> None:
     webhook = container(rendered["default"], "celmut-webhook")
     args = parsed_args(webhook["args"])

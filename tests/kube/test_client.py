@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests, Unreachable, resource_path
+from celmut.kube.client import (
+    MERGE_PATCH,
+    Cluster,
+    ClusterError,
+    Conflict,
+    NotFound,
+    TooManyRequests,
+    Unreachable,
+    resource_path,
+)
 from tests.fakekube import FakeApiServer
 
 from .conftest import pod
@@ -88,3 +98,41 @@ def test_eviction_uses_the_eviction_subresource(cluster: Cluster, fake_apiserver
     assert fake_apiserver.requests_matching("POST", r"/pods/web/eviction$")
     with pytest.raises(NotFound):
         cluster.get("v1", "pods", "default", "web")
+
+
+def test_a_request_the_api_server_throttles_is_sent_again_after_its_retry_after(
+    fake_apiserver: FakeApiServer, cluster: Cluster
+) -> None:
+    """API Priority and Fairness answers 429 with Retry-After when a priority level's queue is full;
+    client-go waits and retries (rest/with_retry.go checkWait): so does celmut, never an eviction's 429
+    (a PodDisruptionBudget's answer)."""
+    fake_apiserver.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}})
+    throttle: dict[str, Any] = {"reason": "TooManyRequests", "headers": {"Retry-After": "0"}}
+    fake_apiserver.fail_next("PATCH", r"/configmaps/cm$", 429, times=2, **throttle)
+    patched = cluster.patch("v1", "configmaps", "default", "cm", {"data": {"a": "b"}}, content_type=MERGE_PATCH)
+    assert patched["data"] == {"a": "b"} and cluster.throttled == 2
+    assert len(fake_apiserver.requests_matching("PATCH", r"/configmaps/cm$")) == 3
+
+    fake_apiserver.fail_next("POST", r"/eviction$", 429, **throttle)
+    with pytest.raises(TooManyRequests):
+        cluster.evict("default", "web")
+    assert cluster.throttled == 2
+
+
+def test_a_list_read_past_compaction_continues_at_the_latest_version(
+    fake_apiserver: FakeApiServer, cluster: Cluster
+) -> None:
+    """A controller works off each page before it reads the next, so a list of 100,000 pods can outlive
+    etcd's compaction (5 minutes): the next page is then a 410 with a token continuing the list at the
+    latest resourceVersion (k8s.io/apiserver storage/etcd3/errors.go handleCompactedErrorForPaging),
+    which is followed — seen against kube-apiserver v1.36 after a 10-minute sweep."""
+    for name in ("a", "b", "c", "d", "e"):
+        fake_apiserver.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}})
+    pages = cluster.pages("v1", "configmaps", "default", limit=2)
+    first = next(pages)
+    fake_apiserver.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "f", "namespace": "default"}})
+    fake_apiserver.compact()  # the first page's resourceVersion is gone
+    rest = [item["metadata"]["name"] for page in pages for item in page["items"]]
+    assert [item["metadata"]["name"] for item in first["items"]] + rest == ["a", "b", "c", "d", "e", "f"]
+    expired = [r for r in fake_apiserver.requests_matching("GET", r"/configmaps$") if "continue" in r.query]
+    assert len(expired) == 3  # the refused page, the same page again from the latest version, the last one

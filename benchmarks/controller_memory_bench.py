@@ -1,0 +1,189 @@
+"""The writing controller at scale, against the fake API server: memory per pod, pass time, requests.
+
+Issue 35's workload (``controller_workload.py``): small Pods in 20 namespaces, a mutateExisting policy
+(Namespace triggers, Pod targets, adds a label, background reports on) and the two example admission
+policies, reported. The fake API server (tests/fakekube) runs in its own process; the controller runs in
+another, through the real kubernetes client, from its start until every pod is patched and every report
+written. Each size runs in a fresh process; figures only (never a timed assertion).
+
+    python benchmarks/controller_memory_bench.py [--pods 2000 10000] [--rate 1000] [--workers 2]
+        [--tracemalloc]   # where the memory that stays is allocated (slow: run it on a small size)
+
+Prints, per size: the controller's RSS before it starts and its peak (VmHWM), the growth per pod, the
+pass time, the API requests by verb and resource, Events and PolicyReports stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
+from controller_workload import namespace, small_pod, write_policies  # noqa: E402
+from timing import table  # noqa: E402
+
+NAMESPACES = 20
+
+
+def status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    return 0
+
+
+def serve(pods: int, pipe: Connection) -> None:
+    from tests.fakekube import FakeApiServer
+    from tests.kube.crds import report_crds
+
+    server = FakeApiServer(history_size=4 * pods + 10_000).start()
+    for crd in report_crds():
+        server.store.create(crd)
+    for index in range(NAMESPACES):
+        server.store.create(namespace(index))
+    for index in range(pods):
+        server.store.create(small_pod(index, NAMESPACES))
+    pipe.send(str(server.kubeconfig(Path(tempfile.mkdtemp()) / "kubeconfig")))
+    while (message := pipe.recv()) != "stop":
+        if message == "counts":
+            pipe.send((len(server.store.list("policyreports")), len(server.store.list("events"))))
+        elif message == "requests":
+            verbs: Counter[str] = Counter()
+            for record in server.requests:
+                if "watch=true" in str(record.query) or record.query.get("watch") in (["true"], "true"):
+                    continue
+                parts = record.path.rstrip("/").split("/")
+                resource = next((p for p in reversed(parts) if p in RESOURCES), parts[-1])
+                verbs[f"{record.method} {resource}"] += 1
+            pipe.send(dict(verbs))
+    server.stop()
+
+
+RESOURCES = {"pods", "events", "policyreports", "clusterpolicyreports", "namespaces", "leases", "eviction"}
+
+
+def control(
+    kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, reports: bool, pipe: Connection
+) -> None:
+    import tracemalloc
+
+    from celmut.controller.report_loop import ReportingConfig
+    from celmut.controller.run import Controller, ControllerConfig
+    from celmut.kube.client import Cluster
+    from celmut.service.settings import ServiceSettings
+
+    policy_dir = write_policies(Path(tempfile.mkdtemp(prefix="celmut-controller-memory-")))
+    gc.collect()
+    before = status_kib("VmRSS")
+    if trace:
+        tracemalloc.start(int(os.environ.get("TRACEMALLOC_FRAMES", "1")))
+    cluster = Cluster.connect(kubeconfig, timeout=60)
+    service = ServiceSettings(policy_paths=(str(policy_dir),))
+    reporting = ReportingConfig() if reports else ReportingConfig(background=False, admission=False)
+    config = ControllerConfig(service, rate=rate, workers=workers, scan_interval=0, sync_timeout=600, reports=reporting)
+    controller = Controller(config, cluster)
+    started, cpu = time.perf_counter(), time.process_time()
+    controller.start()
+    patched_at = reported_at = patched_cpu = 0.0
+    while not reported_at:
+        time.sleep(0.2)
+        patched = controller.metrics.writes._value.get()
+        if not patched_at and patched >= pods and controller.queue.idle():
+            patched_at, patched_cpu = time.perf_counter() - started, time.process_time() - cpu
+        loop = controller.reports
+        if patched_at and (loop is None or (not loop.scan_pending() and loop.writer.pending() == 0)):
+            reported_at = time.perf_counter() - started
+    time.sleep(2 * config.reports.interval)
+    gc.collect()
+    settled = status_kib("VmRSS")
+    top: list[str] = []
+    if trace:
+        snapshot = tracemalloc.take_snapshot()
+        stats = snapshot.statistics("traceback" if int(os.environ.get("TRACEMALLOC_FRAMES", "1")) > 1 else "lineno")
+        total = sum(s.size for s in stats)
+        top = [
+            f"{s.size / pods:8.0f} B/pod  {s.traceback[0].filename.split('/celmut/')[-1]}:{s.traceback[0].lineno}"
+            for s in stats[:25]
+        ]
+        top.insert(0, f"traced {total / 2**20:.1f} MiB ({total / pods:.0f} B/pod)")
+    controller.stop()
+    cpu_ms = patched_cpu * 1000 / pods
+    pipe.send((before / 1024, status_kib("VmHWM") / 1024, settled / 1024, patched_at, reported_at, cpu_ms, top))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pods", type=int, nargs="+", default=[2_000, 10_000])
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--workers", type=int, default=0, help="0: sized from --rate")
+    parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--reports", action=argparse.BooleanOptionalAction, default=True, help="background reports")
+    args = parser.parse_args()
+    rows, requests, tops = [], [], []
+    for pods in args.pods:
+        context = multiprocessing.get_context("spawn")
+        server_end, child = context.Pipe()
+        server = context.Process(target=serve, args=(pods, child), daemon=True)
+        server.start()
+        kubeconfig = server_end.recv()
+        try:
+            parent, worker_end = context.Pipe()
+            worker = context.Process(
+                target=control,
+                args=(kubeconfig, pods, args.rate, args.workers, args.tracemalloc, args.reports, worker_end),
+            )
+            worker.start()
+            before, peak, settled, patched_at, reported_at, cpu_ms, top = parent.recv()
+            worker.join(60)
+            server_end.send("counts")
+            reports, events = server_end.recv()
+            server_end.send("requests")
+            verbs = server_end.recv()
+        finally:
+            server_end.send("stop")
+            server.join(60)
+        per_pod = (peak - before) * 1024 / pods
+        rows.append(
+            [
+                f"{pods:,}",
+                f"{before:.0f}",
+                f"{peak:.0f}",
+                f"{settled:.0f}",
+                f"{per_pod:.1f}",
+                f"{patched_at:.1f}",
+                f"{pods / patched_at:,.0f}",
+                f"{cpu_ms:.2f}",
+                f"{reported_at:.1f}",
+                f"{events:,}",
+                f"{reports:,}",
+            ]
+        )
+        requests.append((pods, verbs))
+        tops.append((pods, top))
+    print(
+        f"controller, issue 35 workload, fake API server; --rate {args.rate:g}, {args.workers or 'auto'} workers, "
+        f"reports {'on' if args.reports else 'off'}; MiB; CPU: the controller's during the pass"
+    )
+    headers = ["pods", "RSS start", "peak", "settled", "KiB/pod", "pass s", "pods/s", "CPU ms/pod", "reported s"]
+    headers += ["Events", "reports"]
+    print(table("", headers, rows))
+    for pods, verbs in requests:
+        shown = ", ".join(f"{k} {v:,}" for k, v in sorted(verbs.items(), key=lambda kv: -kv[1]) if v >= 5)
+        print(f"requests at {pods:,} pods ({sum(verbs.values()) / pods:.2f} per pod): {shown}")
+    for pods, top in tops:
+        if top:
+            print(f"\ntracemalloc at {pods:,} pods, after the pass:")
+            print("\n".join(top))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""What the background reports remember per resource, compactly: the leader holds one entry per resource
+(100,000 at 100,000 pods), so each is a tuple shared or small until it cannot be (issue 35)."""
+
+from __future__ import annotations
+
+import sys
+
+
+class Versions:
+    """uid -> {name: version}, compact: a leader holds one per resource (100,000 at 100,000 pods), and most
+    say one version for every name (each policy evaluated the same state): a (version, names) tuple, the
+    names shared between resources, until they do not (a dict)."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, tuple[str, tuple[str, ...]] | dict[str, str]] = {}
+        self._names: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def get(self, uid: str, name: str) -> str | None:
+        held = self._by_uid.get(uid)
+        if isinstance(held, tuple):
+            return held[0] if name in held[1] else None
+        return held.get(name) if held is not None else None
+
+    def set(self, uid: str, name: str, version: str) -> None:
+        held = self._by_uid.get(uid)
+        if held is None:
+            self._by_uid[sys.intern(uid)] = (version, self._shared((name,)))
+            return
+        if isinstance(held, tuple):
+            if held[0] == version:
+                if name not in held[1]:
+                    self._by_uid[uid] = (version, self._shared(held[1] + (name,)))
+                return
+            if held[1] == (name,):
+                self._by_uid[uid] = (version, held[1])
+                return
+            held = dict.fromkeys(held[1], held[0])
+        held[name] = version
+        versions = set(held.values())
+        self._by_uid[uid] = (version, self._shared(tuple(held))) if len(versions) == 1 else held
+
+    def pop(self, uid: str) -> None:
+        self._by_uid.pop(uid, None)
+
+    def _shared(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        return self._names.setdefault(names, names)
+
+
+class Successors:
+    """uid -> the resourceVersion that replaced each of its last ``limit`` versions, as a flat tuple
+    (before, after, before, after, …): one change seen is one small tuple, not a dict."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._by_uid: dict[str, tuple[str, ...]] = {}
+
+    def get(self, uid: str, before: str) -> str | None:
+        pairs = self._by_uid.get(uid, ())
+        for index in range(len(pairs) - 2, -1, -2):
+            if pairs[index] == before:
+                return pairs[index + 1]
+        return None
+
+    def add(self, uid: str, before: str, after: str) -> None:
+        pairs = self._by_uid.get(uid, ())
+        kept = tuple(v for i in range(0, len(pairs), 2) if pairs[i] != before for v in pairs[i : i + 2])
+        self._by_uid[sys.intern(uid)] = (*kept, before, after)[-2 * self.limit :]
+
+    def pop(self, uid: str) -> None:
+        self._by_uid.pop(uid, None)
