@@ -208,16 +208,21 @@ def annotate(annotation: str, value: str) -> str:
 """.strip()
 
 
-def spot_patches(mode: str) -> str:
-    """JSONPatch list putting the pod on spot in ``mode`` (optional-spot, only-spot, preferred-spot)."""
+def spot_patches(mode: str, spec: str = "object.spec", path: str = "/spec") -> str:
+    """JSONPatch list putting the pod on spot in ``mode`` (optional-spot, only-spot, preferred-spot).
+
+    ``spec``/``path``: where the pod spec is (CEL, JSON Pointer); a pod template's for ``optional-spot``
+    (the toleration), e.g. ``object.spec.template.spec`` and ``/spec/template/spec``."""
     if mode not in SPOT_MODES:
         raise ValueError(f"unknown spot mode {mode!r}")
+    if mode != "optional-spot" and spec != "object.spec":
+        raise ValueError("a pod template gets the spot toleration only (optional-spot)")
     parts = [
         f"""
-(object.spec.?tolerations.orValue([]).exists(t, t.?key.orValue("") == "{SPOT_LABEL}") ? [] :
-  has(object.spec.tolerations) ?
-    [JSONPatch{{op: "add", path: "/spec/tolerations/-", value: {_TOLERATION}}}] :
-    [JSONPatch{{op: "add", path: "/spec/tolerations", value: [{_TOLERATION}]}}])
+({spec}.?tolerations.orValue([]).exists(t, t.?key.orValue("") == "{SPOT_LABEL}") ? [] :
+  has({spec}.tolerations) ?
+    [JSONPatch{{op: "add", path: "{path}/tolerations/-", value: {_TOLERATION}}}] :
+    [JSONPatch{{op: "add", path: "{path}/tolerations", value: [{_TOLERATION}]}}])
 """
     ]
     if mode == "only-spot":
@@ -274,6 +279,9 @@ cel.bind(terms,
 """.strip()
 
 
+POD_CREATE = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+
+
 def mutating_policy(
     name: str,
     *,
@@ -283,24 +291,32 @@ def mutating_policy(
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
     failure_policy: str = "Ignore",
+    resource_rule: dict[str, Any] = POD_CREATE,
+    mutate_existing: bool = False,
 ) -> dict[str, Any]:
-    """A MutatingPolicy for pod CREATE with one JSONPatch mutation (so nothing is ever applied half)."""
+    """A MutatingPolicy for pod CREATE (or ``resource_rule``) with one JSONPatch mutation (so nothing is
+    ever applied half). ``mutate_existing``: also applied by the controller to what already exists, the
+    match conditions then checked on each target (``targetMatchConditions``: a mutateExisting target is
+    not checked against ``matchConditions``)."""
+    spec: dict[str, Any] = {"failurePolicy": failure_policy}
+    if mutate_existing:
+        spec["evaluation"] = {"mutateExisting": {"enabled": True}}
+    spec |= {
+        "autogen": {"podControllers": {"controllers": []}},
+        "matchConstraints": {"resourceRules": [dict(resource_rule)]},
+        "matchConditions": list(match_conditions),
+    }
+    if mutate_existing:
+        spec["targetMatchConditions"] = list(match_conditions)
+    spec |= {
+        "variables": list(variables),
+        "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patches}}],
+    }
     return {
         "apiVersion": "policies.kyverno.io/v1",
         "kind": "MutatingPolicy",
         "metadata": {"name": name, "annotations": dict(annotations or {}), "labels": dict(labels or {})},
-        "spec": {
-            "failurePolicy": failure_policy,
-            "autogen": {"podControllers": {"controllers": []}},
-            "matchConstraints": {
-                "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-                ]
-            },
-            "matchConditions": list(match_conditions),
-            "variables": list(variables),
-            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patches}}],
-        },
+        "spec": spec,
     }
 
 
