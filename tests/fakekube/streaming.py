@@ -131,6 +131,9 @@ class WatchStreamMixin:
                         self._write_chunk(bookmark_line(rtype, rv))
                 self._write_chunk(b"")
                 return
+            if rtype.plural in self.api.held_watches:  # FakeApiServer.watches_behind
+                time.sleep(0.01)
+                continue
             event = watcher.next(min(0.2, deadline - now))
             if event is None:
                 if self._client_gone():
