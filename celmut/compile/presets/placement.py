@@ -119,24 +119,40 @@ variables.ownerName
     ]
 
 
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # on every pod of a Job (pkg/controller/job)
+
+
 def siblings_variable(purpose: str = "spot percentages need pod counts") -> dict[str, str]:
-    """``variables.siblings``: the other pods of the same controller owner, or null without a cluster
-    (``resource.List`` answers null in an engine without one; in a cluster it is a list, maybe empty).
+    """``variables.siblings``: the other **live** pods of the same controller owner, or null without a
+    cluster (``resource.List`` answers null in an engine without one; in a cluster it is a list, maybe
+    empty). The one place every split (spot percentages, PodMutation distributions) counts from.
+
+    Live is what the workload controllers count as a replica (``pkg/controller/controller_utils.go``
+    ``IsPodActive``): no ``deletionTimestamp`` (a pod Terminating for its grace period is being replaced
+    already), not Failed or Succeeded. A pod is never its own sibling: a StatefulSet's replacement has
+    its predecessor's name, which a watch that is behind may still show. The pods are listed by
+    ``pod-template-hash`` (a ReplicaSet's) or the Job's uid label, else the namespace's.
 
     ``purpose`` opens it as a comment: why the policy lists pods, which ``celmut compile --to-map`` names
     when it refuses to make a MutatingAdmissionPolicy of it (the API server's CEL has no lookups)."""
     return variable(
         "siblings",
         f"// {purpose}\n"
-        + """
+        + f"""
 variables.ownerKind == "Pod" ? [] :
 cel.bind(listed,
   variables.templateHash != "" ?
-    dyn(resource.List("v1", "pods", request.namespace, {"pod-template-hash": variables.templateHash})) :
+    dyn(resource.List("v1", "pods", request.namespace, {{"pod-template-hash": variables.templateHash}})) :
+  variables.ownerKind == "Job" && variables.controllerRef[0].?uid.orValue("") != "" ?
+    dyn(resource.List("v1", "pods", request.namespace, {{"{JOB_UID_LABEL}": variables.controllerRef[0].uid}})) :
     dyn(resource.List("v1", "pods", request.namespace)),
   listed == null ? dyn(null) :
-  listed.items.filter(p, p.metadata.?ownerReferences.orValue([]).exists(r,
-    r.?controller.orValue(false) && r.kind == variables.ownerKind && r.name == variables.ownerName)))
+  listed.items.filter(p,
+    // live pods only, as the workload controllers count replicas (IsPodActive)
+    !has(p.metadata.deletionTimestamp) && !(p.?status.?phase.orValue("") in ["Failed", "Succeeded"]) &&
+    (object.metadata.?name.orValue("") == "" || p.metadata.?name.orValue("") != object.metadata.name) &&
+    p.metadata.?ownerReferences.orValue([]).exists(r,
+      r.?controller.orValue(false) && r.kind == variables.ownerKind && r.name == variables.ownerName)))
 """,
     )
 

@@ -510,6 +510,57 @@ def test_percentage_is_counted_per_replica_set() -> None:
     assert placements[0::2].count("spot") == 4 and placements[1::2].count("spot") == 4
 
 
+def placed_replicas(spot: int, on_demand: int, **meta: Any) -> list[dict[str, Any]]:
+    """Existing pods of web-5d8f7c with their decisions recorded (``meta`` added to each pod's metadata)."""
+    pods = replicas(spot + on_demand)
+    for index, existing in enumerate(pods):
+        existing["metadata"]["annotations"] = {"celmut.io/placement": "spot" if index < spot else "on-demand"}
+        existing["metadata"].update(meta)
+    return pods
+
+
+def terminated(existing: dict[str, Any], phase: str) -> dict[str, Any]:
+    return {**existing, "status": {"phase": phase}}
+
+
+LIVE = {
+    # pkg/controller/controller_utils.go IsPodActive: what the ReplicaSet controller counts as a replica
+    "all 10 live (4 spot): the 11th goes on-demand": ([], "on-demand"),
+    "2 spot pods Terminating: 2 of 8 live on spot, the 9th goes to spot": (
+        [{"deletionTimestamp": "2026-01-01T00:00:30Z", "deletionGracePeriodSeconds": 30}] * 2,
+        "spot",
+    ),
+    "2 spot pods Failed: the same": (["Failed"] * 2, "spot"),
+    "2 spot pods Succeeded: the same": (["Succeeded"] * 2, "spot"),
+}
+
+
+@pytest.mark.parametrize(("gone", "expected"), LIVE.values(), ids=LIVE.keys())
+def test_only_live_pods_count_toward_the_share(gone: list[Any], expected: str) -> None:
+    existing = placed_replicas(4, 6)
+    for index, how in enumerate(gone):
+        if isinstance(how, str):
+            existing[index] = terminated(existing[index], how)
+        else:
+            existing[index]["metadata"].update(how)
+    offline = offline_cluster([PARTIAL], existing)
+    (run,) = offline.admit([pod("web-5d8f7c-new", owner=("ReplicaSet", "web-5d8f7c"))])
+    assert placement(run.result) == expected
+
+
+def test_a_pod_is_not_its_own_sibling() -> None:
+    """A StatefulSet's replacement has its predecessor's name, which a watch that is behind still shows."""
+    predecessors = [
+        pod(f"db-{i}", owner=("StatefulSet", "db"), labels={"app": "db"}, annotations={"celmut.io/placement": p})
+        for i, p in enumerate(["on-demand", "spot", "spot", "on-demand", "on-demand"])
+    ]
+    offline = offline_cluster([PARTIAL], predecessors)
+    # db-2 (spot) is being recreated: 4 siblings, 1 on spot, so db-2 goes to spot again (floor(5 * 0.4) = 2);
+    # counting its predecessor too, 2 of 6 would already be on spot
+    (run,) = offline.admit([pod("db-2", owner=("StatefulSet", "db"), labels={"app": "db"})])
+    assert placement(run.result) == "spot"
+
+
 # --- shipped presets ----------------------------------------------------------------------------------
 
 SHIPPED = ["spot-all", "spot-all-except-kube-system", "spot-partial"]
