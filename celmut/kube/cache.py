@@ -16,7 +16,7 @@ import random
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from celmut import kinds
 from celmut.kube.client import Cluster, ClusterError, Gone, NotFound
@@ -25,6 +25,7 @@ log = logging.getLogger("celmut.kube")
 
 Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]  # (ADDED|MODIFIED|DELETED, object, old)
 Key = tuple[str, str]  # (namespace, name)
+T = TypeVar("T")
 
 
 def _key(obj: dict[str, Any]) -> Key:
@@ -55,6 +56,7 @@ class WatchedCache:
         *,
         namespace: str = "",
         label_selector: str = "",
+        field_selector: str = "",
         max_objects: int = 200_000,
         watch_timeout: int = 300,
         max_backoff: float = 30.0,
@@ -66,6 +68,7 @@ class WatchedCache:
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
+        self.field_selector = field_selector  # an object that stops matching is DELETED by the watch
         self.max_objects = max_objects
         self.watch_timeout = watch_timeout
         self.max_backoff = max_backoff
@@ -78,6 +81,7 @@ class WatchedCache:
         self._objects: dict[Key, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._handlers: list[Handler] = []
+        self._locked_handlers: list[Handler] = []  # called as each change is stored, under the lock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.synced = threading.Event()
@@ -90,9 +94,12 @@ class WatchedCache:
 
     # --- lifecycle ------------------------------------------------------------------------------
 
-    def add_handler(self, handler: Handler) -> None:
-        """Called on the watch thread with (event, object, previous object or None) for every change."""
-        self._handlers.append(handler)
+    def add_handler(self, handler: Handler, *, locked: bool = False) -> None:
+        """Called on the watch thread with (event, object, previous object or None) for every change;
+        ``locked``: while the change is stored, under the cache's lock, so that what the handler keeps
+        and what the cache holds change together (:meth:`snapshot`). A locked handler must be quick
+        and take no lock that is held while waiting for this cache."""
+        (self._locked_handlers if locked else self._handlers).append(handler)
 
     def start(self) -> WatchedCache:
         if self._thread is None:
@@ -118,12 +125,23 @@ class WatchedCache:
         """The objects of a namespace (all: ""); with ``labels`` naming :attr:`index_label`, at least
         those carrying that value (the caller still filters by every label)."""
         with self._lock:
-            if self.index_label and labels and self.index_label in labels and namespace:
-                keys = self._index.get((namespace, labels[self.index_label]), {})
-                return [self._objects[key] for key in keys]
-            if not namespace:
-                return list(self._objects.values())
-            return [o for (ns, _), o in self._objects.items() if ns == namespace]
+            return self._items(namespace, labels)
+
+    def snapshot(
+        self, namespace: str, labels: Mapping[str, str] | None, also: Callable[[], T]
+    ) -> tuple[list[dict[str, Any]], T]:
+        """:meth:`items` and ``also()`` read at one moment: no change is stored (nor its locked
+        handlers run) in between."""
+        with self._lock:
+            return self._items(namespace, labels), also()
+
+    def _items(self, namespace: str, labels: Mapping[str, str] | None) -> list[dict[str, Any]]:
+        if self.index_label and labels and self.index_label in labels and namespace:
+            keys = self._index.get((namespace, labels[self.index_label]), {})
+            return [self._objects[key] for key in keys]
+        if not namespace:
+            return list(self._objects.values())
+        return [o for (ns, _), o in self._objects.items() if ns == namespace]
 
     def _indexed(self, key: Key, obj: dict[str, Any] | None, add: bool) -> None:
         """Add or remove ``key`` under its object's value of :attr:`index_label` (lock held)."""
@@ -157,8 +175,10 @@ class WatchedCache:
         (obj.get("metadata") or {}).pop("managedFields", None)
         return obj
 
-    def _notify(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-        for handler in self._handlers:
+    def _notify(
+        self, event: str, obj: dict[str, Any], old: dict[str, Any] | None = None, *, locked: bool = False
+    ) -> None:
+        for handler in self._locked_handlers if locked else self._handlers:
             try:
                 handler(event, obj, old)
             except Exception:  # a broken handler must not stop the watch
@@ -182,6 +202,7 @@ class WatchedCache:
                 self.overflowed = True
                 return
             self.generation += 1
+            self._notify(event, obj, old, locked=True)
         self._notify(event, obj, old)
 
     def _relist(self) -> None:
@@ -192,6 +213,7 @@ class WatchedCache:
             self.resource,
             self.namespace,
             label_selector=self.label_selector,
+            field_selector=self.field_selector,
             metadata_only=self.metadata_only,
         ):
             for item in page.get("items") or []:
@@ -206,6 +228,9 @@ class WatchedCache:
                 self._indexed(key, obj, add=True)
             self.overflowed = len(fresh) > self.max_objects
             self.generation += 1
+            for key, obj in self._objects.items():
+                if key not in old:
+                    self._notify("ADDED", obj, locked=True)
         self.resource_version = version
         self.relists += 1
         for key, obj in fresh.items():
@@ -238,6 +263,7 @@ class WatchedCache:
                     self.namespace,
                     resource_version=self.resource_version,
                     label_selector=self.label_selector,
+                    field_selector=self.field_selector,
                     timeout_seconds=self.watch_timeout,
                     metadata_only=self.metadata_only,
                 ):

@@ -4,40 +4,49 @@
 it (at most ``max_caches`` resources; beyond that lookups go to the API server directly).
 :class:`ClusterLookup` implements :class:`celmut.cel.lookups.ResourceLookup` over it.
 
-Pods the webhook has just admitted are not in the pod cache until the API server stores them and
-the watch delivers them; :meth:`ClusterLookup.remember_admitted` keeps them in a short-lived overlay
-so that decisions counting a workload's pods (exact spot splits, distribution groups) see them when
-ten pods are created at once. Each pod is counted once: a pod passes through every webhook that
-matches it (the chart registers ``/mutate/fail`` and ``/mutate/ignore``), each a separate call with
-its own request uid and no pod name yet, so a call that changed nothing is not recorded (the call
-that changes the pod is), and a call that received a copy this process recorded (the previous
-webhook's output) replaces it. An overlay entry is dropped when the stored pod arrives in the cache
-(same owner and decisions; or, for a decision another process made, an undecided copy of the same
-owner), or after ``overlay_seconds``.
+Pods (issue 38), for decisions counting a workload's pods (exact spot splits, distribution groups):
 
-**The guarantee** (README, "Spot presets"): a split is exact when the deciding process has seen the
-workload's earlier pods — always with one webhook process. Another process's pods are seen once the
-API server stored them and this process's watch delivered them (milliseconds); the split of a
-workload is off from ``floor(n × percent / 100)`` by at most the number of pods other processes
-admitted that the deciding process had not seen (for a decision rule "spot while fewer than
-floor(n × p) are": the last spot and the last on-demand decision each miss at most that many).
+* **the pods this process admitted** and the cache does not show yet are counted
+  (:meth:`ClusterLookup.remember_admitted`, :mod:`celmut.kube.admitted_pods`);
+* **inside an admission** (the webhook opens a :class:`celmut.cel.lookups.AdmissionScope` around each)
+  a pod list is a decision: it takes the workload's decision lock, held until the admission has
+  recorded what it admitted, so the decisions about one workload are made one at a time in a process,
+  each counting the earlier ones; and it reads the workload's pods the API server has stored
+  (:mod:`celmut.kube.stored_pods`), so a pod deleted (or Terminating) a moment ago is never counted
+  because the watch is behind.
+
+**The guarantee** (README, "Spot presets"): with one webhook process a split is exact. Another
+process's pods are counted once the API server has stored them; the split of a workload is off from
+``floor(n × percent / 100)`` by at most the number of pods other processes were admitting, not yet
+stored, while it decided (the last spot and the last on-demand decision each miss at most that many).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound, before_blocking, may_block
+from celmut.cel.lookups import (
+    AdmissionScope,
+    LookupFailed,
+    ResourceConflict,
+    ResourceNotFound,
+    admission_scope,
+    before_blocking,
+    may_block,
+)
+from celmut.kube.admitted_pods import AdmittedPods, reconcile
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, stored_pods
+
+log = logging.getLogger("celmut.kube")
 
 # The label each cache indexes: the spot presets list a workload's pods by pod-template-hash.
 INDEXED_LABELS = {("v1", "pods"): "pod-template-hash"}
-_OVERLAY_KEYS = ("celmut.io/placement", "celmut.io/distribution-group")
 
 
 class CacheSet:
@@ -80,6 +89,7 @@ class CacheSet:
                     self.cluster,
                     api_version,
                     resource,
+                    field_selector=METADATA_FIELD_SELECTORS.get(key, "") if projected else "",
                     metadata_only=projected,
                     max_objects=self.max_metadata_objects if projected else self.max_objects,
                     index_label=INDEXED_LABELS.get(key, ""),
@@ -135,28 +145,17 @@ def read_object(cluster: Cluster, api_version: str, resource: str, namespace: st
         raise LookupFailed(f"reading {resource} {namespace}/{name}: {ex}") from None
 
 
-def _owner_key(obj: Mapping[str, Any]) -> tuple[str, ...]:
-    meta = obj.get("metadata") or {}
-    owners = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
-    owner = owners[0] if owners else {}
-    annotations = meta.get("annotations") or {}
-    return (
-        str(meta.get("namespace") or ""),
-        str(owner.get("kind", "")),
-        str(owner.get("name", "")),
-        *(str(annotations.get(k, "")) for k in _OVERLAY_KEYS),
-    )
-
-
 class ClusterLookup:
     """:class:`ResourceLookup` backed by watched caches, with an overlay of just-admitted pods."""
 
-    def __init__(self, caches: CacheSet, *, overlay_seconds: float = 60.0) -> None:
+    def __init__(self, caches: CacheSet, *, overlay_seconds: float = 60.0, decision_locks: int = 64) -> None:
         self.caches = caches
         self.overlay_seconds = overlay_seconds
-        self._overlay: list[tuple[float, tuple[str, ...], dict[str, Any]]] = []
-        self._overlay_lock = threading.Lock()
+        self.admitted = AdmittedPods(overlay_seconds)
+        self._counting = threading.Lock()
         self._counting_pods = False  # set once CEL lists pods: only then is the overlay worth keeping
+        # striped by (namespace, labels) of a pod list: the decisions about one workload's pods, one at a time
+        self._decision_locks = [threading.Lock() for _ in range(decision_locks)]
 
     # --- the overlay of admitted pods -----------------------------------------------------------
 
@@ -170,36 +169,64 @@ class ClusterLookup:
             or pod == received  # this call changed nothing: the call that changes the pod records it
         ):
             return
-        entry = (time.monotonic() + self.overlay_seconds, _owner_key(pod), pod)
-        with self._overlay_lock:
-            if received is not None:
-                for index, (_, _, recorded) in enumerate(self._overlay):
-                    if recorded == received:  # the same pod, from the previous webhook: keep one copy
-                        self._overlay[index] = entry
-                        return
-            self._overlay.append(entry)
+        self.admitted.remember(pod, received)
 
-    def _pod_event(self, event: str, pod: dict[str, Any], _old: dict[str, Any] | None) -> None:
-        if event != "ADDED":
-            return
-        key = _owner_key(pod)
-        decided = any(key[3:])
-        with self._overlay_lock:
-            for index, (_, overlay_key, _) in enumerate(self._overlay):
-                if overlay_key == key:
-                    del self._overlay[index]
-                    return
-            for index, (_, overlay_key, _) in enumerate(self._overlay):
-                # Another process decided this pod after this one recorded an earlier copy of it.
-                if decided and overlay_key[:3] == key[:3] and not any(overlay_key[3:]):
-                    del self._overlay[index]
-                    return
+    def _count_pods(self, cache: WatchedCache) -> None:
+        """From the first pod list on: keep the overlay, and drop an entry as its pod is stored in the
+        cache (under the cache's lock: a snapshot never sees a pod in both, nor in neither)."""
+        if not self._counting_pods:
+            with self._counting:
+                if not self._counting_pods:
+                    cache.add_handler(self.admitted.stored, locked=True)
+                    self._counting_pods = True
 
-    def _overlay_pods(self, namespace: str) -> list[dict[str, Any]]:
-        now = time.monotonic()
-        with self._overlay_lock:
-            self._overlay = [entry for entry in self._overlay if entry[0] > now]
-            return [pod for _, key, pod in self._overlay if not namespace or key[0] == namespace]
+    def _decide_alone(self, scope: AdmissionScope, namespace: str, labels: Mapping[str, str] | None) -> None:
+        """Hold this workload's decision lock until the admission ends (:class:`AdmissionScope`): a
+        decision then sees every pod the earlier ones admitted (in flight, they are in the overlay)."""
+        stripe = hash((namespace, tuple(sorted((labels or {}).items())))) % len(self._decision_locks)
+        if not scope.acquire(self._decision_locks[stripe]):
+            log.warning(
+                "another admission of the workload held its pods past the deadline; deciding without waiting",
+                extra={"namespace": namespace, "labels": dict(labels or {})},
+            )
+
+    def _list_pods(self, namespace: str, labels: Mapping[str, str] | None) -> list[dict[str, Any]]:
+        """Pods for CEL: the cache (or the API server) and the overlay; inside an admission, read-your-writes
+        (:mod:`celmut.kube.stored_pods`): one decision at a time per workload, on what is stored."""
+        scope = admission_scope()
+        if scope is not None:
+            before_blocking("reading the workload's pods from the API server")
+            self._decide_alone(scope, namespace, labels)
+        cache = self.caches.ready("v1", "pods")
+        if cache is None:
+            entries = self.admitted.snapshot(namespace)
+            cached = None
+        else:
+            self._count_pods(cache)
+            cached, entries = cache.snapshot(namespace, labels, lambda: self.admitted.snapshot(namespace))
+        if scope is not None:
+            metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in self.caches.metadata_only
+            stored = stored_pods(self.caches.cluster, namespace, labels, metadata_only)
+            if stored is not None:
+                result = reconcile(cached or [], entries, stored)
+                self.admitted.settle(result)
+                return result.pods
+        if cached is None:
+            before_blocking("listing pods from the API server")
+            cached = self._list_from_server("v1", "pods", namespace, labels)
+        return cached + [entry.pod for entry in entries]
+
+    def _list_from_server(
+        self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None
+    ) -> list[dict[str, Any]]:
+        selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items())
+        try:
+            items: list[dict[str, Any]] = self.caches.cluster.list_all(
+                api_version, resource, namespace, label_selector=selector
+            )["items"]
+        except ClusterError as ex:
+            raise LookupFailed(f"listing {resource} in {namespace or 'all namespaces'}: {ex}") from None
+        return items
 
     # --- ResourceLookup -------------------------------------------------------------------------
 
@@ -216,23 +243,15 @@ class ClusterLookup:
     def list(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
-        cache = self.caches.ready(api_version, resource)
-        if cache is not None:
-            if api_version == "v1" and resource == "pods" and not self._counting_pods:
-                with self._overlay_lock:
-                    if not self._counting_pods:
-                        cache.add_handler(self._pod_event)
-                        self._counting_pods = True
-            items = cache.items(namespace, labels)
-        else:
-            before_blocking(f"listing {resource} from the API server")
-            selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items())
-            try:
-                items = self.caches.cluster.list_all(api_version, resource, namespace, label_selector=selector)["items"]
-            except ClusterError as ex:
-                raise LookupFailed(f"listing {resource} in {namespace or 'all namespaces'}: {ex}") from None
         if api_version == "v1" and resource == "pods":
-            items = items + self._overlay_pods(namespace)
+            items = self._list_pods(namespace, labels)
+        else:
+            cache = self.caches.ready(api_version, resource)
+            if cache is not None:
+                items = cache.items(namespace, labels)
+            else:
+                before_blocking(f"listing {resource} from the API server")
+                items = self._list_from_server(api_version, resource, namespace, labels)
         if labels:
             items = [
                 i

@@ -1,0 +1,73 @@
+"""celmut.kube.admitted_pods.reconcile: what an admission counts from the pod cache and the pods this
+process admitted (read at one moment) and the pods the API server has stored (read after) — each pod
+once, a deleted one never (issue 38)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from celmut.kube.admitted_pods import AdmittedPods, Entry, owner_key, reconcile
+
+Obj = dict[str, Any]
+
+
+def pod(name: str = "", placement: str = "spot", **meta: Any) -> Obj:
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d9c", "uid": "u1", "controller": True}
+    metadata = {"namespace": "shop", "ownerReferences": [owner], "annotations": {"celmut.io/placement": placement}}
+    if name:
+        metadata["name"] = name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {**metadata, **meta}}
+
+
+def entry(admitted: Obj, claimed: str | None = None) -> Entry:
+    return Entry(1e18, owner_key(admitted), admitted, ("shop", claimed) if claimed else None)
+
+
+def counted(pods: list[Obj]) -> list[str]:
+    return sorted(p["metadata"].get("name", "(in flight)") for p in pods)
+
+
+TERMINATING = {"deletionTimestamp": "2026-01-01T00:00:30Z"}
+
+CASES: dict[str, tuple[list[Obj], list[Entry], list[Obj], list[str]]] = {
+    "a cached pod no longer stored was deleted: not counted": ([pod("a"), pod("b")], [], [pod("b")], ["b"]),
+    "a cached pod is counted as stored (Terminating shows)": ([pod("a")], [], [pod("a", **TERMINATING)], ["a"]),
+    "an admitted pod not stored yet is in flight": ([], [entry(pod())], [], ["(in flight)"]),
+    "an admitted pod now stored is counted once": ([], [entry(pod())], [pod("x")], ["x"]),
+    "two admitted, one stored: one stored, one in flight": (
+        [],
+        [entry(pod()), entry(pod())],
+        [pod("x")],
+        ["(in flight)", "x"],
+    ),
+    "another decision's stored pod is counted beside an admitted one": (
+        [],
+        [entry(pod())],
+        [pod("y", placement="on-demand")],
+        ["(in flight)", "y"],
+    ),
+    "an admitted pod standing for a deleted pod is not counted": ([], [entry(pod(), claimed="x")], [], []),
+    "an admitted pod standing for a stored pod is that pod": ([], [entry(pod(), claimed="x")], [pod("x")], ["x"]),
+}
+
+
+@pytest.mark.parametrize(("cached", "entries", "stored", "expected"), CASES.values(), ids=CASES.keys())
+def test_reconcile(cached: list[Obj], entries: list[Entry], stored: list[Obj], expected: list[str]) -> None:
+    result = reconcile(cached, entries, stored)
+    assert counted(result.pods) == expected
+    terminating = [p for p in result.pods if p["metadata"].get("deletionTimestamp")]
+    assert len(terminating) == sum(bool(p["metadata"].get("deletionTimestamp")) for p in stored)
+
+
+def test_a_claim_is_kept_and_a_gone_pod_drops_its_entry() -> None:
+    admitted = AdmittedPods(60)
+    admitted.remember(pod(), None)
+    (first,) = admitted.snapshot("shop")
+    admitted.settle(reconcile([], [first], [pod("x")]))
+    assert first.claimed == ("shop", "x")
+    admitted.stored("ADDED", pod("y"), None)  # another pod of the same decision: not the one it stands for
+    assert admitted.snapshot("shop") == [first]
+    admitted.settle(reconcile([], admitted.snapshot("shop"), []))  # x deleted
+    assert admitted.snapshot("shop") == []
