@@ -79,11 +79,12 @@ class AdmissionScope:
 
     def acquire(self, lock: Holdable) -> bool:
         """Hold ``lock`` until the admission ends (at once if already held); False when it was not free
-        before the deadline."""
+        before the deadline. Only the first lock is waited for: holding one, an admission only takes
+        another that is free, so two admissions never wait for each other's."""
         if any(held is lock for held in self._held):
             return True
         wait = -1.0 if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-        if not lock.acquire(timeout=wait):
+        if not lock.acquire(timeout=0.0 if self._held else wait):
             return False
         self._held.append(lock)
         return True

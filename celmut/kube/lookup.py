@@ -145,6 +145,11 @@ def read_object(cluster: Cluster, api_version: str, resource: str, namespace: st
         raise LookupFailed(f"reading {resource} {namespace}/{name}: {ex}") from None
 
 
+def _labelled(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
+    own = (obj.get("metadata") or {}).get("labels") or {}
+    return all(own.get(k) == v for k, v in (labels or {}).items())
+
+
 class ClusterLookup:
     """:class:`ResourceLookup` backed by watched caches, with an overlay of just-admitted pods."""
 
@@ -208,7 +213,8 @@ class ClusterLookup:
             metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in self.caches.metadata_only
             stored = stored_pods(self.caches.cluster, namespace, labels, metadata_only)
             if stored is not None:
-                result = reconcile(cached or [], entries, stored)
+                selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
+                result = reconcile(cached or [], selected, stored)
                 self.admitted.settle(result)
                 return result.pods
         if cached is None:
@@ -253,11 +259,7 @@ class ClusterLookup:
                 before_blocking(f"listing {resource} from the API server")
                 items = self._list_from_server(api_version, resource, namespace, labels)
         if labels:
-            items = [
-                i
-                for i in items
-                if all(((i.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in labels.items())
-            ]
+            items = [i for i in items if _labelled(i, labels)]
         return {
             "apiVersion": api_version,
             "kind": f"{kinds.kind_for(api_version, resource)}List",
