@@ -71,10 +71,13 @@ class AdmissionScope:
     The webhook opens one around each admission (``with AdmissionScope(deadline):``); a provider asks
     :func:`admission_scope` for it and takes its locks with :meth:`acquire`. Outside one, nothing is held."""
 
-    __slots__ = ("_held", "_token", "deadline")
+    __slots__ = ("_held", "_token", "arrived", "deadline")
 
-    def __init__(self, deadline: float | None = None) -> None:
+    def __init__(self, deadline: float | None = None, arrived: float | None = None) -> None:
         self.deadline = deadline  # time.monotonic() value after which no lock is waited for
+        # time.perf_counter() value when the request arrived: what the API server had stored by then is
+        # what its sender had seen (None: unknown)
+        self.arrived = arrived
         self._held: list[Holdable] = []
 
     def acquire(self, lock: Holdable) -> bool:

@@ -79,13 +79,24 @@ class Reconciled:
     gone: set[Entry] = field(default_factory=set)  # entries whose claimed pod is no longer stored
 
 
-def reconcile(cached: list[Obj], entries: list[Entry], stored: list[Obj]) -> Reconciled:
-    """The pods to count from ``cached`` and ``entries`` (read at one moment) and ``stored`` (read after)."""
+def reconcile(
+    cached: list[Obj], entries: list[Entry], stored: list[Obj], known: frozenset[tuple[str, str]] | None = None
+) -> Reconciled:
+    """The pods to count from ``cached`` and ``entries`` (read at one moment) and ``stored``, a list read
+    after the cache held ``known`` (default: what ``cached`` holds, read just before it)."""
     out = Reconciled()
     by_name = {_name(pod): pod for pod in stored}
-    cached_names = {_name(pod) for pod in cached}
-    out.pods = [by_name[name] for name in cached_names if name in by_name]
-    unseen = {name: pod for name, pod in by_name.items() if name not in cached_names}
+    cached_by_name = {_name(pod): pod for pod in cached}
+    known = frozenset(cached_by_name) if known is None else known
+    for name, pod in cached_by_name.items():
+        if name in by_name:  # stored: its stored version, unless the cache has since seen it Terminating
+            newer = "deletionTimestamp" in (pod.get("metadata") or {})
+            out.pods.append(pod if newer else by_name[name])
+        elif name not in known:
+            out.pods.append(pod)  # stored after the list was read
+        # else: cached when the list was read, and not in it: deleted
+    # stored pods the cache does not show: not delivered yet (a pod it held then dropped is gone)
+    unseen = {name: pod for name, pod in by_name.items() if name not in cached_by_name and name not in known}
     represented: set[tuple[str, str]] = set()
     unclaimed: dict[tuple[str, ...], list[Entry]] = {}
     for entry in entries:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,7 +42,7 @@ from celmut.cel.lookups import (
 from celmut.kube.admitted_pods import AdmittedPods, reconcile
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
-from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, stored_pods
+from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, StoredRead, StoredReads, stored_pods
 
 log = logging.getLogger("celmut.kube")
 
@@ -145,6 +146,11 @@ def read_object(cluster: Cluster, api_version: str, resource: str, namespace: st
         raise LookupFailed(f"reading {resource} {namespace}/{name}: {ex}") from None
 
 
+def _name(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
 def _labelled(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
     own = (obj.get("metadata") or {}).get("labels") or {}
     return all(own.get(k) == v for k, v in (labels or {}).items())
@@ -157,6 +163,7 @@ class ClusterLookup:
         self.caches = caches
         self.overlay_seconds = overlay_seconds
         self.admitted = AdmittedPods(overlay_seconds)
+        self.stored_reads = StoredReads()  # the latest read of each pod list (celmut.kube.stored_pods)
         self._counting = threading.Lock()
         self._counting_pods = False  # set once CEL lists pods: only then is the overlay worth keeping
         # striped by (namespace, labels) of a pod list: the decisions about one workload's pods, one at a time
@@ -211,10 +218,17 @@ class ClusterLookup:
             cached, entries = cache.snapshot(namespace, labels, lambda: self.admitted.snapshot(namespace))
         if scope is not None:
             metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in self.caches.metadata_only
-            stored = stored_pods(self.caches.cluster, namespace, labels, metadata_only)
-            if stored is not None:
+            key = (namespace, tuple(sorted((labels or {}).items())), metadata_only)
+            read = self.stored_reads.serving(key, scope.arrived)
+            if read is None:
+                started = time.perf_counter()
+                stored = stored_pods(self.caches.cluster, namespace, labels, metadata_only)
+                if stored is not None:
+                    read = StoredRead(started, stored, frozenset(_name(pod) for pod in cached or []))
+                    self.stored_reads.keep(key, read)
+            if read is not None:
                 selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
-                result = reconcile(cached or [], selected, stored)
+                result = reconcile(cached or [], selected, read.pods, read.known)
                 self.admitted.settle(result)
                 return result.pods
         if cached is None:

@@ -129,7 +129,7 @@ class Admission:
         evaluated = time.perf_counter() if self.tracing is not None else 0.0
         # What the admission's lookups hold (a workload's decision lock) is held until what it admitted
         # is recorded: the next decision about the workload counts it (celmut.kube.stored_pods).
-        with lookups.AdmissionScope(budget.deadline):
+        with lookups.AdmissionScope(budget.deadline, arrived=started):
             result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
             created = request.operation == "CREATE" and not request.dry_run and result.allowed
             if self.on_admitted is not None and created and result.object is not None:

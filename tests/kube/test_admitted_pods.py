@@ -61,6 +61,29 @@ def test_reconcile(cached: list[Obj], entries: list[Entry], stored: list[Obj], e
     assert len(terminating) == sum(bool(p["metadata"].get("deletionTimestamp")) for p in stored)
 
 
+def known(*names: str) -> frozenset[tuple[str, str]]:
+    return frozenset(("shop", name) for name in names)
+
+
+REUSED: dict[str, tuple[list[Obj], list[Obj], frozenset[tuple[str, str]], list[str], int]] = {
+    # a list read for an earlier request of the batch, reused with what the cache learnt since
+    "a pod the cache got after the read is counted": ([pod("a"), pod("b")], [pod("a")], known("a"), ["a", "b"], 0),
+    "a pod cached at the read and not in it was deleted": ([pod("a"), pod("b")], [pod("a")], known("a", "b"), ["a"], 0),
+    "a pod the cache dropped since the read is gone": ([pod("a")], [pod("a"), pod("b")], known("a", "b"), ["a"], 0),
+    "a stored pod the cache has not got yet is counted": ([pod("a")], [pod("a"), pod("b")], known("a"), ["a", "b"], 0),
+    "the cache saw a pod Terminating after the read": ([pod("a", **TERMINATING)], [pod("a")], known("a"), ["a"], 1),
+}
+
+
+@pytest.mark.parametrize(("cached", "stored", "seen", "expected", "terminating"), REUSED.values(), ids=REUSED.keys())
+def test_reconcile_with_a_list_read_for_an_earlier_request(
+    cached: list[Obj], stored: list[Obj], seen: frozenset[tuple[str, str]], expected: list[str], terminating: int
+) -> None:
+    result = reconcile(cached, [], stored, seen)
+    assert counted(result.pods) == expected
+    assert sum(bool(p["metadata"].get("deletionTimestamp")) for p in result.pods) == terminating
+
+
 def test_a_claim_is_kept_and_a_gone_pod_drops_its_entry() -> None:
     admitted = AdmittedPods(60)
     admitted.remember(pod(), None)

@@ -239,3 +239,27 @@ def test_an_admitted_pod_stands_for_its_stored_pod_until_that_is_deleted(
         assert decide() == ["web-5d9c-x"]  # stored: counted once
         fake_apiserver.store.delete("pods", "web-5d9c-x", "shop")
         assert decide() == []  # deleted: its entry is gone too
+
+
+def test_one_read_serves_the_requests_that_arrived_before_it(
+    fake_apiserver: FakeApiServer, lookup: ClusterLookup
+) -> None:
+    """A slow-start batch arrives at once: whatever its pods' creator had seen was stored before they
+    arrived, so the list the first decision reads serves the others; a request arriving later reads."""
+    hash_label = {"pod-template-hash": "5d9c"}
+    lookup.list("v1", "pods", "shop", hash_label)
+    fake_apiserver.store.create(owned_pod("web-5d9c-a", labels=hash_label))
+    batch_arrived = time.perf_counter()
+    fake_apiserver.clear_requests()
+
+    def decide(arrived: float) -> list[str]:
+        with AdmissionScope(time.monotonic() + 30, arrived=arrived):
+            return names(lookup.list("v1", "pods", "shop", hash_label))
+
+    with fake_apiserver.watches_behind("pods"):
+        assert decide(batch_arrived) == ["web-5d9c-a"]
+        fake_apiserver.store.create(owned_pod("web-5d9c-b", labels=hash_label))  # after the read
+        assert decide(batch_arrived) == ["web-5d9c-a"]  # the batch's own read: b came after its requests
+        assert len(fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$")) == 1
+        assert decide(time.perf_counter()) == ["web-5d9c-a", "web-5d9c-b"]  # arrived later: reads again
+    assert len(fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$")) == 2
