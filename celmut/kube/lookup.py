@@ -42,7 +42,7 @@ from celmut.cel.lookups import (
 from celmut.kube.admitted_pods import AdmittedPods, reconcile
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
-from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, StoredRead, StoredReads, stored_pods
+from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, StoredReads
 
 log = logging.getLogger("celmut.kube")
 
@@ -163,7 +163,7 @@ class ClusterLookup:
         self.caches = caches
         self.overlay_seconds = overlay_seconds
         self.admitted = AdmittedPods(overlay_seconds)
-        self.stored_reads = StoredReads()  # the latest read of each pod list (celmut.kube.stored_pods)
+        self.stored_reads = StoredReads(caches.cluster)  # the pod lists decisions read (celmut.kube.stored_pods)
         self._counting = threading.Lock()
         self._counting_pods = False  # set once CEL lists pods: only then is the overlay worth keeping
         # striped by (namespace, labels) of a pod list: the decisions about one workload's pods, one at a time
@@ -204,33 +204,34 @@ class ClusterLookup:
 
     def _list_pods(self, namespace: str, labels: Mapping[str, str] | None) -> list[dict[str, Any]]:
         """Pods for CEL: the cache (or the API server) and the overlay; inside an admission, read-your-writes
-        (:mod:`celmut.kube.stored_pods`): one decision at a time per workload, on what is stored."""
+        (:mod:`celmut.kube.stored_pods`): what the API server had stored when the request arrived, then
+        one decision at a time per workload."""
         scope = admission_scope()
+        cache = self.caches.ready("v1", "pods") if scope is None else None
+        read = None
         if scope is not None:
             before_blocking("reading the workload's pods from the API server")
+            cache = self.caches.ready("v1", "pods")
+            metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in self.caches.metadata_only
+            key = (namespace, tuple(sorted((labels or {}).items())), metadata_only)
+
+            def known() -> frozenset[tuple[str, str]]:
+                return frozenset(_name(pod) for pod in cache.items(namespace, labels)) if cache else frozenset()
+
+            wait = 30.0 if scope.deadline is None else max(0.0, scope.deadline - time.monotonic())
+            read = self.stored_reads.read(key, scope.arrived, known, wait)
             self._decide_alone(scope, namespace, labels)
-        cache = self.caches.ready("v1", "pods")
         if cache is None:
             entries = self.admitted.snapshot(namespace)
             cached = None
         else:
             self._count_pods(cache)
             cached, entries = cache.snapshot(namespace, labels, lambda: self.admitted.snapshot(namespace))
-        if scope is not None:
-            metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in self.caches.metadata_only
-            key = (namespace, tuple(sorted((labels or {}).items())), metadata_only)
-            read = self.stored_reads.serving(key, scope.arrived)
-            if read is None:
-                started = time.perf_counter()
-                stored = stored_pods(self.caches.cluster, namespace, labels, metadata_only)
-                if stored is not None:
-                    read = StoredRead(started, stored, frozenset(_name(pod) for pod in cached or []))
-                    self.stored_reads.keep(key, read)
-            if read is not None:
-                selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
-                result = reconcile(cached or [], selected, read.pods, read.known)
-                self.admitted.settle(result)
-                return result.pods
+        if read is not None:
+            selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
+            result = reconcile(cached or [], selected, read.pods, read.known)
+            self.admitted.settle(result)
+            return result.pods
         if cached is None:
             before_blocking("listing pods from the API server")
             cached = self._list_from_server("v1", "pods", namespace, labels)

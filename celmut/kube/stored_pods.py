@@ -11,11 +11,12 @@ with the pods this process admitted that are not stored yet.
 
 **One read serves every request that arrived before it started** (:class:`StoredReads`). Whatever
 made a pod's creator send its request — the deletion a ReplicaSet replaces, the scale-up — was stored
-before the request arrived here, so a consistent list started after the request's arrival shows it. A
-decision waiting for the workload's lock behind others reuses the latest list if it started after
-the request arrived, with what the cache learnt since (a pod it shows Terminating or gone, a pod
-stored after the read) and the pods admitted since; otherwise it reads. Measured on the real control
-plane: a 40-pod rollout in slow-start batches made 25 lists, a 100-pod one 83.
+before the request arrived here, so a consistent list started after the request's arrival shows it.
+The list is read before the decision takes its workload's lock (reads run in parallel; the lock is
+held only while deciding), and a decision uses the latest list, or the one under way, if it started
+after its request arrived: a slow-start batch arriving together shares one. What the cache learnt
+after the list started (a pod it shows Terminating or gone, a pod stored after it) and the pods
+admitted since are reconciled with it.
 
 The projection of a metadata-only pod cache has no ``status``, so its lists (watched and stored) leave
 out Failed and Succeeded pods by field selector (:data:`METADATA_FIELD_SELECTORS`), which a whole
@@ -27,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,23 +85,63 @@ class StoredRead:
 ReadKey = tuple[str, tuple[tuple[str, str], ...], bool]  # namespace, labels, metadata-only
 
 
-class StoredReads:
-    """The latest :class:`StoredRead` of each pod list, for requests that arrived before it started."""
+class _Pending:
+    """A read under way: the decisions that may use it wait for it instead of reading too."""
 
-    def __init__(self, keep_seconds: float = 30.0, max_lists: int = 1024) -> None:
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.done = threading.Event()
+        self.read: StoredRead | None = None
+
+
+class StoredReads:
+    """The pod lists read for decisions, one at a time per list: a decision uses the latest (or the one
+    under way) if it started after its request arrived, else reads (see the module docstring)."""
+
+    def __init__(self, cluster: Cluster, keep_seconds: float = 30.0, max_lists: int = 1024) -> None:
+        self.cluster = cluster
         self.keep_seconds = keep_seconds
         self.max_lists = max_lists
         self._reads: dict[ReadKey, StoredRead] = {}
+        self._pending: dict[ReadKey, _Pending] = {}
         self._lock = threading.Lock()
 
-    def serving(self, key: ReadKey, arrived: float | None) -> StoredRead | None:
-        """The latest read of ``key`` if it started after ``arrived`` (None: never)."""
+    def read(
+        self, key: ReadKey, arrived: float | None, known: Callable[[], frozenset[tuple[str, str]]], timeout: float
+    ) -> StoredRead | None:
+        """A list of ``key`` that started after ``arrived`` (None: this one reads); ``known`` gives the
+        cache's pods just before a read starts; None when the API server could not be read."""
         with self._lock:
-            read = self._reads.get(key)
-        return read if read is not None and arrived is not None and read.started >= arrived else None
+            latest = self._reads.get(key)
+            if latest is not None and arrived is not None and latest.started >= arrived:
+                return latest
+            pending = self._pending.get(key)
+            if pending is None or arrived is None or pending.started < arrived:
+                mine = pending = self._pending[key] = _Pending(time.perf_counter())
+            else:
+                mine = None
+        if mine is None:  # another decision's read serves this one
+            pending.done.wait(timeout)
+            return pending.read
+        try:
+            seen = known()
+            namespace, labels, metadata_only = key
+            pods = stored_pods(self.cluster, namespace, dict(labels), metadata_only)
+            if pods is not None:
+                mine.read = StoredRead(mine.started, pods, seen)
+                self._keep(key, mine.read)
+            return mine.read
+        finally:
+            with self._lock:
+                if self._pending.get(key) is mine:
+                    del self._pending[key]
+            mine.done.set()
 
-    def keep(self, key: ReadKey, read: StoredRead) -> None:
+    def _keep(self, key: ReadKey, read: StoredRead) -> None:
         with self._lock:
+            previous = self._reads.get(key)
+            if previous is not None and previous.started > read.started:
+                return  # a later read finished first
             self._reads.pop(key, None)
             self._reads[key] = read
             if len(self._reads) > self.max_lists:

@@ -263,3 +263,30 @@ def test_one_read_serves_the_requests_that_arrived_before_it(
         assert len(fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$")) == 1
         assert decide(time.perf_counter()) == ["web-5d9c-a", "web-5d9c-b"]  # arrived later: reads again
     assert len(fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$")) == 2
+
+
+def test_decisions_that_arrive_together_share_the_read_under_way(
+    fake_apiserver: FakeApiServer, lookup: ClusterLookup
+) -> None:
+    """A slow-start batch's requests arrive together: one lists the stored pods, the others wait for
+    that list (it started after they arrived) instead of listing too, then decide one at a time."""
+    hash_label = {"pod-template-hash": "5d9c"}
+    lookup.list("v1", "pods", "shop", hash_label)
+    fake_apiserver.store.create(owned_pod("web-5d9c-a", labels=hash_label))
+    arrived = time.perf_counter()
+    fake_apiserver.clear_requests()
+    fake_apiserver.set_latency(0.2)  # a read takes a while: the others find it under way
+    seen: list[list[str]] = []
+
+    def decide() -> None:
+        with AdmissionScope(time.monotonic() + 30, arrived=arrived):
+            seen.append(names(lookup.list("v1", "pods", "shop", hash_label)))
+
+    threads = [threading.Thread(target=decide) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    fake_apiserver.set_latency(0)
+    assert seen == [["web-5d9c-a"]] * 4
+    assert len(fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$")) == 1
