@@ -127,13 +127,11 @@ class WatchedCache:
         with self._lock:
             return self._items(namespace, labels)
 
-    def snapshot(
-        self, namespace: str, labels: Mapping[str, str] | None, also: Callable[[], T]
-    ) -> tuple[list[dict[str, Any]], T]:
-        """:meth:`items` and ``also()`` read at one moment: no change is stored (nor its locked
-        handlers run) in between."""
+    def holding(self, namespace: str, labels: Mapping[str, str] | None, use: Callable[[list[dict[str, Any]]], T]) -> T:
+        """``use(items)`` with :meth:`items`, under the cache's lock: no change is stored (nor its locked
+        handlers run) until it returns."""
         with self._lock:
-            return self._items(namespace, labels), also()
+            return use(self._items(namespace, labels))
 
     def _items(self, namespace: str, labels: Mapping[str, str] | None) -> list[dict[str, Any]]:
         if self.index_label and labels and self.index_label in labels and namespace:

@@ -221,21 +221,26 @@ class ClusterLookup:
             wait = 30.0 if scope.deadline is None else max(0.0, scope.deadline - time.monotonic())
             read = self.stored_reads.read(key, scope.arrived, known, wait)
             self._decide_alone(scope, namespace, labels)
-        if cache is None:
+
+        def count(cached: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            """The pods to count, from ``cached`` and the admitted pods at one moment (under the cache's
+            lock when there is one: the claims reconciling learns are kept before the watch can store
+            one of those pods and drop the entry that stands for it)."""
             entries = self.admitted.snapshot(namespace)
-            cached = None
-        else:
-            self._count_pods(cache)
-            cached, entries = cache.snapshot(namespace, labels, lambda: self.admitted.snapshot(namespace))
-        if read is not None:
+            if read is None:
+                return cached + [entry.pod for entry in entries]
             selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
-            result = reconcile(cached or [], selected, read.pods, read.known)
+            result = reconcile(cached, selected, read.pods, read.known)
             self.admitted.settle(result)
             return result.pods
-        if cached is None:
+
+        if cache is not None:
+            self._count_pods(cache)
+            return cache.holding(namespace, labels, count)
+        if read is None:
             before_blocking("listing pods from the API server")
-            cached = self._list_from_server("v1", "pods", namespace, labels)
-        return cached + [entry.pod for entry in entries]
+            return count(self._list_from_server("v1", "pods", namespace, labels))
+        return count([])
 
     def _list_from_server(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None
