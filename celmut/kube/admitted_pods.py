@@ -19,9 +19,11 @@ API server has stored, and :func:`reconcile` counts:
 
 * the cached pods in their stored version (a ``deletionTimestamp`` the watch has not delivered shows;
   a pod no longer stored is gone);
-* every stored pod the cache does not hold yet, once. An entry of the same key *claims* such a pod (it
-  is this process's pod, or interchangeable with it): from then on the entry stands for that pod — it
-  is dropped when the pod is no longer stored, and when the cache stores that pod;
+* every stored pod the cache does not hold yet, once. An entry of the same key admitted before the list
+  started *claims* such a pod (it is this process's pod, or interchangeable with it): from then on the
+  entry stands for that pod — it is dropped when the pod is no longer stored, and when the cache
+  stores that pod. With several webhook processes the pod may be another process's, and this
+  process's own then goes uncounted until it is stored (the README's cross-process bound);
 * the entries that claim nothing: in flight, not stored yet.
 
 Without a stored list (outside an admission, or the API server cannot be read) the cache and the
@@ -68,6 +70,7 @@ class Entry:
     key: tuple[str, ...]
     pod: Obj
     claimed: tuple[str, str] | None = None  # the stored pod (namespace, name) it stands for
+    admitted: float = 0.0  # time.perf_counter() when it was admitted
 
 
 @dataclass
@@ -80,10 +83,15 @@ class Reconciled:
 
 
 def reconcile(
-    cached: list[Obj], entries: list[Entry], stored: list[Obj], known: frozenset[tuple[str, str]] | None = None
+    cached: list[Obj],
+    entries: list[Entry],
+    stored: list[Obj],
+    known: frozenset[tuple[str, str]] | None = None,
+    started: float | None = None,
 ) -> Reconciled:
     """The pods to count from ``cached`` and ``entries`` (read at one moment) and ``stored``, a list read
-    after the cache held ``known`` (default: what ``cached`` holds, read just before it)."""
+    after the cache held ``known`` (default: what ``cached`` holds, read just before it) that started
+    at ``started`` (``time.perf_counter()``; an entry admitted since cannot be in it: it is in flight)."""
     out = Reconciled()
     by_name = {_name(pod): pod for pod in stored}
     cached_by_name = {_name(pod): pod for pod in cached}
@@ -100,7 +108,9 @@ def reconcile(
     represented: set[tuple[str, str]] = set()
     unclaimed: dict[tuple[str, ...], list[Entry]] = {}
     for entry in entries:
-        if entry.claimed is None:
+        if entry.claimed is None and started is not None and entry.admitted >= started:
+            out.pods.append(entry.pod)  # admitted after the list started: in flight for it
+        elif entry.claimed is None:
             unclaimed.setdefault(entry.key, []).append(entry)
         elif entry.claimed in unseen:
             represented.add(entry.claimed)
@@ -141,7 +151,7 @@ class AdmittedPods:
 
     def remember(self, pod: Obj, received: Obj | None) -> None:
         """Count ``pod``, admitted now; ``received`` is what its webhook call received (None: unknown)."""
-        entry = Entry(time.monotonic() + self.seconds, owner_key(pod), pod)
+        entry = Entry(time.monotonic() + self.seconds, owner_key(pod), pod, admitted=time.perf_counter())
         with self._lock:
             if received is not None:
                 for index, recorded in enumerate(self._entries):

@@ -230,7 +230,7 @@ class ClusterLookup:
             if read is None:
                 return cached + [entry.pod for entry in entries]
             selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
-            result = reconcile(cached, selected, read.pods, read.known)
+            result = reconcile(cached, selected, read.pods, read.known, read.started)
             self.admitted.settle(result)
             return result.pods
 

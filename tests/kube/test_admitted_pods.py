@@ -94,3 +94,12 @@ def test_a_claim_is_kept_and_a_gone_pod_drops_its_entry() -> None:
     assert admitted.snapshot("shop") == [first]
     admitted.settle(reconcile([], admitted.snapshot("shop"), []))  # x deleted
     assert admitted.snapshot("shop") == []
+
+
+def test_an_admitted_pod_younger_than_the_list_is_in_flight_for_it() -> None:
+    """Admitted after the list started, it cannot be in the list: a stored pod of the same decision that
+    the cache has not got yet is another's (another webhook process's), and both count."""
+    young = Entry(1e18, owner_key(pod()), pod(), admitted=10.0)
+    assert counted(reconcile([], [young], [pod("theirs")], started=5.0).pods) == ["(in flight)", "theirs"]
+    old = Entry(1e18, owner_key(pod()), pod(), admitted=1.0)
+    assert counted(reconcile([], [old], [pod("x")], started=5.0).pods) == ["x"]  # it may be this one
