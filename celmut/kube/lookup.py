@@ -42,7 +42,7 @@ from celmut.cel.lookups import (
 from celmut.kube.admitted_pods import AdmittedPods, reconcile
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
-from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, StoredReads
+from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, StoredRead, StoredReads
 
 log = logging.getLogger("celmut.kube")
 
@@ -207,19 +207,12 @@ class ClusterLookup:
         (:mod:`celmut.kube.stored_pods`): what the API server had stored when the request arrived, then
         one decision at a time per workload."""
         scope = admission_scope()
-        cache = self.caches.ready("v1", "pods") if scope is None else None
-        read = None
         if scope is not None:
             before_blocking("reading the workload's pods from the API server")
-            cache = self.caches.ready("v1", "pods")
-            metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in self.caches.metadata_only
-            key = (namespace, tuple(sorted((labels or {}).items())), metadata_only)
-
-            def known() -> frozenset[tuple[str, str]]:
-                return frozenset(_name(pod) for pod in cache.items(namespace, labels)) if cache else frozenset()
-
-            wait = 30.0 if scope.deadline is None else max(0.0, scope.deadline - time.monotonic())
-            read = self.stored_reads.read(key, scope.arrived, known, wait)
+        cache = self.caches.ready("v1", "pods")
+        read = None
+        if scope is not None:
+            read = self._stored_read(scope, cache, namespace, labels)
             self._decide_alone(scope, namespace, labels)
 
         def count(cached: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -241,6 +234,19 @@ class ClusterLookup:
             before_blocking("listing pods from the API server")
             return count(self._list_from_server("v1", "pods", namespace, labels))
         return count([])
+
+    def _stored_read(
+        self, scope: AdmissionScope, cache: WatchedCache | None, namespace: str, labels: Mapping[str, str] | None
+    ) -> StoredRead | None:
+        """The workload's stored pods as listed after the request arrived (None: not readable)."""
+        metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in self.caches.metadata_only
+        key = (namespace, tuple(sorted((labels or {}).items())), metadata_only)
+
+        def known() -> frozenset[tuple[str, str]]:
+            return frozenset(_name(pod) for pod in cache.items(namespace, labels)) if cache else frozenset()
+
+        wait = 30.0 if scope.deadline is None else max(0.0, scope.deadline - time.monotonic())
+        return self.stored_reads.read(key, scope.arrived, known, wait)
 
     def _list_from_server(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None
