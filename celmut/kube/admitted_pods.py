@@ -20,11 +20,14 @@ API server has stored, and :func:`reconcile` counts:
 * the cached pods in their stored version (a ``deletionTimestamp`` the watch has not delivered shows;
   a pod no longer stored is gone);
 * every stored pod the cache does not hold yet, once. An entry of the same key admitted before the list
-  started *claims* such a pod (it is this process's pod, or interchangeable with it): from then on the
+  was answered *claims* such a pod (it is this process's pod, or interchangeable with it): from then on the
   entry stands for that pod — it is dropped when the pod is no longer stored, and when the cache
   stores that pod. With several webhook processes the pod may be another process's, and this
   process's own then goes uncounted until it is stored (the README's cross-process bound);
-* the entries that claim nothing: in flight, not stored yet.
+* the entries that claim nothing: in flight, not stored yet — unless admitted more than
+  :data:`IN_FLIGHT_SECONDS` before the list started: then the pod was refused after this webhook, or
+  stored and deleted before the list (a pod this process admitted and that was deleted before a list
+  or its watch showed it stored counts that long, or until the watch delivers it: milliseconds).
 
 Without a stored list (outside an admission, or the API server cannot be read) the cache and the
 entries are counted, and an entry is dropped when the cache stores a pod of its key (for a decision
@@ -41,6 +44,9 @@ from typing import Any
 
 Obj = dict[str, Any]
 OVERLAY_KEYS = ("celmut.io/placement", "celmut.io/distribution-group")
+#: How long after its admission a pod may still be on its way to storage (the rest of the admission chain):
+#: an admitted pod a list that started later does not show was stored and deleted already, or refused.
+IN_FLIGHT_SECONDS = 2.0
 
 
 def owner_key(obj: Mapping[str, Any]) -> tuple[str, ...]:
@@ -71,12 +77,14 @@ class Entry:
     pod: Obj
     claimed: tuple[str, str] | None = None  # the stored pod (namespace, name) it stands for
     admitted: float = 0.0  # time.perf_counter() when it was admitted
+    claimed_from: float = 0.0  # when the list that showed the claimed pod was answered
 
 
 @dataclass
 class Reconciled:
     """What :func:`reconcile` counts, and what it learnt about the entries."""
 
+    answered: float | None = None  # when the stored list was answered (a claim's pod was stored by then)
     pods: list[Obj] = field(default_factory=list)
     claims: dict[Entry, tuple[str, str]] = field(default_factory=dict)  # entry -> the stored pod it stands for
     gone: set[Entry] = field(default_factory=set)  # entries whose claimed pod is no longer stored
@@ -88,11 +96,15 @@ def reconcile(
     stored: list[Obj],
     known: frozenset[tuple[str, str]] | None = None,
     started: float | None = None,
+    finished: float | None = None,
+    in_flight: float = IN_FLIGHT_SECONDS,
 ) -> Reconciled:
     """The pods to count from ``cached`` and ``entries`` (read at one moment) and ``stored``, a list read
-    after the cache held ``known`` (default: what ``cached`` holds, read just before it) that started
-    at ``started`` (``time.perf_counter()``; an entry admitted since cannot be in it: it is in flight)."""
-    out = Reconciled()
+    after the cache held ``known`` (default: what ``cached`` holds, read just before it), requested at
+    ``started`` and answered at ``finished`` (``time.perf_counter()``; the server listed in between).
+    An entry admitted after ``finished`` cannot be in it: in flight; one admitted more than
+    ``in_flight`` seconds before ``started`` that finds no stored pod is gone."""
+    out = Reconciled(finished if finished is not None else started)
     by_name = {_name(pod): pod for pod in stored}
     cached_by_name = {_name(pod): pod for pod in cached}
     known = frozenset(cached_by_name) if known is None else known
@@ -108,12 +120,15 @@ def reconcile(
     represented: set[tuple[str, str]] = set()
     unclaimed: dict[tuple[str, ...], list[Entry]] = {}
     for entry in entries:
-        if entry.claimed is None and started is not None and entry.admitted >= started:
-            out.pods.append(entry.pod)  # admitted after the list started: in flight for it
+        if entry.claimed is None and finished is not None and entry.admitted >= finished:
+            out.pods.append(entry.pod)  # admitted after the list was answered: in flight for it
         elif entry.claimed is None:
             unclaimed.setdefault(entry.key, []).append(entry)
         elif entry.claimed in unseen:
             represented.add(entry.claimed)
+        elif started is not None and entry.claimed_from > started:
+            # claimed from a list answered after this one was requested: this one may predate the pod
+            out.pods.append(entry.pod)
         else:
             out.gone.add(entry)  # deleted (or stored in the cache: counted there)
     free: dict[tuple[str, ...], list[tuple[str, str]]] = {}
@@ -121,9 +136,14 @@ def reconcile(
         if name not in represented:
             free.setdefault(owner_key(pod), []).append(name)
     for key, waiting in unclaimed.items():
+        waiting.sort(key=lambda e: e.admitted)  # the oldest are the likeliest stored
         for entry, name in zip(waiting, free.get(key, []), strict=False):
             out.claims[entry] = name
-        out.pods += [entry.pod for entry in waiting[len(free.get(key, [])) :]]  # in flight
+        for entry in waiting[len(free.get(key, [])) :]:
+            if started is not None and entry.admitted < started - in_flight:
+                out.gone.add(entry)  # not stored long after it was admitted: stored and deleted, or refused
+            else:
+                out.pods.append(entry.pod)  # in flight
     out.pods += list(unseen.values())
     return out
 
@@ -191,5 +211,6 @@ class AdmittedPods:
                     continue
                 if entry.claimed is None and entry in result.claims:
                     entry.claimed = result.claims[entry]
+                    entry.claimed_from = result.answered or 0.0
                 kept.append(entry)
             self._entries = kept

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -151,6 +152,14 @@ def _name(obj: Mapping[str, Any]) -> tuple[str, str]:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+def _read_key(
+    cache: WatchedCache | None, caches: CacheSet, namespace: str, labels: Mapping[str, str] | None
+) -> tuple[str, tuple[tuple[str, str], ...], bool]:
+    """Which stored list a pod list reads: namespace, labels, and the cache's projection."""
+    metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in caches.metadata_only
+    return namespace, tuple(sorted((labels or {}).items())), metadata_only
+
+
 def _labelled(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
     own = (obj.get("metadata") or {}).get("labels") or {}
     return all(own.get(k) == v for k, v in (labels or {}).items())
@@ -192,11 +201,15 @@ class ClusterLookup:
                     cache.add_handler(self.admitted.stored, locked=True)
                     self._counting_pods = True
 
+    def decision_stripe(self, namespace: str, labels: Mapping[str, str] | None) -> int:
+        """Which decision lock a pod list takes (a stable hash: the same in every process and run)."""
+        text = "\0".join([namespace, *(f"{k}={v}" for k, v in sorted((labels or {}).items()))])
+        return zlib.crc32(text.encode()) % len(self._decision_locks)
+
     def _decide_alone(self, scope: AdmissionScope, namespace: str, labels: Mapping[str, str] | None) -> None:
         """Hold this workload's decision lock until the admission ends (:class:`AdmissionScope`): a
         decision then sees every pod the earlier ones admitted (in flight, they are in the overlay)."""
-        stripe = hash((namespace, tuple(sorted((labels or {}).items())))) % len(self._decision_locks)
-        if not scope.acquire(self._decision_locks[stripe]):
+        if not scope.acquire(self._decision_locks[self.decision_stripe(namespace, labels)]):
             log.warning(
                 "another admission of the workload held its pods past the deadline; deciding without waiting",
                 extra={"namespace": namespace, "labels": dict(labels or {})},
@@ -214,6 +227,8 @@ class ClusterLookup:
         if scope is not None:
             read = self._stored_read(scope, cache, namespace, labels)
             self._decide_alone(scope, namespace, labels)
+            if read is not None:  # a newer list another decision read while this one waited
+                read = self.stored_reads.latest(_read_key(cache, self.caches, namespace, labels), read)
 
         def count(cached: list[dict[str, Any]]) -> list[dict[str, Any]]:
             """The pods to count, from ``cached`` and the admitted pods at one moment (under the cache's
@@ -223,7 +238,7 @@ class ClusterLookup:
             if read is None:
                 return cached + [entry.pod for entry in entries]
             selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
-            result = reconcile(cached, selected, read.pods, read.known, read.started)
+            result = reconcile(cached, selected, read.pods, read.known, read.started, read.finished)
             self.admitted.settle(result)
             return result.pods
 
@@ -239,8 +254,7 @@ class ClusterLookup:
         self, scope: AdmissionScope, cache: WatchedCache | None, namespace: str, labels: Mapping[str, str] | None
     ) -> StoredRead | None:
         """The workload's stored pods as listed after the request arrived (None: not readable)."""
-        metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in self.caches.metadata_only
-        key = (namespace, tuple(sorted((labels or {}).items())), metadata_only)
+        key = _read_key(cache, self.caches, namespace, labels)
 
         def known() -> frozenset[tuple[str, str]]:
             return frozenset(_name(pod) for pod in cache.items(namespace, labels)) if cache else frozenset()

@@ -73,13 +73,14 @@ def stored_pods(
 
 @dataclass(frozen=True)
 class StoredRead:
-    """One list of stored pods: when it started (``time.perf_counter()``), the pods, and the pods the
+    """One list of stored pods: when it started and finished (``time.perf_counter()``), the pods, and the pods the
     cache held just before it (``known``: a cached pod the list lacks was deleted; one the cache got
     later was stored after it)."""
 
     started: float
     pods: list[Obj]
     known: frozenset[tuple[str, str]]
+    finished: float = 0.0  # when its answer came: the server listed somewhere between the two
 
 
 ReadKey = tuple[str, tuple[tuple[str, str], ...], bool]  # namespace, labels, metadata-only
@@ -128,7 +129,7 @@ class StoredReads:
             namespace, labels, metadata_only = key
             pods = stored_pods(self.cluster, namespace, dict(labels), metadata_only)
             if pods is not None:
-                mine.read = StoredRead(mine.started, pods, seen)
+                mine.read = StoredRead(mine.started, pods, seen, time.perf_counter())
                 self._keep(key, mine.read)
             return mine.read
         finally:
@@ -136,6 +137,15 @@ class StoredReads:
                 if self._pending.get(key) is mine:
                     del self._pending[key]
             mine.done.set()
+
+    def latest(self, key: ReadKey, read: StoredRead | None) -> StoredRead | None:
+        """The newest of ``read`` and the latest read of ``key`` (a decision that waited for its lock
+        decides on the newest list it may use)."""
+        if read is None:
+            return None
+        with self._lock:
+            newer = self._reads.get(key)
+        return newer if newer is not None and newer.started > read.started else read
 
     def _keep(self, key: ReadKey, read: StoredRead) -> None:
         with self._lock:

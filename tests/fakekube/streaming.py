@@ -135,6 +135,8 @@ class WatchStreamMixin:
                 time.sleep(0.01)
                 continue
             event = watcher.next(min(0.2, deadline - now))
+            while event is not None and rtype.plural in self.api.held_watches:  # taken while the hold began
+                time.sleep(0.01)
             if event is None:
                 if self._client_gone():
                     self.close_connection = True

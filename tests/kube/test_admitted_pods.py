@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from celmut.kube.admitted_pods import AdmittedPods, Entry, owner_key, reconcile
+from celmut.kube.admitted_pods import IN_FLIGHT_SECONDS, AdmittedPods, Entry, owner_key, reconcile
 
 Obj = dict[str, Any]
 
@@ -97,9 +97,29 @@ def test_a_claim_is_kept_and_a_gone_pod_drops_its_entry() -> None:
 
 
 def test_an_admitted_pod_younger_than_the_list_is_in_flight_for_it() -> None:
-    """Admitted after the list started, it cannot be in the list: a stored pod of the same decision that
+    """Admitted after the list was answered, it cannot be in the list: a stored pod of the same decision that
     the cache has not got yet is another's (another webhook process's), and both count."""
     young = Entry(1e18, owner_key(pod()), pod(), admitted=10.0)
-    assert counted(reconcile([], [young], [pod("theirs")], started=5.0).pods) == ["(in flight)", "theirs"]
-    old = Entry(1e18, owner_key(pod()), pod(), admitted=1.0)
-    assert counted(reconcile([], [old], [pod("x")], started=5.0).pods) == ["x"]  # it may be this one
+    listed = reconcile([], [young], [pod("theirs")], started=5.0, finished=6.0)
+    assert counted(listed.pods) == ["(in flight)", "theirs"]
+    during = Entry(1e18, owner_key(pod()), pod(), admitted=5.5)  # while the server listed: may be in it
+    assert counted(reconcile([], [during], [pod("x")], started=5.0, finished=6.0).pods) == ["x"]
+
+
+def test_an_admitted_pod_no_list_shows_long_after_is_gone() -> None:
+    """Stored and deleted before any list or the watch showed it (or refused after this webhook): not
+    counted once a list that started IN_FLIGHT_SECONDS after its admission lacks it."""
+    recent = Entry(1e18, owner_key(pod()), pod(), admitted=100.0 - IN_FLIGHT_SECONDS / 2)
+    stale = Entry(1e18, owner_key(pod()), pod(), admitted=100.0 - IN_FLIGHT_SECONDS * 2)
+    result = reconcile([], [recent, stale], [], started=100.0)
+    assert counted(result.pods) == ["(in flight)"] and result.gone == {stale}
+
+
+def test_an_older_list_does_not_undo_a_claim_from_a_newer_one() -> None:
+    """Decisions may use lists in another order than they were read: a pod claimed from a newer list
+    and missing from an older one is counted (it may have been stored in between), not dropped."""
+    claimed = Entry(1e18, owner_key(pod()), pod(), ("shop", "x"), admitted=1.0, claimed_from=8.0)
+    older = reconcile([], [claimed], [], started=5.0, finished=6.0)
+    assert counted(older.pods) == ["(in flight)"] and not older.gone
+    newer = reconcile([], [claimed], [], started=9.0, finished=10.0)  # a list newer than the claim lacks it: deleted
+    assert newer.pods == [] and newer.gone == {claimed}

@@ -164,10 +164,14 @@ def test_a_decision_waits_for_the_one_in_flight_and_counts_its_pod(lookup: Clust
 def test_other_workloads_and_lookups_outside_an_admission_do_not_wait(lookup: ClusterLookup) -> None:
     lookup.list("v1", "pods", "shop")
     done = threading.Event()
+    mine = lookup.decision_stripe("shop", {"pod-template-hash": "5d9c"})
+    other_hash = next(
+        f"other{i}" for i in range(100) if lookup.decision_stripe("shop", {"pod-template-hash": f"other{i}"}) != mine
+    )
 
     def other() -> None:
         with AdmissionScope(time.monotonic() + 30):
-            lookup.list("v1", "pods", "shop", {"pod-template-hash": "other"})
+            lookup.list("v1", "pods", "shop", {"pod-template-hash": other_hash})
         lookup.list("v1", "pods", "shop", {"pod-template-hash": "5d9c"})  # outside an admission
         done.set()
 

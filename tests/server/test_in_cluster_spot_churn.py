@@ -95,6 +95,18 @@ def cache_shows(servers: list[RunningServer], name: str, *, terminating: bool) -
         eventually(seen, what=f"pod {name} {'Terminating' if terminating else 'gone'} in the cache")
 
 
+def caught_up(fake: FakeApiServer, servers: list[RunningServer]) -> None:
+    """Until every replica's pod cache holds the pods stored now: a watch is behind by milliseconds, not
+    by whole rollouts (a pod admitted, then deleted before any list or the watch showed it stored, counts
+    until one does: celmut.kube.admitted_pods)."""
+    names = {p["metadata"]["name"] for p in fake.store.list("pods", "shop")}
+    for server in servers:
+        assert server.cluster is not None
+        cache = server.cluster.caches.cache("v1", "pods")
+        assert cache is not None
+        eventually(lambda c=cache: {p["metadata"]["name"] for p in c.items("shop")} >= names, what="the cache")
+
+
 @pytest.fixture
 def shop(fake_apiserver: FakeApiServer) -> FakeApiServer:
     fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
@@ -151,9 +163,10 @@ def test_replacements_decided_before_the_watch_delivers_the_deletions(
 ) -> None:
     """``kubectl delete`` of three spot pods; the ReplicaSet's replacements reach the webhook while its pod
     watch has not delivered the deletions (read-your-writes: 7 of 20 instead of 8 on the real rig)."""
-    with celmut_in_cluster(shop, tmp_path, policy_paths=(PARTIAL_SPOT,)):
+    with celmut_in_cluster(shop, tmp_path, policy_paths=(PARTIAL_SPOT,)) as servers:
         roll_out(shop, 20)
         assert share(shop) == {"spot": 8, "on-demand": 12}
+        caught_up(shop, servers)
         with shop.watches_behind("pods"):
             for name in spot_pods(shop)[:3]:
                 shop.store.delete("pods", name, "shop", grace_period=grace)
@@ -207,10 +220,12 @@ def test_slow_start_bursts_and_deletions_stay_exact_when_stored_pods_are_read(
     is still admitting), so one process is exact, and two are exact once each pod is stored before the
     next is decided (the ReplicaSet's batches are concurrent: see the README's bound)."""
     shop.controllers.slow_start = replicas == 1
-    with celmut_in_cluster(shop, tmp_path, replicas=replicas, policy_paths=(PARTIAL_SPOT,)):
+    with celmut_in_cluster(shop, tmp_path, replicas=replicas, policy_paths=(PARTIAL_SPOT,)) as servers:
         with shop.watches_behind("pods"):
             roll_out(shop, 20)
             assert share(shop) == {"spot": 8, "on-demand": 12}
+        caught_up(shop, servers)
+        with shop.watches_behind("pods"):
             for name in spot_pods(shop)[:5]:
                 shop.store.delete("pods", name, "shop")
             settle(shop)
@@ -236,9 +251,10 @@ def test_pod_mutation_distribution_keeps_its_share_through_graceful_deletions(
 ) -> None:
     """The same rule for every preset that splits: PodMutation ``distributionPercentage: 80``."""
     (tmp_path / "pm.yaml").write_text(yaml.safe_dump(POD_MUTATION))
-    with celmut_in_cluster(shop, tmp_path, policy_paths=(str(tmp_path / "pm.yaml"),)):
+    with celmut_in_cluster(shop, tmp_path, policy_paths=(str(tmp_path / "pm.yaml"),)) as servers:
         roll_out(shop)
         assert share(shop) == {"spot": 8, "on-demand": 2}
+        caught_up(shop, servers)
         with shop.watches_behind("pods"):
             for name in spot_pods(shop)[:3]:
                 shop.store.delete("pods", name, "shop")
