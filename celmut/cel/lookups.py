@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -49,6 +50,61 @@ def before_blocking(what: str) -> None:
     :class:`Reschedule` where waiting is not allowed, before anything was done."""
     if not _MAY_BLOCK.get():
         raise Reschedule(what)
+
+
+class Holdable(Protocol):
+    """A lock an admission may hold (``threading.Lock``)."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
+
+    def release(self) -> None: ...
+
+
+_SCOPE: ContextVar[AdmissionScope | None] = ContextVar("celmut_admission_scope", default=None)
+
+
+class AdmissionScope:
+    """One admission, from its first lookup until the surface has recorded what it admitted: the locks
+    its lookups took are held until then (issue 38: decisions that count a workload's pods are made one
+    at a time per workload inside a process, each seeing the pods the earlier ones admitted).
+
+    The webhook opens one around each admission (``with AdmissionScope(deadline):``); a provider asks
+    :func:`admission_scope` for it and takes its locks with :meth:`acquire`. Outside one, nothing is held."""
+
+    __slots__ = ("_held", "_token", "arrived", "deadline")
+
+    def __init__(self, deadline: float | None = None, arrived: float | None = None) -> None:
+        self.deadline = deadline  # time.monotonic() value after which no lock is waited for
+        # time.perf_counter() value when the request arrived: what the API server had stored by then is
+        # what its sender had seen (None: unknown)
+        self.arrived = arrived
+        self._held: list[Holdable] = []
+
+    def acquire(self, lock: Holdable) -> bool:
+        """Hold ``lock`` until the admission ends (at once if already held); False when it was not free
+        before the deadline. Only the first lock is waited for: holding one, an admission only takes
+        another that is free, so two admissions never wait for each other's."""
+        if any(held is lock for held in self._held):
+            return True
+        wait = -1.0 if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        if not lock.acquire(timeout=0.0 if self._held else wait):
+            return False
+        self._held.append(lock)
+        return True
+
+    def __enter__(self) -> AdmissionScope:
+        self._token = _SCOPE.set(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _SCOPE.reset(self._token)
+        while self._held:
+            self._held.pop().release()
+
+
+def admission_scope() -> AdmissionScope | None:
+    """The admission being evaluated here, when a surface opened one."""
+    return _SCOPE.get()
 
 
 class LookupUnavailable(CelEvaluationError):

@@ -66,6 +66,8 @@ def controller_cluster_rules(
         # API (PodDisruptionBudgets apply).
         _rule("", ["pods"], ["patch"]),
         _rule("", ["pods/eviction"], ["create"]),
+        # DaemonSet pod templates: the spot presets' toleration on DaemonSets that existed before them.
+        _rule("apps", ["daemonsets"], ["patch"]),
         # GlobalContextEntry status (Ready, lastRefreshTime), written by the leader while Kyverno is absent.
         _rule("kyverno.io", ["globalcontextentries/status"], ["patch"]),
         # The MutatingAdmissionPolicies and bindings generated for spec.autogen.mutatingAdmissionPolicy.

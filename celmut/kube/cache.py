@@ -20,7 +20,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from celmut import kinds
 from celmut.kube.client import Cluster, ClusterError, Forbidden, Gone, NotFound
@@ -29,6 +29,7 @@ log = logging.getLogger("celmut.kube")
 
 Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]  # (ADDED|MODIFIED|DELETED, object, old)
 Key = tuple[str, str]  # (namespace, name)
+T = TypeVar("T")
 
 
 def _key(obj: dict[str, Any]) -> Key:
@@ -106,6 +107,7 @@ class WatchedCache:
         *,
         namespace: str = "",
         label_selector: str = "",
+        field_selector: str = "",
         max_objects: int = 200_000,
         watch_timeout: int = 300,
         max_backoff: float = 30.0,
@@ -118,6 +120,7 @@ class WatchedCache:
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
+        self.field_selector = field_selector  # an object that stops matching is DELETED by the watch
         self.max_objects = max_objects
         self.watch_timeout = watch_timeout
         self.max_backoff = max_backoff
@@ -133,6 +136,7 @@ class WatchedCache:
         self._sharing = _Sharing()  # used by the watch thread only
         self._lock = threading.Lock()
         self._handlers: list[Handler] = []
+        self._locked_handlers: list[Handler] = []  # called as each change is stored, under the lock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.synced = threading.Event()
@@ -146,13 +150,17 @@ class WatchedCache:
 
     # --- lifecycle ------------------------------------------------------------------------------
 
-    def add_handler(self, handler: Handler) -> None:
-        """Called on the watch thread with (event, object, previous object or None) for every change."""
-        self._handlers.append(handler)
+    def add_handler(self, handler: Handler, *, locked: bool = False) -> None:
+        """Called on the watch thread with (event, object, previous object or None) for every change;
+        ``locked``: while the change is stored, under the cache's lock, so that what the handler keeps
+        and what the cache holds change together (:meth:`snapshot`). A locked handler must be quick
+        and take no lock that is held while waiting for this cache."""
+        (self._locked_handlers if locked else self._handlers).append(handler)
 
-    def handlers(self) -> list[Handler]:
-        """The handlers added (to move them to a cache replacing this one)."""
-        return list(self._handlers)
+    def handlers(self) -> list[tuple[Handler, bool]]:
+        """The handlers added, each with whether it is ``locked`` (to move them to a cache replacing this
+        one: the admitted-pods overlay's locked handler among them)."""
+        return [(h, True) for h in self._locked_handlers] + [(h, False) for h in self._handlers]
 
     def start(self) -> WatchedCache:
         if self._thread is None:
@@ -184,12 +192,21 @@ class WatchedCache:
         """The objects of a namespace (all: ""); with ``labels`` naming :attr:`index_label`, at least
         those carrying that value (the caller still filters by every label)."""
         with self._lock:
-            if self.index_label and labels and self.index_label in labels and namespace:
-                keys = self._index.get((namespace, labels[self.index_label]), {})
-                return [self._objects[key] for key in keys]
-            if not namespace:
-                return list(self._objects.values())
-            return [o for (ns, _), o in self._objects.items() if ns == namespace]
+            return self._items(namespace, labels)
+
+    def holding(self, namespace: str, labels: Mapping[str, str] | None, use: Callable[[list[dict[str, Any]]], T]) -> T:
+        """``use(items)`` with :meth:`items`, under the cache's lock: no change is stored (nor its locked
+        handlers run) until it returns."""
+        with self._lock:
+            return use(self._items(namespace, labels))
+
+    def _items(self, namespace: str, labels: Mapping[str, str] | None) -> list[dict[str, Any]]:
+        if self.index_label and labels and self.index_label in labels and namespace:
+            keys = self._index.get((namespace, labels[self.index_label]), {})
+            return [self._objects[key] for key in keys]
+        if not namespace:
+            return list(self._objects.values())
+        return [o for (ns, _), o in self._objects.items() if ns == namespace]
 
     def _indexed(self, key: Key, obj: dict[str, Any] | None, add: bool) -> None:
         """Add or remove ``key`` under its object's value of :attr:`index_label` (lock held)."""
@@ -233,8 +250,10 @@ class WatchedCache:
             return {"apiVersion": self.api_version, "kind": self.kind, "metadata": self._sharing.metadata(metadata)}
         return self._whole(obj)
 
-    def _notify(self, event: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-        for handler in self._handlers:
+    def _notify(
+        self, event: str, obj: dict[str, Any], old: dict[str, Any] | None = None, *, locked: bool = False
+    ) -> None:
+        for handler in self._locked_handlers if locked else self._handlers:
             try:
                 handler(event, obj, old)
             except Exception:  # a broken handler must not stop the watch
@@ -259,6 +278,7 @@ class WatchedCache:
                 self.overflowed = True
                 return
             self.generation += 1
+            self._notify(event, obj, old, locked=True)
         self._notify(event, delivered if delivered is not None else obj, old)
 
     def _relist(self) -> None:
@@ -275,6 +295,7 @@ class WatchedCache:
             self.resource,
             self.namespace,
             label_selector=self.label_selector,
+            field_selector=self.field_selector,
             metadata_only=self._wire_metadata_only,
         ):
             for item in page.get("items") or []:
@@ -299,6 +320,9 @@ class WatchedCache:
                 self._indexed(key, obj, add=True)
             self.overflowed = len(fresh) > self.max_objects
             self.generation += 1
+            for key, obj in self._objects.items():
+                if key not in old:
+                    self._notify("ADDED", obj, locked=True)
         self.resource_version = version
         self.relists += 1
         for change in changes:
@@ -328,6 +352,7 @@ class WatchedCache:
                     self.namespace,
                     resource_version=self.resource_version,
                     label_selector=self.label_selector,
+                    field_selector=self.field_selector,
                     timeout_seconds=self.watch_timeout,
                     metadata_only=self._wire_metadata_only,
                 ):

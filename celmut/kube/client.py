@@ -321,6 +321,7 @@ class Cluster:
         *,
         resource_version: str,
         label_selector: str = "",
+        field_selector: str = "",
         timeout_seconds: int = 300,
         metadata_only: bool = False,
     ) -> Iterator[dict[str, Any]]:
@@ -332,6 +333,7 @@ class Cluster:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": timeout_seconds,
             "labelSelector": label_selector or None,
+            "fieldSelector": field_selector or None,
         }
         path = resource_path(api_version, resource, namespace)
         accept = METADATA_OBJECT if metadata_only else JSON

@@ -4,23 +4,21 @@
 it (at most ``max_caches`` resources; beyond that lookups go to the API server directly).
 :class:`ClusterLookup` implements :class:`celmut.cel.lookups.ResourceLookup` over it.
 
-Pods the webhook has just admitted are not in the pod cache until the API server stores them and
-the watch delivers them; :meth:`ClusterLookup.remember_admitted` keeps them in a short-lived overlay
-so that decisions counting a workload's pods (exact spot splits, distribution groups) see them when
-ten pods are created at once. Each pod is counted once: a pod passes through every webhook that
-matches it (the chart registers ``/mutate/fail`` and ``/mutate/ignore``), each a separate call with
-its own request uid and no pod name yet, so a call that changed nothing is not recorded (the call
-that changes the pod is), and a call that received a copy this process recorded (the previous
-webhook's output) replaces it. An overlay entry is dropped when the stored pod arrives in the cache
-(same owner and decisions; or, for a decision another process made, an undecided copy of the same
-owner), or after ``overlay_seconds``.
+Pods (issue 38), for decisions counting a workload's pods (exact spot splits, distribution groups):
 
-**The guarantee** (README, "Spot presets"): a split is exact when the deciding process has seen the
-workload's earlier pods — always with one webhook process. Another process's pods are seen once the
-API server stored them and this process's watch delivered them (milliseconds); the split of a
-workload is off from ``floor(n × percent / 100)`` by at most the number of pods other processes
-admitted that the deciding process had not seen (for a decision rule "spot while fewer than
-floor(n × p) are": the last spot and the last on-demand decision each miss at most that many).
+* **the pods this process admitted** and the cache does not show yet are counted
+  (:meth:`ClusterLookup.remember_admitted`, :mod:`celmut.kube.admitted_pods`);
+* **inside an admission** (the webhook opens a :class:`celmut.cel.lookups.AdmissionScope` around each)
+  a pod list is a decision: it takes the workload's decision lock, held until the admission has
+  recorded what it admitted, so the decisions about one workload are made one at a time in a process,
+  each counting the earlier ones; and it reads the workload's pods the API server has stored
+  (:mod:`celmut.kube.stored_pods`), so a pod deleted (or Terminating) a moment ago is never counted
+  because the watch is behind.
+
+**The guarantee** (README, "Spot presets"): with one webhook process a split is exact. Another
+process's pods are counted once the API server has stored them; the split of a workload is off from
+``floor(n × percent / 100)`` by at most the number of pods other processes were admitting, not yet
+stored, while it decided (the last spot and the last on-demand decision each miss at most that many).
 """
 
 from __future__ import annotations
@@ -28,19 +26,29 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from celmut import kinds
-from celmut.cel.lookups import LookupFailed, ResourceConflict, ResourceNotFound, before_blocking, may_block
+from celmut.cel.lookups import (
+    AdmissionScope,
+    LookupFailed,
+    ResourceConflict,
+    ResourceNotFound,
+    admission_scope,
+    before_blocking,
+    may_block,
+)
+from celmut.kube.admitted_pods import AdmittedPods, reconcile
 from celmut.kube.cache import Handler, WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, StoredRead, StoredReads
 
 log = logging.getLogger("celmut.kube")
 
 # The label each cache indexes: the spot presets list a workload's pods by pod-template-hash.
 INDEXED_LABELS = {("v1", "pods"): "pod-template-hash"}
-_OVERLAY_KEYS = ("celmut.io/placement", "celmut.io/distribution-group")
 
 
 class CacheSet:
@@ -76,7 +84,7 @@ class CacheSet:
         self._lock = threading.Lock()
 
     def cache(
-        self, api_version: str, resource: str, *, wait: bool = True, handlers: Sequence[Handler] = ()
+        self, api_version: str, resource: str, *, wait: bool = True, handlers: Sequence[tuple[Handler, bool]] = ()
     ) -> WatchedCache | None:
         """The resource's cache, started on first use (``handlers`` added before its first list)."""
         key = (api_version, resource)
@@ -90,13 +98,14 @@ class CacheSet:
                     self.cluster,
                     api_version,
                     resource,
+                    field_selector=METADATA_FIELD_SELECTORS.get(key, "") if projected else "",
                     metadata_only=projected,
                     deliver_whole=self.deliver_whole,
                     max_objects=self.max_metadata_objects if projected else self.max_objects,
                     index_label=INDEXED_LABELS.get(key, ""),
                 )
-                for handler in handlers:
-                    cache.add_handler(handler)
+                for handler, locked in handlers:
+                    cache.add_handler(handler, locked=locked)
                 cache.start()
         if wait and not cache.wait_synced(self.sync_timeout):
             return None
@@ -170,28 +179,36 @@ def read_object(cluster: Cluster, api_version: str, resource: str, namespace: st
         raise LookupFailed(f"reading {resource} {namespace}/{name}: {ex}") from None
 
 
-def _owner_key(obj: Mapping[str, Any]) -> tuple[str, ...]:
+def _name(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
-    owners = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
-    owner = owners[0] if owners else {}
-    annotations = meta.get("annotations") or {}
-    return (
-        str(meta.get("namespace") or ""),
-        str(owner.get("kind", "")),
-        str(owner.get("name", "")),
-        *(str(annotations.get(k, "")) for k in _OVERLAY_KEYS),
-    )
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _read_key(
+    cache: WatchedCache | None, caches: CacheSet, namespace: str, labels: Mapping[str, str] | None
+) -> tuple[str, tuple[tuple[str, str], ...], bool]:
+    """Which stored list a pod list reads: namespace, labels, and the cache's projection."""
+    metadata_only = cache.metadata_only if cache is not None else ("v1", "pods") in caches.metadata_only
+    return namespace, tuple(sorted((labels or {}).items())), metadata_only
+
+
+def _labelled(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
+    own = (obj.get("metadata") or {}).get("labels") or {}
+    return all(own.get(k) == v for k, v in (labels or {}).items())
 
 
 class ClusterLookup:
     """:class:`ResourceLookup` backed by watched caches, with an overlay of just-admitted pods."""
 
-    def __init__(self, caches: CacheSet, *, overlay_seconds: float = 60.0) -> None:
+    def __init__(self, caches: CacheSet, *, overlay_seconds: float = 60.0, decision_locks: int = 64) -> None:
         self.caches = caches
         self.overlay_seconds = overlay_seconds
-        self._overlay: list[tuple[float, tuple[str, ...], dict[str, Any]]] = []
-        self._overlay_lock = threading.Lock()
+        self.admitted = AdmittedPods(overlay_seconds)
+        self.stored_reads = StoredReads(caches.cluster)  # the pod lists decisions read (celmut.kube.stored_pods)
+        self._counting = threading.Lock()
         self._counting_pods = False  # set once CEL lists pods: only then is the overlay worth keeping
+        # striped by (namespace, labels) of a pod list: the decisions about one workload's pods, one at a time
+        self._decision_locks = [threading.Lock() for _ in range(decision_locks)]
 
     # --- the overlay of admitted pods -----------------------------------------------------------
 
@@ -205,36 +222,89 @@ class ClusterLookup:
             or pod == received  # this call changed nothing: the call that changes the pod records it
         ):
             return
-        entry = (time.monotonic() + self.overlay_seconds, _owner_key(pod), pod)
-        with self._overlay_lock:
-            if received is not None:
-                for index, (_, _, recorded) in enumerate(self._overlay):
-                    if recorded == received:  # the same pod, from the previous webhook: keep one copy
-                        self._overlay[index] = entry
-                        return
-            self._overlay.append(entry)
+        self.admitted.remember(pod, received)
 
-    def _pod_event(self, event: str, pod: dict[str, Any], _old: dict[str, Any] | None) -> None:
-        if event != "ADDED":
-            return
-        key = _owner_key(pod)
-        decided = any(key[3:])
-        with self._overlay_lock:
-            for index, (_, overlay_key, _) in enumerate(self._overlay):
-                if overlay_key == key:
-                    del self._overlay[index]
-                    return
-            for index, (_, overlay_key, _) in enumerate(self._overlay):
-                # Another process decided this pod after this one recorded an earlier copy of it.
-                if decided and overlay_key[:3] == key[:3] and not any(overlay_key[3:]):
-                    del self._overlay[index]
-                    return
+    def _count_pods(self, cache: WatchedCache) -> None:
+        """From the first pod list on: keep the overlay, and drop an entry as its pod is stored in the
+        cache (under the cache's lock: a snapshot never sees a pod in both, nor in neither)."""
+        if not self._counting_pods:
+            with self._counting:
+                if not self._counting_pods:
+                    cache.add_handler(self.admitted.stored, locked=True)
+                    self._counting_pods = True
 
-    def _overlay_pods(self, namespace: str) -> list[dict[str, Any]]:
-        now = time.monotonic()
-        with self._overlay_lock:
-            self._overlay = [entry for entry in self._overlay if entry[0] > now]
-            return [pod for _, key, pod in self._overlay if not namespace or key[0] == namespace]
+    def decision_stripe(self, namespace: str, labels: Mapping[str, str] | None) -> int:
+        """Which decision lock a pod list takes (a stable hash: the same in every process and run)."""
+        text = "\0".join([namespace, *(f"{k}={v}" for k, v in sorted((labels or {}).items()))])
+        return zlib.crc32(text.encode()) % len(self._decision_locks)
+
+    def _decide_alone(self, scope: AdmissionScope, namespace: str, labels: Mapping[str, str] | None) -> None:
+        """Hold this workload's decision lock until the admission ends (:class:`AdmissionScope`): a
+        decision then sees every pod the earlier ones admitted (in flight, they are in the overlay)."""
+        if not scope.acquire(self._decision_locks[self.decision_stripe(namespace, labels)]):
+            log.warning(
+                "another admission of the workload held its pods past the deadline; deciding without waiting",
+                extra={"namespace": namespace, "labels": dict(labels or {})},
+            )
+
+    def _list_pods(self, namespace: str, labels: Mapping[str, str] | None) -> list[dict[str, Any]]:
+        """Pods for CEL: the cache (or the API server) and the overlay; inside an admission, read-your-writes
+        (:mod:`celmut.kube.stored_pods`): what the API server had stored when the request arrived, then
+        one decision at a time per workload."""
+        scope = admission_scope()
+        if scope is not None:
+            before_blocking("reading the workload's pods from the API server")
+        cache = self.caches.ready("v1", "pods")
+        read = None
+        if scope is not None:
+            read = self._stored_read(scope, cache, namespace, labels)
+            self._decide_alone(scope, namespace, labels)
+            if read is not None:  # a newer list another decision read while this one waited
+                read = self.stored_reads.latest(_read_key(cache, self.caches, namespace, labels), read)
+
+        def count(cached: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            """The pods to count, from ``cached`` and the admitted pods at one moment (under the cache's
+            lock when there is one: the claims reconciling learns are kept before the watch can store
+            one of those pods and drop the entry that stands for it)."""
+            entries = self.admitted.snapshot(namespace)
+            if read is None:
+                return cached + [entry.pod for entry in entries]
+            selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
+            result = reconcile(cached, selected, read.pods, read.known, read.started, read.finished)
+            self.admitted.settle(result)
+            return result.pods
+
+        if cache is not None:
+            self._count_pods(cache)
+            return cache.holding(namespace, labels, count)
+        if read is None:
+            before_blocking("listing pods from the API server")
+            return count(self._list_from_server("v1", "pods", namespace, labels))
+        return count([])
+
+    def _stored_read(
+        self, scope: AdmissionScope, cache: WatchedCache | None, namespace: str, labels: Mapping[str, str] | None
+    ) -> StoredRead | None:
+        """The workload's stored pods as listed after the request arrived (None: not readable)."""
+        key = _read_key(cache, self.caches, namespace, labels)
+
+        def known() -> frozenset[tuple[str, str]]:
+            return frozenset(_name(pod) for pod in cache.items(namespace, labels)) if cache else frozenset()
+
+        wait = 30.0 if scope.deadline is None else max(0.0, scope.deadline - time.monotonic())
+        return self.stored_reads.read(key, scope.arrived, known, wait)
+
+    def _list_from_server(
+        self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None
+    ) -> list[dict[str, Any]]:
+        selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items())
+        try:
+            items: list[dict[str, Any]] = self.caches.cluster.list_all(
+                api_version, resource, namespace, label_selector=selector
+            )["items"]
+        except ClusterError as ex:
+            raise LookupFailed(f"listing {resource} in {namespace or 'all namespaces'}: {ex}") from None
+        return items
 
     # --- ResourceLookup -------------------------------------------------------------------------
 
@@ -251,29 +321,17 @@ class ClusterLookup:
     def list(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
-        cache = self.caches.ready(api_version, resource)
-        if cache is not None:
-            if api_version == "v1" and resource == "pods" and not self._counting_pods:
-                with self._overlay_lock:
-                    if not self._counting_pods:
-                        cache.add_handler(self._pod_event)
-                        self._counting_pods = True
-            items = cache.items(namespace, labels)
-        else:
-            before_blocking(f"listing {resource} from the API server")
-            selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items())
-            try:
-                items = self.caches.cluster.list_all(api_version, resource, namespace, label_selector=selector)["items"]
-            except ClusterError as ex:
-                raise LookupFailed(f"listing {resource} in {namespace or 'all namespaces'}: {ex}") from None
         if api_version == "v1" and resource == "pods":
-            items = items + self._overlay_pods(namespace)
+            items = self._list_pods(namespace, labels)
+        else:
+            cache = self.caches.ready(api_version, resource)
+            if cache is not None:
+                items = cache.items(namespace, labels)
+            else:
+                before_blocking(f"listing {resource} from the API server")
+                items = self._list_from_server(api_version, resource, namespace, labels)
         if labels:
-            items = [
-                i
-                for i in items
-                if all(((i.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in labels.items())
-            ]
+            items = [i for i in items if _labelled(i, labels)]
         return {
             "apiVersion": api_version,
             "kind": f"{kinds.kind_for(api_version, resource)}List",

@@ -128,10 +128,13 @@ class Admission:
         if request.dry_run:
             services = dataclasses.replace(services, dry_run=True)
         evaluated = time.perf_counter() if self.tracing is not None else 0.0
-        result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
-        created = request.operation == "CREATE" and not request.dry_run and result.allowed
-        if self.on_admitted is not None and created and result.object is not None:
-            self.on_admitted(result.original, result.object)
+        # What the admission's lookups hold (a workload's decision lock) is held until what it admitted
+        # is recorded: the next decision about the workload counts it (celmut.kube.stored_pods).
+        with lookups.AdmissionScope(budget.deadline, arrived=started):
+            result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
+            created = request.operation == "CREATE" and not request.dry_run and result.allowed
+            if self.on_admitted is not None and created and result.object is not None:
+                self.on_admitted(result.original, result.object)
         if self.on_decided is not None and not request.dry_run:
             try:
                 self.on_decided(request, result)

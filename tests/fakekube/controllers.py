@@ -1,4 +1,5 @@
-"""The Deployment and ReplicaSet controllers of kube-controller-manager, enough of them to show loops.
+"""The Deployment, ReplicaSet and DaemonSet controllers of kube-controller-manager and a reduced
+kube-scheduler, enough of them to show loops and where pods land.
 
 Both write through :class:`~tests.fakekube.admission.ApiWrites` — the admission chain, then the store —
 as the real controllers write through the API server, so a mutating webhook (or a native
@@ -21,19 +22,28 @@ missing pods from its template (labels, annotations, ``generateName: <rs>-``, a 
 ownerReference, the spec) and deletes surplus ones (newest first). Pods are created one at a time, or
 with ``slow_start`` in batches of 1, 2, 4, 8 … created concurrently, as ``replica_set.go``
 ``slowStartBatch`` does with goroutines. A test hook, ``after_batch``, runs after each batch (e.g. to
-wait until every webhook replica has seen them).
+wait until every webhook replica has seen them). Only active pods are replicas (``controller.FilterActivePods``:
+a Terminating, Failed or Succeeded pod is replaced at once), and a surplus pod is deleted gracefully
+(:mod:`.graceful`: Terminating while bound to a node).
+
+**DaemonSet** (:mod:`.daemonsets`): a daemon pod per node the DaemonSet's *template* may run on.
+**Scheduler** (:mod:`.scheduling`): once Node objects exist, pending pods are bound to a node that fits.
+:meth:`ControllerManager.end_grace_periods` ends the Terminating pods, as their kubelets would.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import errors
+from .daemonsets import DaemonSetController
+from .graceful import terminating
+from .scheduling import Scheduler
+from .templates import compute_hash, controller_ref, owned_by, pod_from_template
 
 if TYPE_CHECKING:
     from .admission import ApiWrites
@@ -44,19 +54,6 @@ HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DEPLOYMENT_CONTROLLER = "system:serviceaccount:kube-system:deployment-controller"
 REPLICASET_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
-_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand alphanums
-
-
-def compute_hash(template: Obj, collision_count: int | None) -> str:
-    """A deterministic hash of a pod template and the collision count (``controller.ComputeHash``:
-    FNV-32a, then ``rand.SafeEncodeString``; not byte-identical to Go's, which hashes the Go struct)."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
-    if collision_count is not None:
-        data += collision_count.to_bytes(4, "little")
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(value))
 
 
 def _semantic(value: Any) -> Any:
@@ -75,31 +72,6 @@ def equal_ignore_hash(template1: Obj, template2: Obj) -> bool:
     for template in (first, second):
         ((template.get("metadata") or {}).get("labels") or {}).pop(HASH_LABEL, None)
     return bool(_semantic(first) == _semantic(second))
-
-
-def controller_of(obj: Obj) -> Obj | None:
-    """``metav1.GetControllerOf``: the ownerReference with ``controller: true``."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return dict(ref)
-    return None
-
-
-def controller_ref(owner: Obj) -> Obj:
-    """``metav1.NewControllerRef``."""
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def _owned_by(obj: Obj, owner: Obj) -> bool:
-    ref = controller_of(obj)
-    return ref is not None and ref.get("uid") == owner["metadata"]["uid"]
 
 
 @dataclass
@@ -124,7 +96,7 @@ class DeploymentController:
         owned = [
             rs
             for rs in self.store.list("replicasets", deployment["metadata"]["namespace"])
-            if _owned_by(rs, deployment)
+            if owned_by(rs, deployment)
         ]
         return sorted(
             owned, key=lambda rs: (rs["metadata"]["creationTimestamp"], int(rs["metadata"]["resourceVersion"]))
@@ -166,7 +138,7 @@ class DeploymentController:
             if ex.reason != "AlreadyExists":
                 raise
         existing = self.store.get("replicasets", replicaset["metadata"]["name"], meta["namespace"])
-        if _owned_by(existing, deployment) and equal_ignore_hash(existing["spec"]["template"], template):
+        if owned_by(existing, deployment) and equal_ignore_hash(existing["spec"]["template"], template):
             return existing
         # "Found a hash collision for deployment - bumping collisionCount to resolve it"
         deployment.setdefault("status", {})["collisionCount"] = int(collision_count or 0) + 1
@@ -222,27 +194,13 @@ class ReplicaSetController:
         self.slow_start = slow_start
 
     def pod_from_template(self, rs: Obj) -> Obj:
-        """``controller.GetPodFromTemplate``."""
-        template = rs["spec"]["template"]
-        template_meta = template.get("metadata") or {}
-        metadata: Obj = {
-            "generateName": f"{rs['metadata']['name']}-",
-            "namespace": rs["metadata"]["namespace"],
-            "ownerReferences": [controller_ref(rs)],
-        }
-        for key in ("labels", "annotations", "finalizers"):
-            if template_meta.get(key):
-                metadata[key] = copy.deepcopy(template_meta[key])
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": metadata,
-            "spec": copy.deepcopy(template.get("spec") or {}),
-        }
+        return pod_from_template(rs, rs["spec"]["template"])
 
     def sync(self, rs: Obj) -> bool:
         namespace = rs["metadata"]["namespace"]
-        pods = [p for p in self.store.list("pods", namespace) if _owned_by(p, rs)]
+        # controller.FilterActivePods (pkg/controller/controller_utils.go IsPodActive): a Terminating,
+        # Failed or Succeeded pod is not one of the replicas, so it is replaced at once
+        pods = [p for p in self.store.list("pods", namespace) if owned_by(p, rs) and is_pod_active(p)]
         missing = int(rs["spec"].get("replicas", 1)) - len(pods)
         rtype = self.store.resolve("pods")
         remaining, batch = max(missing, 0), 1
@@ -264,16 +222,24 @@ class ReplicaSetController:
             if self.after_batch is not None:
                 self.after_batch(created)
         for pod in sorted(pods, key=lambda p: int(p["metadata"]["resourceVersion"]), reverse=True)[: max(-missing, 0)]:
-            self.store.delete("pods", pod["metadata"]["name"], namespace)
+            self.store.delete("pods", pod["metadata"]["name"], namespace)  # gracefully when bound to a node
         return missing != 0
 
 
+def is_pod_active(pod: Obj) -> bool:
+    """``controller.IsPodActive``: not Succeeded, not Failed, no ``deletionTimestamp``."""
+    phase = (pod.get("status") or {}).get("phase")
+    return phase not in ("Succeeded", "Failed") and not terminating(pod)
+
+
 class ControllerManager:
-    """The two controllers, driven by the test until nothing changes (or ``max_rounds``)."""
+    """The controllers (and the scheduler, once Node objects exist), driven by the test until nothing
+    changes (or ``max_rounds``)."""
 
     def __init__(self, store: Store, writes: ApiWrites) -> None:
         self.store = store
         self.writes = writes
+        self.scheduler = Scheduler(store)
         #: Called with each batch of pods the ReplicaSet controller created (e.g. to wait until a webhook saw them).
         self.after_batch: Callable[[list[Obj]], None] | None = None
         self.slow_start = False  # batches of 1, 2, 4, 8 … instead of one pod at a time
@@ -283,6 +249,7 @@ class ControllerManager:
         report = SettleReport()
         deployments = DeploymentController(self.store, self.writes, report)
         replicasets = ReplicaSetController(self.store, self.writes, report, self.after_batch, self.slow_start)
+        daemonsets = DaemonSetController(self.store, self.writes)
         for _ in range(max_rounds):
             report.rounds += 1
             changed = False
@@ -290,7 +257,21 @@ class ControllerManager:
                 changed |= deployments.sync(deployment)
             for rs in self.store.list("replicasets"):
                 changed |= replicasets.sync(rs)
+            for daemonset in self.store.list("daemonsets"):
+                changed |= daemonsets.sync(daemonset)
+            changed |= self.scheduler.schedule() > 0
             if not changed:
                 report.stable = True
                 break
         return report
+
+    def end_grace_periods(self) -> list[str]:
+        """What the kubelets would do when the grace periods end: every Terminating pod is deleted
+        with grace period 0 (``<namespace>/<name>`` of each, in order)."""
+        ended = []
+        for pod in self.store.list("pods"):
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp"):
+                self.store.delete("pods", meta["name"], meta["namespace"], grace_period=0)
+                ended.append(f"{meta['namespace']}/{meta['name']}")
+        return ended

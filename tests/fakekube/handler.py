@@ -368,7 +368,12 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         assert target.name is not None
         self.api.writes.admit_delete(rtype, target.namespace, target.name, user=user, dry_run=is_dry_run)
         entry, deleted = store.delete_entry(
-            rtype, target.name, target.namespace, preconditions=options.get("preconditions"), dry_run=is_dry_run
+            rtype,
+            target.name,
+            target.namespace,
+            preconditions=options.get("preconditions"),
+            dry_run=is_dry_run,
+            grace_period_seconds=_grace_period(options, query),
         )
         if deleted and not rtype.returns_deleted_object:
             details = {
@@ -380,6 +385,17 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
             self._send_json(200, errors.success_status(200, {k: v for k, v in details.items() if v}))
         else:
             self._send(200, entry.raw_as(rtype))  # answered in the request's version
+
+
+def _grace_period(options: dict[str, Any], query: Query) -> int | None:
+    """DeleteOptions.gracePeriodSeconds, from the body or the query (the server decodes both)."""
+    value = options.get("gracePeriodSeconds", query_value(query, "gracePeriodSeconds"))
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise errors.bad_request(f"invalid gracePeriodSeconds: {value!r}") from None
 
 
 CONNECT_SUBRESOURCES = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}

@@ -25,6 +25,7 @@ import ssl
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -157,6 +158,7 @@ class FakeApiServer:
         self._requests: list[RequestRecord] = []
         self._faults: list[Fault] = []
         self._latency = 0.0
+        self.held_watches: set[str] = set()  # resources whose watch events wait (watches_behind)
         self._streams: set[Watcher] = set()
         self._connections: set[socket.socket] = set()
         self._httpd: _HttpServer | None = None
@@ -331,6 +333,16 @@ class FakeApiServer:
     def set_latency(self, seconds: float) -> None:
         """Delay every request by ``seconds`` before handling it."""
         self._latency = seconds
+
+    @contextlib.contextmanager
+    def watches_behind(self, resource: str) -> Iterator[None]:
+        """Hold the events of every watch on ``resource`` (a plural: ``pods``) until the block ends, then
+        send them in order: a watcher that is behind, as a busy client is behind the API server."""
+        self.held_watches.add(resource)
+        try:
+            yield
+        finally:
+            self.held_watches.discard(resource)
 
     def _record(
         self,

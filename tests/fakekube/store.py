@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from . import errors
+from . import errors, graceful
 from .apply import server_side_apply
 from .defaults import admission_policy_defaults, crd_status, now, qos_class
 from .history import History, key_of
@@ -253,7 +253,8 @@ class Store(History):
         if dry_run:
             return Entry.of(new)
         ns, name = key_of(old)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        # generic registry ShouldDeleteDuringUpdate: the last finalizer is gone and no grace period runs
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
             return self._delete_locked(rtype, old, new)
         if rtype.gvr == CRD_GVR:
             self.registry.register_crd(new)
@@ -425,8 +426,10 @@ class Store(History):
         *,
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
+        grace_period_seconds: int | None = None,
     ) -> tuple[Entry, bool]:
-        """Delete an object: returns (entry, deleted_now); with finalizers it is only marked for deletion."""
+        """Delete an object: returns (entry, deleted_now); with finalizers it is only marked for deletion,
+        and a pod bound to a node only once its grace period is 0 (:mod:`.graceful`: Terminating until then)."""
         rtype = self.resolve(resource)
         with self._lock:
             old = self.get_entry(rtype, name, namespace)
@@ -447,6 +450,15 @@ class Store(History):
                     f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                     f"ResourceVersion in object meta: {meta['resourceVersion']}",
                 )
+            if rtype.builtin and rtype.kind == "Pod":
+                period = graceful.grace_period(old.obj, grace_period_seconds)
+                if period > 0:
+                    marked = graceful.marked_terminating(old.copy(), period)
+                    if marked is None:
+                        return old, False
+                    if dry_run:
+                        return Entry.of(marked), False
+                    return self._commit(rtype, *key_of(old), marked, MODIFIED, old), False
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp"):
                     return old, False
@@ -460,6 +472,8 @@ class Store(History):
                 return old, True
             return self._delete_locked(rtype, old), True
 
-    def delete(self, resource: str | ResourceType, name: str, namespace: str | None = None) -> Obj:
-        """Delete an object; returns its last state."""
-        return self.delete_entry(resource, name, namespace)[0].copy()
+    def delete(
+        self, resource: str | ResourceType, name: str, namespace: str | None = None, *, grace_period: int | None = None
+    ) -> Obj:
+        """Delete an object (a pod bound to a node: gracefully, see :mod:`.graceful`); returns its last state."""
+        return self.delete_entry(resource, name, namespace, grace_period_seconds=grace_period)[0].copy()

@@ -131,7 +131,12 @@ class WatchStreamMixin:
                         self._write_chunk(bookmark_line(rtype, rv))
                 self._write_chunk(b"")
                 return
+            if rtype.plural in self.api.held_watches:  # FakeApiServer.watches_behind
+                time.sleep(0.01)
+                continue
             event = watcher.next(min(0.2, deadline - now))
+            while event is not None and rtype.plural in self.api.held_watches:  # taken while the hold began
+                time.sleep(0.01)
             if event is None:
                 if self._client_gone():
                     self.close_connection = True

@@ -8,7 +8,8 @@ being deleted (no kubelet runs here, so a Pending pod counts as available). ``mi
 ``maxUnavailable`` (integers or percentages, rounded up) then give the desired healthy count; when
 ``healthy - desired <= 0`` the answer is 429 TooManyRequests, as from the real server. Pods already
 being deleted or in a terminal phase are evicted without consulting PDBs; more than one matching PDB is
-a 500, as on the real server. A successful eviction deletes the pod and answers 201 with a Success Status.
+a 500, as on the real server. A successful eviction deletes the pod — gracefully when it is bound to a
+node (:mod:`.graceful`: Terminating until its grace period ends) — and answers 201 with a Success Status.
 """
 
 from __future__ import annotations
@@ -89,12 +90,20 @@ def evict(store: Store, namespace: str, name: str, body: Any, dry_run: bool = Fa
         raise errors.bad_request("name in URL does not match name in Eviction object")
     if meta.get("namespace") not in (None, "", namespace):
         raise errors.bad_request("namespace in URL does not match namespace in Eviction object")
-    preconditions = (body.get("deleteOptions") or {}).get("preconditions")
+    options = body.get("deleteOptions") or {}
+    preconditions = options.get("preconditions")
     with store._lock:
         pod = store.get_entry("pods", name, namespace).obj
         if not pod["metadata"].get("deletionTimestamp") and not _terminal(pod):
             _check_budgets(store, pod, namespace)
-        store.delete_entry("pods", name, namespace, preconditions=preconditions, dry_run=dry_run)
+        store.delete_entry(  # an eviction deletes gracefully (pkg/registry/core/pod/storage/eviction.go)
+            "pods",
+            name,
+            namespace,
+            preconditions=preconditions,
+            dry_run=dry_run,
+            grace_period_seconds=options.get("gracePeriodSeconds"),
+        )
     return errors.success_status(201)
 
 

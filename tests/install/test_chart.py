@@ -446,15 +446,17 @@ SPOT = [
 def test_spot_presets_compile_to_the_shipped_policies(rendered: dict[str, list[Obj]], values: str, policy: str) -> None:
     documents = _loaded_documents(rendered[values])
     assert documents["spot.yaml"]["celmutNamespace"] == "celmut"  # celmut's own pods are left alone
-    (generated,) = _generated(documents["spot.yaml"])
-    shipped = yaml.safe_load((ROOT / "policies" / "presets" / f"{policy}.yaml").read_text())
-    assert generated["metadata"]["name"] == policy and generated["spec"] == shipped["spec"]
+    generated = _generated(documents["spot.yaml"])
+    shipped = list(yaml.safe_load_all((ROOT / "policies" / "presets" / f"{policy}.yaml").read_text()))
+    assert [g["metadata"]["name"] for g in generated] == [policy, f"{policy}-daemonsets"]
+    assert [g["spec"] for g in generated] == [s["spec"] for s in shipped]
 
 
 def test_the_custom_spot_values_file_compiles_like_the_example(rendered: dict[str, list[Obj]]) -> None:
-    (generated,) = _generated(_loaded_documents(rendered["spot-custom"])["spot.yaml"])
-    (example,) = _generated(yaml.safe_load((ROOT / "examples" / "spot-custom-values.yaml").read_text()))
-    assert generated["metadata"]["name"] == "spot-custom" and generated["spec"] == example["spec"]
+    generated = _generated(_loaded_documents(rendered["spot-custom"])["spot.yaml"])
+    example = _generated(yaml.safe_load((ROOT / "examples" / "spot-custom-values.yaml").read_text()))
+    assert [g["metadata"]["name"] for g in generated] == ["spot-custom", "spot-custom-daemonsets"]
+    assert [g["spec"] for g in generated] == [e["spec"] for e in example]
 
 
 def test_by_default_no_preset_policy_is_loaded(rendered: dict[str, list[Obj]]) -> None:

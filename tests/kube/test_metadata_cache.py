@@ -179,3 +179,25 @@ def test_a_lookup_by_the_indexed_label_reads_the_same_pods_as_a_scan(
         assert cache.items("other", {"pod-template-hash": "h1"}) == []
     finally:
         cache.stop()
+
+
+def test_a_metadata_only_pod_cache_holds_the_pods_that_are_not_failed_or_succeeded(
+    fake_apiserver: FakeApiServer, cluster: Cluster
+) -> None:
+    """PartialObjectMetadata has no status, so the presets could not tell a Failed pod from a live one
+    (issue 38): the cache lists and watches with a field selector on status.phase, and a pod that
+    finishes leaves it (the watch sends DELETED for an object that stops matching)."""
+    running = pod("running")
+    fake_apiserver.store.create(running)
+    fake_apiserver.store.create(pod("done"))
+    fake_apiserver.store.update_status({**pod("done"), "status": {"phase": "Succeeded"}})
+    caches = CacheSet(cluster, metadata_only=METADATA_RESOURCES)
+    try:
+        lookup = ClusterLookup(caches)
+        assert [p["metadata"]["name"] for p in lookup.list("v1", "pods", "default")["items"]] == ["running"]
+        fake_apiserver.store.update_status({**running, "status": {"phase": "Failed"}})
+        eventually(lambda: lookup.list("v1", "pods", "default")["items"] == [], what="the Failed pod to leave")
+    finally:
+        caches.stop()
+    queries = [r.query for r in fake_apiserver.requests_matching("GET", r"/api/v1/pods$")]
+    assert queries and all(q.get("fieldSelector") == ["status.phase!=Failed,status.phase!=Succeeded"] for q in queries)

@@ -18,7 +18,9 @@ OWNED = {"labels": {"app.kubernetes.io/managed-by": "celmut"}, "ownerReferences"
 def policy(*, autogen: bool = False) -> Obj:
     spec: Obj = {
         "matchConstraints": {
-            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+            ]
         },
         "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}}],
     }

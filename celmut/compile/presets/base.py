@@ -37,10 +37,11 @@ def compile_each(
     documents: Sequence[Document],
     parse: Callable[[Document], T],
     identify: Callable[[Document, T], tuple[str, str]],
-    build: Callable[[Document, T], dict[str, Any]],
+    build: Callable[[Document, T], dict[str, Any] | list[dict[str, Any]]],
     duplicate: Callable[[Document, T, str], PolicyError],
 ) -> PresetOutput:
-    """Compile documents that each make one policy, refusing a second document for the same policy.
+    """Compile documents that each make one policy (or one set of them: ``build`` may return a list),
+    refusing a second document for the same policy.
 
     ``identify`` gives (the generated policy's name, how to name this document in an error);
     ``duplicate`` builds the error for a document whose policy an earlier one (so named) generates.
@@ -58,7 +59,8 @@ def compile_each(
             output.errors.append(duplicate(document, parsed, seen[name]))
             continue
         seen[name] = origin
-        output.policies.append(build(document, parsed))
+        built = build(document, parsed)
+        output.policies.extend(built if isinstance(built, list) else [built])
     return output
 
 

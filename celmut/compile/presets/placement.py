@@ -119,24 +119,40 @@ variables.ownerName
     ]
 
 
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # on every pod of a Job (pkg/controller/job)
+
+
 def siblings_variable(purpose: str = "spot percentages need pod counts") -> dict[str, str]:
-    """``variables.siblings``: the other pods of the same controller owner, or null without a cluster
-    (``resource.List`` answers null in an engine without one; in a cluster it is a list, maybe empty).
+    """``variables.siblings``: the other **live** pods of the same controller owner, or null without a
+    cluster (``resource.List`` answers null in an engine without one; in a cluster it is a list, maybe
+    empty). The one place every split (spot percentages, PodMutation distributions) counts from.
+
+    Live is what the workload controllers count as a replica (``pkg/controller/controller_utils.go``
+    ``IsPodActive``): no ``deletionTimestamp`` (a pod Terminating for its grace period is being replaced
+    already), not Failed or Succeeded. A pod is never its own sibling: a StatefulSet's replacement has
+    its predecessor's name, which a watch that is behind may still show. The pods are listed by
+    ``pod-template-hash`` (a ReplicaSet's) or the Job's uid label, else the namespace's.
 
     ``purpose`` opens it as a comment: why the policy lists pods, which ``celmut compile --to-map`` names
     when it refuses to make a MutatingAdmissionPolicy of it (the API server's CEL has no lookups)."""
     return variable(
         "siblings",
         f"// {purpose}\n"
-        + """
+        + f"""
 variables.ownerKind == "Pod" ? [] :
 cel.bind(listed,
   variables.templateHash != "" ?
-    dyn(resource.List("v1", "pods", request.namespace, {"pod-template-hash": variables.templateHash})) :
+    dyn(resource.List("v1", "pods", request.namespace, {{"pod-template-hash": variables.templateHash}})) :
+  variables.ownerKind == "Job" && variables.controllerRef[0].?uid.orValue("") != "" ?
+    dyn(resource.List("v1", "pods", request.namespace, {{"{JOB_UID_LABEL}": variables.controllerRef[0].uid}})) :
     dyn(resource.List("v1", "pods", request.namespace)),
   listed == null ? dyn(null) :
-  listed.items.filter(p, p.metadata.?ownerReferences.orValue([]).exists(r,
-    r.?controller.orValue(false) && r.kind == variables.ownerKind && r.name == variables.ownerName)))
+  listed.items.filter(p,
+    // live pods only, as the workload controllers count replicas (IsPodActive)
+    !has(p.metadata.deletionTimestamp) && !(p.?status.?phase.orValue("") in ["Failed", "Succeeded"]) &&
+    (object.metadata.?name.orValue("") == "" || p.metadata.?name.orValue("") != object.metadata.name) &&
+    p.metadata.?ownerReferences.orValue([]).exists(r,
+      r.?controller.orValue(false) && r.kind == variables.ownerKind && r.name == variables.ownerName)))
 """,
     )
 
@@ -208,16 +224,21 @@ def annotate(annotation: str, value: str) -> str:
 """.strip()
 
 
-def spot_patches(mode: str) -> str:
-    """JSONPatch list putting the pod on spot in ``mode`` (optional-spot, only-spot, preferred-spot)."""
+def spot_patches(mode: str, spec: str = "object.spec", path: str = "/spec") -> str:
+    """JSONPatch list putting the pod on spot in ``mode`` (optional-spot, only-spot, preferred-spot).
+
+    ``spec``/``path``: where the pod spec is (CEL, JSON Pointer); a pod template's for ``optional-spot``
+    (the toleration), e.g. ``object.spec.template.spec`` and ``/spec/template/spec``."""
     if mode not in SPOT_MODES:
         raise ValueError(f"unknown spot mode {mode!r}")
+    if mode != "optional-spot" and spec != "object.spec":
+        raise ValueError("a pod template gets the spot toleration only (optional-spot)")
     parts = [
         f"""
-(object.spec.?tolerations.orValue([]).exists(t, t.?key.orValue("") == "{SPOT_LABEL}") ? [] :
-  has(object.spec.tolerations) ?
-    [JSONPatch{{op: "add", path: "/spec/tolerations/-", value: {_TOLERATION}}}] :
-    [JSONPatch{{op: "add", path: "/spec/tolerations", value: [{_TOLERATION}]}}])
+({spec}.?tolerations.orValue([]).exists(t, t.?key.orValue("") == "{SPOT_LABEL}") ? [] :
+  has({spec}.tolerations) ?
+    [JSONPatch{{op: "add", path: "{path}/tolerations/-", value: {_TOLERATION}}}] :
+    [JSONPatch{{op: "add", path: "{path}/tolerations", value: [{_TOLERATION}]}}])
 """
     ]
     if mode == "only-spot":
@@ -274,6 +295,9 @@ cel.bind(terms,
 """.strip()
 
 
+POD_CREATE = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+
+
 def mutating_policy(
     name: str,
     *,
@@ -283,24 +307,32 @@ def mutating_policy(
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
     failure_policy: str = "Ignore",
+    resource_rule: dict[str, Any] = POD_CREATE,
+    mutate_existing: bool = False,
 ) -> dict[str, Any]:
-    """A MutatingPolicy for pod CREATE with one JSONPatch mutation (so nothing is ever applied half)."""
+    """A MutatingPolicy for pod CREATE (or ``resource_rule``) with one JSONPatch mutation (so nothing is
+    ever applied half). ``mutate_existing``: also applied by the controller to what already exists, the
+    match conditions then checked on each target (``targetMatchConditions``: a mutateExisting target is
+    not checked against ``matchConditions``)."""
+    spec: dict[str, Any] = {"failurePolicy": failure_policy}
+    if mutate_existing:
+        spec["evaluation"] = {"mutateExisting": {"enabled": True}}
+    spec |= {
+        "autogen": {"podControllers": {"controllers": []}},
+        "matchConstraints": {"resourceRules": [dict(resource_rule)]},
+        "matchConditions": list(match_conditions),
+    }
+    if mutate_existing:
+        spec["targetMatchConditions"] = list(match_conditions)
+    spec |= {
+        "variables": list(variables),
+        "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patches}}],
+    }
     return {
         "apiVersion": "policies.kyverno.io/v1",
         "kind": "MutatingPolicy",
         "metadata": {"name": name, "annotations": dict(annotations or {}), "labels": dict(labels or {})},
-        "spec": {
-            "failurePolicy": failure_policy,
-            "autogen": {"podControllers": {"controllers": []}},
-            "matchConstraints": {
-                "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-                ]
-            },
-            "matchConditions": list(match_conditions),
-            "variables": list(variables),
-            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patches}}],
-        },
+        "spec": spec,
     }
 
 

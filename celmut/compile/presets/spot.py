@@ -206,6 +206,23 @@ def _annotation(name: str) -> str:
     return f'variables.podAnnotations[?{lit.cel_string(name)}].orValue("")'
 
 
+def ignored_conditions(config: SpotWebhookConfig, spec: str = "object.spec") -> list[dict[str, str]]:
+    """What leaves a pod (or, with ``spec`` a template's, a DaemonSet) alone: celmut's namespace, a
+    topology spread over spot, ``ignorePods`` (on ``variables.podLabels``)."""
+    conditions = [
+        pl.variable("outside-the-celmut-namespace", f"request.namespace != {lit.cel_string(config.celmut_namespace)}"),
+        pl.variable(
+            "no-topology-spread-over-spot",
+            f"!{spec}.?topologySpreadConstraints.orValue([]).exists(c,\n"
+            f'  c.?topologyKey.orValue("") == {lit.cel_string(pl.SPOT_LABEL)})',
+        ),
+    ]
+    if config.ignore_pods:
+        ignored = textwrap.indent(terms_cel(config.ignore_pods), "  ")
+        conditions.append(pl.variable("not-in-ignore-pods", f"!(\n{ignored}\n)"))
+    return conditions
+
+
 def match_conditions(config: SpotWebhookConfig) -> list[dict[str, str]]:
     """The ignored pods, then the override annotations' validity (an invalid value skips the pod)."""
     conditions = [
@@ -213,16 +230,8 @@ def match_conditions(config: SpotWebhookConfig) -> list[dict[str, str]]:
             "controlled-by-a-workload",
             "object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false))",
         ),
-        pl.variable("outside-the-celmut-namespace", f"request.namespace != {lit.cel_string(config.celmut_namespace)}"),
-        pl.variable(
-            "no-topology-spread-over-spot",
-            "!object.spec.?topologySpreadConstraints.orValue([]).exists(c,\n"
-            f'  c.?topologyKey.orValue("") == {lit.cel_string(pl.SPOT_LABEL)})',
-        ),
+        *ignored_conditions(config),
     ]
-    if config.ignore_pods:
-        ignored = textwrap.indent(terms_cel(config.ignore_pods), "  ")
-        conditions.append(pl.variable("not-in-ignore-pods", f"!(\n{ignored}\n)"))
     conditions += [
         pl.variable(
             f"{pl.PLACEMENT_ANNOTATION}-is-spot-or-on-demand",
@@ -325,6 +334,40 @@ def build_policy(config: SpotWebhookConfig, source: str) -> dict[str, Any]:
     return yaml_format.readable(policy)
 
 
+DAEMONSETS = {
+    "apiGroups": ["apps"],
+    "apiVersions": ["v1"],
+    "operations": ["CREATE", "UPDATE"],
+    "resources": ["daemonsets"],
+}
+TEMPLATE_SPEC = "object.spec.template.spec"
+
+
+def build_daemonset_policy(config: SpotWebhookConfig, source: str) -> dict[str, Any]:
+    """``<policy>-daemonsets``: the spot toleration on every DaemonSet's pod template.
+
+    The DaemonSet controller decides which nodes get a daemon pod from the template, not from the
+    pods admission later changes (``pkg/controller/daemon/daemon_controller.go`` ``NodeShouldRunDaemonPod``
+    checks the template's tolerations against each node's taints), so a toleration added to the pods
+    alone never reaches a tainted spot node. Mutated on DaemonSet CREATE/UPDATE, and by the controller
+    for those that already exist (mutateExisting: their pods are rolled once, as for any template change)."""
+    conditions = ignored_conditions(config, TEMPLATE_SPEC)
+    variables = [pl.variable("podLabels", "object.spec.template.metadata.?labels.orValue({})")]
+    patches = pl.spot_patches("optional-spot", spec=TEMPLATE_SPEC, path="/spec/template/spec")
+    description = f"preset {config.preset}" if config.preset else "custom staticConfig"
+    policy = pl.mutating_policy(
+        f"{config.policy_name}-daemonsets",
+        variables=pl.prune_variables(variables, patches, *(c["expression"] for c in conditions)),
+        match_conditions=conditions,
+        patches=patches,
+        annotations={GENERATED_BY: f"{KIND} {source} ({description}): DaemonSet pod templates"},
+        labels={"celmut.io/preset": "spot"},
+        resource_rule=DAEMONSETS,
+        mutate_existing=True,
+    )
+    return yaml_format.readable(policy)
+
+
 class SpotCompiler:
     name = "spot"
 
@@ -340,7 +383,10 @@ class SpotCompiler:
             documents,
             parse,
             lambda document, config: (config.policy_name, document.path),
-            lambda document, config: build_policy(config, Path(document.path).name),
+            lambda document, config: [
+                build_policy(config, Path(document.path).name),
+                build_daemonset_policy(config, Path(document.path).name),
+            ],
             duplicate,
         )
 

@@ -15,6 +15,7 @@ import yaml
 from celmut.compile.pipeline import Compilation, compile_documents
 from celmut.main import main
 from celmut.runtime import AdmissionInput, AdmissionResult
+from celmut.runtime.mutate_existing import mutate_existing
 from celmut.sources.documents import Document, load_documents
 from tests.offline import offline_cluster
 
@@ -382,10 +383,82 @@ def test_with_several_spot_policies_the_first_by_name_decides() -> None:
     # instead of adding a contradicting on-demand affinity.
     (result,) = admit([EXCEPT_KUBE_SYSTEM, ALL], pod(namespace="kube-system"))
     assert placement(result) == "spot"
-    assert [(o.policy, o.status) for o in result.outcomes] == [
+    assert [(o.policy, o.status) for o in result.outcomes if not o.policy.endswith("-daemonsets")] == [
         ("spot-all", "applied"),
         ("spot-all-except-kube-system", "unchanged"),
     ]
+
+
+# --- DaemonSets: the template the DaemonSet controller reads (issue 38) ------------------------------------
+
+
+def daemonset(
+    name: str = "node-exporter", *, namespace: str = "monitoring", labels: dict[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": labels or {"app": name}},
+                "spec": {"containers": [{"name": "exporter", "image": "prom/node-exporter"}], **spec},
+            },
+        },
+    }
+
+
+def template_tolerations(result: AdmissionResult) -> list[dict[str, Any]]:
+    assert not result.errored, result.outcomes
+    obj = result.object
+    assert obj is not None
+    tolerations: list[dict[str, Any]] = obj["spec"]["template"]["spec"].get("tolerations", [])
+    return tolerations
+
+
+@pytest.mark.parametrize(
+    "values", [ALL, EXCEPT_KUBE_SYSTEM, PARTIAL, SUPPLEMENT], ids=["all", "except", "partial", "custom"]
+)
+def test_every_daemonset_template_tolerates_spot_so_the_controller_covers_spot_nodes(values: Any) -> None:
+    """pkg/controller/daemon/daemon_controller.go NodeShouldRunDaemonPod checks the template's tolerations
+    against each node's taints: the toleration must be on the template, not only on the pods."""
+    existing = {"key": "dedicated", "operator": "Exists"}
+    results = admit(values, daemonset(), daemonset("kube-proxy", namespace="kube-system", tolerations=[existing]))
+    assert [template_tolerations(r) for r in results] == [[TOLERATION], [existing, TOLERATION]]
+
+
+def test_a_daemonset_template_is_changed_once_and_ignored_ones_are_left_alone() -> None:
+    values = custom(ignorePods=[web("ignored")])
+    tolerating = daemonset(tolerations=[TOLERATION])
+    results = admit(
+        values,
+        tolerating,
+        daemonset(namespace="celmut"),
+        daemonset(labels={"app": "ignored"}),
+        daemonset(topologySpreadConstraints=SPREAD),
+    )
+    assert [r.patch for r in results] == [[], [], [], []]
+    assert [o.reason for r in results[1:] for o in r.outcomes if o.policy == "spot-custom-daemonsets"] == [
+        "matchCondition 'outside-the-celmut-namespace' is false",
+        "matchCondition 'not-in-ignore-pods' is false",
+        "matchCondition 'no-topology-spread-over-spot' is false",
+    ]
+
+
+def test_existing_daemonsets_get_the_toleration_from_the_controller() -> None:
+    """mutateExisting: DaemonSets created before the preset are changed too (targetMatchConditions apply)."""
+    offline = offline_cluster(
+        [ALL], [daemonset(), daemonset("agent", namespace="celmut"), daemonset("x", tolerations=[TOLERATION])]
+    )
+    policies = [p for p in offline.engine.policies if p.name == "spot-all-daemonsets"]
+    assert len(policies) == 1 and policies[0].mutate_existing
+    changed = {t.target["metadata"]["name"]: t.patch for t in mutate_existing(offline.engine, policies=policies)}
+    assert changed == {
+        "node-exporter": [{"op": "add", "path": "/spec/template/spec/tolerations", "value": [TOLERATION]}],
+        "agent": [],
+        "x": [],
+    }
 
 
 # --- exact splits per ReplicaSet ------------------------------------------------------------------------
@@ -437,6 +510,57 @@ def test_percentage_is_counted_per_replica_set() -> None:
     assert placements[0::2].count("spot") == 4 and placements[1::2].count("spot") == 4
 
 
+def placed_replicas(spot: int, on_demand: int, **meta: Any) -> list[dict[str, Any]]:
+    """Existing pods of web-5d8f7c with their decisions recorded (``meta`` added to each pod's metadata)."""
+    pods = replicas(spot + on_demand)
+    for index, existing in enumerate(pods):
+        existing["metadata"]["annotations"] = {"celmut.io/placement": "spot" if index < spot else "on-demand"}
+        existing["metadata"].update(meta)
+    return pods
+
+
+def terminated(existing: dict[str, Any], phase: str) -> dict[str, Any]:
+    return {**existing, "status": {"phase": phase}}
+
+
+LIVE = {
+    # pkg/controller/controller_utils.go IsPodActive: what the ReplicaSet controller counts as a replica
+    "all 10 live (4 spot): the 11th goes on-demand": ([], "on-demand"),
+    "2 spot pods Terminating: 2 of 8 live on spot, the 9th goes to spot": (
+        [{"deletionTimestamp": "2026-01-01T00:00:30Z", "deletionGracePeriodSeconds": 30}] * 2,
+        "spot",
+    ),
+    "2 spot pods Failed: the same": (["Failed"] * 2, "spot"),
+    "2 spot pods Succeeded: the same": (["Succeeded"] * 2, "spot"),
+}
+
+
+@pytest.mark.parametrize(("gone", "expected"), LIVE.values(), ids=LIVE.keys())
+def test_only_live_pods_count_toward_the_share(gone: list[Any], expected: str) -> None:
+    existing = placed_replicas(4, 6)
+    for index, how in enumerate(gone):
+        if isinstance(how, str):
+            existing[index] = terminated(existing[index], how)
+        else:
+            existing[index]["metadata"].update(how)
+    offline = offline_cluster([PARTIAL], existing)
+    (run,) = offline.admit([pod("web-5d8f7c-new", owner=("ReplicaSet", "web-5d8f7c"))])
+    assert placement(run.result) == expected
+
+
+def test_a_pod_is_not_its_own_sibling() -> None:
+    """A StatefulSet's replacement has its predecessor's name, which a watch that is behind still shows."""
+    predecessors = [
+        pod(f"db-{i}", owner=("StatefulSet", "db"), labels={"app": "db"}, annotations={"celmut.io/placement": p})
+        for i, p in enumerate(["on-demand", "spot", "spot", "on-demand", "on-demand"])
+    ]
+    offline = offline_cluster([PARTIAL], predecessors)
+    # db-2 (spot) is being recreated: 4 siblings, 1 on spot, so db-2 goes to spot again (floor(5 * 0.4) = 2);
+    # counting its predecessor too, 2 of 6 would already be on spot
+    (run,) = offline.admit([pod("db-2", owner=("StatefulSet", "db"), labels={"app": "db"})])
+    assert placement(run.result) == "spot"
+
+
 # --- shipped presets ----------------------------------------------------------------------------------
 
 SHIPPED = ["spot-all", "spot-all-except-kube-system", "spot-partial"]
@@ -469,8 +593,9 @@ def test_shipped_policy_is_idempotent_on_reinvocation(name: str) -> None:
 
 def test_celmut_compile_prints_the_custom_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compile", str(ROOT / "examples/spot-custom-values.yaml")]) == 0
-    (policy,) = list(yaml.safe_load_all(capsys.readouterr().out))
+    policy, daemonsets = list(yaml.safe_load_all(capsys.readouterr().out))
     assert policy["metadata"]["name"] == "spot-custom"
+    assert daemonsets["metadata"]["name"] == "spot-custom-daemonsets"
     names = [v["name"] for v in policy["spec"]["variables"]]
     for step in ("isDaemonSetPod", "alreadyPlaced", "lifecycleOverride", "forcedToOnDemand", "forcedToSpot"):
         assert step in names
@@ -591,7 +716,7 @@ def test_a_preset_may_keep_the_charts_defaults() -> None:
         "stringTemplate": "defaultToSpot: {{ .Values.staticConfig.defaultToSpot }}\n",
     }
     compilation = compile_values({"staticConfig": chart_defaults, "replicaCount": 3})
-    assert [p.name for p in compilation.compiled.policies] == ["spot-partial"]
+    assert [p.name for p in compilation.compiled.policies] == ["spot-partial", "spot-partial-daemonsets"]
 
 
 def test_two_values_documents_for_the_same_policy_are_rejected() -> None:
