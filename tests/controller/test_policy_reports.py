@@ -272,7 +272,10 @@ def test_a_policy_without_background_processing_is_reported_from_admissions(
     fake_apiserver.store.create(configmap("before"))
     admission_only = policy("add-foo", LABEL, admission=True, mutate_existing=False)
     admission_only["spec"]["evaluation"]["background"] = {"enabled": False}
-    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", admission_only), **_settings()):
+    with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", admission_only), **_settings()) as controller:
+        # the watch reports creations it sees after its first list; one inside the list is an existing
+        # object (a controller started after an admission cannot tell), as "before" is
+        wait_for(lambda: controller.caches.synced_now("v1", "configmaps"))
         # as if the webhook had mutated it at admission (the fake API server calls no webhook here)
         fake_apiserver.store.create(configmap("created", foo="bar"))
         report = wait_for(lambda: report_of(fake_apiserver, "created"))

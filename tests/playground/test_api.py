@@ -208,9 +208,13 @@ def test_mutate_existing_targets_a_trigger_reaches_are_shown_with_their_own_diff
 
 
 def test_a_policy_that_cannot_run_natively_says_why_and_its_preset_is_named(served: Playground, examples: dict) -> None:
-    (policy,) = served.post("/api/native", examples["spot-all-except-kube-system"]).json()["policies"]
-    assert "map" not in policy and policy["generatedBy"]
-    assert "resource.List" in policy["refused"] and "only Kyverno's CEL environment has it" in policy["refused"]
+    pods, daemonsets = served.post("/api/native", examples["spot-all-except-kube-system"]).json()["policies"]
+    assert "map" not in pods and pods["generatedBy"].startswith("spot webhook values policies")
+    assert "resource.List" in pods["refused"] and "only Kyverno's CEL environment has it" in pods["refused"]
+    # the preset's DaemonSet-template companion (issue 38) mutates existing DaemonSets: no MAP does that
+    assert daemonsets["name"] == "spot-all-except-kube-system-daemonsets" and "map" not in daemonsets
+    assert "DaemonSet pod templates" in daemonsets["generatedBy"]
+    assert daemonsets["refused"].startswith("spec.evaluation.mutateExisting.enabled")
 
 
 def test_a_body_of_the_wrong_shape_is_a_400_naming_the_field(served: Playground) -> None:
