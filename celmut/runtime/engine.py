@@ -29,9 +29,10 @@ final patch over that size: the API server stores no object larger than its requ
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -90,7 +91,11 @@ class AdmissionEngine:
         # is a ReplicaSet its Deployment controls or comes from celmut's background controller (the
         # prechecks before the kind's, PolicyEvaluator._precheck; a NamespacedMutatingPolicy checks its
         # namespace first): reporting every policy (report_unselected), their outcome is made without a visit.
-        self._unselected_by_kind = frozenset(id(p) for p in matched_by_kind if p.kind != "NamespacedMutatingPolicy")
+        # Each maps to its outcome's maker, its fields bound once: with autogen, most of a Pod request's
+        # outcomes are these (40 of 60 for 20 policies), and a call with keywords costs 3× a bound one.
+        self._unselected_by_kind: dict[int, Callable[[], PolicyOutcome]] = {
+            id(p): unselected_maker(p) for p in matched_by_kind if p.kind != "NamespacedMutatingPolicy"
+        }
         opted_in = frozenset(p.display_name for p in self.policies if p.record_provenance)
         self._recorder = Recorder(self.options.record_provenance, opted_in)
 
@@ -136,11 +141,12 @@ class AdmissionEngine:
         started = clock()
         spent = budget.spent  # each outcome's CEL cost: what the budget lost since the previous one
         background = request.user_info.get("username") in self.options.background_usernames
-        unselected_by_kind = () if context.controlled_replicaset or background else self._unselected_by_kind
+        unselected_by_kind = {} if context.controlled_replicaset or background else self._unselected_by_kind
         for policy, selected in self._plan(request, failure_policy):
-            by_kind = id(policy) in unselected_by_kind  # nothing but its kind decides whether it sees the request
-            if not selected and by_kind:
-                outcome = unselected(policy)  # skipped: no error, audit or reinvocation to look at
+            make = unselected_by_kind.get(id(policy))  # nothing but its kind decides whether it sees the request
+            by_kind = make is not None
+            if not selected and make is not None:
+                outcome = make()  # skipped: no error, audit or reinvocation to look at
                 finished = clock()
                 outcome.seconds = finished - started  # its cost stays 0: nothing was evaluated
                 started = finished
@@ -218,13 +224,13 @@ class AdmissionEngine:
         return self.index.plan(key, failure_policy)
 
 
-def unselected(policy: CompiledPolicy) -> PolicyOutcome:
-    """The outcome of a policy whose resource rules do not name the request's kind, when nothing but
-    its kind decides (:attr:`AdmissionEngine._unselected_by_kind`): what the evaluator's
-    ``matchConstraints`` precheck answers."""
-    return PolicyOutcome(
-        policy.display_name, policy.kind, "skipped", matching.NO_RULE_MATCHES,
-        failure_policy=policy.failure_policy, cause="matchConstraints", cause_name=_RULES_FIELD,
+def unselected_maker(policy: CompiledPolicy) -> Callable[[], PolicyOutcome]:
+    """What makes the outcome of a policy whose resource rules do not name the request's kind, when
+    nothing but its kind decides (:attr:`AdmissionEngine._unselected_by_kind`): what the evaluator's
+    ``matchConstraints`` precheck answers. A new outcome each time (a result's outcomes are its own)."""
+    return functools.partial(
+        PolicyOutcome, policy.display_name, policy.kind, "skipped", matching.NO_RULE_MATCHES, "",
+        policy.failure_policy, cause="matchConstraints", cause_name=_RULES_FIELD,
     )  # fmt: skip
 
 

@@ -246,6 +246,13 @@ SEMANTICS = [
     ("optional chain on a missing key", "{'a': {'b': 1}}.?a.?c.orValue(7)"),
     ("a plain step after an optional one", "{'k': dyn(null)}.?k.x.hasValue()"),
     ("optional index out of range", "[1, 2][?5].hasValue()"),
+    # a literal key on an optional (``x.?labels["app"]``) is generated as index_optional, no subscript
+    ("a literal key after an optional step", "object.metadata.?labels['app'].orValue('none')"),
+    ("a literal key after an optional step on a name", "object.metadata.?name['x'].hasValue()"),
+    ("a literal key after an absent optional step", "object.?status['phase'].orValue('-')"),
+    ("a literal key after an optional index", "{'a': {'b': 1}}[?'a']['b'].value()"),
+    ("a literal key after a missing optional index", "{'a': {'b': 1}}[?'z']['b'].hasValue()"),
+    ("a literal key missing after an optional step", "{'a': {'b': 1}}.?a['c'].hasValue()"),
     ("or on a non-optional", "optional.none().or(dyn(1))"),
     ("optMap over none", "optional.none().optMap(v, v + 1).hasValue()"),
     ("optFlatMap must return an optional", "optional.of(1).optFlatMap(v, v + 1)"),

@@ -164,7 +164,7 @@ def test_the_indexed_engine_answers_as_one_visiting_every_policy(data: st.DataOb
         policy_set,
         options=AdmissionOptions(timeout_seconds=None, report_unselected=True, background_usernames=background),
     )
-    visiting._unselected_by_kind = frozenset()  # every policy through the evaluator's prechecks
+    visiting._unselected_by_kind = {}  # every policy through the evaluator's prechecks
     for request in data.draw(st.lists(requests(), min_size=1, max_size=4)):
         for failure_policy in (None, "Fail", "Ignore"):
             full = every.admit(request, failure_policy=failure_policy)

@@ -117,6 +117,8 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
             return self.assign(f"_index_optional({operand}, {index})")
         if isinstance(node.index, ast.Literal) and type(node.index.value) is str:
             operand, key = self.emit(node.operand), src.const(node.index.value)
+            if _always_optional(node.operand):  # ``x.?labels["app"]``: the subscript would always raise
+                return self.assign(f"_index_optional({operand}, {key})")  # index_value's own answer for one
             result = src.name()
             exact = f"{result} = _index_key({operand}, {key})"
             self.attempt(f"{result} = {operand}[{key}]", "(KeyError, TypeError)", exact)
@@ -184,3 +186,9 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
                 src.line(f"{result}[{name}] = {value}")
         src.line(f"{result}.type_name = {src.const(node.type_name)}")
         return result
+
+
+def _always_optional(node: ast.Node) -> bool:
+    """Whether ``node`` evaluates to an optional whatever the data (``x.?f``, ``x[?k]``: selection's
+    select_if_present and index_optional return one or raise), so indexing it is index_optional's."""
+    return (isinstance(node, ast.Select) and node.optional) or (isinstance(node, ast.Index) and node.optional)
