@@ -10,3 +10,7 @@ from __future__ import annotations
 # The API server stores no object larger than its request limit: 3 MiB, ``MaxRequestBodyBytes`` in
 # k8s.io/apiserver (pkg/server/config.go); etcd's own default is 1.5 MiB (``--max-request-bytes``).
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
+
+# The decision ledger's Leases (celmut.kube.decision_ledger): the webhook's RBAC names each of them
+# (celmut.install.rbac, the chart's rbac.yaml), so their number is shared here.
+DECISION_LEDGER_STRIPES = 32

@@ -71,14 +71,31 @@ class AdmissionScope:
     The webhook opens one around each admission (``with AdmissionScope(deadline):``); a provider asks
     :func:`admission_scope` for it and takes its locks with :meth:`acquire`. Outside one, nothing is held."""
 
-    __slots__ = ("_held", "_token", "arrived", "deadline")
+    __slots__ = ("_held", "_token", "arrived", "deadline", "final", "stale", "stamps", "uid", "views")
 
-    def __init__(self, deadline: float | None = None, arrived: float | None = None) -> None:
+    def __init__(self, deadline: float | None = None, arrived: float | None = None, uid: str = "") -> None:
         self.deadline = deadline  # time.monotonic() value after which no lock is waited for
         # time.perf_counter() value when the request arrived: what the API server had stored by then is
         # what its sender had seen (None: unknown)
         self.arrived = arrived
+        self.uid = uid  # the admission request's uid
         self._held: list[Holdable] = []
+        # what a provider read for this evaluation that others may change (celmut.kube.decision_ledger):
+        # key -> what was read; ``stale`` when it changed before the admission was recorded
+        self.views: dict[Any, Any] = {}
+        self.stamps: dict[str, str] = {}  # annotations the admitted object must carry (the decision's id)
+        self.stale = False
+        self.final = False  # the surface evaluates no more: what was decided is recorded as it is
+
+    def evaluate_again(self) -> bool:
+        """Whether what the evaluation decided on changed before it was recorded (another process
+        decided meanwhile): then the surface evaluates the request again, its locks still held."""
+        if not self.stale:
+            return False
+        self.stale = False
+        self.views.clear()
+        self.stamps.clear()
+        return True
 
     def acquire(self, lock: Holdable) -> bool:
         """Hold ``lock`` until the admission ends (at once if already held); False when it was not free

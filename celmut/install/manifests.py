@@ -150,6 +150,10 @@ def webhook_deployment(o: InstallOptions) -> Obj:
         "imagePullPolicy": "IfNotPresent",
         "args": args,
         "ports": [{"name": "https", "containerPort": 8443}],
+        "env": [  # the decision ledger: exact splits across replicas (celmut.kube.decision_ledger)
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "CELMUT_DECISION_LEDGER", "value": f"{o.name}-decisions"},
+        ],
         **_probes("https", 5),
         "resources": WEBHOOK_RESOURCES,
         "securityContext": _container_security(),
@@ -283,6 +287,20 @@ def _rbac(o: InstallOptions) -> list[Obj]:
                 subjects=[subject],
             ),
         ]
+    name = f"{o.name}-webhook"
+    subject = {"kind": "ServiceAccount", "name": o.webhook_account, "namespace": o.namespace}
+    objects += [
+        _obj(
+            f"{group}/v1", "Role", _meta(o, name, "webhook"), rules=rbac.webhook_namespace_rules(f"{o.name}-decisions")
+        ),
+        _obj(
+            f"{group}/v1",
+            "RoleBinding",
+            _meta(o, name, "webhook"),
+            roleRef={"apiGroup": group, "kind": "Role", "name": name},
+            subjects=[subject],
+        ),
+    ]
     name = f"{o.name}-controller"
     secrets = [f"{o.name}-ca", f"{o.name}-tls"]
     rules = rbac.controller_namespace_rules(name, secrets, self_managed_tls=True)

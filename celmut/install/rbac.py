@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from celmut.limits import DECISION_LEDGER_STRIPES
+
 Rule = dict[str, Any]
 
 READ = ["get", "list", "watch"]
@@ -115,6 +117,16 @@ def controller_namespace_rules(lease: str, secrets: list[str], *, self_managed_t
     if self_managed_tls:
         rules += [_rule("", ["secrets"], ["create"]), _rule("", ["secrets"], ["get", "update"], secrets)]
     return rules
+
+
+def webhook_namespace_rules(ledger_prefix: str) -> list[Rule]:
+    """In celmut's namespace: the decision ledger's Leases, which make split decisions exact across the
+    webhook's replicas and workers (:mod:`celmut.kube.decision_ledger`; create cannot be limited to names)."""
+    names = [f"{ledger_prefix}-{stripe:02d}" for stripe in range(DECISION_LEDGER_STRIPES)]
+    return [
+        _rule("coordination.k8s.io", ["leases"], ["create"]),
+        _rule("coordination.k8s.io", ["leases"], ["get", "update"], names),
+    ]
 
 
 def kyverno_exception_rules() -> list[Rule]:

@@ -15,10 +15,12 @@ Pods (issue 38), for decisions counting a workload's pods (exact spot splits, di
   (:mod:`celmut.kube.stored_pods`), so a pod deleted (or Terminating) a moment ago is never counted
   because the watch is behind.
 
-**The guarantee** (README, "Spot presets"): with one webhook process a split is exact. Another
-process's pods are counted once the API server has stored them; the split of a workload is off from
-``floor(n × percent / 100)`` by at most the number of pods other processes were admitting, not yet
-stored, while it decided (the last spot and the last on-demand decision each miss at most that many).
+**The guarantee** (README, "Spot presets"): with one webhook process a split is exact, and so it is
+across processes with the decision ledger (:mod:`celmut.kube.decision_ledger`: the pods other processes
+are admitting are counted, and a decision another process overtook is made again). Without the ledger,
+another process's pods are counted once the API server has stored them; the split of a workload is off
+from ``floor(n × percent / 100)`` by at most the number of pods other processes were admitting, not yet
+stored, while it decided.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from celmut.cel.lookups import (
 from celmut.kube.admitted_pods import AdmittedPods, reconcile
 from celmut.kube.cache import Handler, WatchedCache
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+from celmut.kube.decision_ledger import DECISION_ANNOTATION, DecisionLedger, LedgerView, decision_of
 from celmut.kube.stored_pods import METADATA_FIELD_SELECTORS, StoredRead, StoredReads
 
 log = logging.getLogger("celmut.kube")
@@ -200,8 +203,16 @@ def _labelled(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
 class ClusterLookup:
     """:class:`ResourceLookup` backed by watched caches, with an overlay of just-admitted pods."""
 
-    def __init__(self, caches: CacheSet, *, overlay_seconds: float = 60.0, decision_locks: int = 64) -> None:
+    def __init__(
+        self,
+        caches: CacheSet,
+        *,
+        overlay_seconds: float = 60.0,
+        decision_locks: int = 64,
+        ledger: DecisionLedger | None = None,
+    ) -> None:
         self.caches = caches
+        self.ledger = ledger  # decisions across webhook processes (celmut.kube.decision_ledger); None: this one only
         self.overlay_seconds = overlay_seconds
         self.admitted = AdmittedPods(overlay_seconds)
         self.stored_reads = StoredReads(caches.cluster)  # the pod lists decisions read (celmut.kube.stored_pods)
@@ -222,6 +233,16 @@ class ClusterLookup:
             or pod == received  # this call changed nothing: the call that changes the pod records it
         ):
             return
+        scope = admission_scope()
+        if scope is not None and self.ledger is not None and decision_of(pod):
+            decision = decision_of(pod)
+            for view in scope.views.values():
+                if view is None or self.ledger.record(view, decision, pod):
+                    continue
+                if not scope.final:
+                    scope.stale = True  # another process decided meanwhile: the admission is evaluated again
+                    return
+                self.ledger.record_anyway(view, decision, pod)  # the decision stands: later ones count it
         self.admitted.remember(pod, received)
 
     def _count_pods(self, cache: WatchedCache) -> None:
@@ -261,6 +282,7 @@ class ClusterLookup:
             self._decide_alone(scope, namespace, labels)
             if read is not None:  # a newer list another decision read while this one waited
                 read = self.stored_reads.latest(_read_key(cache, self.caches, namespace, labels), read)
+        view = self._ledger_view(scope, namespace, labels) if scope is not None else None
 
         def count(cached: list[dict[str, Any]]) -> list[dict[str, Any]]:
             """The pods to count, from ``cached`` and the admitted pods at one moment (under the cache's
@@ -268,11 +290,21 @@ class ClusterLookup:
             one of those pods and drop the entry that stands for it)."""
             entries = self.admitted.snapshot(namespace)
             if read is None:
-                return cached + [entry.pod for entry in entries]
-            selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
-            result = reconcile(cached, selected, read.pods, read.known, read.started, read.finished)
-            self.admitted.settle(result)
-            return result.pods
+                counted = cached + [entry.pod for entry in entries]
+            else:
+                selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
+                result = reconcile(cached, selected, read.pods, read.known, read.started, read.finished)
+                self.admitted.settle(result)
+                counted = result.pods
+            if view is None or self.ledger is None:
+                return counted
+            # other processes' pods in flight: those no stored, cached or own admitted pod shows yet (a pod
+            # another process decided about can reach this one through the next webhook of the chain)
+            shown = (*cached, *(read.pods if read else ()), *(entry.pod for entry in entries))
+            present = {decision_of(pod) for pod in shown} - {""}
+            since = None if read is None else time.time() - (time.perf_counter() - read.started)
+            others = self.ledger.in_flight(view, namespace, present, since)
+            return counted + [pod for pod in others if _labelled(pod, labels)]
 
         if cache is not None:
             self._count_pods(cache)
@@ -281,6 +313,22 @@ class ClusterLookup:
             before_blocking("listing pods from the API server")
             return count(self._list_from_server("v1", "pods", namespace, labels))
         return count([])
+
+    def _ledger_view(
+        self, scope: AdmissionScope, namespace: str, labels: Mapping[str, str] | None
+    ) -> LedgerView | None:
+        """The workload's ledger Lease for this evaluation (read once; its lock is held), and the
+        decision's id stamped on the admitted pod (what another process matches its entry to)."""
+        if self.ledger is None:
+            return None
+        stripe = self.decision_stripe(namespace, labels)
+        name = self.ledger.name(stripe)  # one view per Lease: two workloads of one Lease, one write
+        if name not in scope.views:
+            scope.views[name] = self.ledger.read(stripe)
+        view: LedgerView | None = scope.views[name]
+        if view is not None and scope.uid:
+            scope.stamps[DECISION_ANNOTATION] = scope.uid
+        return view
 
     def _stored_read(
         self, scope: AdmissionScope, cache: WatchedCache | None, namespace: str, labels: Mapping[str, str] | None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,12 +27,17 @@ from celmut import cel, heap
 from celmut.cel import lookups
 from celmut.cel.errors import Reschedule
 from celmut.runtime import AdmissionEngine, AdmissionResult
+from celmut.runtime.patch import with_annotations
 from celmut.server import review as reviews
 from celmut.server.metrics import Metrics
 from celmut.service import trace_records
 from celmut.service import tracing as traces
 
 log = logging.getLogger("celmut.server")
+#: Evaluations of one admission when another process keeps deciding about its workload meanwhile
+#: (celmut.kube.decision_ledger); the last one is admitted as decided.
+DECISION_ATTEMPTS = 10
+CONFLICT_BACKOFF_SECONDS = 0.003
 
 
 @dataclass(frozen=True)
@@ -130,11 +136,23 @@ class Admission:
         evaluated = time.perf_counter() if self.tracing is not None else 0.0
         # What the admission's lookups hold (a workload's decision lock) is held until what it admitted
         # is recorded: the next decision about the workload counts it (celmut.kube.stored_pods).
-        with lookups.AdmissionScope(budget.deadline, arrived=started):
-            result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
-            created = request.operation == "CREATE" and not request.dry_run and result.allowed
-            if self.on_admitted is not None and created and result.object is not None:
-                self.on_admitted(result.original, result.object)
+        with lookups.AdmissionScope(budget.deadline, arrived=started, uid=review.uid) as scope:
+            for attempt in range(1, DECISION_ATTEMPTS + 1):
+                near_deadline = budget.deadline is not None and time.monotonic() > budget.deadline - 1.0
+                scope.final = attempt == DECISION_ATTEMPTS or near_deadline
+                result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
+                created = request.operation == "CREATE" and not request.dry_run and result.allowed
+                if created and scope.stamps:
+                    result = with_annotations(result, scope.stamps)
+                if self.on_admitted is not None and created and result.object is not None:
+                    self.on_admitted(result.original, result.object)
+                if not scope.evaluate_again():
+                    break
+                # contended: let the processes that decided meanwhile finish (client-go's RetryOnConflict
+                # backs off too); the workload's lock in this process is still held
+                time.sleep(random.uniform(0.0, CONFLICT_BACKOFF_SECONDS * attempt))
+            if scope.final:  # the ledger changed under every earlier evaluation: the last one stands
+                log.warning("split decision contended; admitted as last evaluated", extra={"uid": review.uid})
         if self.on_decided is not None and not request.dry_run:
             try:
                 self.on_decided(request, result)

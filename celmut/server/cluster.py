@@ -16,6 +16,7 @@ from typing import Any
 from celmut.cel.lookups import HttpPolicy, RegistryPolicy
 from celmut.kube.admission_errors import AdmissionErrorRecorder, errors_of
 from celmut.kube.client import Cluster
+from celmut.kube.decision_ledger import DecisionLedger
 from celmut.kube.global_context import GlobalContextStore
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from celmut.kube.owners import OwnerOptOut
@@ -65,9 +66,9 @@ class ClusterConnection:
         source = ClusterPolicySource(cluster, admission_policies=admission_policies, selection=policy_selection).start()
         global_context = GlobalContextStore(cluster, http_policy or HttpPolicy()).start()
         images = RegistryImages(registry_policy or RegistryPolicy(), cluster)
-        connection = cls(
-            cluster, caches, ClusterLookup(caches), source, OwnerOptOut(caches, opt_out_label), global_context, images
-        )
+        # split decisions across replicas and workers (CELMUT_DECISION_LEDGER, POD_NAMESPACE; the chart sets both)
+        lookup = ClusterLookup(caches, ledger=DecisionLedger.from_environment(cluster))
+        connection = cls(cluster, caches, lookup, source, OwnerOptOut(caches, opt_out_label), global_context, images)
         connection.admission_errors = AdmissionErrorRecorder(cluster).start()
         if not connection.policy_source.wait_synced(sync_timeout):
             log.warning("cluster policies not listed yet; serving what is known", extra={"timeout": sync_timeout})

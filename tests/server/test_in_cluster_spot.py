@@ -2,8 +2,8 @@
 each pod) and with several webhook processes behind one Service (the chart runs 2 replicas).
 
 The guarantee the README states (celmut/kube/lookup.py): the split of a workload is exact (40 % of 10
-is 4) when the deciding process has seen the workload's earlier pods; it is off by at most the number of
-pods other processes admitted that it had not seen yet."""
+is 4) in one process, and across processes with the chart's decision ledger (celmut/kube/decision_ledger.py);
+without the ledger it is off by at most the number of pods other processes admitted that it had not seen yet."""
 
 from __future__ import annotations
 
@@ -64,10 +64,11 @@ def test_partial_spot_is_exact_with_the_charts_two_webhooks(
 
 
 @pytest.mark.fakekube(webhooks=True)
-def test_a_burst_across_two_webhook_processes_stays_within_the_documented_bound(
+def test_a_burst_across_two_webhook_processes_stays_within_the_documented_bound_without_the_ledger(
     fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
-    """The ReplicaSet controller creates pods in batches of 1, 2, 4, 3 (slowStartBatch); within a batch a
+    """Without the decision ledger (``celmut serve`` outside the chart, no CELMUT_DECISION_LEDGER): the
+    ReplicaSet controller creates pods in batches of 1, 2, 4, 3 (slowStartBatch); within a batch a
     replica may not see the pods the other one just admitted. Each replica decides every other pod, so a
     decision misses at most 2 of the other replica's pods of its batch: the split is within 2 of 4."""
     fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
@@ -78,3 +79,39 @@ def test_a_burst_across_two_webhook_processes_stays_within_the_documented_bound(
     counted = placements(fake_apiserver)
     assert counted["spot"] + counted["on-demand"] == 10
     assert abs(counted["spot"] - 4) <= 2, counted
+
+
+@pytest.mark.fakekube(webhooks=True)
+@pytest.mark.parametrize("replicas", [2, 3], ids=["two-webhook-processes", "three-webhook-processes"])
+def test_bursts_across_webhook_processes_are_exact_with_the_decision_ledger(
+    fake_apiserver: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replicas: int
+) -> None:
+    """Issue 38: with the chart's decision ledger (CELMUT_DECISION_LEDGER, POD_NAMESPACE) every process
+    counts the pods the others are admitting, so slow-start batches created concurrently across processes
+    (nothing waits for the watches between batches) still land exactly 40 % of each workload on spot;
+    the pods carry the id of the decision that placed them, and the Leases hold the entries."""
+    monkeypatch.setenv("POD_NAMESPACE", "celmut")
+    monkeypatch.setenv("CELMUT_DECISION_LEDGER", "celmut-decisions")
+    fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    apps = kubernetes.client.AppsV1Api(fake_apiserver.api_client())
+    with celmut_in_cluster(fake_apiserver, tmp_path, replicas=replicas, policy_paths=(PARTIAL_SPOT,)):
+        fake_apiserver.controllers.slow_start = True
+        for index, size in enumerate((10, 15, 20)):
+            workload = deployment(size)
+            workload["metadata"]["name"] = f"web-{index}"  # type: ignore[index]
+            labels = {"app": f"web-{index}"}
+            workload["spec"]["selector"] = {"matchLabels": labels}  # type: ignore[index]
+            workload["spec"]["template"]["metadata"]["labels"] = labels  # type: ignore[index]
+            apps.create_namespaced_deployment("shop", workload)
+        assert fake_apiserver.controllers.settle().stable
+        calls = fake_apiserver.webhooks.calls_to(kind="Pod")  # type: ignore[union-attr]
+    pods = fake_apiserver.store.list("pods", "shop")
+    for index, size in enumerate((10, 15, 20)):
+        mine = [p for p in pods if p["metadata"]["labels"]["app"] == f"web-{index}"]
+        spot = [p for p in mine if p["metadata"]["annotations"]["celmut.io/placement"] == "spot"]
+        assert (len(mine), len(spot)) == (size, size * 40 // 100), f"web-{index}"
+    assert all(p["metadata"]["annotations"].get("celmut.io/decision") for p in pods)
+    assert len({p["metadata"]["annotations"]["celmut.io/decision"] for p in pods}) == len(pods)
+    assert len({c.url.rsplit("/", 2)[0] for c in calls}) == replicas  # every process took part
+    leases = fake_apiserver.store.list("leases", "celmut")
+    assert leases and all(lease["metadata"]["name"].startswith("celmut-decisions-") for lease in leases)
