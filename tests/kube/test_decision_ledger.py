@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from celmut.cel.lookups import AdmissionScope
 from celmut.kube.client import Cluster
 from celmut.kube.decision_ledger import (
     DECISION_ANNOTATION,
@@ -16,6 +17,7 @@ from celmut.kube.decision_ledger import (
     KEEP_SECONDS,
     DecisionLedger,
 )
+from celmut.kube.lookup import CacheSet, ClusterLookup
 from tests.fakekube import FakeApiServer
 
 from .conftest import pod
@@ -108,3 +110,41 @@ def test_the_ledger_is_configured_by_the_charts_environment(cluster: Cluster) ->
         cluster, {"CELMUT_DECISION_LEDGER": "x-decisions", "POD_NAMESPACE": "celmut"}
     )
     assert ledger is not None and (ledger.namespace, ledger.name(33)) == ("celmut", "x-decisions-01")
+
+
+def test_a_decision_another_process_overtook_is_made_again_and_then_counts_its_pod(
+    cluster: Cluster, fake_apiserver: FakeApiServer
+) -> None:
+    """Two processes (each its own caches, overlay and ledger identity) decide about one workload at once:
+    the one that writes second is told to evaluate again, and its second look counts the first one's pod,
+    which the API server has not stored yet (what one process alone could not see)."""
+    fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    lookups = []
+    for identity in ("a", "b"):
+        caches = CacheSet(cluster, sync_timeout=5)
+        ledger = DecisionLedger(cluster, "celmut", "celmut-decisions", identity=identity)
+        lookups.append((caches, ClusterLookup(caches, ledger=ledger)))
+    (caches_a, a), (caches_b, b) = lookups
+    selector = {"app": "web"}
+    try:
+        with AdmissionScope(time.monotonic() + 30, uid="uid-a") as scope_a:
+            assert a.list("v1", "pods", "shop", selector)["items"] == []
+            with AdmissionScope(time.monotonic() + 30, uid="uid-b") as scope_b:  # meanwhile, in process b
+                assert b.list("v1", "pods", "shop", selector)["items"] == []
+                b.remember_admitted(admitted("uid-b", "spot"))
+                assert not scope_b.stale
+            a.remember_admitted(admitted("uid-a", "spot"))  # decided on the Lease as it was before b wrote
+            assert scope_a.stale and scope_a.evaluate_again()
+            [seen] = a.list("v1", "pods", "shop", selector)["items"]  # b's pod, in flight
+            assert seen["metadata"]["annotations"][DECISION_ANNOTATION] == "uid-b"
+            a.remember_admitted(admitted("uid-a", "on-demand"))
+            assert not scope_a.stale
+        with AdmissionScope(time.monotonic() + 30, uid="uid-c"):
+            ids = sorted(
+                p["metadata"]["annotations"][DECISION_ANNOTATION]
+                for p in b.list("v1", "pods", "shop", selector)["items"]
+            )
+        assert ids == ["uid-a", "uid-b"]  # a's pod (from the ledger) and b's own (its overlay), once each
+    finally:
+        caches_a.stop()
+        caches_b.stop()
