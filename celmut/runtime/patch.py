@@ -9,16 +9,11 @@ the common case.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from celmut.jsonutil import escape_pointer, json_copy
 
-if TYPE_CHECKING:
-    from celmut.runtime.results import AdmissionResult
-
-__all__ = ["diff", "escape", "json_copy", "with_annotations"]
+__all__ = ["diff", "escape", "json_copy"]
 
 
 escape = escape_pointer
@@ -59,18 +54,3 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
         return
     if not _same(old, new) or type(old) is not type(new):
         ops.append({"op": "replace", "path": path, "value": new})
-
-
-def with_annotations(result: AdmissionResult, annotations: Mapping[str, str]) -> AdmissionResult:
-    """``result`` with ``annotations`` set on the object it admits, its patch extended to match (after
-    the policies' operations: a valid RFC 6902 sequence). What the webhook itself stamps on a pod (the
-    id of the split decision that placed it, :mod:`celmut.kube.decision_ledger`)."""
-    obj = result.object
-    if not annotations or not result.allowed or obj is None:
-        return result
-    metadata = obj.get("metadata") or {}
-    current = metadata.get("annotations") or {}
-    if all(current.get(key) == value for key, value in annotations.items()):
-        return result
-    stamped = {**obj, "metadata": {**metadata, "annotations": {**current, **annotations}}}
-    return dataclasses.replace(result, object=stamped, patch=[*result.patch, *diff(obj, stamped)])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -164,3 +166,18 @@ class AdmissionResult:
     @property
     def applied_policies(self) -> list[str]:
         return [o.policy for o in self.outcomes if o.status == "applied"]
+
+
+def with_annotations(result: AdmissionResult, annotations: Mapping[str, str]) -> AdmissionResult:
+    """``result`` with ``annotations`` set on the object it admits, its patch extended to match (after
+    the policies' operations: a valid RFC 6902 sequence). What the webhook itself stamps on a pod (the
+    id of the split decision that placed it, :mod:`celmut.kube.decision_ledger`)."""
+    obj = result.object
+    if not annotations or not result.allowed or obj is None:
+        return result
+    metadata = obj.get("metadata") or {}
+    current = metadata.get("annotations") or {}
+    if all(current.get(key) == value for key, value in annotations.items()):
+        return result
+    stamped = {**obj, "metadata": {**metadata, "annotations": {**current, **annotations}}}
+    return dataclasses.replace(result, object=stamped, patch=[*result.patch, *diff(obj, stamped)])

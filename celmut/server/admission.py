@@ -27,7 +27,7 @@ from celmut import cel, heap
 from celmut.cel import lookups
 from celmut.cel.errors import Reschedule
 from celmut.runtime import AdmissionEngine, AdmissionResult
-from celmut.runtime.patch import with_annotations
+from celmut.runtime.results import with_annotations
 from celmut.server import review as reviews
 from celmut.server.metrics import Metrics
 from celmut.service import trace_records

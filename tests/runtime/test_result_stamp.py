@@ -1,13 +1,13 @@
 """What the webhook itself stamps on an admitted object (the split decision's id, issue 38):
-``runtime.patch.with_annotations`` extends the response patch so that applying it gives the object."""
+``runtime.results.with_annotations`` extends the response patch so that applying it gives the object."""
 
 from __future__ import annotations
 
 import jsonpatch
 import pytest
 
-from celmut.runtime.patch import diff, with_annotations
-from celmut.runtime.results import AdmissionResult
+from celmut.runtime.patch import diff
+from celmut.runtime.results import AdmissionResult, with_annotations
 
 
 def admitted(original: dict, mutated: dict) -> AdmissionResult:
