@@ -287,48 +287,40 @@ def _rbac(o: InstallOptions) -> list[Obj]:
                 subjects=[subject],
             ),
         ]
-    name = f"{o.name}-webhook"
-    subject = {"kind": "ServiceAccount", "name": o.webhook_account, "namespace": o.namespace}
-    objects += [
-        _obj(
-            f"{group}/v1", "Role", _meta(o, name, "webhook"), rules=rbac.webhook_namespace_rules(f"{o.name}-decisions")
-        ),
-        _obj(
-            f"{group}/v1",
-            "RoleBinding",
-            _meta(o, name, "webhook"),
-            roleRef={"apiGroup": group, "kind": "Role", "name": name},
-            subjects=[subject],
-        ),
-    ]
-    name = f"{o.name}-controller"
+    ledger_rules = rbac.webhook_namespace_rules(f"{o.name}-decisions")
+    objects += _role(o, f"{o.name}-webhook", "webhook", o.webhook_account, ledger_rules)
     secrets = [f"{o.name}-ca", f"{o.name}-tls"]
-    rules = rbac.controller_namespace_rules(name, secrets, self_managed_tls=True)
-    subject = {"kind": "ServiceAccount", "name": o.controller_account, "namespace": o.namespace}
-    objects += [
-        _obj(f"{group}/v1", "Role", _meta(o, name, "controller"), rules=rules),
+    controller_rules = rbac.controller_namespace_rules(f"{o.name}-controller", secrets, self_managed_tls=True)
+    objects += _role(o, f"{o.name}-controller", "controller", o.controller_account, controller_rules)
+    if o.kyverno_exceptions:
+        objects += _role(
+            o,
+            f"{o.name}-kyverno-exceptions",
+            "controller",
+            o.controller_account,
+            rbac.kyverno_exception_rules(),
+            namespace=o.exceptions_namespace,
+        )
+    return objects
+
+
+def _role(
+    o: InstallOptions, name: str, component: str, account: str, rules: list[Obj], namespace: str | None = None
+) -> list[Obj]:
+    """A Role and its RoleBinding to ``account``, in ``namespace`` (default: celmut's)."""
+    group = "rbac.authorization.k8s.io"
+    meta = {**_meta(o, name, component), "namespace": namespace or o.namespace}
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": o.namespace}
+    return [
+        _obj(f"{group}/v1", "Role", meta, rules=rules),
         _obj(
             f"{group}/v1",
             "RoleBinding",
-            _meta(o, name, "controller"),
+            dict(meta),
             roleRef={"apiGroup": group, "kind": "Role", "name": name},
             subjects=[subject],
         ),
     ]
-    if o.kyverno_exceptions:
-        name = f"{o.name}-kyverno-exceptions"
-        meta = {**_meta(o, name, "controller"), "namespace": o.exceptions_namespace}
-        objects += [
-            _obj(f"{group}/v1", "Role", meta, rules=rbac.kyverno_exception_rules()),
-            _obj(
-                f"{group}/v1",
-                "RoleBinding",
-                dict(meta),
-                roleRef={"apiGroup": group, "kind": "Role", "name": name},
-                subjects=[subject],
-            ),
-        ]
-    return objects
 
 
 def crd_manifests(o: InstallOptions) -> list[Obj]:
