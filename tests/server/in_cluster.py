@@ -116,3 +116,21 @@ def seen_by(servers: list[RunningServer]) -> Callable[[list[Obj]], None]:
                 )
 
     return wait
+
+
+def deployment(
+    replicas: int = 10, image: str = "registry.k8s.io/pause:3.10", *, name: str = "web", namespace: str = "shop"
+) -> Obj:
+    """A Deployment ``namespace/name`` of ``replicas`` one-container pods labelled ``app=<name>``."""
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "web", "image": image}]}},
+        },
+    }
+

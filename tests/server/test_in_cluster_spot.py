@@ -15,25 +15,9 @@ import pytest
 
 from tests.fakekube import FakeApiServer
 
-from .in_cluster import celmut_in_cluster, seen_by
+from .in_cluster import celmut_in_cluster, deployment, seen_by
 
 PARTIAL_SPOT = str(Path(__file__).resolve().parents[2] / "presets" / "spot-partial.yaml")  # 40 % on spot
-
-
-def deployment(replicas: int = 10) -> dict[str, object]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "shop"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]},
-            },
-        },
-    }
 
 
 def placements(fake: FakeApiServer) -> Counter[str]:
@@ -97,12 +81,7 @@ def test_bursts_across_webhook_processes_are_exact_with_the_decision_ledger(
     with celmut_in_cluster(fake_apiserver, tmp_path, replicas=replicas, policy_paths=(PARTIAL_SPOT,)):
         fake_apiserver.controllers.slow_start = True
         for index, size in enumerate((10, 15, 20)):
-            workload = deployment(size)
-            workload["metadata"]["name"] = f"web-{index}"  # type: ignore[index]
-            labels = {"app": f"web-{index}"}
-            workload["spec"]["selector"] = {"matchLabels": labels}  # type: ignore[index]
-            workload["spec"]["template"]["metadata"]["labels"] = labels  # type: ignore[index]
-            apps.create_namespaced_deployment("shop", workload)
+            apps.create_namespaced_deployment("shop", deployment(size, name=f"web-{index}"))
         assert fake_apiserver.controllers.settle().stable
         calls = fake_apiserver.webhooks.calls_to(kind="Pod")  # type: ignore[union-attr]
     pods = fake_apiserver.store.list("pods", "shop")

@@ -24,7 +24,7 @@ import yaml
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
 
-from .in_cluster import celmut_in_cluster
+from .in_cluster import celmut_in_cluster, deployment
 from .support import RunningServer
 from .test_in_cluster_daemonsets import create_nodes
 
@@ -33,22 +33,6 @@ PARTIAL_SPOT = str(ROOT / "presets" / "spot-partial.yaml")  # 40 % on spot
 PLACEMENT = "celmut.io/placement"
 
 Obj = dict[str, Any]
-
-
-def deployment(replicas: int = 10, image: str = "registry.k8s.io/pause:3.10") -> Obj:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "shop"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": image}]},
-            },
-        },
-    }
 
 
 def live(fake: FakeApiServer) -> list[Obj]:
