@@ -148,6 +148,7 @@ class Admission:
                     self.on_admitted(result.original, result.object)
                 if not scope.evaluate_again():
                     break
+                self.metrics.split_reevaluations.inc()
                 # contended: let the processes that decided meanwhile finish (client-go's RetryOnConflict
                 # backs off too); the workload's lock in this process is still held
                 time.sleep(random.uniform(0.0, CONFLICT_BACKOFF_SECONDS * attempt))

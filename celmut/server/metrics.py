@@ -78,6 +78,12 @@ class Metrics:
             registry=self.registry,
             multiprocess_mode="livemax",
         )
+        self.split_reevaluations = Counter(
+            "celmut_split_decision_reevaluations",
+            "Admissions evaluated again because another webhook process decided about the same workload "
+            "meanwhile (the decision ledger's Lease changed under them)",
+            registry=self.registry,
+        )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
         self.error_events = Counter(
             "celmut_report_error_events",
