@@ -27,6 +27,7 @@ from celmut import cel, heap
 from celmut.cel import lookups
 from celmut.cel.errors import Reschedule
 from celmut.runtime import AdmissionEngine, AdmissionResult
+from celmut.runtime.ownership import controller_owner
 from celmut.runtime.results import with_annotations
 from celmut.server import review as reviews
 from celmut.server.metrics import Metrics
@@ -142,7 +143,9 @@ class Admission:
                 scope.final = attempt == DECISION_ATTEMPTS or near_deadline
                 result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
                 created = request.operation == "CREATE" and not request.dry_run and result.allowed
-                if created and scope.stamps:
+                # a workload's pod whose split counted its siblings carries the decision's id (its ledger
+                # entry's); nothing else is stamped, whatever its policies looked up
+                if created and scope.stamps and _workload_pod(result.object):
                     result = with_annotations(result, scope.stamps)
                 if self.on_admitted is not None and created and result.object is not None:
                     self.on_admitted(result.original, result.object)
@@ -166,6 +169,10 @@ class Admission:
         if self.tracing is not None:
             _trace(self.tracing, review, result, failure_policy, trace_headers, started, evaluated)
         return answer
+
+
+def _workload_pod(obj: dict[str, Any] | None) -> bool:
+    return obj is not None and obj.get("kind") == "Pod" and controller_owner(obj) is not None
 
 
 def fails_closed(engine: AdmissionEngine, failure_policy: str | None) -> bool:

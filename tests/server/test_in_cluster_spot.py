@@ -7,17 +7,35 @@ without the ledger it is off by at most the number of pods other processes admit
 
 from __future__ import annotations
 
+import base64
+import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import jsonpatch
 import kubernetes.client
 import pytest
+import yaml
 
 from tests.fakekube import FakeApiServer
+from tests.kube.conftest import label_policy
 
 from .in_cluster import celmut_in_cluster, deployment, seen_by
+from .support import admission_request, running_server
 
 PARTIAL_SPOT = str(Path(__file__).resolve().parents[2] / "presets" / "spot-partial.yaml")  # 40 % on spot
+
+
+def shop_pod(**metadata: Any) -> dict[str, Any]:
+    """A pod of the Deployment ``web`` in ``shop`` as its ReplicaSet sends it (no name yet)."""
+    meta = {"generateName": "web-5d9c-", "namespace": "shop", "labels": {"app": "web"}, **metadata}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+    }
 
 
 def placements(fake: FakeApiServer) -> Counter[str]:
@@ -94,3 +112,35 @@ def test_bursts_across_webhook_processes_are_exact_with_the_decision_ledger(
     assert len({c.url.rsplit("/", 2)[0] for c in calls}) == replicas  # every process took part
     leases = fake_apiserver.store.list("leases", "celmut")
     assert leases and all(lease["metadata"]["name"].startswith("celmut-decisions-") for lease in leases)
+
+
+def test_only_a_workload_pod_whose_admission_counted_pods_carries_a_decision_id(
+    fake_apiserver: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger's id goes on what a split counts (a pod with a controller); a bare pod a policy's lookup
+    listed pods for is left as its policies made it, and so is a pod no policy listed pods for."""
+    monkeypatch.setenv("POD_NAMESPACE", "celmut")
+    monkeypatch.setenv("CELMUT_DECISION_LEDGER", "celmut-decisions")
+    for name in ("celmut", "shop"):
+        fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    counting = label_policy(
+        "counted", expression='[JSONPatch{op: "add", path: "/metadata/labels/pods", '
+        'value: string(size(resource.List("v1", "pods", "shop", {"app": "web"}).items))}]',
+    )  # fmt: skip
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "counted.yaml").write_text(yaml.safe_dump(counting))
+    kubeconfig = str(fake_apiserver.kubeconfig(tmp_path / "kubeconfig"))
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d9c", "uid": "u1", "controller": True}
+    with running_server(tmp_path, [str(policies)], from_cluster=True, kubeconfig=kubeconfig) as server:
+
+        def admitted(pod: dict[str, Any]) -> dict[str, Any]:
+            response = server.review(admission_request(pod))["response"]
+            return jsonpatch.apply_patch(pod, json.loads(base64.b64decode(response["patch"])))  # type: ignore[no-any-return]
+
+        bare = admitted(shop_pod())
+        owned = admitted(shop_pod(ownerReferences=[owner]))
+    assert bare["metadata"]["labels"]["pods"] == "0" and "celmut.io/decision" not in bare["metadata"].get(
+        "annotations", {}
+    )
+    assert owned["metadata"]["annotations"]["celmut.io/decision"]  # its admission's uid
