@@ -71,14 +71,16 @@ class AdmissionScope:
     The webhook opens one around each admission (``with AdmissionScope(deadline):``); a provider asks
     :func:`admission_scope` for it and takes its locks with :meth:`acquire`. Outside one, nothing is held."""
 
-    __slots__ = ("_held", "_token", "arrived", "deadline", "final", "stale", "stamps", "uid", "views")
+    __slots__ = ("_held", "_token", "arrived", "deadline", "decision_id", "final", "stale", "stamps", "views")
 
-    def __init__(self, deadline: float | None = None, arrived: float | None = None, uid: str = "") -> None:
+    def __init__(self, deadline: float | None = None, arrived: float | None = None, decision_id: str = "") -> None:
         self.deadline = deadline  # time.monotonic() value after which no lock is waited for
         # time.perf_counter() value when the request arrived: what the API server had stored by then is
         # what its sender had seen (None: unknown)
         self.arrived = arrived
-        self.uid = uid  # the admission request's uid
+        # what the admitted object carries when its decision counted a workload's pods (the request's uid);
+        # '' when the admission decides nothing a decision ledger records (not a workload pod's creation)
+        self.decision_id = decision_id
         self._held: list[Holdable] = []
         # what a provider read for this evaluation that others may change (celmut.kube.decision_ledger):
         # key -> what was read; ``stale`` when it changed before the admission was recorded

@@ -319,15 +319,15 @@ class ClusterLookup:
     ) -> LedgerView | None:
         """The workload's ledger Lease for this evaluation (read once; its lock is held), and the
         decision's id stamped on the admitted pod (what another process matches its entry to)."""
-        if self.ledger is None:
-            return None
+        if self.ledger is None or not scope.decision_id:
+            return None  # nothing to record: no Lease to read
         stripe = self.decision_stripe(namespace, labels)
         name = self.ledger.name(stripe)  # one view per Lease: two workloads of one Lease, one write
         if name not in scope.views:
             scope.views[name] = self.ledger.read(stripe)
         view: LedgerView | None = scope.views[name]
-        if view is not None and scope.uid:
-            scope.stamps[DECISION_ANNOTATION] = scope.uid
+        if view is not None:
+            scope.stamps[DECISION_ANNOTATION] = scope.decision_id
         return view
 
     def _stored_read(

@@ -137,15 +137,19 @@ class Admission:
         evaluated = time.perf_counter() if self.tracing is not None else 0.0
         # What the admission's lookups hold (a workload's decision lock) is held until what it admitted
         # is recorded: the next decision about the workload counts it (celmut.kube.stored_pods).
-        with lookups.AdmissionScope(budget.deadline, arrived=started, uid=review.uid) as scope:
+        # a workload pod's creation may count its siblings: its decision is recorded under the request's uid
+        decision_id = (
+            review.uid
+            if request.operation == "CREATE" and not request.dry_run and _workload_pod(request.object)
+            else ""
+        )
+        with lookups.AdmissionScope(budget.deadline, arrived=started, decision_id=decision_id) as scope:
             for attempt in range(1, DECISION_ATTEMPTS + 1):
                 near_deadline = budget.deadline is not None and time.monotonic() > budget.deadline - 1.0
                 scope.final = attempt == DECISION_ATTEMPTS or near_deadline
                 result = engine.admit(request, budget, services=services, failure_policy=failure_policy)
                 created = request.operation == "CREATE" and not request.dry_run and result.allowed
-                # a workload's pod whose split counted its siblings carries the decision's id (its ledger
-                # entry's); nothing else is stamped, whatever its policies looked up
-                if created and scope.stamps and _workload_pod(result.object):
+                if created and scope.stamps:  # its split counted its siblings: the id of its ledger entry
                     result = with_annotations(result, scope.stamps)
                 if self.on_admitted is not None and created and result.object is not None:
                     self.on_admitted(result.original, result.object)
@@ -155,8 +159,11 @@ class Admission:
                 # contended: let the processes that decided meanwhile finish (client-go's RetryOnConflict
                 # backs off too); the workload's lock in this process is still held
                 time.sleep(random.uniform(0.0, CONFLICT_BACKOFF_SECONDS * attempt))
-            if scope.final:  # the ledger changed under every earlier evaluation: the last one stands
-                log.warning("split decision contended; admitted as last evaluated", extra={"uid": review.uid})
+            if scope.final and attempt > 1:  # the ledger changed under every earlier evaluation: the last stood
+                log.warning(
+                    "split decision contended; admitted as last evaluated",
+                    extra={"uid": review.uid, "attempts": attempt},
+                )
         if self.on_decided is not None and not request.dry_run:
             try:
                 self.on_decided(request, result)

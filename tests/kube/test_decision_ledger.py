@@ -127,9 +127,9 @@ def test_a_decision_another_process_overtook_is_made_again_and_then_counts_its_p
     (caches_a, a), (caches_b, b) = lookups
     selector = {"app": "web"}
     try:
-        with AdmissionScope(time.monotonic() + 30, uid="uid-a") as scope_a:
+        with AdmissionScope(time.monotonic() + 30, decision_id="uid-a") as scope_a:
             assert a.list("v1", "pods", "shop", selector)["items"] == []
-            with AdmissionScope(time.monotonic() + 30, uid="uid-b") as scope_b:  # meanwhile, in process b
+            with AdmissionScope(time.monotonic() + 30, decision_id="uid-b") as scope_b:  # meanwhile, in process b
                 assert b.list("v1", "pods", "shop", selector)["items"] == []
                 b.remember_admitted(admitted("uid-b", "spot"))
                 assert not scope_b.stale
@@ -139,7 +139,7 @@ def test_a_decision_another_process_overtook_is_made_again_and_then_counts_its_p
             assert seen["metadata"]["annotations"][DECISION_ANNOTATION] == "uid-b"
             a.remember_admitted(admitted("uid-a", "on-demand"))
             assert not scope_a.stale
-        with AdmissionScope(time.monotonic() + 30, uid="uid-c"):
+        with AdmissionScope(time.monotonic() + 30, decision_id="uid-c"):
             ids = sorted(
                 p["metadata"]["annotations"][DECISION_ANNOTATION]
                 for p in b.list("v1", "pods", "shop", selector)["items"]

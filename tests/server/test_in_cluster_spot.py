@@ -139,7 +139,9 @@ def test_only_a_workload_pod_whose_admission_counted_pods_carries_a_decision_id(
             return jsonpatch.apply_patch(pod, json.loads(base64.b64decode(response["patch"])))  # type: ignore[no-any-return]
 
         bare = admitted(shop_pod())
+        assert not fake_apiserver.requests_matching("GET", "/leases/")  # nothing to record: no Lease read
         owned = admitted(shop_pod(ownerReferences=[owner]))
+        assert fake_apiserver.requests_matching("GET", "/leases/")
     assert bare["metadata"]["labels"]["pods"] == "0" and "celmut.io/decision" not in bare["metadata"].get(
         "annotations", {}
     )
