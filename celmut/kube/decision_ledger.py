@@ -100,6 +100,10 @@ class DecisionLedger:
         """The ledger ``CELMUT_DECISION_LEDGER`` and ``POD_NAMESPACE`` name; None without them (one process)."""
         env = os.environ if env is None else env
         prefix, namespace = env.get(PREFIX_VARIABLE, ""), env.get("POD_NAMESPACE", "")
+        if prefix and not namespace:
+            log.warning(
+                f"{PREFIX_VARIABLE} is set without POD_NAMESPACE (the Leases' namespace); each process decides alone"
+            )
         return cls(cluster, namespace, prefix) if prefix and namespace else None
 
     def name(self, stripe: int) -> str:

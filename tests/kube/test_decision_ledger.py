@@ -103,9 +103,11 @@ def test_without_rbac_for_leases_the_decision_goes_on_as_in_one_process_and_says
     assert "cannot read the decision ledger" in caplog.text and "grant the webhook" in caplog.text
 
 
-def test_the_ledger_is_configured_by_the_charts_environment(cluster: Cluster) -> None:
+def test_the_ledger_is_configured_by_the_charts_environment(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
     assert DecisionLedger.from_environment(cluster, {}) is None  # one process: as before
-    assert DecisionLedger.from_environment(cluster, {"CELMUT_DECISION_LEDGER": "x-decisions"}) is None
+    with caplog.at_level(logging.WARNING, logger="celmut.kube"):
+        assert DecisionLedger.from_environment(cluster, {"CELMUT_DECISION_LEDGER": "x-decisions"}) is None
+    assert "without POD_NAMESPACE" in caplog.text  # half a configuration is said, not ignored
     ledger = DecisionLedger.from_environment(
         cluster, {"CELMUT_DECISION_LEDGER": "x-decisions", "POD_NAMESPACE": "celmut"}
     )
