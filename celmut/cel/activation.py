@@ -136,7 +136,12 @@ _REQUEST_KEYS = frozenset(admission_request().keys())
 
 def approximate_size(value: Any, limit: int) -> int:
     """The size in bytes of a JSON-like value, encoded (compactly); values JSON cannot encode are
-    estimated by walking them, stopping past ``limit``."""
+    estimated by walking them, stopping past ``limit``. Keys are almost always strings: orjson is tried
+    without ``OPT_NON_STR_KEYS`` first (which doubles its time: 3 vs 6 µs for a 4 KB Pod), the same bytes."""
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:
+        pass
     try:
         return len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS))
     except TypeError:
@@ -158,6 +163,8 @@ def _walked_size(value: Any, limit: int) -> int:
         elif isinstance(item, list | tuple):
             total += 2
             stack.extend(item)
+        elif isinstance(item, bytes):
+            total += len(item) * 4 // 3 + 2  # base64, as JSON carries bytes
         else:
             total += 8
         if total > limit:

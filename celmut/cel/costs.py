@@ -148,10 +148,32 @@ def json_nbytes(value: Any) -> int:
     than ``_TREE_DEPTH``."""
     if not isinstance(value, _CONTAINERS):
         return _leaf(value)[1]
+    flat = _flat_nbytes(value)
+    if flat is not None:
+        return flat
     try:
         return _tree_nbytes(value, {}, 0)
     except _NotATree:
         return _shared_nbytes(value)
+
+
+def _flat_nbytes(value: Any) -> int | None:
+    """:func:`json_nbytes` of the commonest mutation result, a list of maps of ASCII strings (a
+    JSONPatch list: ``[{op, path, value}, …]``), in one loop without a call per node; None for any
+    other shape. Nothing here can unfold: two levels of containers are walked element by element,
+    so a map repeated in the list costs its size each time, as the walk of its JSON would."""
+    if type(value) is not list:
+        return None
+    total = 2
+    for item in value:
+        if type(item) is not v.StructValue and type(item) is not dict:
+            return None
+        total += 3
+        for name, child in item.items():
+            if type(child) is not str or type(name) is not str or not (child.isascii() and name.isascii()):
+                return None
+            total += len(name) + len(child) + 7
+    return total
 
 
 def _tree_nbytes(node: Any, seen: dict[int, int], depth: int) -> int:

@@ -247,7 +247,7 @@ def unselected_maker(policy: CompiledPolicy) -> Callable[[], PolicyOutcome]:
     ``matchConstraints`` precheck answers. A new outcome each time (a result's outcomes are its own)."""
     return functools.partial(
         PolicyOutcome, policy.display_name, policy.kind, "skipped", matching.NO_RULE_MATCHES, "",
-        policy.failure_policy, cause="matchConstraints", cause_name=_RULES_FIELD,
+        policy.failure_policy, "matchConstraints", _RULES_FIELD,
     )  # fmt: skip
 
 

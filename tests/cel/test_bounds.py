@@ -8,6 +8,7 @@ cost of an expression is charged per evaluation, comprehensions stop at cel-cpp'
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -73,6 +74,20 @@ def test_inputs_over_the_size_limit_are_refused() -> None:
     big = {"data": "x" * 2_000_000}
     with pytest.raises(cel.CelInputError, match="exceeds the limit"):
         cel.Activation(object=big, max_input_bytes=1_000_000)
+
+
+@pytest.mark.parametrize(
+    "big",
+    [
+        pytest.param({"data": "x" * 2_000_000}, id="string keys (orjson's fast encoding)"),
+        pytest.param({1: "x" * 2_000_000}, id="an integer key (encoded with OPT_NON_STR_KEYS)"),
+        pytest.param({"data": [b"x" * 2_000_000]}, id="bytes orjson cannot encode (walked)"),
+    ],
+)
+def test_inputs_over_the_size_limit_are_refused_whatever_their_keys(big: dict[Any, Any]) -> None:
+    with pytest.raises(cel.CelInputError, match="exceeds the limit"):
+        cel.Activation(object=big, max_input_bytes=1_000_000)
+    cel.Activation(object=big, max_input_bytes=3_000_000)  # and within the limit they are taken
 
 
 def test_error_messages_do_not_contain_object_contents(engine: str) -> None:

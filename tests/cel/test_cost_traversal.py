@@ -175,6 +175,14 @@ def deep_tree(depth: int) -> list[Any]:
     "value",
     [
         pytest.param([{"op": "add", "path": "/metadata/labels/a", "value": "x"}], id="a JSONPatch result"),
+        pytest.param(
+            [cel.values.StructValue("JSONPatch", {"op": "add", "path": f"/a/{i}", "value": "x"}) for i in range(3)],
+            id="JSONPatch structs (the flat walk)",
+        ),
+        pytest.param([{"k": "v"}] * 5, id="one map repeated in a list (the flat walk counts each)"),
+        pytest.param([{"op": "add", "path": "/a", "value": "é"}], id="a non-ASCII value (leaves the flat walk)"),
+        pytest.param([{"op": "add", "path": "/a", "value": ["x"]}], id="a nested value (leaves the flat walk)"),
+        pytest.param([], id="an empty list"),
         pytest.param({"k": ["é漢", b"\x00\x01", 1.5, float("nan"), True, None, 10**30]}, id="every leaf kind"),
         pytest.param({"k": [cel.values.NONE, cel.values.OptionalValue("ab")]}, id="optionals"),
         pytest.param({"ü": (1, 2), 3: "int key"}, id="non-ascii and int keys, tuples"),
