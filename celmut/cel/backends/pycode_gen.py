@@ -67,9 +67,12 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
             return self.assign(
                 f"({field} in {operand}) if type({operand}) is dict else _test_field({operand}, {field})"
             )
-        if node.optional:
-            operand = self.emit(node.operand)
-            return self.assign(f"_select_if_present({operand}, {src.const(node.field)})")
+        if node.optional:  # ``x.?f`` on a map: present or not, without a call (select_if_present's answer)
+            operand, field = self.emit(node.operand), src.const(node.field)
+            return self.assign(
+                f"((_Optional({operand}[{field}]) if {field} in {operand} else _NONE) if type({operand}) is dict"
+                f" else _select_if_present({operand}, {field}))"
+            )
         fields: list[str] = []  # a chain of plain selections, as the planner collects it
         current: ast.Node = node
         while isinstance(current, ast.Select) and not current.optional and not current.test_only:
@@ -112,19 +115,34 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
 
     def _Index(self, node: ast.Index) -> str:
         src = self.src
+        literal_key = isinstance(node.index, ast.Literal) and type(node.index.value) is str
         if node.optional:
             operand, index = self.emit(node.operand), self.emit(node.index)
+            if literal_key:
+                return self._optional_key(operand, index)
             return self.assign(f"_index_optional({operand}, {index})")
-        if isinstance(node.index, ast.Literal) and type(node.index.value) is str:
+        if literal_key:
             operand, key = self.emit(node.operand), src.const(node.index.value)
             if _always_optional(node.operand):  # ``x.?labels["app"]``: the subscript would always raise
-                return self.assign(f"_index_optional({operand}, {key})")  # index_value's own answer for one
+                return self._optional_key(operand, key)  # index_value's own answer for one: index_optional
             result = src.name()
             exact = f"{result} = _index_key({operand}, {key})"
             self.attempt(f"{result} = {operand}[{key}]", "(KeyError, TypeError)", exact)
             return result
         operand, index = self.emit(node.operand), self.emit(node.index)
         return self.assign(f"_index_value({operand}, {index})")
+
+    def _optional_key(self, operand: str, key: str) -> str:
+        """``index_optional(operand, key)`` for a string constant ``key``, without a call when ``operand``
+        is a map or a present optional holding one (``object.metadata.?labels["app"]``, hot in
+        matchConditions): optional.of(the value) when the key is there, else optional.none()."""
+        inner = f"{operand}.value"
+        return self.assign(
+            f"((_Optional({inner}[{key}]) if {key} in {inner} else _NONE)"
+            f" if type({operand}) is _Optional and {operand}.present and type({inner}) is dict"
+            f" else (_Optional({operand}[{key}]) if {key} in {operand} else _NONE) if type({operand}) is dict"
+            f" else _index_optional({operand}, {key}))"
+        )
 
     # --- aggregates ----------------------------------------------------------------------------------
 

@@ -86,6 +86,7 @@ NAMESPACE: dict[str, Any] = {
     "_Struct": v.StructValue,
     "_new_dict": dict.__new__,
     "_Optional": v.OptionalValue,
+    "_NONE": v.NONE,
     "_Lazy": LazyVariables,
     "_bad_range": bad_range,
     "_repeated_key": repeated_key,
