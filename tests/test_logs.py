@@ -32,6 +32,35 @@ def test_uvicorns_color_message_is_not_logged() -> None:
     assert "color_message" not in entry and "\x1b" not in line and entry["port"] == 1
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param(["a", "b"], ["a", "b"], id="a list (orjson)"),
+        pytest.param("ünïcödé/漢", "ünïcödé/漢", id="non-ASCII text, as UTF-8"),
+        pytest.param(2**70, 2**70, id="an integer past 64 bits (json's fallback)"),
+        pytest.param({1: "x"}, {"1": "x"}, id="a key that is no string (json's fallback)"),
+        pytest.param({"b"}, "{'b'}", id="a value JSON has no type for: its str()"),
+    ],
+)
+def test_every_extra_value_makes_one_json_line(value: object, expected: object) -> None:
+    line = JsonFormatter().format(record("admission", field=value))
+    assert "\n" not in line and json.loads(line)["field"] == expected
+
+
+def test_the_timestamp_follows_each_records_second() -> None:
+    """The seconds' text is formatted once per second and reused: a record of another second gets its own."""
+    formatter, first, later = JsonFormatter(), record("a"), record("b")
+    first.created, first.msecs = 1_700_000_000.25, 250.0
+    later.created, later.msecs = 1_700_000_001.5, 500.0
+    stamps = [json.loads(formatter.format(r))["time"] for r in (first, first, later, first)]
+    assert stamps == [
+        "2023-11-14T22:13:20.250Z",
+        "2023-11-14T22:13:20.250Z",
+        "2023-11-14T22:13:21.500Z",
+        "2023-11-14T22:13:20.250Z",
+    ]
+
+
 def _raise_nested() -> None:
     def inner() -> None:
         raise ValueError("the innermost problem")
