@@ -115,14 +115,14 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
 
     def _Index(self, node: ast.Index) -> str:
         src = self.src
-        literal_key = isinstance(node.index, ast.Literal) and type(node.index.value) is str
+        literal = node.index.value if isinstance(node.index, ast.Literal) else None
         if node.optional:
             operand, index = self.emit(node.operand), self.emit(node.index)
-            if literal_key:
+            if type(literal) is str:
                 return self._optional_key(operand, index)
             return self.assign(f"_index_optional({operand}, {index})")
-        if literal_key:
-            operand, key = self.emit(node.operand), src.const(node.index.value)
+        if type(literal) is str:
+            operand, key = self.emit(node.operand), src.const(literal)
             if _always_optional(node.operand):  # ``x.?labels["app"]``: the subscript would always raise
                 return self._optional_key(operand, key)  # index_value's own answer for one: index_optional
             result = src.name()
