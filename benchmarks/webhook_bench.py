@@ -12,7 +12,7 @@ from the moment each request was due. CPU per request is the server process's us
 over the timed phase. The two servers are measured in A-B-B-A order to even out drift.
 
     python benchmarks/webhook_bench.py [--rate 200] [--seconds 8] [--baseline DIR] [--no-match]
-        [--workers N] [--baseline-workers N] [--h11-floor] [--no-policies] [--all-pods]
+        [--workers N] [--baseline-workers N] [--h11-floor] [--no-policies] [--all-pods] [--log-level INFO]
 
 ``--baseline DIR`` also serves the celmut package found in DIR (e.g. ``git archive main celmut | tar
 -x -C DIR``) as a third server, so a change is measured before/after in the same run (A-B-C-C-B-A);
@@ -253,6 +253,12 @@ def main() -> None:
         "--baseline-workers", type=int, help="the baseline's --workers (default: --workers); with --baseline ."
     )
     parser.add_argument("--h11-floor", action="store_true", help="also the floor on uvicorn's h11 + asyncio")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=("INFO", "WARNING"),
+        help="celmut's --log-level (default WARNING; INFO, the chart's default, logs every admission)",
+    )
     parser.add_argument("--serve-floor", nargs=4, metavar=("PORT", "CERT", "KEY", "STACK"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
@@ -285,7 +291,7 @@ def main() -> None:
         "floor": [sys.executable, str(Path(__file__).resolve()), "--serve-floor", str(ports["floor"]), *tls, "fast"],
         "celmut": [
             sys.executable, "-m", "celmut", "serve", "--policies", str(policy_dir), "--port", str(ports["celmut"]),
-            "--tls-cert", str(material.cert_file), "--tls-key", str(material.key_file), "--log-level", "WARNING",
+            "--tls-cert", str(material.cert_file), "--tls-key", str(material.key_file), "--log-level", args.log_level,
             "--workers", str(args.workers),
         ],
     }  # fmt: skip
