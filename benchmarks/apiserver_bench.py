@@ -10,7 +10,11 @@ and times each ``POST`` from the client, under each configuration in turn:
   the MutatingWebhookConfiguration ``celmut webhook-config`` prints for them;
 * ``map-1`` / ``map-20`` — the same policies as native MutatingAdmissionPolicies and bindings, as
   ``celmut compile --to-map`` prints them (the API server evaluates them itself);
-* with ``--baseline DIR``, ``base-1`` / ``base-20``: the celmut package in DIR served the same way.
+* with ``--baseline DIR``, ``base-1`` / ``base-20``: the celmut package in DIR served the same way;
+* ``floor`` — a webhook that decodes the review and answers a fixed patch adding one label
+  (``webhook_bench.py``'s floor, FastAPI on uvicorn with httptools and uvloop, ``fast-patch``),
+  registered as celmut's one-policy webhook is: what a mutating webhook adds whoever answers it — the
+  hop, and the API server applying the patch.
 
 Each configuration is installed, checked to take effect (a dry-run Pod comes back mutated, or
 not for ``none``), measured, and removed; the configurations run in A-B-…-B-A order for
@@ -189,6 +193,24 @@ def webhook_configuration(name: str, policies: Path, port: int, ca_file: Path) -
     return documents
 
 
+def floor_configuration(celmut_objects: list[dict[str, Any]], port: int) -> list[dict[str, Any]]:
+    """celmut's webhook configuration pointed at the floor server (named ``bench-floor``)."""
+    objects = copy.deepcopy(celmut_objects)
+    for document in objects:
+        document["metadata"]["name"] = "bench-floor"
+        for webhook in document.get("webhooks", []):
+            webhook["clientConfig"]["url"] = f"https://127.0.0.1:{port}/mutate"
+    return objects
+
+
+def serve_floor(port: int, tls: certs.ServingCertificate, log: Path) -> subprocess.Popen[bytes]:
+    script = str(HERE / "webhook_bench.py")
+    command = [sys.executable, script, "--serve-floor", str(port), str(tls.cert_file), str(tls.key_file), "fast-patch"]
+    environment = {**os.environ, "PYTHONPATH": str(HERE.parent)}
+    with log.open("wb") as output:
+        return subprocess.Popen(command, env=environment, stdout=output, stderr=subprocess.STDOUT, cwd=log.parent)
+
+
 def native_policies(policies: Path) -> list[dict[str, Any]]:
     """``celmut compile --to-map --unscoped``: the MutatingAdmissionPolicies and bindings."""
     return celmut_command("compile", "--to-map", "--unscoped", str(policies))
@@ -328,6 +350,13 @@ def main() -> None:
                 objects = webhook_configuration(f"bench-{name}", directory, port, tls.ca_file)
                 configurations.append(Configuration(name, objects, server=(port, tls.ca_file)))
             configurations.append(Configuration(f"map-{size}", native_policies(directory)))
+        port = free_port()
+        log = work / "floor.log"
+        floor = serve_floor(port, tls, log)
+        servers.append(floor)
+        wait_serving(floor, port, tls, log)
+        celmut_one = next(c for c in configurations if c.name == "celmut-1")
+        configurations.append(Configuration("floor", floor_configuration(celmut_one.objects, port)))
         if args.only:
             wanted = set(args.only.split(",")) | {"none"}
             configurations = [c for c in configurations if c.name in wanted]
@@ -378,6 +407,13 @@ def report(latencies: dict[str, list[float]], args: argparse.Namespace) -> None:
         )
     title = f"Pod CREATE through the API server, ms ({args.rounds} rounds of {args.pods} Pods, one at a time)"
     print(table(title, ["configuration", "pods", "p50", "p90", "p99", "mean", "added p50", "added p99"], rows))
+    floor = latencies.get("floor")
+    if floor:
+        print(
+            "a mutating webhook that does nothing else (the floor): adds "
+            f"{percentile(floor, 0.5) - base50:.2f} ms at p50, "
+            f"{percentile(floor, 0.99) - base99:+.2f} ms at p99"
+        )
     for size in ("1", "20"):
         celmut, native = latencies.get(f"celmut-{size}"), latencies.get(f"map-{size}")
         if not celmut or not native:

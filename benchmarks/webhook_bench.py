@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
 import ssl
 import statistics
@@ -50,8 +51,17 @@ from policies import all_pods_policies, benchmark_policies, non_matching_policie
 # --- the floor server (run in its own process) --------------------------------------------------
 
 
+# what ``--serve-floor … fast-patch`` answers: the label every benchmark policy set adds first, so the
+# API server applies a patch as it does for celmut (benchmarks/apiserver_bench.py's floor)
+FLOOR_PATCH = base64.b64encode(
+    orjson.dumps([{"op": "add", "path": "/metadata/labels/policy-0", "value": "applied"}])
+).decode()
+
+
 def serve_floor(port: int, cert: str, key: str, stack: str) -> None:
+    """The floor server: decode the review, allow it (``fast-patch``: with a fixed one-label patch)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    patch = {"patchType": "JSONPatch", "patch": FLOOR_PATCH} if stack == "fast-patch" else {}
 
     @app.post("/mutate")
     async def mutate(request: Request) -> Response:
@@ -59,7 +69,7 @@ def serve_floor(port: int, cert: str, key: str, stack: str) -> None:
         answer = {
             "apiVersion": review["apiVersion"],
             "kind": "AdmissionReview",
-            "response": {"uid": review["request"]["uid"], "allowed": True},
+            "response": {"uid": review["request"]["uid"], "allowed": True, **patch},
         }
         return Response(orjson.dumps(answer), media_type="application/json")
 
@@ -67,7 +77,7 @@ def serve_floor(port: int, cert: str, key: str, stack: str) -> None:
     async def readyz() -> Response:
         return Response("ok", media_type="text/plain")
 
-    loop, http = ("uvloop", "httptools") if stack == "fast" else ("asyncio", "h11")
+    loop, http = ("asyncio", "h11") if stack == "h11" else ("uvloop", "httptools")
     uvicorn.run(
         app, host="127.0.0.1", port=port, ssl_certfile=cert, ssl_keyfile=key, log_config=None, access_log=False,
         loop=loop, http=http,
