@@ -29,7 +29,6 @@ final patch over that size: the API server stores no object larger than its requ
 
 from __future__ import annotations
 
-import functools
 import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -49,7 +48,7 @@ from celmut.runtime.mutated_by import Recorder
 from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
-from celmut.runtime.results import AdmissionResult, PolicyOutcome
+from celmut.runtime.results import AdmissionResult, PolicyOutcome, outcome_maker
 from celmut.runtime.shared import SharedExpressions
 
 __all__ = ["AdmissionEngine", "AdmissionOptions"]
@@ -245,9 +244,9 @@ def unselected_maker(policy: CompiledPolicy) -> Callable[[], PolicyOutcome]:
     """What makes the outcome of a policy whose resource rules do not name the request's kind, when
     nothing but its kind decides (:attr:`AdmissionEngine._unselected_by_kind`): what the evaluator's
     ``matchConstraints`` precheck answers. A new outcome each time (a result's outcomes are its own)."""
-    return functools.partial(
-        PolicyOutcome, policy.display_name, policy.kind, "skipped", matching.NO_RULE_MATCHES, "",
-        policy.failure_policy, "matchConstraints", _RULES_FIELD,
+    return outcome_maker(
+        policy=policy.display_name, kind=policy.kind, status="skipped", reason=matching.NO_RULE_MATCHES,
+        failure_policy=policy.failure_policy, cause="matchConstraints", cause_name=_RULES_FIELD,
     )  # fmt: skip
 
 

@@ -278,8 +278,8 @@ class PolicyEvaluator:
             if known is None:
                 known = self._reasons[(id(false), cause)] = condition_reason(false, cause)
             skipped = PolicyOutcome(
-                policy.display_name, policy.kind, "skipped", known, "", policy.failure_policy, cause, false.name,
-                binding=binding,
+                policy.display_name, policy.kind, "skipped", known,
+                failure_policy=policy.failure_policy, binding=binding, cause=cause, cause_name=false.name,
             )  # fmt: skip
             return (skipped, current)
         if stage.needs_request_object and (context.request.object is None or current is None):
