@@ -125,6 +125,10 @@ class ReportWriter:
         self._entries: dict[str, _Entry] = {}
         self._dirty: dict[str, None] = {}
         self._writing = 0  # reports taken from _dirty whose write has not returned (and been counted) yet
+        # their uids: a report is written by one thread at a time (another write of it, from a second drain
+        # thread or flush, would carry the same resourceVersion and one of the two would get a 409); one
+        # dirty again meanwhile waits for its writer, which takes it again when its write returns
+        self._in_flight: set[str] = set()
         self._renamed: list[tuple[ResourceRef, str]] = []  # reports stored under an earlier prefix
         self._failed: set[str] = set()  # writes the API server refused: dirty again at the next flush
         self._interned = _Interned()
@@ -263,7 +267,9 @@ class ReportWriter:
             with self._lock:
                 if not self._dirty or (max_writes is not None and stats.writes + stats.errors >= max_writes):
                     return
-                uid = next(iter(self._dirty))
+                uid = next((u for u in self._dirty if u not in self._in_flight), "")
+                if not uid:  # every dirty report is being written: their writers come back for them
+                    return
                 del self._dirty[uid]
                 entry = self._entries.get(uid)
                 if entry is None:
@@ -277,6 +283,7 @@ class ReportWriter:
                     stats.unchanged += 1
                     continue
                 self._writing += 1
+                self._in_flight.add(uid)
             written: tuple[str, str] | None = None
             try:
                 if pace is not None and not pace():
@@ -287,6 +294,7 @@ class ReportWriter:
             finally:
                 with self._lock:
                     self._writing -= 1
+                    self._in_flight.discard(uid)
                     if written is not None:
                         self._now_stored(uid, desired, *written)
 
