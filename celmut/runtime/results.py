@@ -6,7 +6,6 @@ import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Literal
 
 from celmut.runtime.patch import diff
@@ -58,7 +57,7 @@ class PolicyOutcome:
     reason: str = ""  # why skipped / excepted, or the error
     path: str = ""  # the field path of the failing expression, for errors
     failure_policy: str = "Fail"
-    audit_annotations: Mapping[str, str] = field(default_factory=dict)
+    audit_annotations: dict[str, str] = field(default_factory=dict)
     binding: str = ""  # for MutatingAdmissionPolicy: the binding that matched
     reinvoked: bool = False
     seconds: float = 0.0  # time spent evaluating this policy
@@ -102,8 +101,19 @@ class PolicyOutcome:
         return out
 
 
-# the audit annotations of an outcome that evaluated nothing: read-only, so one serves every such outcome
-NO_AUDIT_ANNOTATIONS: Mapping[str, str] = MappingProxyType({})
+class _NoAuditAnnotations(dict[str, str]):
+    """An empty dict that refuses to change: one serves every outcome that evaluated nothing. A dict
+    still, so ``dataclasses.asdict``, ``copy.deepcopy``, pickle and JSON treat it as the empty dict."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("these audit annotations are shared by outcomes that evaluated nothing: copy them to change")
+
+    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _refuse
+
+
+NO_AUDIT_ANNOTATIONS: dict[str, str] = _NoAuditAnnotations()
 
 
 def outcome_maker(**fields: Any) -> Callable[[], PolicyOutcome]:

@@ -3,6 +3,11 @@ with autogen on) are made by position, in the dataclass's own order, and equal w
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
+
+import orjson
 import pytest
 
 import celmut
@@ -30,9 +35,25 @@ def test_a_made_outcome_equals_one_made_by_keywords_and_is_new_each_time() -> No
 
 def test_the_shared_audit_annotations_are_read_only() -> None:
     outcome = outcome_maker(**FIELDS)()
-    assert outcome.audit_annotations is NO_AUDIT_ANNOTATIONS and not outcome.audit_annotations
-    with pytest.raises(TypeError):
-        outcome.audit_annotations["x"] = "y"  # type: ignore[index]
+    assert outcome.audit_annotations is NO_AUDIT_ANNOTATIONS and outcome.audit_annotations == {}
+    for change in (
+        lambda a: a.__setitem__("x", "y"),
+        lambda a: a.update(x="y"),
+        lambda a: a.setdefault("x", "y"),
+        lambda a: a.pop("x", None),
+        lambda a: a.clear(),
+    ):
+        with pytest.raises(TypeError, match="shared"):
+            change(outcome.audit_annotations)
+    assert NO_AUDIT_ANNOTATIONS == {}
+
+
+def test_a_made_outcome_copies_pickles_and_converts_as_any_outcome() -> None:
+    """A user's asdict, deepcopy or pickle of a result's outcomes works on these too (a mappingproxy would not)."""
+    outcome = outcome_maker(**FIELDS)()
+    assert dataclasses.asdict(outcome) == dataclasses.asdict(PolicyOutcome(**FIELDS))  # type: ignore[arg-type]
+    assert copy.deepcopy(outcome) == outcome and pickle.loads(pickle.dumps(outcome)) == outcome
+    assert orjson.loads(orjson.dumps(outcome.to_dict())) == PolicyOutcome(**FIELDS).to_dict()  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
