@@ -122,10 +122,15 @@ class DecisionLedger:
             self._warn("cannot read the decision ledger", name, ex)
             return None
         metadata = lease.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        if any(labels.get(key) != value for key, value in LEDGER_LABELS.items()):
+            # a Lease of that name celmut did not write: never rewritten (the decision goes on without it)
+            self._warn("a Lease of the decision ledger's name is not celmut's; leaving it alone", name, None)
+            return None
         try:
             entries = json.loads((metadata.get("annotations") or {}).get(ENTRIES_ANNOTATION) or "[]")
         except ValueError:
-            entries = []  # not celmut's writing: it is replaced by the next write
+            entries = []  # an annotation that is no list of entries: the next write replaces it
         valid = tuple(e for e in entries if isinstance(e, dict) and isinstance(e.get("at"), int | float))
         return LedgerView(name, str(metadata.get("resourceVersion") or ""), valid)
 
@@ -179,11 +184,12 @@ class DecisionLedger:
             and (entry["pod"].get("metadata") or {}).get("namespace") == namespace
         ]
 
-    def _warn(self, message: str, name: str, error: ClusterError) -> None:
+    def _warn(self, message: str, name: str, error: ClusterError | None) -> None:
         now = time.monotonic()
         if now - self._warned >= 60.0:  # once a minute: every split decision would say it
             self._warned = now
+            hint = " (grant the webhook get/create/update on leases)" if error is not None else ""
             log.warning(
-                message + "; deciding as one process would (grant the webhook get/create/update on leases)",
-                extra={"lease": f"{self.namespace}/{name}", "error": str(error)},
+                f"{message}; deciding as one process would{hint}",
+                extra={"lease": f"{self.namespace}/{name}", "error": str(error) if error is not None else ""},
             )

@@ -103,6 +103,29 @@ def test_without_rbac_for_leases_the_decision_goes_on_as_in_one_process_and_says
     assert "cannot read the decision ledger" in caplog.text and "grant the webhook" in caplog.text
 
 
+def test_a_lease_of_the_ledgers_name_that_celmut_did_not_write_is_never_rewritten(
+    cluster: Cluster, fake_apiserver: FakeApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing celmut does rewrites an object it does not own: a Lease someone else made under one of the
+    ledger's names is read as unavailable (the decision goes on as in one process, and a warning says so)."""
+    theirs = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "celmut-decisions-03", "namespace": "celmut", "annotations": {"owner": "someone"}},
+        "spec": {"holderIdentity": "their-controller"},
+    }
+    fake_apiserver.store.create(theirs)
+    ledger = DecisionLedger(cluster, "celmut", "celmut-decisions", identity="one")
+    with caplog.at_level(logging.WARNING, logger="celmut.kube"):
+        assert ledger.read(3) is None
+    assert "not celmut's; leaving it alone" in caplog.text
+    stored = fake_apiserver.store.get("leases", "celmut-decisions-03", "celmut")
+    assert stored["spec"] == {"holderIdentity": "their-controller"} and stored["metadata"]["annotations"] == {
+        "owner": "someone"
+    }
+    assert not fake_apiserver.requests_matching("PUT", "leases")
+
+
 def test_the_ledger_is_configured_by_the_charts_environment(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
     assert DecisionLedger.from_environment(cluster, {}) is None  # one process: as before
     with caplog.at_level(logging.WARNING, logger="celmut.kube"):
