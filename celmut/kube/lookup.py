@@ -234,8 +234,8 @@ class ClusterLookup:
         ):
             return
         scope = admission_scope()
-        if scope is not None and self.ledger is not None and decision_of(pod):
-            decision = decision_of(pod)
+        decision = decision_of(pod)
+        if scope is not None and self.ledger is not None and decision:
             for view in scope.views.values():
                 if view is None or self.ledger.record(view, decision, pod):
                     continue
