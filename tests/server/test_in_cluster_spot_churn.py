@@ -59,6 +59,13 @@ def settle(fake: FakeApiServer) -> None:
     assert fake.controllers.settle().stable
 
 
+def delete_spot_pods(fake: FakeApiServer, count: int, grace: int | None = None) -> None:
+    """``kubectl delete`` of ``count`` spot pods, then the ReplicaSet's replacements admitted."""
+    for name in spot_pods(fake)[:count]:
+        fake.store.delete("pods", name, "shop", grace_period=grace)
+    settle(fake)
+
+
 def finish(fake: FakeApiServer) -> None:
     """The grace periods end (the kubelets' final deletes), then the controllers settle."""
     fake.controllers.end_grace_periods()
@@ -152,9 +159,7 @@ def test_replacements_decided_before_the_watch_delivers_the_deletions(
         assert share(shop) == {"spot": 8, "on-demand": 12}
         caught_up(shop, servers)
         with shop.watches_behind("pods"):
-            for name in spot_pods(shop)[:3]:
-                shop.store.delete("pods", name, "shop", grace_period=grace)
-            settle(shop)
+            delete_spot_pods(shop, 3, grace)
         finish(shop)
     assert share(shop) == {"spot": 8, "on-demand": 12}
 
@@ -210,9 +215,7 @@ def test_slow_start_bursts_and_deletions_stay_exact_when_stored_pods_are_read(
             assert share(shop) == {"spot": 8, "on-demand": 12}
         caught_up(shop, servers)
         with shop.watches_behind("pods"):
-            for name in spot_pods(shop)[:5]:
-                shop.store.delete("pods", name, "shop")
-            settle(shop)
+            delete_spot_pods(shop, 5)
             assert share(shop) == {"spot": 8, "on-demand": 12}
         finish(shop)
     assert share(shop) == {"spot": 8, "on-demand": 12}
@@ -240,8 +243,6 @@ def test_pod_mutation_distribution_keeps_its_share_through_graceful_deletions(
         assert share(shop) == {"spot": 8, "on-demand": 2}
         caught_up(shop, servers)
         with shop.watches_behind("pods"):
-            for name in spot_pods(shop)[:3]:
-                shop.store.delete("pods", name, "shop")
-            settle(shop)
+            delete_spot_pods(shop, 3)
         finish(shop)
     assert share(shop) == {"spot": 8, "on-demand": 2}
