@@ -13,7 +13,7 @@ traces are made of.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from celmut.runtime.failures import DecodeFailure, ParamError, PolicyFailure
 from celmut.runtime.mutation_step import apply_mutation, expression_error
 from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.params import resolve_params
-from celmut.runtime.results import Cause, MutationStep, PolicyOutcome, Status
+from celmut.runtime.results import Cause, MutationStep, PolicyOutcome, Status, outcome_maker
 from celmut.runtime.semantics import Semantics
 from celmut.runtime.shared import SharedExpressions, SharedValues
 
@@ -113,8 +113,9 @@ class PolicyEvaluator:
         self._any_exception = bool(exceptions)  # most clusters: none, and the hot path skips them
         self.shared = shared or SharedExpressions(())  # the expressions several policies carry
         self.pointers = PointerTokens()  # the JSONPatch paths the policies write, each split once
-        # the prose of a skip by each condition, made once: (id(condition), cause) -> reason
-        self._reasons: dict[tuple[int, str], str] = {}
+        # what makes the outcome of a skip by each false condition (its prose made once, its fields passed
+        # by position): (id(policy), id(condition), cause, binding) -> maker; bounded by the policies loaded
+        self._skips: dict[tuple[int, int, str, str], Callable[[], PolicyOutcome]] = {}
         # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
         # (report_unselected off) they match whatever the object says; else the kind is checked alone
         self._matched_by_kind = frozenset(id(p) for p in matched_by_kind)
@@ -272,16 +273,16 @@ class PolicyEvaluator:
                 reason = f"match condition error ignored: {failure}"
                 return (_outcome(policy, "skipped", reason, binding=binding, cause="error"), current)
             return (_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
-        if false is not None:  # the most common outcome of all: made directly
+        if false is not None:  # the most common outcome of all: made by position, its maker made once
             cause = stage.condition_cause
-            known = self._reasons.get((id(false), cause))
-            if known is None:
-                known = self._reasons[(id(false), cause)] = condition_reason(false, cause)
-            skipped = PolicyOutcome(
-                policy.display_name, policy.kind, "skipped", known,
-                failure_policy=policy.failure_policy, binding=binding, cause=cause, cause_name=false.name,
-            )  # fmt: skip
-            return (skipped, current)
+            make = self._skips.get((id(policy), id(false), cause, binding))
+            if make is None:
+                make = self._skips[(id(policy), id(false), cause, binding)] = outcome_maker(
+                    policy=policy.display_name, kind=policy.kind, status="skipped",
+                    reason=condition_reason(false, cause), failure_policy=policy.failure_policy, binding=binding,
+                    cause=cause, cause_name=false.name,
+                )  # fmt: skip
+            return (make(), current)
         if stage.needs_request_object and (context.request.object is None or current is None):
             reason = how.no_object_reason(context.request)
             return (_outcome(policy, "skipped", reason, binding=binding, cause="noObject"), current)

@@ -67,7 +67,7 @@ def test_a_subtree_the_policy_left_as_it_was_names_nothing_below_it() -> None:
 
 KEYS = st.sampled_from(["a", "b", "x/y", "t~1", "0"])
 VALUES = st.recursive(
-    st.none() | st.integers(0, 2) | st.sampled_from(["v", "w"]),
+    st.none() | st.booleans() | st.integers(0, 2) | st.sampled_from(["v", "w"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
     max_leaves=6,
 )
@@ -124,3 +124,57 @@ def test_each_policy_is_named_for_the_pointers_whose_value_it_changed(
             kind = "add" if old == "<missing>" else "remove" if new == "<missing>" else "replace"
             expected.append((kind, op["path"]))
         assert [(c.op, c.path) for c in attributed(outcome(before, after), pointers)] == expected
+
+
+MEMBER_KEYS = st.sampled_from([f"k{i}" for i in range(8)] + ["x/y", "t~1"])
+MEMBER_VALUES = st.none() | st.booleans() | st.integers(0, 2) | st.floats(0, 1) | st.sampled_from(["v", "1"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    labels=st.dictionaries(MEMBER_KEYS, MEMBER_VALUES, max_size=8),
+    steps=st.lists(st.dictionaries(MEMBER_KEYS, MEMBER_VALUES | st.just(None), max_size=4), min_size=1, max_size=4),
+    removals=st.lists(st.sets(MEMBER_KEYS, max_size=2), min_size=4, max_size=4),
+)
+def test_a_long_run_of_a_maps_members_is_named_as_walking_each_member(
+    labels: dict[str, Any], steps: list[dict[str, Any]], removals: list[set[str]]
+) -> None:
+    """A run of one map's members (a pod's labels, annotations: one look per member) names the same
+    pointers as the naive walk, including a value replaced by
+    an equal one of another type (``True`` by ``1``, ``1`` by ``1.0``: replaced, as JSON tells them apart)
+    and an equal value in a new object (not replaced)."""
+    objects = [{"metadata": {"labels": labels}, "spec": {"a": 1}}]
+    for step, removed in zip(steps, removals, strict=False):
+        previous = objects[-1]
+        changed = {**previous["metadata"]["labels"], **step}  # copy-on-write: a new map, the rest shared
+        for key in removed:
+            changed.pop(key, None)
+        objects.append({**previous, "metadata": {**previous["metadata"], "labels": changed}})
+    patch = diff(objects[0], objects[-1])
+    patch += [
+        {"op": "add", "path": f"/metadata/labels/{escape_pointer(k)}", "value": 0} for k in ("k0", "k1", "k2", "k3")
+    ]
+    pointers = pointers_of(patch)
+    for before, after in itertools.pairwise(objects):
+        expected = []
+        for op in patch:
+            old, new = _at(before, op["path"]), _at(after, op["path"])
+            if old is new or (type(old) is type(new) and old == new):
+                continue
+            kind = "add" if old == "<missing>" else "remove" if new == "<missing>" else "replace"
+            expected.append((kind, op["path"]))
+        assert [(c.op, c.path) for c in attributed(outcome(before, after), pointers)] == expected
+
+
+def test_a_member_replaced_by_an_equal_value_of_another_type_is_named() -> None:
+    before = {"metadata": {"labels": {"a": True, "b": 1, "c": "x", "d": "y", "e": "z"}}}
+    after = {"metadata": {"labels": {"a": 1, "b": 1.0, "c": "x", "d": "y2", "e": "z"}}}
+    patch = [
+        {"op": "replace", "path": f"/metadata/labels/{k}", "value": after["metadata"]["labels"][k]} for k in "abcde"
+    ]
+    pointers = pointers_of(patch)
+    assert attributed(outcome(before, after), pointers) == (
+        FieldChange("replace", "/metadata/labels/a", 1),
+        FieldChange("replace", "/metadata/labels/b", 1.0),
+        FieldChange("replace", "/metadata/labels/d", "y2"),
+    )

@@ -75,7 +75,7 @@ def test_a_pod_gets_the_autogen_variants_outcomes_by_name(tmp_path) -> None:  # 
         "  matchConstraints:\n    resourceRules:\n    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE],"
         " resources: [pods]}\n"
         "  mutations:\n  - patchType: ApplyConfiguration\n    applyConfiguration:\n"
-        "      expression: 'Object{metadata: Object.metadata{labels: {\"team\": \"a\"}}}'\n"
+        '      expression: \'Object{metadata: Object.metadata{labels: {"team": "a"}}}\'\n'
     )
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": []}}
     outcomes = celmut.load(tmp_path).apply(pod).outcomes
@@ -83,3 +83,49 @@ def test_a_pod_gets_the_autogen_variants_outcomes_by_name(tmp_path) -> None:  # 
     assert [o.status for o in outcomes if o.policy == "add-team"] == ["applied"]
     assert skipped and all(o.cause == "matchConstraints" and o.cause_name == "resourceRules" for o in skipped)
     assert len({id(o) for o in skipped}) == len(skipped)
+
+
+MAP_WITH_TWO_BINDINGS = """
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata: {name: prod-only}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - {name: is-prod, expression: 'object.metadata.?labels["env"].orValue("") == "prod"'}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"team": "a"}}}'
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: first}
+spec: {policyName: prod-only}
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: second}
+spec: {policyName: prod-only}
+"""
+
+
+def test_a_skip_by_a_false_condition_is_a_new_outcome_naming_its_binding_each_time(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The evaluator makes a skip by a false matchCondition from a maker kept per policy, condition and
+    binding: each request gets new outcomes, each binding's names it, with Kubernetes' prose."""
+    (tmp_path / "map.yaml").write_text(MAP_WITH_TWO_BINDINGS)
+    policies = celmut.load(tmp_path)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": []}}
+    first = policies.apply(pod).outcomes
+    assert [(o.binding, o.status, o.cause, o.cause_name, o.reason) for o in first] == [
+        ("first", "skipped", "matchCondition", "is-prod", "matchCondition 'is-prod' is false"),
+        ("second", "skipped", "matchCondition", "is-prod", "matchCondition 'is-prod' is false"),
+    ]
+    first[0].seconds = 5.0
+    second = policies.apply(pod).outcomes
+    assert [o.binding for o in second] == ["first", "second"] and second[0].seconds != 5.0
+    assert not {id(o) for o in first} & {id(o) for o in second}
+    assert second[0].audit_annotations == {}
