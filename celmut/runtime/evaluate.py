@@ -240,7 +240,8 @@ class PolicyEvaluator:
         """Whether the request's object passes the policy's matchConditions (an error: it does not)."""
         activation = context.activation(policy, context.request.object)
         try:
-            return false_condition(policy.match_conditions, activation, context.shared) is None
+            shared = context.shared if self.shared.shares_conditions(policy) else None
+            return false_condition(policy.match_conditions, activation, shared) is None
         except PolicyFailure:
             return False
 
@@ -267,7 +268,8 @@ class PolicyEvaluator:
         variable = exceptions.variable() if exceptions is not None else None
         activation = context.activation(policy, current, params=params, exceptions=variable)
         try:
-            false = false_condition(getattr(policy, stage.conditions), activation, context.shared)
+            shared = context.shared if self.shared.shares_conditions(policy) else None
+            false = false_condition(getattr(policy, stage.conditions), activation, shared)
         except PolicyFailure as failure:
             if how.isolates_errors and policy.failure_policy == "Ignore":
                 reason = f"match condition error ignored: {failure}"

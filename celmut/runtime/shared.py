@@ -119,9 +119,24 @@ class SharedExpressions:
             if names:
                 self._variables[id(policy.variables)] = names
                 self._programs.append(policy.variables)
+        # id(a policy) whose matchConditions or targetMatchConditions include a shared one (held above)
+        self._sharing_conditions = frozenset(
+            id(policy)
+            for policy in chosen
+            if any(
+                id(condition.program) in self._by_program
+                for condition in (*policy.match_conditions, *policy.target_match_conditions)
+            )
+        )
+        self._programs.extend(p for p in chosen if id(p) in self._sharing_conditions)
 
     def __bool__(self) -> bool:
         return bool(self._by_program)
+
+    def shares_conditions(self, policy: CompiledPolicy) -> bool:
+        """Whether one of ``policy``'s conditions is shared: the others are evaluated without asking a
+        request's memo (one lookup less per condition, on the path every skipped policy takes)."""
+        return id(policy) in self._sharing_conditions
 
     def memo(self) -> SharedValues | None:
         """A request's memo (None when nothing is shared: the evaluator then never asks)."""
