@@ -77,6 +77,10 @@ class BackgroundReports:
         self._arrived: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         self._relisted: set[tuple[str, str]] = set()
         self._fresher: set[tuple[str, str, str, str]] | None = None  # during a scan: rescanned meanwhile
+        # during a full scan: policy key -> uids of the resources it found results on, those rescanned as
+        # they changed meanwhile included (a resource created after its page was listed is one of them: its
+        # results must outlive the scan's pruning of the resources it did not see)
+        self._scan_seen: dict[str, set[str]] | None = None
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
         self._evaluated = Versions()
@@ -297,6 +301,7 @@ class BackgroundReports:
         # the resources rescanned as they changed while this scan ran: a later page (listed from the
         # snapshot of the list's first page) holds an older copy of them
         self._fresher = set()
+        self._scan_seen = seen
         try:
             for (api_version, resource), scanned in sorted(by_resource.items()):
                 cache = self.caches.cache(api_version, resource, wait=False)
@@ -318,6 +323,7 @@ class BackgroundReports:
                     failed.update(key for key, _ in scanned)
         finally:
             self._fresher = None
+            self._scan_seen = None
         for key, _ in due:
             if key in failed:
                 continue  # what it did not see is not gone: its earlier results stay
@@ -375,6 +381,7 @@ class BackgroundReports:
             self._watch(*watched)
         now = int(self.clock())
         evaluations = 0
+        scan_seen = self._scan_seen or {}
         for api_version, resource in sorted(relisted) if relist else []:  # too many changed at once: all again
             scanned = [p for p in self._policies.values() if (api_version, resource) in p.resources]
             cache = self.caches.cache(api_version, resource, wait=False)
@@ -384,7 +391,7 @@ class BackgroundReports:
                 for page in self._pages(cache, api_version, resource):
                     for obj in page:
                         for policy in (p for p in scanned if not p.admission_only):
-                            evaluations += self._record(policy, obj, now, None)
+                            evaluations += self._record(policy, obj, now, scan_seen.get(policy.reporting.key))
             except ClusterError as ex:
                 log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
                 with self._lock:
@@ -406,7 +413,8 @@ class BackgroundReports:
             for policy in self._policies.values():
                 if (api_version, resource) in policy.resources:
                     admitted = (operation, old) if policy.admission_only else None
-                    evaluations += self._record(policy, current, now, None, admitted)
+                    seen = scan_seen.get(policy.reporting.key)  # a full scan runs: it saw this one too
+                    evaluations += self._record(policy, current, now, seen, admitted)
         return evaluations
 
     def _record(

@@ -1,0 +1,71 @@
+"""Background reports while the cluster changes under a full scan, through the fake API server's watch.
+
+A full scan reads a resource's objects a page at a time; after each page it evaluates what the watch
+delivered meanwhile (``BackgroundReports.rescan_changed``), then drops the results of every resource
+the scan did not see (they are gone). A resource created after its page was read is one the scan did
+not list — and one it evaluated: its results must stay. Found as a flaky
+``test_only_the_leader_writes_reports_and_a_new_leader_adopts_them``: a new leader's first scan ran
+while the test created a ConfigMap, and the ConfigMap never got its report.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from celmut.controller.reporting import BackgroundReports
+from celmut.kube.lookup import CacheSet
+from celmut.kube.report_writer import ReportWriter
+from celmut.runtime import AdmissionEngine
+from tests.controller.support import add_label, configmap, connect, policy
+from tests.fakekube import FakeApiServer
+from tests.kube.crds import report_crds
+from tests.runtime.helpers import compile_text
+
+POLR = "policyreports"
+
+
+def report_results(server: FakeApiServer, name: str) -> list[dict[str, Any]] | None:
+    uid = server.store.get("configmaps", name, "default")["metadata"]["uid"]
+    if not server.store.exists(POLR, uid, "default"):
+        return None
+    return list(server.store.get(POLR, uid, "default")["results"])
+
+
+def test_a_resource_created_while_a_full_scan_runs_keeps_the_results_the_scan_found(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    for crd in report_crds():
+        fake_apiserver.store.create(crd)
+    fake_apiserver.store.create(configmap("one"))
+    cluster = connect(fake_apiserver, tmp_path)
+    caches = CacheSet(cluster)
+    writer = ReportWriter(cluster)
+    document = policy("add-foo", add_label("foo", "bar"), admission=True, mutate_existing=False)
+    engine = AdmissionEngine(compile_text(yaml.safe_dump(document)))
+    heard = threading.Event()  # the scanner's handler has run for "two" (handlers run in the order added)
+    created: list[str] = []
+
+    def create_two_once(result: str, process: str) -> None:
+        """Called as the scan evaluates "one", the only object of its page: "two" comes after the page."""
+        if not created:
+            created.append(fake_apiserver.store.create(configmap("two"))["metadata"]["name"])
+            assert heard.wait(10), "the watch did not deliver the new ConfigMap"
+
+    reports = BackgroundReports(caches, writer, on_result=create_two_once)
+    try:
+        reports.load(engine)
+        configmaps = caches.cache("v1", "configmaps")
+        assert configmaps is not None
+        configmaps.add_handler(lambda event, obj, old: heard.set() if obj["metadata"]["name"] == "two" else None)
+        reports.scan()
+        writer.flush()
+        assert created == ["two"]
+        assert [r["result"] for r in report_results(fake_apiserver, "one") or []] == ["fail"]
+        assert [r["result"] for r in report_results(fake_apiserver, "two") or []] == ["fail"]
+    finally:
+        caches.stop()
+        cluster.close()
