@@ -67,6 +67,26 @@ def sees_binding(server: RunningServer) -> bool:
     return any(b["metadata"]["name"] == "mpol-spot-binding" for b in bindings)
 
 
+def serves_pods_in_default(fake: FakeApiServer, servers: list[RunningServer]) -> bool:
+    """Every replica serves the policy and reads the default namespace's label, and the webhook the
+    controller registers is sent pods: what a pod in ``default`` needs to be mutated whichever replica the
+    API server calls (it calls them in turn; each reads namespaces through its own watch cache)."""
+    for server in servers:
+        if "spot" not in served([server]):
+            return False
+        assert server.store.engine is not None
+        resources = server.store.engine.options.services.resources
+        namespace = resources.get("v1", "namespaces", "", "default") if resources is not None else None
+        if not namespace or "kubernetes.io/metadata.name" not in (namespace["metadata"].get("labels") or {}):
+            return False
+    return any(
+        "pods" in rule.get("resources", [])
+        for configuration in fake.store.list("mutatingwebhookconfigurations")
+        for webhook in configuration["webhooks"]
+        for rule in webhook.get("rules") or []
+    )
+
+
 def create_pod(fake: FakeApiServer, name: str) -> list[Obj]:
     kubernetes.client.CoreV1Api(fake.api_client()).create_namespaced_pod("default", pod(name))
     return list(fake.store.get("pods", name, "default")["spec"].get("tolerations") or [])
@@ -116,7 +136,7 @@ def test_the_policy_is_applied_once_by_the_webhook_then_by_its_map_then_by_the_w
             }
             fake.store.update(policy)
             eventually(lambda: not fake.store.list("mutatingadmissionpolicies"), what="the MAP deleted")
-            eventually(lambda: "spot" in served(servers), timeout=10, what="the webhook serving it again")
+            eventually(lambda: serves_pods_in_default(fake, servers), timeout=10, what="every webhook serving it again")
             assert create_pod(fake, "after") == once
             assert fake.native_map.invocations == 1
             message = fake.store.get(MPOL, "spot")["status"]["conditionStatus"]["message"]
