@@ -104,14 +104,19 @@ def _well_formed_object(value: Any) -> bool:
     for key in _METADATA_STRINGS:
         if type(get(key)) not in _STRING_OR_NULL:
             return False
-    owners = get("ownerReferences")
-    if owners is not None:
-        if type(owners) is not list:
+    return _null_or_list_of(get("ownerReferences"), dict) and _strings(get("labels")) and _strings(get("annotations"))
+
+
+def _null_or_list_of(value: Any, kind: type) -> bool:
+    """Null or a list whose items are all exactly of type ``kind``."""
+    if value is None:
+        return True
+    if type(value) is not list:
+        return False
+    for item in value:  # noqa: SIM110 - a loop, not a generator per list: every review runs this
+        if type(item) is not kind:
             return False
-        for owner in owners:
-            if type(owner) is not dict:
-                return False
-    return _strings(get("labels")) and _strings(get("annotations"))
+    return True
 
 
 def _well_formed_group_version(value: Any, last: str, required: bool) -> bool:
@@ -134,22 +139,15 @@ def _well_formed_user(user: Any) -> bool:
     get = user.get
     if type(get("username")) not in _STRING_OR_NULL or type(get("uid")) not in _STRING_OR_NULL:
         return False
-    groups, extra = get("groups"), get("extra")
-    if groups is not None:
-        if type(groups) is not list:
-            return False
-        for group in groups:
-            if type(group) is not str:
-                return False
+    extra = get("extra")
+    if not _null_or_list_of(get("groups"), str):
+        return False
     if extra is not None:
         if type(extra) is not dict:
             return False
         for key, values in extra.items():
-            if type(key) is not str or type(values) is not list:
+            if type(key) is not str or values is None or not _null_or_list_of(values, str):
                 return False
-            for item in values:
-                if type(item) is not str:
-                    return False
     return True
 
 

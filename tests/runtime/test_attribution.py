@@ -101,6 +101,21 @@ def _patched(document: Any, operations: list[dict[str, Any]]) -> Any:
         return document
 
 
+def assert_each_policy_named_as_the_naive_walk(objects: list[Any], patch: list[dict[str, Any]]) -> None:
+    """For each step from one object to the next (a policy's input and output), ``attributed`` names the
+    pointers of ``patch`` whose value differs between the two, walked naively, in the patch's order."""
+    pointers = pointers_of(patch)
+    for before, after in itertools.pairwise(objects):
+        expected = []
+        for op in patch:
+            old, new = _at(before, op["path"]), _at(after, op["path"])
+            if old is new or (type(old) is type(new) and old == new):
+                continue
+            kind = "add" if old == "<missing>" else "remove" if new == "<missing>" else "replace"
+            expected.append((kind, op["path"]))
+        assert [(c.op, c.path) for c in attributed(outcome(before, after), pointers)] == expected
+
+
 @settings(max_examples=300, deadline=None)
 @given(original=st.dictionaries(KEYS, VALUES, max_size=4), changes=st.lists(OPERATIONS, min_size=1, max_size=3))
 def test_each_policy_is_named_for_the_pointers_whose_value_it_changed(
@@ -114,16 +129,7 @@ def test_each_policy_is_named_for_the_pointers_whose_value_it_changed(
     for operations in changes:
         objects.append(_patched(objects[-1], operations))
     patch = diff(original, objects[-1])
-    pointers = pointers_of(patch)
-    for before, after in itertools.pairwise(objects):
-        expected = []
-        for op in patch:
-            old, new = _at(before, op["path"]), _at(after, op["path"])
-            if old is new or (type(old) is type(new) and old == new):
-                continue
-            kind = "add" if old == "<missing>" else "remove" if new == "<missing>" else "replace"
-            expected.append((kind, op["path"]))
-        assert [(c.op, c.path) for c in attributed(outcome(before, after), pointers)] == expected
+    assert_each_policy_named_as_the_naive_walk(objects, patch)
 
 
 MEMBER_KEYS = st.sampled_from([f"k{i}" for i in range(8)] + ["x/y", "t~1"])
@@ -154,16 +160,7 @@ def test_a_long_run_of_a_maps_members_is_named_as_walking_each_member(
     patch += [
         {"op": "add", "path": f"/metadata/labels/{escape_pointer(k)}", "value": 0} for k in ("k0", "k1", "k2", "k3")
     ]
-    pointers = pointers_of(patch)
-    for before, after in itertools.pairwise(objects):
-        expected = []
-        for op in patch:
-            old, new = _at(before, op["path"]), _at(after, op["path"])
-            if old is new or (type(old) is type(new) and old == new):
-                continue
-            kind = "add" if old == "<missing>" else "remove" if new == "<missing>" else "replace"
-            expected.append((kind, op["path"]))
-        assert [(c.op, c.path) for c in attributed(outcome(before, after), pointers)] == expected
+    assert_each_policy_named_as_the_naive_walk(objects, patch)
 
 
 def test_a_member_replaced_by_an_equal_value_of_another_type_is_named() -> None:
