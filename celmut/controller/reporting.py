@@ -33,7 +33,13 @@ from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
 from celmut.runtime import AdmissionEngine
 from celmut.runtime.report_objects import ResourceRef
-from celmut.runtime.report_results import PATCHED_TARGET, mutate_existing_result, process_of, result_of
+from celmut.runtime.report_results import (
+    PATCHED_TARGET,
+    ReportResult,
+    mutate_existing_result,
+    process_of,
+    result_of,
+)
 from celmut.runtime.results import PolicyOutcome
 
 log = logging.getLogger("celmut.reports")
@@ -81,6 +87,9 @@ class BackgroundReports:
         # they changed meanwhile included (a resource created after its page was listed is one of them: its
         # results must outlive the scan's pruning of the resources it did not see)
         self._scan_seen: dict[str, set[str]] | None = None
+        # during a full scan: the resources deleted meanwhile (the pages it reads may still hold them; a
+        # report written for one would outlive it in the writer's memory)
+        self._gone: set[tuple[str, str, str, str]] | None = None
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
         self._evaluated = Versions()
@@ -141,6 +150,8 @@ class BackgroundReports:
                 with self._lock:
                     self._changed.pop(key, None)
                     self._arrived.pop(key, None)
+                    if self._gone is not None:
+                        self._gone.add(key)
                 uid = metadata.get("uid")
                 if uid:
                     self.writer.forget_resource(str(uid))
@@ -165,6 +176,8 @@ class BackgroundReports:
             with self._lock:
                 operation = "CREATE" if event == "ADDED" else "UPDATE"
                 self._changed.setdefault(key, (operation, old if operation == "UPDATE" else None))
+                if self._gone is not None:
+                    self._gone.discard(key)  # created again under the same name
                 if not projected or (api_version, resource) in self._relisted:
                     return
                 if len(self._arrived) < MAX_ARRIVED or key in self._arrived:
@@ -302,6 +315,8 @@ class BackgroundReports:
         # snapshot of the list's first page) holds an older copy of them
         self._fresher = set()
         self._scan_seen = seen
+        with self._lock:
+            self._gone = set()
         try:
             for (api_version, resource), scanned in sorted(by_resource.items()):
                 cache = self.caches.cache(api_version, resource, wait=False)
@@ -324,6 +339,8 @@ class BackgroundReports:
         finally:
             self._fresher = None
             self._scan_seen = None
+            with self._lock:
+                self._gone = None
         for key, _ in due:
             if key in failed:
                 continue  # what it did not see is not gone: its earlier results stay
@@ -345,12 +362,17 @@ class BackgroundReports:
         key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
         with self._lock:
             newer = key in self._changed or (self._fresher is not None and key in self._fresher)
+            if not newer and self._gone is not None and key in self._gone:
+                return 0  # deleted since its page was read: nothing to report on
         if newer:  # a newer copy is (or was just) evaluated as it changed: this one is older
             uid = str(metadata.get("uid") or "")
             for policy_key, _ in scanned:
                 seen[policy_key].add(uid)
             return 0
-        return sum(self._record(policy, obj, now, seen[policy_key]) for policy_key, policy in scanned)
+        batch: dict[str, list[ReportResult]] = {}
+        evaluations = sum(self._record(policy, obj, now, seen[policy_key], batch) for policy_key, policy in scanned)
+        self._put(obj, batch)
+        return evaluations
 
     def _pages(self, cache: WatchedCache, api_version: str, resource: str) -> Iterator[list[dict[str, Any]]]:
         """The stored objects of a resource, typed, a page at a time: its cache's, or from the API server
@@ -390,8 +412,11 @@ class BackgroundReports:
             try:
                 for page in self._pages(cache, api_version, resource):
                     for obj in page:
+                        batch: dict[str, list[ReportResult]] = {}
                         for policy in (p for p in scanned if not p.admission_only):
-                            evaluations += self._record(policy, obj, now, scan_seen.get(policy.reporting.key))
+                            seen = scan_seen.get(policy.reporting.key)
+                            evaluations += self._record(policy, obj, now, seen, batch)
+                        self._put(obj, batch)
             except ClusterError as ex:
                 log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
                 with self._lock:
@@ -410,12 +435,21 @@ class BackgroundReports:
             current = _typed(current, cache.kind, api_version)
             if old is not None:
                 old = _typed(old, cache.kind, api_version)
+            batch = {}
             for policy in self._policies.values():
                 if (api_version, resource) in policy.resources:
                     admitted = (operation, old) if policy.admission_only else None
                     seen = scan_seen.get(policy.reporting.key)  # a full scan runs: it saw this one too
-                    evaluations += self._record(policy, current, now, seen, admitted)
+                    evaluations += self._record(policy, current, now, seen, batch, admitted)
+            self._put(current, batch)
         return evaluations
+
+    def _put(self, obj: dict[str, Any], batch: dict[str, list[ReportResult]]) -> None:
+        """Hand the writer every policy's results on one resource at once (its report is then written
+        with all of them or none, never with some and again with the rest)."""
+        ref = ResourceRef.of(obj) if batch else None
+        if ref is not None:
+            self.writer.put_all(ref, batch)
 
     def _record(
         self,
@@ -423,8 +457,10 @@ class BackgroundReports:
         obj: dict[str, Any],
         now: int,
         seen: set[str] | None,
+        batch: dict[str, list[ReportResult]],
         admitted: tuple[str, dict[str, Any] | None] | None = None,
     ) -> int:
+        """Evaluate ``policy`` on ``obj``; its results go into ``batch`` (for :meth:`_put`)."""
         ref = ResourceRef.of(obj)
         if ref is None:
             return 0
@@ -450,7 +486,7 @@ class BackgroundReports:
         if results and seen is not None:
             seen.add(ref.uid)
         if results or admitted is None:  # an admission that did not match leaves earlier results alone
-            self.writer.put(ref, policy.reporting.key, results)
+            batch[key] = results
         return 1
 
 

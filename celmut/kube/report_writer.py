@@ -139,21 +139,30 @@ class ReportWriter:
     def put(self, ref: ResourceRef, policy: str, results: Iterable[ReportResult]) -> None:
         """The results of ``policy`` on ``ref`` are now ``results`` (none: it has no result there).
         A result equal to the one already held but for its timestamp keeps the older timestamp."""
-        new = list(results)
+        self.put_all(ref, {policy: results})
+
+    def put_all(self, ref: ResourceRef, by_policy: Mapping[str, Iterable[ReportResult]]) -> None:
+        """:meth:`put` for several policies at once: a flush running meanwhile writes the report with all
+        of them or none (a scan evaluates every policy on a resource before handing the results over, so
+        a report is not written with some of its policies, then again with the rest)."""
+        new = {policy: list(results) for policy, results in by_policy.items()}
         with self._lock:
             entry = self._entries.get(ref.uid)
             if entry is None:
-                if not new:
+                if not any(new.values()):
                     return
                 entry = self._entries[ref.uid] = _Entry(ref)
             elif entry.ref != ref:
                 entry.ref = ref
-            old = entry.of(policy)
-            kept = tuple(next((o for o in old if o.same_as(n)), None) or self._interned(n) for n in new)
-            if kept == old:
-                return
-            entry.results = self._interned(entry.without({policy}) + kept)
-            self._dirty[ref.uid] = None
+            changed = False
+            for policy, results in new.items():
+                old = entry.of(policy)
+                kept = tuple(next((o for o in old if o.same_as(n)), None) or self._interned(n) for n in results)
+                if kept != old:
+                    entry.results = self._interned(entry.without({policy}) + kept)
+                    changed = True
+            if changed:
+                self._dirty[ref.uid] = None
 
     def keep_policies(self, policies: Iterable[str]) -> None:
         """Drop every result of a policy not in ``policies`` (it was deleted, disabled or left celmut)."""

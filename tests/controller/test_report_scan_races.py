@@ -69,3 +69,88 @@ def test_a_resource_created_while_a_full_scan_runs_keeps_the_results_the_scan_fo
     finally:
         caches.stop()
         cluster.close()
+
+
+def test_a_resource_deleted_while_a_full_scan_runs_gets_no_report_from_the_page_that_still_held_it(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """The scan reads a page, then the resource on it is deleted before the scan reaches it: no report is
+    written for it (the garbage collector would delete it again) and the writer keeps nothing for it (held
+    in memory for good: nothing would ever forget it)."""
+    for crd in report_crds():
+        fake_apiserver.store.create(crd)
+    for name in ("one", "two"):
+        fake_apiserver.store.create(configmap(name))
+    cluster = connect(fake_apiserver, tmp_path)
+    caches = CacheSet(cluster)
+    writer = ReportWriter(cluster)
+    document = policy("add-foo", add_label("foo", "bar"), admission=True, mutate_existing=False)
+    engine = AdmissionEngine(compile_text(yaml.safe_dump(document)))
+    heard = threading.Event()
+    deleted: list[dict[str, Any]] = []
+
+    def delete_the_later_one_once(result: str, process: str) -> None:
+        """Called as the scan evaluates the first object of the page: the second is deleted."""
+        if not deleted:
+            deleted.append(later)
+            fake_apiserver.store.delete("configmaps", later["metadata"]["name"], "default")
+            assert heard.wait(10), "the watch did not deliver the deletion"
+
+    reports = BackgroundReports(caches, writer, on_result=delete_the_later_one_once)
+    try:
+        reports.load(engine)
+        configmaps = caches.cache("v1", "configmaps")
+        assert configmaps is not None
+        later = configmaps.items()[1]  # the scan's page holds them in the cache's order
+        configmaps.add_handler(lambda event, obj, old: heard.set() if event == "DELETED" else None)
+        reports.scan()
+        writer.flush()
+        earlier = configmaps.items()[0]
+        assert [r["result"] for r in report_results(fake_apiserver, earlier["metadata"]["name"]) or []] == ["fail"]
+        uid = later["metadata"]["uid"]
+        assert deleted == [later] and not fake_apiserver.store.exists(POLR, uid, "default")
+        assert writer.results(uid) == [] and writer.pending() == 0
+    finally:
+        caches.stop()
+        cluster.close()
+
+
+def test_a_flush_during_a_scan_writes_each_report_with_all_its_policies_or_not_at_all(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """The reporting thread scans while another writes (report_loop): a write taken between two policies'
+    evaluations of one resource would store a report with the first policy alone, then again with both.
+    The scan hands every policy's results on a resource to the writer at once: one write per report."""
+    for crd in report_crds():
+        fake_apiserver.store.create(crd)
+    fake_apiserver.store.create(configmap("one"))
+    cluster = connect(fake_apiserver, tmp_path)
+    caches = CacheSet(cluster)
+    writer = ReportWriter(cluster)
+    documents = [
+        policy(name, add_label(name, "x"), admission=True, mutate_existing=False) for name in ("first", "second")
+    ]
+    engine = AdmissionEngine(compile_text(yaml.safe_dump_all(documents)))
+    calls: list[str] = []
+    flushed: list[int] = []
+
+    def flush_after_the_first_policy(result: str, process: str) -> None:
+        """Called as each policy's result is found: at the second, the first policy is done."""
+        calls.append(result)
+        if len(calls) == 2:
+            flushed.append(writer.flush().writes)  # the writing thread's turn, between two evaluations
+
+    reports = BackgroundReports(caches, writer, on_result=flush_after_the_first_policy)
+    try:
+        reports.load(engine)
+        assert caches.cache("v1", "configmaps") is not None
+        fake_apiserver.clear_requests()
+        reports.scan()
+        writer.flush()
+        writes = [r for m in ("POST", "PUT") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
+        results = report_results(fake_apiserver, "one") or []
+        assert flushed == [0] and len(writes) == 1
+        assert sorted((r["policy"], r["result"]) for r in results) == [("first", "fail"), ("second", "fail")]
+    finally:
+        caches.stop()
+        cluster.close()
