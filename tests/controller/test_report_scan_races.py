@@ -11,12 +11,16 @@ while the test created a ConfigMap, and the ConfigMap never got its report.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from celmut.controller.reporting import BackgroundReports
+from celmut.kube.cache import WatchedCache
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import ReportWriter
 from celmut.runtime import AdmissionEngine
@@ -35,17 +39,43 @@ def report_results(server: FakeApiServer, name: str) -> list[dict[str, Any]] | N
     return list(server.store.get(POLR, uid, "default")["results"])
 
 
+@dataclass
+class Scanning:
+    """A scanner of the reported policies on the fake API server's ConfigMaps, with its writer and caches;
+    ``on_result`` (called as each result is found, inside the scan) is where a test changes the cluster."""
+
+    reports: BackgroundReports
+    writer: ReportWriter
+    configmaps: WatchedCache
+    on_result: Callable[[str, str], None] = lambda result, process: None
+
+
+@contextmanager
+def scanning(server: FakeApiServer, tmp_path: Path, *policy_names: str) -> Iterator[Scanning]:
+    """ConfigMap policies adding a label (each a ``fail`` on a ConfigMap without it), loaded and watched."""
+    for crd in report_crds():
+        server.store.create(crd)
+    cluster = connect(server, tmp_path)
+    caches = CacheSet(cluster)
+    writer = ReportWriter(cluster)
+    documents = [policy(name, add_label(name, "x"), admission=True, mutate_existing=False) for name in policy_names]
+    holder: list[Scanning] = []
+    reports = BackgroundReports(caches, writer, on_result=lambda result, process: holder[0].on_result(result, process))
+    try:
+        reports.load(AdmissionEngine(compile_text(yaml.safe_dump_all(documents))))
+        configmaps = caches.cache("v1", "configmaps")
+        assert configmaps is not None
+        holder.append(Scanning(reports, writer, configmaps))
+        yield holder[0]
+    finally:
+        caches.stop()
+        cluster.close()
+
+
 def test_a_resource_created_while_a_full_scan_runs_keeps_the_results_the_scan_found(
     fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
-    for crd in report_crds():
-        fake_apiserver.store.create(crd)
     fake_apiserver.store.create(configmap("one"))
-    cluster = connect(fake_apiserver, tmp_path)
-    caches = CacheSet(cluster)
-    writer = ReportWriter(cluster)
-    document = policy("add-foo", add_label("foo", "bar"), admission=True, mutate_existing=False)
-    engine = AdmissionEngine(compile_text(yaml.safe_dump(document)))
     heard = threading.Event()  # the scanner's handler has run for "two" (handlers run in the order added)
     created: list[str] = []
 
@@ -55,20 +85,14 @@ def test_a_resource_created_while_a_full_scan_runs_keeps_the_results_the_scan_fo
             created.append(fake_apiserver.store.create(configmap("two"))["metadata"]["name"])
             assert heard.wait(10), "the watch did not deliver the new ConfigMap"
 
-    reports = BackgroundReports(caches, writer, on_result=create_two_once)
-    try:
-        reports.load(engine)
-        configmaps = caches.cache("v1", "configmaps")
-        assert configmaps is not None
-        configmaps.add_handler(lambda event, obj, old: heard.set() if obj["metadata"]["name"] == "two" else None)
-        reports.scan()
-        writer.flush()
-        assert created == ["two"]
-        assert [r["result"] for r in report_results(fake_apiserver, "one") or []] == ["fail"]
-        assert [r["result"] for r in report_results(fake_apiserver, "two") or []] == ["fail"]
-    finally:
-        caches.stop()
-        cluster.close()
+    with scanning(fake_apiserver, tmp_path, "add-foo") as scan:
+        scan.on_result = create_two_once
+        scan.configmaps.add_handler(lambda event, obj, old: heard.set() if obj["metadata"]["name"] == "two" else None)
+        scan.reports.scan()
+        scan.writer.flush()
+    assert created == ["two"]
+    assert [r["result"] for r in report_results(fake_apiserver, "one") or []] == ["fail"]
+    assert [r["result"] for r in report_results(fake_apiserver, "two") or []] == ["fail"]
 
 
 def test_a_resource_deleted_while_a_full_scan_runs_gets_no_report_from_the_page_that_still_held_it(
@@ -77,42 +101,29 @@ def test_a_resource_deleted_while_a_full_scan_runs_gets_no_report_from_the_page_
     """The scan reads a page, then the resource on it is deleted before the scan reaches it: no report is
     written for it (the garbage collector would delete it again) and the writer keeps nothing for it (held
     in memory for good: nothing would ever forget it)."""
-    for crd in report_crds():
-        fake_apiserver.store.create(crd)
     for name in ("one", "two"):
         fake_apiserver.store.create(configmap(name))
-    cluster = connect(fake_apiserver, tmp_path)
-    caches = CacheSet(cluster)
-    writer = ReportWriter(cluster)
-    document = policy("add-foo", add_label("foo", "bar"), admission=True, mutate_existing=False)
-    engine = AdmissionEngine(compile_text(yaml.safe_dump(document)))
     heard = threading.Event()
     deleted: list[dict[str, Any]] = []
 
-    def delete_the_later_one_once(result: str, process: str) -> None:
-        """Called as the scan evaluates the first object of the page: the second is deleted."""
-        if not deleted:
-            deleted.append(later)
-            fake_apiserver.store.delete("configmaps", later["metadata"]["name"], "default")
-            assert heard.wait(10), "the watch did not deliver the deletion"
+    with scanning(fake_apiserver, tmp_path, "add-foo") as scan:
+        earlier, later = scan.configmaps.items()[:2]  # the scan's page holds them in the cache's order
 
-    reports = BackgroundReports(caches, writer, on_result=delete_the_later_one_once)
-    try:
-        reports.load(engine)
-        configmaps = caches.cache("v1", "configmaps")
-        assert configmaps is not None
-        later = configmaps.items()[1]  # the scan's page holds them in the cache's order
-        configmaps.add_handler(lambda event, obj, old: heard.set() if event == "DELETED" else None)
-        reports.scan()
-        writer.flush()
-        earlier = configmaps.items()[0]
-        assert [r["result"] for r in report_results(fake_apiserver, earlier["metadata"]["name"]) or []] == ["fail"]
+        def delete_the_later_one_once(result: str, process: str) -> None:
+            """Called as the scan evaluates the first object of the page: the second is deleted."""
+            if not deleted:
+                deleted.append(later)
+                fake_apiserver.store.delete("configmaps", later["metadata"]["name"], "default")
+                assert heard.wait(10), "the watch did not deliver the deletion"
+
+        scan.on_result = delete_the_later_one_once
+        scan.configmaps.add_handler(lambda event, obj, old: heard.set() if event == "DELETED" else None)
+        scan.reports.scan()
+        scan.writer.flush()
         uid = later["metadata"]["uid"]
-        assert deleted == [later] and not fake_apiserver.store.exists(POLR, uid, "default")
-        assert writer.results(uid) == [] and writer.pending() == 0
-    finally:
-        caches.stop()
-        cluster.close()
+        assert scan.writer.results(uid) == [] and scan.writer.pending() == 0
+    assert [r["result"] for r in report_results(fake_apiserver, earlier["metadata"]["name"]) or []] == ["fail"]
+    assert deleted == [later] and not fake_apiserver.store.exists(POLR, uid, "default")
 
 
 def test_a_flush_during_a_scan_writes_each_report_with_all_its_policies_or_not_at_all(
@@ -121,36 +132,23 @@ def test_a_flush_during_a_scan_writes_each_report_with_all_its_policies_or_not_a
     """The reporting thread scans while another writes (report_loop): a write taken between two policies'
     evaluations of one resource would store a report with the first policy alone, then again with both.
     The scan hands every policy's results on a resource to the writer at once: one write per report."""
-    for crd in report_crds():
-        fake_apiserver.store.create(crd)
     fake_apiserver.store.create(configmap("one"))
-    cluster = connect(fake_apiserver, tmp_path)
-    caches = CacheSet(cluster)
-    writer = ReportWriter(cluster)
-    documents = [
-        policy(name, add_label(name, "x"), admission=True, mutate_existing=False) for name in ("first", "second")
-    ]
-    engine = AdmissionEngine(compile_text(yaml.safe_dump_all(documents)))
     calls: list[str] = []
     flushed: list[int] = []
 
-    def flush_after_the_first_policy(result: str, process: str) -> None:
-        """Called as each policy's result is found: at the second, the first policy is done."""
-        calls.append(result)
-        if len(calls) == 2:
-            flushed.append(writer.flush().writes)  # the writing thread's turn, between two evaluations
+    with scanning(fake_apiserver, tmp_path, "first", "second") as scan:
 
-    reports = BackgroundReports(caches, writer, on_result=flush_after_the_first_policy)
-    try:
-        reports.load(engine)
-        assert caches.cache("v1", "configmaps") is not None
+        def flush_after_the_first_policy(result: str, process: str) -> None:
+            """Called as each policy's result is found: at the second, the first policy is done."""
+            calls.append(result)
+            if len(calls) == 2:
+                flushed.append(scan.writer.flush().writes)  # the writing thread's turn, between two evaluations
+
+        scan.on_result = flush_after_the_first_policy
         fake_apiserver.clear_requests()
-        reports.scan()
-        writer.flush()
-        writes = [r for m in ("POST", "PUT") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
-        results = report_results(fake_apiserver, "one") or []
-        assert flushed == [0] and len(writes) == 1
-        assert sorted((r["policy"], r["result"]) for r in results) == [("first", "fail"), ("second", "fail")]
-    finally:
-        caches.stop()
-        cluster.close()
+        scan.reports.scan()
+        scan.writer.flush()
+    writes = [r for m in ("POST", "PUT") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
+    results = report_results(fake_apiserver, "one") or []
+    assert flushed == [0] and len(writes) == 1
+    assert sorted((r["policy"], r["result"]) for r in results) == [("first", "fail"), ("second", "fail")]
