@@ -405,22 +405,7 @@ class BackgroundReports:
         evaluations = 0
         scan_seen = self._scan_seen or {}
         for api_version, resource in sorted(relisted) if relist else []:  # too many changed at once: all again
-            scanned = [p for p in self._policies.values() if (api_version, resource) in p.resources]
-            cache = self.caches.cache(api_version, resource, wait=False)
-            if cache is None or not cache.synced.is_set():
-                continue
-            try:
-                for page in self._pages(cache, api_version, resource):
-                    for obj in page:
-                        batch: dict[str, list[ReportResult]] = {}
-                        for policy in (p for p in scanned if not p.admission_only):
-                            seen = scan_seen.get(policy.reporting.key)
-                            evaluations += self._record(policy, obj, now, seen, batch)
-                        self._put(obj, batch)
-            except ClusterError as ex:
-                log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
-                with self._lock:
-                    self._relisted.add((api_version, resource))
+            evaluations += self._relist(api_version, resource, now, scan_seen)
         for (api_version, resource, namespace, name), (operation, old) in changed.items():
             if (api_version, resource) in relisted:
                 continue
@@ -435,7 +420,7 @@ class BackgroundReports:
             current = _typed(current, cache.kind, api_version)
             if old is not None:
                 old = _typed(old, cache.kind, api_version)
-            batch = {}
+            batch: dict[str, list[ReportResult]] = {}
             for policy in self._policies.values():
                 if (api_version, resource) in policy.resources:
                     admitted = (operation, old) if policy.admission_only else None
@@ -443,6 +428,46 @@ class BackgroundReports:
                     evaluations += self._record(policy, current, now, seen, batch, admitted)
             self._put(current, batch)
         return evaluations
+
+    def _relist(self, api_version: str, resource: str, now: int, scan_seen: Mapping[str, set[str]]) -> int:
+        """Evaluate every object of a resource again, a page at a time (too many of them changed at once to
+        hold them); one deleted after its page was read is left out, as a full scan leaves it out."""
+        scanned = [
+            p for p in self._policies.values() if (api_version, resource) in p.resources and not p.admission_only
+        ]
+        cache = self.caches.cache(api_version, resource, wait=False)
+        if cache is None or not cache.synced.is_set():
+            return 0
+        with self._lock:
+            tracking = self._gone is None  # not inside a full scan, which tracks deletions itself
+            if tracking:
+                self._gone = set()
+        evaluations = 0
+        try:
+            for page in self._pages(cache, api_version, resource):
+                for obj in page:
+                    if self._deleted_meanwhile(api_version, resource, obj):
+                        continue
+                    batch: dict[str, list[ReportResult]] = {}
+                    for policy in scanned:
+                        evaluations += self._record(policy, obj, now, scan_seen.get(policy.reporting.key), batch)
+                    self._put(obj, batch)
+        except ClusterError as ex:
+            log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
+            with self._lock:
+                self._relisted.add((api_version, resource))
+        finally:
+            if tracking:
+                with self._lock:
+                    self._gone = None
+        return evaluations
+
+    def _deleted_meanwhile(self, api_version: str, resource: str, obj: dict[str, Any]) -> bool:
+        """Whether the watch saw ``obj`` deleted while a scan or relist that read it runs."""
+        metadata = obj.get("metadata") or {}
+        key = (api_version, resource, metadata.get("namespace") or "", metadata.get("name") or "")
+        with self._lock:
+            return self._gone is not None and key in self._gone
 
     def _put(self, obj: dict[str, Any], batch: dict[str, list[ReportResult]]) -> None:
         """Hand the writer every policy's results on one resource at once (its report is then written

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from celmut.controller import reporting
 from celmut.controller.reporting import BackgroundReports
 from celmut.kube.cache import WatchedCache
 from celmut.kube.lookup import CacheSet
@@ -26,6 +28,7 @@ from celmut.kube.report_writer import ReportWriter
 from celmut.runtime import AdmissionEngine
 from tests.controller.support import add_label, configmap, connect, policy
 from tests.fakekube import FakeApiServer
+from tests.kube.conftest import eventually
 from tests.kube.crds import report_crds
 from tests.runtime.helpers import compile_text
 
@@ -51,12 +54,16 @@ class Scanning:
 
 
 @contextmanager
-def scanning(server: FakeApiServer, tmp_path: Path, *policy_names: str) -> Iterator[Scanning]:
-    """ConfigMap policies adding a label (each a ``fail`` on a ConfigMap without it), loaded and watched."""
+def scanning(
+    server: FakeApiServer, tmp_path: Path, *policy_names: str, metadata_only: bool = False
+) -> Iterator[Scanning]:
+    """ConfigMap policies adding a label (each a ``fail`` on a ConfigMap without it), loaded and watched
+    (``metadata_only``: ConfigMaps cached as the controller caches pods, their metadata alone)."""
     for crd in report_crds():
         server.store.create(crd)
     cluster = connect(server, tmp_path)
-    caches = CacheSet(cluster)
+    projected = frozenset({("v1", "configmaps")}) if metadata_only else frozenset()
+    caches = CacheSet(cluster, metadata_only=projected, deliver_whole=metadata_only)
     writer = ReportWriter(cluster)
     documents = [policy(name, add_label(name, "x"), admission=True, mutate_existing=False) for name in policy_names]
     holder: list[Scanning] = []
@@ -152,3 +159,35 @@ def test_a_flush_during_a_scan_writes_each_report_with_all_its_policies_or_not_a
     results = report_results(fake_apiserver, "one") or []
     assert flushed == [0] and len(writes) == 1
     assert sorted((r["policy"], r["result"]) for r in results) == [("first", "fail"), ("second", "fail")]
+
+
+def test_a_resource_deleted_while_its_kind_is_listed_again_gets_no_report(
+    fake_apiserver: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resource cached as metadata whose objects changed too many at once to hold them (here more than
+    one) is listed again from the API server a page at a time; one deleted after its page was read is left
+    out, as a full scan leaves it out."""
+    monkeypatch.setattr(reporting, "MAX_ARRIVED", 1)
+    heard = threading.Event()
+    deleted: list[str] = []
+
+    with scanning(fake_apiserver, tmp_path, "add-foo", metadata_only=True) as scan:
+        assert scan.configmaps.metadata_only
+        for name in ("a-first", "z-last"):  # changed after the list: more than MAX_ARRIVED, listed again
+            fake_apiserver.store.create(configmap(name))
+
+        def delete_the_last_once(result: str, process: str) -> None:
+            """Called as the relist evaluates the first object of its page (listed by name)."""
+            if not deleted:
+                deleted.append(fake_apiserver.store.get("configmaps", "z-last", "default")["metadata"]["uid"])
+                fake_apiserver.store.delete("configmaps", "z-last", "default")
+                assert heard.wait(10), "the watch did not deliver the deletion"
+
+        scan.configmaps.add_handler(lambda event, obj, old: heard.set() if event == "DELETED" else None)
+        eventually(lambda: len(scan.configmaps.items()) == 2, what="both ConfigMaps in the cache")
+        scan.on_result = delete_the_last_once
+        scan.reports.rescan_changed()
+        scan.writer.flush()
+        assert deleted and scan.writer.results(deleted[0]) == [] and scan.writer.pending() == 0
+    assert [r["result"] for r in report_results(fake_apiserver, "a-first") or []] == ["fail"]
+    assert not fake_apiserver.store.exists(POLR, deleted[0], "default")
