@@ -259,15 +259,20 @@ class BackgroundReports:
             return
         names = set(policies)
         now = int(self.clock())
+        batch: dict[str, list[ReportResult]] = {}
         for key, policy in list(self._policies.items()):
             if not any(p.display_name in names for p in policy.engine.policies):
                 continue
             result = mutate_existing_result(policy.reporting, target, now)
             self.on_result(result.result, dict(result.properties).get("process", ""))
-            self.writer.put(ref, key, [result])
-            with self._lock:
+            batch[key] = [result]
+        if not batch:
+            return
+        self.writer.put_all(ref, batch)  # one report write for every policy that patched it, as a scan's
+        with self._lock:
+            for key in batch:
                 self._patched.setdefault(key, set()).add(ref.uid)
-                self._to_watch.add((str(target.get("apiVersion") or ""), resource))  # to forget it with the target
+            self._to_watch.add((str(target.get("apiVersion") or ""), resource))  # to forget it with the target
 
     def adopted(self, reports: Iterable[Mapping[str, Any]]) -> None:
         """Stored reports taken over at start: the targets an earlier run's mutateExisting patched keep

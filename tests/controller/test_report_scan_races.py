@@ -191,3 +191,29 @@ def test_a_resource_deleted_while_its_kind_is_listed_again_gets_no_report(
         assert deleted and scan.writer.results(deleted[0]) == [] and scan.writer.pending() == 0
     assert [r["result"] for r in report_results(fake_apiserver, "a-first") or []] == ["fail"]
     assert not fake_apiserver.store.exists(POLR, deleted[0], "default")
+
+
+def test_a_target_patched_for_two_policies_is_reported_in_one_write(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """A worker reports the policies whose mutateExisting patched a target while the writing thread runs:
+    their ``pass`` results are handed over together, so the report is written once, with both."""
+    target = fake_apiserver.store.create(configmap("target"))
+    calls: list[str] = []
+    flushed: list[int] = []
+
+    with scanning(fake_apiserver, tmp_path, "first", "second") as scan:
+
+        def flush_after_the_first_policy(result: str, process: str) -> None:
+            calls.append(result)
+            if len(calls) == 2:
+                flushed.append(scan.writer.flush().writes)
+
+        scan.on_result = flush_after_the_first_policy
+        fake_apiserver.clear_requests()
+        scan.reports.target_patched(target, "configmaps", ["first", "second"])
+        scan.writer.flush()
+    writes = [r for m in ("POST", "PUT") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
+    results = report_results(fake_apiserver, "target") or []
+    assert flushed == [0] and len(writes) == 1
+    assert sorted((r["policy"], r["result"]) for r in results) == [("first", "pass"), ("second", "pass")]
