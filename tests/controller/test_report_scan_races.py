@@ -79,6 +79,21 @@ def scanning(
         cluster.close()
 
 
+def flushing_between_two_policies(scan: Scanning) -> list[int]:
+    """Make ``scan`` flush its writer (the writing thread's turn) as the second policy's result is found,
+    when the first policy is done with the resource; the writes of that flush are appended to the list."""
+    calls: list[str] = []
+    flushed: list[int] = []
+
+    def flush_at_the_second_result(result: str, process: str) -> None:
+        calls.append(result)
+        if len(calls) == 2:
+            flushed.append(scan.writer.flush().writes)
+
+    scan.on_result = flush_at_the_second_result
+    return flushed
+
+
 def test_a_resource_created_while_a_full_scan_runs_keeps_the_results_the_scan_found(
     fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
@@ -140,18 +155,8 @@ def test_a_flush_during_a_scan_writes_each_report_with_all_its_policies_or_not_a
     evaluations of one resource would store a report with the first policy alone, then again with both.
     The scan hands every policy's results on a resource to the writer at once: one write per report."""
     fake_apiserver.store.create(configmap("one"))
-    calls: list[str] = []
-    flushed: list[int] = []
-
     with scanning(fake_apiserver, tmp_path, "first", "second") as scan:
-
-        def flush_after_the_first_policy(result: str, process: str) -> None:
-            """Called as each policy's result is found: at the second, the first policy is done."""
-            calls.append(result)
-            if len(calls) == 2:
-                flushed.append(scan.writer.flush().writes)  # the writing thread's turn, between two evaluations
-
-        scan.on_result = flush_after_the_first_policy
+        flushed = flushing_between_two_policies(scan)
         fake_apiserver.clear_requests()
         scan.reports.scan()
         scan.writer.flush()
@@ -199,17 +204,8 @@ def test_a_target_patched_for_two_policies_is_reported_in_one_write(
     """A worker reports the policies whose mutateExisting patched a target while the writing thread runs:
     their ``pass`` results are handed over together, so the report is written once, with both."""
     target = fake_apiserver.store.create(configmap("target"))
-    calls: list[str] = []
-    flushed: list[int] = []
-
     with scanning(fake_apiserver, tmp_path, "first", "second") as scan:
-
-        def flush_after_the_first_policy(result: str, process: str) -> None:
-            calls.append(result)
-            if len(calls) == 2:
-                flushed.append(scan.writer.flush().writes)
-
-        scan.on_result = flush_after_the_first_policy
+        flushed = flushing_between_two_policies(scan)
         fake_apiserver.clear_requests()
         scan.reports.target_patched(target, "configmaps", ["first", "second"])
         scan.writer.flush()
