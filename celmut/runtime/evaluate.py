@@ -114,8 +114,11 @@ class PolicyEvaluator:
         self.shared = shared or SharedExpressions(())  # the expressions several policies carry
         self.pointers = PointerTokens()  # the JSONPatch paths the policies write, each split once
         # what makes the outcome of a skip by each false condition (its prose made once, its fields passed
-        # by position): (id(policy), id(condition), cause, binding) -> maker; bounded by the policies loaded
-        self._skips: dict[tuple[int, int, str, str], Callable[[], PolicyOutcome]] = {}
+        # by position): (id(policy), id(condition), cause, binding) -> (policy, condition, maker), the two
+        # held so that their ids stay theirs; bounded by the policies loaded
+        self._skips: dict[
+            tuple[int, int, str, str], tuple[CompiledPolicy, CompiledExpression, Callable[[], PolicyOutcome]]
+        ] = {}
         # matched by the request's kind alone (matching.decided_by_kind): when chosen by a PolicyIndex
         # (report_unselected off) they match whatever the object says; else the kind is checked alone
         self._matched_by_kind = frozenset(id(p) for p in matched_by_kind)
@@ -240,10 +243,15 @@ class PolicyEvaluator:
         """Whether the request's object passes the policy's matchConditions (an error: it does not)."""
         activation = context.activation(policy, context.request.object)
         try:
-            shared = context.shared if self.shared.shares_conditions(policy) else None
-            return false_condition(policy.match_conditions, activation, shared) is None
+            return false_condition(policy.match_conditions, activation, self._condition_memo(policy, context)) is None
         except PolicyFailure:
             return False
+
+    def _condition_memo(self, policy: CompiledPolicy, context: RequestContext) -> SharedValues | None:
+        """The request's memo of shared values, for a policy one of whose conditions is shared (else None:
+        its conditions are evaluated directly, one lookup less each)."""
+        memo = context.shared
+        return memo if memo is not None and self.shared.shares_conditions(policy) else None
 
     # --- the pipeline --------------------------------------------------------------------------------
 
@@ -268,8 +276,9 @@ class PolicyEvaluator:
         variable = exceptions.variable() if exceptions is not None else None
         activation = context.activation(policy, current, params=params, exceptions=variable)
         try:
-            shared = context.shared if self.shared.shares_conditions(policy) else None
-            false = false_condition(getattr(policy, stage.conditions), activation, shared)
+            false = false_condition(
+                getattr(policy, stage.conditions), activation, self._condition_memo(policy, context)
+            )
         except PolicyFailure as failure:
             if how.isolates_errors and policy.failure_policy == "Ignore":
                 reason = f"match condition error ignored: {failure}"
@@ -277,14 +286,15 @@ class PolicyEvaluator:
             return (_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
         if false is not None:  # the most common outcome of all: made by position, its maker made once
             cause = stage.condition_cause
-            make = self._skips.get((id(policy), id(false), cause, binding))
-            if make is None:
-                make = self._skips[(id(policy), id(false), cause, binding)] = outcome_maker(
+            known = self._skips.get((id(policy), id(false), cause, binding))
+            if known is None:
+                make = outcome_maker(
                     policy=policy.display_name, kind=policy.kind, status="skipped",
                     reason=condition_reason(false, cause), failure_policy=policy.failure_policy, binding=binding,
                     cause=cause, cause_name=false.name,
                 )  # fmt: skip
-            return (make(), current)
+                known = self._skips[(id(policy), id(false), cause, binding)] = (policy, false, make)
+            return (known[2](), current)
         if stage.needs_request_object and (context.request.object is None or current is None):
             reason = how.no_object_reason(context.request)
             return (_outcome(policy, "skipped", reason, binding=binding, cause="noObject"), current)
