@@ -408,9 +408,9 @@ class BackgroundReports:
             self._watch(*watched)
         now = int(self.clock())
         evaluations = 0
-        scan_seen = self._scan_seen or {}
         for api_version, resource in sorted(relisted) if relist else []:  # too many changed at once: all again
-            evaluations += self._relist(api_version, resource, now, scan_seen)
+            evaluations += self._relist(api_version, resource, now)
+        scan_seen = self._scan_seen or {}
         for (api_version, resource, namespace, name), (operation, old) in changed.items():
             if (api_version, resource) in relisted:
                 continue
@@ -434,9 +434,10 @@ class BackgroundReports:
             self._put(current, batch)
         return evaluations
 
-    def _relist(self, api_version: str, resource: str, now: int, scan_seen: Mapping[str, set[str]]) -> int:
+    def _relist(self, api_version: str, resource: str, now: int) -> int:
         """Evaluate every object of a resource again, a page at a time (too many of them changed at once to
-        hold them); one deleted after its page was read is left out, as a full scan leaves it out."""
+        hold them); one deleted after its page was read is left out, as a full scan leaves it out. Never
+        inside a full scan (which rescans with ``relist=False``): nothing here counts as the scan's seen."""
         scanned = [
             p for p in self._policies.values() if (api_version, resource) in p.resources and not p.admission_only
         ]
@@ -455,7 +456,7 @@ class BackgroundReports:
                         continue
                     batch: dict[str, list[ReportResult]] = {}
                     for policy in scanned:
-                        evaluations += self._record(policy, obj, now, scan_seen.get(policy.reporting.key), batch)
+                        evaluations += self._record(policy, obj, now, None, batch)
                     self._put(obj, batch)
         except ClusterError as ex:
             log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
