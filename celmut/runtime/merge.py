@@ -6,11 +6,13 @@ Rules, driven by the object's schema (:mod:`celmut.runtime.schemas`):
 * ``listType=map`` lists merge items by their key fields and ``listType=set`` lists are unioned, in
   structured-merge-diff's order, collapsing a duplicated live key the applied list names
   (:func:`_merge_items`);
-* atomic lists, maps and structs (including lists with no list type) are **rejected anywhere in the
-  applied object**, even inside a new list item, with ``may not mutate atomic arrays, maps or
-  structs: <path>`` — unless ``replace_atomic`` (Kyverno's ``useServerSideApply: true``), which
-  replaces them whole;
-* a field the schema does not declare is an error; ``null`` in the applied object means "no opinion".
+* atomic lists, maps and structs (including lists with no list type) are replaced whole;
+* ``null`` in the applied object means "no opinion".
+
+The applied object was typed against the schema before (:func:`celmut.runtime.mutations.
+check_configuration`: fields it does not declare, values of the wrong type and atomic fields are
+refused there, as structured-merge-diff's ``ObjectToTyped`` and the API server's ``validatePatch``
+refuse them before merging), so the merge itself meets no error but a duplicated applied key.
 
 Fallback without a schema (a custom resource whose CRD is not known, or a subtree with
 ``x-kubernetes-preserve-unknown-fields``): maps merge key by key and lists are replaced whole.
@@ -26,9 +28,8 @@ import orjson
 from celmut.jsonutil import json_copy
 from celmut.runtime.failures import MergeError
 from celmut.runtime.schemas import Schema
+from celmut.runtime.typed import KEY_DEFAULTS
 
-# Key fields the API server defaults before merging (so an item without them still matches).
-_KEY_DEFAULTS = {"protocol": "TCP"}
 
 
 def apply_configuration(
@@ -58,16 +59,6 @@ def _render(path: _Path) -> str:
     return "".join(reversed(segments))
 
 
-def _untyped(path: _Path, problem: str) -> MergeError:
-    """The applied object does not fit the schema (SMD's ``ObjectToTyped`` step, before merging)."""
-    return MergeError(f"failed to convert patch object to typed object: {_render(path) or '.'}: {problem}")
-
-
-def _atomic(path: _Path) -> MergeError:
-    where = _render(path) or "."
-    return MergeError(f"invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {where}")
-
-
 def _merge(live: Any, applied: Any, schema: Schema | None, path: _Path, replace_atomic: bool) -> Any:
     if isinstance(applied, dict):
         return _merge_map(live, applied, schema, path, replace_atomic)
@@ -79,25 +70,14 @@ def _merge(live: Any, applied: Any, schema: Schema | None, path: _Path, replace_
 def _merge_map(
     live: Any, applied: dict[str, Any], schema: Schema | None, path: _Path, replace_atomic: bool
 ) -> dict[str, Any]:
-    if schema is not None and not schema.preserve_unknown_fields:
-        if schema.is_array and not schema.is_object:
-            raise _untyped(path, "expected a list, got a map")
-        if schema.is_scalar:
-            raise _untyped(path, f"expected a {schema.scalar_type}, got a map")
-        if schema.map_type == "atomic":
-            if not replace_atomic:
-                raise _atomic(path)
-            return _strip_map_nulls(applied)
+    if schema is not None and not schema.preserve_unknown_fields and schema.map_type == "atomic":
+        return _strip_map_nulls(applied)
     result = dict(live) if isinstance(live, dict) else {}
     for key, value in applied.items():
         if value is None:
             continue
         child_path = (path, key)
-        child_schema: Schema | None = None
-        if schema is not None and not schema.preserve_unknown_fields:
-            child_schema = schema.field(key)
-            if child_schema is None and schema.declares_fields:
-                raise _untyped(child_path, "field not declared in schema")
+        child_schema = schema.field(key) if schema is not None and not schema.preserve_unknown_fields else None
         result[key] = _merge(result.get(key), value, child_schema, child_path, replace_atomic)
     return result
 
@@ -105,10 +85,6 @@ def _merge_map(
 def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: _Path, replace_atomic: bool) -> Any:
     if schema is None or schema.preserve_unknown_fields:
         return [_strip_nulls(item) for item in applied]
-    if schema.is_object and not schema.is_array:
-        raise _untyped(path, "expected a map, got a list")
-    if schema.is_scalar:
-        raise _untyped(path, f"expected a {schema.scalar_type}, got a list")
     list_type = schema.list_type
     existing = list(live) if isinstance(live, list) else []
     if list_type == "set":
@@ -121,15 +97,13 @@ def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: _Pat
             return _merge(old, new, schema.items, (path, keys, key), replace_atomic)
 
         return _merge_items(existing, applied, lambda item: _key_of(item, keys), merge_item, path, keys)
-    if not replace_atomic:
-        raise _atomic(path)
     return [_strip_nulls(item) for item in applied]
 
 
 def _key_of(item: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
     if not isinstance(item, dict):
         return (item,)
-    return tuple(item.get(k, _KEY_DEFAULTS.get(k)) for k in keys)
+    return tuple(item.get(k, KEY_DEFAULTS.get(k)) for k in keys)
 
 
 def _set_key(item: Any) -> tuple[Any, ...]:

@@ -9,10 +9,12 @@ from celmut.cel.backends.base import Folded
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledExpression, CompiledPolicy
 from celmut.jsonutil import PointerTokens
-from celmut.runtime import decode, mutations
+from celmut.runtime import decode, go_convert, mutations
 from celmut.runtime.failures import DecodeFailure, MutationError, PolicyFailure
 from celmut.runtime.options import AdmissionOptions
+from celmut.runtime.schemas import Schema
 from celmut.runtime.semantics import Semantics
+from celmut.runtime.typed import node_of as typed_node_of
 from celmut.runtime.typenames import check_type_names, json_patch_values
 
 
@@ -81,6 +83,8 @@ def apply_mutation(
             patched = mutations.apply_object(
                 source, result, schema, replace_atomic=policy.use_server_side_apply, plain=plain
             )
+            if typed is not None:
+                patched = _to_go_type(patched, typed, source)
         if typed is None:
             return patched
         assert encoded is not None
@@ -94,6 +98,19 @@ def apply_mutation(
         return obj
     except MutationError as ex:
         raise PolicyFailure(mutation.path, str(ex)) from None
+
+
+def _to_go_type(merged: dict[str, Any], schema: Schema, source: dict[str, Any]) -> dict[str, Any]:
+    """The merged object converted to the built-in kind's Go type (the MAP dispatcher's
+    ``ConvertToVersion``, :mod:`celmut.runtime.go_convert`); a failure is a plain error, which the
+    failurePolicy decides."""
+    try:
+        converted: dict[str, Any] = go_convert.convert(merged, typed_node_of(schema), source)
+    except go_convert.ConversionError as ex:
+        group, _, version = str(merged.get("apiVersion", "")).rpartition("/")
+        gvk = f"{group}/{version}, Kind={merged.get('kind', '')}"
+        raise MutationError(f"unable to convert unstructured object to {gvk}: {ex}") from None
+    return converted
 
 
 def _operations(result: Any) -> list[dict[str, Any]]:

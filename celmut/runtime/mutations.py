@@ -12,7 +12,7 @@ from typing import Any
 
 from celmut.cel import values
 from celmut.jsonutil import PointerTokens, escape_pointer, json_copy
-from celmut.runtime import jsonpatch_v4
+from celmut.runtime import jsonpatch_v4, smd, typed
 from celmut.runtime.failures import MergeError, MutationError
 from celmut.runtime.merge import apply_configuration
 from celmut.runtime.schemas import Schema
@@ -98,64 +98,72 @@ def patch_document(
 def apply_object(
     obj: dict[str, Any], applied: Any, schema: Schema | None, *, replace_atomic: bool, plain: Any = None
 ) -> dict[str, Any]:
-    """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj``; ``plain``, when given, is
+    """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj`` in the API server's order
+    (``patch/smd.go`` ``ApplyStructuredMergeDiff``): the patch typed against the kind's schema
+    (:func:`celmut.runtime.smd.type_errors`), its atomic fields refused unless ``replace_atomic``
+    (Kyverno's ``useServerSideApply``), then merged. ``plain``, when given, is
     :func:`plain_configuration` of ``applied``, worked out before (a literal's, once).
 
-    Errors carry the API server's ``error applying patch:`` prefix (``patch/smd.go``).
+    Errors carry the API server's ``error applying patch:`` prefix.
     """
     try:
         if plain is None:
-            plain = _plain_configuration(applied, schema)
+            plain = plain_configuration(applied)
+            if plain is None:
+                raise MutationError(
+                    f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}"
+                )
+        if schema is not None:
+            check_configuration(plain, schema, replace_atomic=replace_atomic)
+        else:
+            plain = values.to_plain(plain)  # no schema types it: CEL bytes become base64, as JSON does
         merged = apply_configuration(obj, plain, schema, replace_atomic=replace_atomic)
     except MergeError as ex:
         raise MutationError(f"error applying patch: {ex}") from None
     return merged
 
 
+def check_configuration(plain: dict[str, Any], schema: Schema, *, replace_atomic: bool) -> None:
+    """Raise the :class:`MergeError` the API server's typed conversion of the patch (``ObjectToTyped``)
+    or its atomic guard (``validatePatch``) gives ``plain``, if any."""
+    node = typed.node_of(schema)
+    problem = smd.type_errors(plain, node)
+    if problem is not None:
+        raise MergeError(f"failed to convert patch object to typed object: {problem}")
+    if not replace_atomic:
+        atomics = smd.atomic_paths(plain, node)
+        if atomics:
+            raise MergeError(f"invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {', '.join(atomics)}")
+
+
 def plain_configuration(applied: Any) -> dict[str, Any] | None:
-    """An ApplyConfiguration result as the merge takes it (plain dicts and lists), or None when it
-    is not one the merge takes whatever the schema (not an Object, or CEL bytes inside):
-    :func:`apply_object` says why then."""
+    """An ApplyConfiguration result as the API server hands it to structured-merge-diff: plain dicts
+    and lists, with the Go values JSON lacks kept as they are (CEL ``bytes``, ``uint``; ``null`` is
+    None) so that the typed conversion refuses them as the API server does; None when it is not an
+    Object (:func:`apply_object` says why)."""
     if not isinstance(applied, dict):
         return None
-    try:
-        plain: dict[str, Any] = values.to_plain_without_bytes(applied)
-    except values.BytesInside:
-        return None
-    return plain
+    native: dict[str, Any] = _go_native(applied)
+    return native
 
 
-def _plain_configuration(applied: Any, schema: Schema | None) -> dict[str, Any]:
-    """:func:`plain_configuration`, or the error that says why there is none."""
-    plain = plain_configuration(applied)
-    if plain is not None:
-        return plain
-    if not isinstance(applied, dict):
-        raise MutationError(f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}")
-    _refuse_bytes(applied, schema, "")  # rare: only now walk again for the schema's type and the path
-    converted: dict[str, Any] = values.to_plain(applied)  # none it refuses (bytes in an optional value): base64
-    return converted
-
-
-def _refuse_bytes(value: Any, schema: Schema | None, path: str) -> None:
-    """CEL bytes reach structured-merge-diff as a Go ``[]byte``, which no schema type accepts
-    (``typed/validate.go`` ``validateScalar``): the merge fails where a JSONPatch would have
-    base64-encoded them."""
-    if isinstance(value, bytes):
-        kind = schema.scalar_type if schema is not None and schema.is_scalar else "string"
-        expected = {"boolean": "boolean", "integer": "numeric (int or float)", "number": "numeric (int or float)"}
-        raise MergeError(
-            f"failed to convert patch object to typed object: {path or '.'}: "
-            f"expected {expected.get(kind, 'string')}, got []uint8"
-        )
+def _go_native(value: Any) -> Any:
+    cls = type(value)
+    if cls is str or cls is int or cls is float or cls is bool or value is None:
+        return value
     if isinstance(value, dict):
-        for key, item in value.items():
-            child = schema.field(str(key)) if schema is not None else None
-            _refuse_bytes(item, child, f"{path}.{key}")
-    elif isinstance(value, list | tuple):
-        items = schema.items if schema is not None else None
-        for index, item in enumerate(value):
-            _refuse_bytes(item, items, f"{path}[{index}]")
+        return {k if isinstance(k, str) else _key(k): _go_native(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_go_native(v) for v in value]
+    if isinstance(value, bytes | values.UintType):
+        return value
+    return values.to_plain(value)
+
+
+def _key(key: Any) -> str:
+    """A CEL map key as JSON writes it (``true``, ``1``)."""
+    plain: dict[str, Any] = values.to_plain({key: None})
+    return next(iter(plain))
 
 
 def written_pointers(patch_type: str, result: Any) -> list[str]:

@@ -28,10 +28,13 @@ class Schema:
     registry builds each tree once per policy set), so every derived fact is computed once, on first
     use: the ApplyConfiguration merge asks several per field."""
 
-    __slots__ = ("__dict__", "_children", "_defs", "_node", "definition")
+    __slots__ = ("__dict__", "_children", "_defs", "_node", "_site_map_type", "definition", "typed_node")
 
     def __init__(self, node: dict[str, Any], defs: dict[str, Any]) -> None:
         definition = ""  # the last $ref followed: the Go type's definition name for built-ins
+        # a map type set where the $ref is (PersistentVolumeSpec.claimRef: granular, though
+        # ObjectReference is atomic) wins over the definition's (schemaconv makeOpenAPIRef)
+        self._site_map_type = node.get("x-kubernetes-map-type") if "$ref" in node or "allOf" in node else None
         while "$ref" in node:
             definition = node["$ref"].rsplit("/", 1)[-1]
             node = defs[definition]
@@ -44,6 +47,7 @@ class Schema:
         self._defs = defs
         self._children: dict[str, Schema | None] = {}
         self.definition = definition
+        self.typed_node: object = None  # its structured-merge-diff type (celmut.runtime.typed), once used
 
     def _types(self) -> set[str]:
         declared = self._node.get("type")
@@ -92,7 +96,38 @@ class Schema:
     @cached_property
     def map_type(self) -> str:
         """``atomic`` or ``granular`` (the default for maps and structs)."""
-        return str(self._node.get("x-kubernetes-map-type", "granular"))
+        return str(self._site_map_type or self._node.get("x-kubernetes-map-type", "granular"))
+
+    @cached_property
+    def declares_list_type(self) -> bool:
+        return "x-kubernetes-list-type" in self._node
+
+    @cached_property
+    def patch_strategy(self) -> str:
+        return str(self._node.get("x-kubernetes-patch-strategy", ""))
+
+    @cached_property
+    def patch_merge_key(self) -> str:
+        return str(self._node.get("x-kubernetes-patch-merge-key", ""))
+
+    @cached_property
+    def declared_type(self) -> str:
+        """The one JSON type the node declares (``null`` aside), or "" for none (any value)."""
+        types = sorted(self.scalar_types)
+        return types[0] if len(types) == 1 else ""
+
+    @cached_property
+    def properties(self) -> dict[str, Any]:
+        """The declared fields' schemas, as written (:meth:`field` builds their nodes)."""
+        properties = self._node.get("properties")
+        return properties if isinstance(properties, dict) else {}
+
+    @cached_property
+    def additional_properties(self) -> bool | None:
+        """``additionalProperties`` when it is a boolean (True: any field, False: none), else None
+        (absent, or a schema: :attr:`values`)."""
+        additional = self._node.get("additionalProperties")
+        return additional if isinstance(additional, bool) else None
 
     @cached_property
     def preserve_unknown_fields(self) -> bool:

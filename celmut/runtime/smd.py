@@ -1,0 +1,194 @@
+"""structured-merge-diff's checks of an ApplyConfiguration, before it is merged.
+
+kube-apiserver's ``ApplyStructuredMergeDiff`` (``staging/src/k8s.io/apiserver/pkg/admission/plugin/
+policy/mutating/patch/smd.go``), and Kyverno's MutatingPolicy through the same function, first type the
+patch (``typeConverter.ObjectToTyped``: structured-merge-diff ``typed/validate.go``), then refuse
+atomic fields (``validatePatch``/``findAtomics``), then merge (:mod:`celmut.runtime.merge`). Both
+checks are here, walking the patch once each against the compiled :class:`~celmut.runtime.typed.
+TypedNode` tree:
+
+* :func:`type_errors` — every ``validateScalar``, ``doList``/``doMap`` and ``visitListItems`` error
+  (a string where the schema says numeric, a number or bool where it says string, a non-string in a
+  ``map[string]string``, a duplicated list-map key, a field the struct does not declare …), with
+  structured-merge-diff's paths (``.spec.containers[name="web"].image``) and its joined text;
+* :func:`atomic_paths` — the atomic lists, maps and structs the patch names (``findAtomics``: index
+  paths, ``.spec.containers[0].args``).
+
+Go walks maps in random order; here the patch's own order is used, so when several fields are wrong
+the message lists them in that order (the API server may list them in another).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celmut.cel.values import format_double
+from celmut.runtime.go_values import go_quote, go_type, value_sharp_v, value_v
+from celmut.runtime.typed import BOOLEAN, KEY_DEFAULTS, NUMERIC, STRING, UNTYPED, TypedNode
+
+_Errors = list[tuple[str, str]]  # (path, message), as ValidationErrors
+
+
+def type_errors(value: dict[str, Any], node: TypedNode) -> str | None:
+    """``ObjectToTyped``'s error for the patch ``value``, or None when it fits the schema
+    (``ValidationErrors.Error``: one ``path: message``, or ``errors:`` and one indented line each)."""
+    errors: _Errors = []
+    _validate(value, node, "", errors)
+    if not errors:
+        return None
+    lines = [f"{path}: {message}" if path else message for path, message in errors]
+    return lines[0] if len(lines) == 1 else "\n  ".join(["errors:", *lines])
+
+
+def _is_scalar(value: Any) -> bool:
+    # what IsFloat/IsInt/IsString/IsBool accept: not a CEL uint (uint64), bytes, or null (NullValue)
+    cls = type(value)
+    return cls is str or cls is int or cls is float or cls is bool
+
+
+def _validate(value: Any, node: TypedNode, path: str, errors: _Errors) -> None:
+    """``resolveSchema``: ``deduceAtom`` picks the atom's part matching the value, ``handleAtom`` runs
+    the map, else the scalar, else the list check."""
+    cls = type(value)
+    if cls is dict:
+        if node.has_map:
+            _map(value, node, path, errors)
+            return
+    elif cls is list:
+        if node.has_list:
+            _list(value, node, path, errors)
+            return
+    elif _is_scalar(value) and node.scalar is not None:
+        _scalar(value, node.scalar, path, errors)
+        return
+    if node.has_map:
+        _map(value, node, path, errors)
+    elif node.scalar is not None:
+        _scalar(value, node.scalar, path, errors)
+    elif node.has_list:
+        _list(value, node, path, errors)
+
+
+def _scalar(value: Any, scalar: str, path: str, errors: _Errors) -> None:
+    """``validateScalar``."""
+    cls = type(value)
+    if scalar == NUMERIC:
+        if cls is not int and cls is not float:
+            errors.append((path, f"expected numeric (int or float), got {go_type(value)}"))
+    elif scalar == STRING:
+        if cls is not str:
+            errors.append((path, f"expected string, got {value_sharp_v(value)}"))
+    elif scalar == BOOLEAN:
+        if cls is not bool:
+            errors.append((path, f"expected boolean, got {value_v(value)}"))
+    elif scalar == UNTYPED and not _is_scalar(value):
+        errors.append((path, f"expected any scalar, got {value_v(value)}"))
+
+
+def _map(value: Any, node: TypedNode, path: str, errors: _Errors) -> None:
+    """``doMap`` and ``visitMapItems``: an undeclared field stops the walk of its map."""
+    if type(value) is not dict:
+        errors.append((path, f"expected map, got {value_v(value)}"))
+        return
+    for key, item in value.items():
+        child = node.field(key)
+        if child is None:
+            errors.append((f"{path}.{key}", "field not declared in schema"))
+            return
+        _validate(item, child, f"{path}.{key}", errors)
+
+
+def _list(value: Any, node: TypedNode, path: str, errors: _Errors) -> None:
+    """``doList`` and ``visitListItems``: an item without a usable key ends the list's walk; a key
+    seen twice is an error on the list."""
+    if type(value) is not list:
+        errors.append((path, f"expected list, got {value_v(value)}"))
+        return
+    item_node = node.item
+    if not node.associative:
+        for index, item in enumerate(value):
+            _validate(item, item_node, f"{path}[{index}]", errors)
+        return
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        element, problem = _path_element(item, node)
+        if problem is not None:
+            errors.append((path, f"element {index}: {problem}"))
+            return
+        if element in seen:
+            errors.append((path, f"duplicate entries for key {element}"))
+        seen.add(element)
+        _validate(item, item_node, path + element, errors)
+
+
+def _path_element(item: Any, node: TypedNode) -> tuple[str, str | None]:
+    """``listItemToPathElement`` rendered by ``PathElement.String``: ``[name="web"]`` for a keyed
+    item, ``[="a"]`` for a set's value; or the reason there is none."""
+    keys = node.keys
+    if keys:
+        if item is None:
+            return "", "associative list with keys may not have a null element"
+        if type(item) is not dict:
+            return "", "associative list with keys may not have non-map elements"
+        parts = []
+        for key in sorted(keys):  # keyMap.Sort()
+            if key in item:
+                parts.append(f"{key}={_to_string(item[key])}")
+            elif key in KEY_DEFAULTS:
+                parts.append(f"{key}={_to_string(KEY_DEFAULTS[key])}")
+        if not parts:
+            quoted = " ".join(go_quote(k) for k in keys)
+            return "", (
+                f"associative list with keys has an element that omits all key fields [{quoted}] "
+                "(and doesn't have default values for any key fields)"
+            )
+        return "[" + ",".join(parts) + "]", None
+    if type(item) is dict:
+        return "", "associative list without keys has an element that's a map type"
+    if type(item) is list:
+        return "", "not supported: associative list with lists as elements"
+    return f"[={_to_string(item)}]", None
+
+
+def _to_string(value: Any) -> str:
+    """structured-merge-diff ``value.ToString``."""
+    cls = type(value)
+    if cls is bool:
+        return "true" if value else "false"
+    if cls is int:
+        return str(value)
+    if cls is float:
+        return format_double(value)
+    if cls is str:
+        return go_quote(value)
+    if cls is list:
+        return "[" + ",".join(_to_string(item) for item in value) + "]"
+    if cls is dict:
+        return "".join(f"{k}={_to_string(v)}" for k, v in value.items())
+    return "{{undefined}}"
+
+
+def atomic_paths(value: dict[str, Any], node: TypedNode) -> list[str]:
+    """``findAtomics``: the atomic lists, maps and structs the patch sets, list items by index, in
+    the patch's order (below the fields a struct declares and the items of every list)."""
+    found: list[str] = []
+    _atomics(value, node, "", found)
+    return found
+
+
+def _atomics(value: Any, node: TypedNode, path: str, found: list[str]) -> None:
+    cls = type(value)
+    if cls is dict and node.has_map:
+        if node.map_atomic:
+            found.append(path)
+        for key, item in value.items():
+            if node.is_field(key):
+                child = node.field(key)
+                if child is not None:
+                    _atomics(item, child, f"{path}.{key}", found)
+    if cls is list and node.has_list:
+        if node.list_atomic:
+            found.append(path)
+        item_node = node.item
+        for index, item in enumerate(value):
+            _atomics(item, item_node, f"{path}[{index}]", found)
