@@ -41,7 +41,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from celmut.runtime import typed
 from celmut.runtime.schemas import Schema
+from celmut.runtime.typed import node_of
 
 _OMIT: Any = object()
 _ABSENT: Any = object()
@@ -162,10 +164,10 @@ def _zero(schema: Schema, depth: int) -> Any:
     """How Go encodes the zero value of the field's type (what a JSON ``null`` decodes to)."""
     kind = schema.go_kind
     if kind == "scalar":
-        types = schema.scalar_types
-        if "string" in types:
-            return None if schema.format == "byte" else ""  # a nil []byte encodes as null
-        if "boolean" in types:
+        go = node_of(schema).go
+        if go in (typed.GO_STRING, typed.GO_BYTES):
+            return None if go == typed.GO_BYTES else ""  # a nil []byte encodes as null
+        if go == typed.GO_BOOL:
             return False
         return 0
     if kind == "custom":
@@ -264,23 +266,23 @@ class _Decoder:
 
 
 def _scalar_fits(item: Any, schema: Schema) -> bool:
-    types = schema.scalar_types
+    """Whether ``encoding/json`` decodes the scalar into the field's Go type (:attr:`TypedNode.go
+    <celmut.runtime.typed.TypedNode.go>`, the one place that says what a field is in Go)."""
+    go = node_of(schema).go
     if isinstance(item, bool):
-        return "boolean" in types
+        return go == typed.GO_BOOL
     if isinstance(item, str):
-        return "string" in types
+        return go in (typed.GO_STRING, typed.GO_BYTES)
     if isinstance(item, int):
-        return bool(types & {"integer", "number"}) and _int_fits(item, schema)
+        return go == typed.GO_FLOAT64 or _int_fits(item, go)
     if isinstance(item, float):
-        return "number" in types or ("integer" in types and item.is_integer() and _int_fits(int(item), schema))
+        return go == typed.GO_FLOAT64 or (item.is_integer() and _int_fits(int(item), go))
     return False
 
 
-def _int_fits(item: int, schema: Schema) -> bool:
-    if "integer" not in schema.scalar_type:
-        return True
-    bits = 32 if schema.format == "int32" else 64
-    return -(1 << (bits - 1)) <= item < 1 << (bits - 1)
+def _int_fits(item: int, go: str) -> bool:
+    bits = {typed.GO_INT32: 32, typed.GO_INT64: 64}.get(go)
+    return bits is not None and -(1 << (bits - 1)) <= item < 1 << (bits - 1)
 
 
 def _json_kind(item: Any, schema: Schema) -> str:
@@ -292,7 +294,7 @@ def _json_kind(item: Any, schema: Schema) -> str:
         return "array"
     if isinstance(item, str):
         return "string"
-    if "integer" in schema.scalar_type:
+    if node_of(schema).go in (typed.GO_INT32, typed.GO_INT64):
         return f"number {item!r}"  # Go: "number 1.5", "number 4294967296" for an int that does not fit
     return "number"
 
@@ -312,13 +314,4 @@ def _go_type(schema: Schema) -> str:
         return "[]" + (_go_type(schema.items) if schema.items is not None else "interface {}")
     if kind == "map":
         return "map[string]" + (_go_type(schema.values) if schema.values is not None else "interface {}")
-    types = schema.scalar_types
-    if "string" in types:
-        return "[]uint8" if schema.format == "byte" else "string"
-    if "boolean" in types:
-        return "bool"
-    if "integer" in types:
-        return schema.format if schema.format in ("int32", "int64") else "int64"
-    if "number" in types:
-        return "float64"
-    return "interface {}"
+    return node_of(schema).go or "interface {}"

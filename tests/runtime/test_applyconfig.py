@@ -55,12 +55,13 @@ def test_set_lists_are_unioned_in_structured_merge_diffs_order() -> None:
 
 
 def test_atomic_fields_are_rejected_anywhere_even_in_a_new_list_item() -> None:
+    """patch/smd.go validatePatch/findAtomics: list items are named by index (pathString of Index elements)."""
     for expression, path in [
         ('Object{spec: Object.spec{nodeSelector: {"disk": "ssd"}}}', ".spec.nodeSelector"),
         ('Object{spec: Object.spec{tolerations: [Object.spec.tolerations{key: "k"}]}}', ".spec.tolerations"),
         (
             'Object{spec: Object.spec{containers: [Object.spec.containers{name: "new", args: ["-v"]}]}}',
-            ".spec.containers[name='new'].args",
+            ".spec.containers[0].args",
         ),
     ]:
         result = run(expression, pod())

@@ -337,14 +337,15 @@ def configmap_policy(policy: str) -> str:
 @pytest.mark.parametrize("semantics", ["MutatingAdmissionPolicy", "MutatingPolicy"])
 def test_bytes_in_an_apply_configuration_are_rejected(semantics: str) -> None:
     """structured-merge-diff validates the applied object and a CEL bytes value is a Go []byte,
-    which is no string (typed/validate.go validateScalar; Kyverno mpol/compiler/applyconfig.go uses
-    the same merge). A JSONPatch value, by contrast, is base64-encoded (cel-go Bytes.ConvertToNative)."""
+    which is no string (typed/validate.go validateScalar, which prints the value with %#v inside its
+    *value.valueUnstructured; Kyverno mpol/compiler/applyconfig.go uses the same merge). A JSONPatch
+    value, by contrast, is base64-encoded (cel-go Bytes.ConvertToNative)."""
     text = admission_policy("Pod", BINARY) if semantics == "MutatingAdmissionPolicy" else mpol("p", BINARY)
     result = admit(configmap_policy(text), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
     assert not result.allowed
     assert (
         "error applying patch: failed to convert patch object to typed object: .binaryData.blob: "
-        "expected string, got []uint8"
+        "expected string, got &value.valueUnstructured{Value:[]uint8{0x68, 0x69}}"
     ) in result.message
 
 

@@ -69,22 +69,25 @@ def test_changing_one_admitted_object_does_not_change_the_next() -> None:
 
 
 # a listType=set of atomic objects: structured-merge-diff takes each applied item whole
-SET_OF_OBJECTS = {
+# A list of objects merged by key. (A ``listType: set`` of atomic objects is valid in a CRD, but
+# structured-merge-diff refuses every object in a set: typed/helpers.go ``setItemToPathElement``.)
+KEYED_OBJECTS = {
     "rules": {
         "type": "array",
-        "x-kubernetes-list-type": "set",
-        "items": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {"port": {"type": "integer"}}},
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["port"],
+        "items": {"type": "object", "properties": {"port": {"type": "integer"}}},
     }
 }
 
 
-def test_an_atomic_item_of_a_set_is_not_shared_between_admissions() -> None:
-    """A ``listType: set`` takes each applied item whole (structured-merge-diff typed/merge.go): celmut
-    copies it, so changing one admitted object leaves the literal, and the next admission, alone."""
+def test_an_applied_list_item_is_not_shared_between_admissions() -> None:
+    """A new item of a keyed list is built from the applied one (structured-merge-diff typed/merge.go):
+    celmut copies it, so changing one admitted object leaves the literal, and the next admission, alone."""
     mutation = applyconfig("Object{spec: Object.spec{rules: [Object.spec.rules{port: 80}]}}")
     policies = engine(
         mpol("rules", mutation, resources="widgets").replace("apiGroups: ['']", "apiGroups: [example.com]"),
-        cluster=[structural_widget_crd(SET_OF_OBJECTS)],
+        cluster=[structural_widget_crd(KEYED_OBJECTS)],
     )
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}}
     first: Any = admit(policies, widget).object
