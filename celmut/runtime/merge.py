@@ -31,7 +31,6 @@ from celmut.runtime.schemas import Schema
 from celmut.runtime.typed import KEY_DEFAULTS
 
 
-
 def apply_configuration(
     live: dict[str, Any], applied: dict[str, Any], schema: Schema | None, *, replace_atomic: bool = False
 ) -> dict[str, Any]:

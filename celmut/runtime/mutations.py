@@ -133,7 +133,8 @@ def check_configuration(plain: dict[str, Any], schema: Schema, *, replace_atomic
     if not replace_atomic:
         atomics = smd.atomic_paths(plain, node)
         if atomics:
-            raise MergeError(f"invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {', '.join(atomics)}")
+            where = ", ".join(atomics)
+            raise MergeError(f"invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {where}")
 
 
 def plain_configuration(applied: Any) -> dict[str, Any] | None:

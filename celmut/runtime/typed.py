@@ -171,7 +171,7 @@ def _compile(schema: Schema, inherited: bool) -> TypedNode:
         node.scalar, node.go = UNTYPED, GO_QUANTITY  # hard-coded in ToSchemaFromOpenAPI
         return node
     if definition == _INT_OR_STRING or schema.alternatives:
-        node.scalar, node.go = UNTYPED, GO_INT_OR_STRING  # type: string, format: int-or-string
+        node.scalar, node.go = UNTYPED, GO_INT_OR_STRING  # an OpenAPI string of format int-or-string
         return node
     declared = schema.declared_type
     additional = schema.additional_properties

@@ -123,15 +123,15 @@ def well_typed_deployment_configuration(draw: st.DrawFn) -> str:
             fields.append(f'imagePullPolicy: "{draw(st.sampled_from(["Always", "IfNotPresent", "Never"]))}"')
         if draw(st.booleans()):
             cpu = draw(st.integers(1, 64))
-            fields.append(f'resources: {"Object.spec.template.spec.containers.resources"}{{limits: {{"cpu": "{cpu}"}}}}')
+            fields.append(
+                f'resources: {"Object.spec.template.spec.containers.resources"}{{limits: {{"cpu": "{cpu}"}}}}'
+            )
         containers.append("Object.spec.template.spec.containers{" + ", ".join(fields) + "}")
     labels = draw(st.dictionaries(_names, _strings.map(_cel_string), max_size=3))
     template_spec = f"Object.spec.template.spec{{containers: [{', '.join(containers)}]}}"
     label_text = ", ".join(f'"{k}": {v}' for k, v in labels.items())
     spec.append(f"template: Object.spec.template{{spec: {template_spec}}}")
     return f"Object{{metadata: Object.metadata{{labels: {{{label_text}}}}}, spec: Object.spec{{{', '.join(spec)}}}}}"
-
-
 
 
 @pytest.mark.parametrize("semantics", SEMANTICS)
