@@ -10,7 +10,7 @@ from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledExpression, CompiledPolicy
 from celmut.jsonutil import PointerTokens
 from celmut.runtime import decode, go_convert, mutations
-from celmut.runtime.failures import DecodeFailure, MutationError, PolicyFailure
+from celmut.runtime.failures import DecodeFailure, MergeError, MutationError, PolicyFailure
 from celmut.runtime.options import AdmissionOptions
 from celmut.runtime.schemas import Schema
 from celmut.runtime.semantics import Semantics
@@ -80,8 +80,13 @@ def apply_mutation(
             if plain is None:
                 check_type_names([result])
             schema = schemas.for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+            replace_atomic = policy.use_server_side_apply
+            checked = False
+            if literal is not None and plain is not None and schema is not None:
+                literal.check(plain, schema, replace_atomic)  # typed once per schema; a failure raises each time
+                checked = True
             patched = mutations.apply_object(
-                source, result, schema, replace_atomic=policy.use_server_side_apply, plain=plain
+                source, result, schema, replace_atomic=replace_atomic, plain=plain, checked=checked
             )
             if typed is not None:
                 patched = _to_go_type(patched, typed, source)
@@ -124,13 +129,26 @@ class _Literal:
     the CEL engine) gives every request alike, worked out at its first use: its size, and its checked
     operations or plain ApplyConfiguration. What fails is not kept: it fails again, as any result does."""
 
-    __slots__ = ("_configuration", "_operations", "nbytes", "value")
+    __slots__ = ("_checked", "_configuration", "_operations", "nbytes", "value")
 
     def __init__(self, value: Any) -> None:
         self.value = value
         self.nbytes = json_nbytes(value)
         self._operations: list[dict[str, Any]] | None = None
         self._configuration: dict[str, Any] | None = None
+        self._checked: list[tuple[Schema, bool]] = []  # (schema, replace_atomic) the configuration fits
+
+    def check(self, plain: dict[str, Any], schema: Schema, replace_atomic: bool) -> None:
+        """:func:`~celmut.runtime.mutations.check_configuration` of the configuration, kept once it passes
+        for a schema (a literal's typing never changes; the schema lives as long as the policy set)."""
+        for known, replace in self._checked:
+            if known is schema and replace == replace_atomic:
+                return
+        try:
+            mutations.check_configuration(plain, schema, replace_atomic=replace_atomic)
+        except MergeError as ex:
+            raise MutationError(f"error applying patch: {ex}") from None
+        self._checked.append((schema, replace_atomic))
 
     def operations(self) -> list[dict[str, Any]]:
         if self._operations is None:

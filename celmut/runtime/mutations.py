@@ -96,13 +96,20 @@ def patch_document(
 
 
 def apply_object(
-    obj: dict[str, Any], applied: Any, schema: Schema | None, *, replace_atomic: bool, plain: Any = None
+    obj: dict[str, Any],
+    applied: Any,
+    schema: Schema | None,
+    *,
+    replace_atomic: bool,
+    plain: Any = None,
+    checked: bool = False,
 ) -> dict[str, Any]:
     """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj`` in the API server's order
     (``patch/smd.go`` ``ApplyStructuredMergeDiff``): the patch typed against the kind's schema
     (:func:`celmut.runtime.smd.type_errors`), its atomic fields refused unless ``replace_atomic``
     (Kyverno's ``useServerSideApply``), then merged. ``plain``, when given, is
-    :func:`plain_configuration` of ``applied``, worked out before (a literal's, once).
+    :func:`plain_configuration` of ``applied``, worked out before (a literal's, once); ``checked``:
+    it was typed against ``schema`` before (:func:`check_configuration`, a literal's once).
 
     Errors carry the API server's ``error applying patch:`` prefix.
     """
@@ -114,7 +121,8 @@ def apply_object(
                     f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}"
                 )
         if schema is not None:
-            check_configuration(plain, schema, replace_atomic=replace_atomic)
+            if not checked:
+                check_configuration(plain, schema, replace_atomic=replace_atomic)
         else:
             plain = values.to_plain(plain)  # no schema types it: CEL bytes become base64, as JSON does
         merged = apply_configuration(obj, plain, schema, replace_atomic=replace_atomic)

@@ -27,13 +27,24 @@ from celmut.runtime.go_values import go_quote, go_type, value_sharp_v, value_v
 from celmut.runtime.typed import BOOLEAN, KEY_DEFAULTS, NUMERIC, STRING, UNTYPED, TypedNode
 
 _Errors = list[tuple[str, str]]  # (path, message), as ValidationErrors
+# Where the walk is: ``()`` at the root, ``(parent, ".field")`` or ``(parent, "[key]")`` below; rendered
+# only for an error (structured-merge-diff builds its prefixes lazily too: ``WithLazyPrefix``).
+_Path = tuple[Any, ...]
+
+
+def _render(path: _Path) -> str:
+    segments: list[str] = []
+    while path:
+        path, segment = path
+        segments.append(segment)
+    return "".join(reversed(segments))
 
 
 def type_errors(value: dict[str, Any], node: TypedNode) -> str | None:
     """``ObjectToTyped``'s error for the patch ``value``, or None when it fits the schema
     (``ValidationErrors.Error``: one ``path: message``, or ``errors:`` and one indented line each)."""
     errors: _Errors = []
-    _validate(value, node, "", errors)
+    _validate(value, node, (), errors)
     if not errors:
         return None
     lines = [f"{path}: {message}" if path else message for path, message in errors]
@@ -46,7 +57,7 @@ def _is_scalar(value: Any) -> bool:
     return cls is str or cls is int or cls is float or cls is bool
 
 
-def _validate(value: Any, node: TypedNode, path: str, errors: _Errors) -> None:
+def _validate(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
     """``resolveSchema``: ``deduceAtom`` picks the atom's part matching the value, ``handleAtom`` runs
     the map, else the scalar, else the list check."""
     cls = type(value)
@@ -69,56 +80,56 @@ def _validate(value: Any, node: TypedNode, path: str, errors: _Errors) -> None:
         _list(value, node, path, errors)
 
 
-def _scalar(value: Any, scalar: str, path: str, errors: _Errors) -> None:
+def _scalar(value: Any, scalar: str, path: _Path, errors: _Errors) -> None:
     """``validateScalar``."""
     cls = type(value)
     if scalar == NUMERIC:
         if cls is not int and cls is not float:
-            errors.append((path, f"expected numeric (int or float), got {go_type(value)}"))
+            errors.append((_render(path), f"expected numeric (int or float), got {go_type(value)}"))
     elif scalar == STRING:
         if cls is not str:
-            errors.append((path, f"expected string, got {value_sharp_v(value)}"))
+            errors.append((_render(path), f"expected string, got {value_sharp_v(value)}"))
     elif scalar == BOOLEAN:
         if cls is not bool:
-            errors.append((path, f"expected boolean, got {value_v(value)}"))
+            errors.append((_render(path), f"expected boolean, got {value_v(value)}"))
     elif scalar == UNTYPED and not _is_scalar(value):
-        errors.append((path, f"expected any scalar, got {value_v(value)}"))
+        errors.append((_render(path), f"expected any scalar, got {value_v(value)}"))
 
 
-def _map(value: Any, node: TypedNode, path: str, errors: _Errors) -> None:
+def _map(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
     """``doMap`` and ``visitMapItems``: an undeclared field stops the walk of its map."""
     if type(value) is not dict:
-        errors.append((path, f"expected map, got {value_v(value)}"))
+        errors.append((_render(path), f"expected map, got {value_v(value)}"))
         return
     for key, item in value.items():
         child = node.field(key)
         if child is None:
-            errors.append((f"{path}.{key}", "field not declared in schema"))
+            errors.append((_render(path) + f".{key}", "field not declared in schema"))
             return
-        _validate(item, child, f"{path}.{key}", errors)
+        _validate(item, child, (path, f".{key}"), errors)
 
 
-def _list(value: Any, node: TypedNode, path: str, errors: _Errors) -> None:
+def _list(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
     """``doList`` and ``visitListItems``: an item without a usable key ends the list's walk; a key
     seen twice is an error on the list."""
     if type(value) is not list:
-        errors.append((path, f"expected list, got {value_v(value)}"))
+        errors.append((_render(path), f"expected list, got {value_v(value)}"))
         return
     item_node = node.item
     if not node.associative:
         for index, item in enumerate(value):
-            _validate(item, item_node, f"{path}[{index}]", errors)
+            _validate(item, item_node, (path, f"[{index}]"), errors)
         return
     seen: set[str] = set()
     for index, item in enumerate(value):
         element, problem = _path_element(item, node)
         if problem is not None:
-            errors.append((path, f"element {index}: {problem}"))
+            errors.append((_render(path), f"element {index}: {problem}"))
             return
         if element in seen:
-            errors.append((path, f"duplicate entries for key {element}"))
+            errors.append((_render(path), f"duplicate entries for key {element}"))
         seen.add(element)
-        _validate(item, item_node, path + element, errors)
+        _validate(item, item_node, (path, element), errors)
 
 
 def _path_element(item: Any, node: TypedNode) -> tuple[str, str | None]:
@@ -172,23 +183,23 @@ def atomic_paths(value: dict[str, Any], node: TypedNode) -> list[str]:
     """``findAtomics``: the atomic lists, maps and structs the patch sets, list items by index, in
     the patch's order (below the fields a struct declares and the items of every list)."""
     found: list[str] = []
-    _atomics(value, node, "", found)
+    _atomics(value, node, (), found)
     return found
 
 
-def _atomics(value: Any, node: TypedNode, path: str, found: list[str]) -> None:
+def _atomics(value: Any, node: TypedNode, path: _Path, found: list[str]) -> None:
     cls = type(value)
     if cls is dict and node.has_map:
         if node.map_atomic:
-            found.append(path)
+            found.append(_render(path))
         for key, item in value.items():
             if node.is_field(key):
                 child = node.field(key)
                 if child is not None:
-                    _atomics(item, child, f"{path}.{key}", found)
+                    _atomics(item, child, (path, f".{key}"), found)
     if cls is list and node.has_list:
         if node.list_atomic:
-            found.append(path)
+            found.append(_render(path))
         item_node = node.item
         for index, item in enumerate(value):
-            _atomics(item, item_node, f"{path}[{index}]", found)
+            _atomics(item, item_node, (path, f"[{index}]"), found)

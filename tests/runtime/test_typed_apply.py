@@ -65,7 +65,9 @@ def check(result: AdmissionResult, expected: tuple[Any, ...]) -> None:
 
 @pytest.mark.parametrize("semantics", SEMANTICS)
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.family}:{c.id} ({c.upstream})" for c in CASES])
-def test_typed_like_the_api_server(semantics: str, case: Case) -> None:
+def test_typed_like_the_api_server(semantics: str, case: Case, cel_engine: str) -> None:
+    if case.id == "int32-field-given-a-uint" and cel_engine == "cpp":
+        pytest.xfail("the C++ engine hands a CEL uint back as a plain int, so its uint64 type is lost")
     check(run(semantics, case), case.expected(semantics))
 
 
