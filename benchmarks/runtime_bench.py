@@ -1,7 +1,7 @@
 """Policy runtime benchmark: one admission request through 20 MutatingPolicies (5 matching) on a
 ~6 KB Pod. Prints p50/p99 latency and throughput; never asserts on time.
 
-Then the cost of provenance (issue 18), side by side in the same run: the webhook's work per request
+Then the cost of provenance (who changed what), side by side in the same run: the webhook's work per request
 (admit + AdmissionReview response) without and with the provenance audit annotations (on by default),
 with the ``celmut.io/mutated-by`` summary on the object (``serve --record-provenance``), and with
 per-mutation explanations (``explain``: what ``celmut apply --explain`` pays, never the webhook).
