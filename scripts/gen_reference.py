@@ -137,15 +137,23 @@ def _commands_of(module: Any) -> tuple[str, ...]:
 
 
 def _usage(parser: argparse.ArgumentParser) -> str:
-    """The usage line as ``--help`` prints it, its continuation lines under the command's name."""
-    lines = parser.format_usage().strip().removeprefix("usage: ").splitlines()
+    """The usage line as ``--help`` prints it, its continuation lines under the command's name,
+    wrapped at 100 columns on every machine (argparse wraps to the terminal's width)."""
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"
+    try:
+        lines = parser.format_usage().strip().removeprefix("usage: ").splitlines()
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
     return "\n".join([lines[0], *(line[len("usage: ") :] for line in lines[1:])])
 
 
 def cli_pages() -> Pages:
     from celmut.main import build_parser
 
-    os.environ["COLUMNS"] = "100"  # argparse wraps usage lines to the terminal: one width for every machine
     parser = build_parser()
     sub = _subparsers(parser)
     summaries = {a.dest: a.help or "" for a in sub._choices_actions}
