@@ -200,3 +200,22 @@ def test_a_shell_line_is_split_into_its_commands() -> None:
         ["celmut", "manifests", "--crds"],
         ["kubectl", "apply", "-f", "-"],
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "fails"),
+    [
+        ("$ celmut eval '1 + 1'\n2\n", False),
+        ("$ celmut eval '1 + 1'\n3\n", True),  # the page shows other output
+        ("$ celmut eval 'nope('\n", True),  # exits 2 where the page expects 0
+        ("$ celmut eval 'nope('  # exit 2: a compile error\n", False),
+    ],
+)
+def test_a_console_block_is_held_to_its_output_and_exit_code(tmp_path: Path, text: str, fails: bool) -> None:
+    block = Block(page="page.md", line=1, language="console", title="", not_run=None, text=text)
+    (command,) = commands(block)
+    if fails:
+        with pytest.raises(AssertionError):
+            check_command(block, command, tmp_path)
+    else:
+        check_command(block, command, tmp_path)
