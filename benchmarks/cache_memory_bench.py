@@ -2,8 +2,8 @@
 vs. whole, through the fake API server (tests/fakekube) and the real client.
 
 Pods come in workloads of 20 (a ReplicaSet and a pod-template-hash each). Each cache runs in a
-fresh process that first loads every shipped policy (spot presets, PodMutation
-distributions, ...; what a replica holds before any pod is cached) and reports its RSS, then lists the
+fresh process that first loads the shipped policies (``policies/`` and the partial spot preset,
+whose split lists a workload's pods; what a replica holds before any pod is cached) and reports its RSS, then lists the
 Pods (paged), then watches ``--added`` more being created, and reports RSS again. Figures only.
 
     python benchmarks/cache_memory_bench.py [--pods 100000] [--whole-pods 10000] [--added 1000]
@@ -67,7 +67,8 @@ def replica(kubeconfig: str, metadata_only: bool, expected: int, added: int, pip
     from celmut.kube.client import Cluster
     from celmut.service.assembly import EngineSettings, assemble_engine
 
-    engine = assemble_engine(compile_paths(str(ROOT / "policies")), EngineSettings())
+    shipped = (str(ROOT / "policies"), str(ROOT / "examples" / "spot-presets" / "spot-partial.yaml"))
+    engine = assemble_engine(compile_paths(*shipped), EngineSettings())
     gc.collect()
     before = rss_mib()
     cache = WatchedCache(

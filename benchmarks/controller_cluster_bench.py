@@ -1,6 +1,6 @@
-"""The writing controller against a real kube-apiserver (issue 35): memory, pass time, API load.
+"""The writing controller against a real kube-apiserver: memory, pass time, API load.
 
-Against the control plane of ``../shared/kube`` (no controller-manager needed), as a new user runs it:
+Against a real kube-apiserver (no controller-manager needed), as a new user runs it:
 ``celmut controller --from-cluster`` in its own process, the three policies of ``controller_workload.py``
 stored in the cluster. Two steps:
 

@@ -1,6 +1,6 @@
 """The writing controller at scale, against the fake API server: memory per pod, pass time, requests.
 
-Issue 35's workload (``controller_workload.py``): small Pods in 20 namespaces, a mutateExisting policy
+The controller-at-scale workload (``controller_workload.py``): small Pods in 20 namespaces, a mutateExisting policy
 (Namespace triggers, Pod targets, adds a label, background reports on) and the two example admission
 policies, reported. The fake API server (tests/fakekube) runs in its own process; the controller runs in
 another, through the real kubernetes client, from its start until every pod is patched and every report

@@ -1,4 +1,5 @@
-"""The controller-at-scale workload of issue 35, shared by the fake and real-cluster benchmarks.
+"""The controller-at-scale workload, shared by the fake and real-cluster benchmarks (not run on its own:
+``controller_memory_bench.py`` and ``controller_cluster_bench.py`` use it).
 
 Small Pods (2 containers, ~1.5 KB of JSON) spread over namespaces, and three MutatingPolicies: one
 mutateExisting (triggered by Namespace CREATE/UPDATE, targets Pods, adds a label, background reports on,

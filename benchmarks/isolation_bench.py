@@ -1,4 +1,4 @@
-"""Where an admission runs: on the event loop (before issue 17), on a thread pool, or in a process pool.
+"""Where an admission runs: on the event loop alone, on a thread pool, or in a process pool.
 
 One run, side by side (20 MutatingPolicies, 5 matching a ~6 KB Pod; one more policy that burns CPU
 until the 9 s deadline, each of its 15 variables within its limits, on pods labelled ``slow``):

@@ -107,7 +107,7 @@ def benchmark_policies() -> list[dict[str, Any]]:
 
 
 def non_matching_policies() -> list[dict[str, Any]]:
-    """20 policies none of which matches the benchmark Pod (issue 30: ≤ 1.2× the floor then)."""
+    """20 policies none of which matches the benchmark Pod."""
     return [
         _policy(f"other-{i}", "", group, resource, condition)
         for i, (group, resource, condition) in enumerate([*NON_MATCHING, *NON_MATCHING[:5]])
@@ -184,7 +184,7 @@ def _pod_policy(name: str, condition: str, mutations: list[dict[str, Any]]) -> d
 
 
 def all_pods_policies(matching: int = 5, total: int = 20) -> list[dict[str, Any]]:
-    """Issue 36's set: ``total`` Pod policies with autogen, ``matching`` of which match the benchmark
+    """The all-pods set: ``total`` Pod policies with autogen, ``matching`` of which match the benchmark
     Pod (:func:`workloads.pod_with_env`) and mutate it; the others are skipped by their matchCondition."""
     docs = []
     for i in range(total):
@@ -198,7 +198,7 @@ def all_pods_policies(matching: int = 5, total: int = 20) -> list[dict[str, Any]
 
 
 def one_label_policy() -> dict[str, Any]:
-    """One pod policy adding a label, no condition (issue 36: ≤ 40 µs per admission in-process)."""
+    """One pod policy adding a label, no condition."""
     return _policy(
         "one-label",
         "mutations:\n- patchType: ApplyConfiguration\n  applyConfiguration:\n"

@@ -7,7 +7,7 @@ Pod) against the Pod schema, of the merge itself, and of a MutatingAdmissionPoli
 the merged Pod to its Go type — beside the merge, in the same run. (A literal configuration is typed
 once per schema, not per request.)
 
-Then the cost of provenance, side by side in the same run: the webhook's work per request
+Then the cost of provenance (who changed what), side by side in the same run: the webhook's work per request
 (admit + AdmissionReview response) without and with the provenance audit annotations (on by default),
 with the ``celmut.io/mutated-by`` summary on the object (``serve --record-provenance``), and with
 per-mutation explanations (``explain``: what ``celmut apply --explain`` pays, never the webhook).

@@ -4,7 +4,7 @@ What ``celmut serve`` does for each AdmissionReview body once uvicorn hands it o
 validate the review, admit it, build the response, count metrics and audit annotations
 (``Admission.inline``) — in a loop over a ~6 KB Pod, with the webhook's garbage-collector settings.
 Policy sets (``benchmarks/policies.py``): none; 20 none of which match the Pod; 20 of which 5 match;
-issue 36's 20 all on Pods (autogen on) of which 5 match a Pod with 12 env vars per container
+the all-pods set: 20 all on Pods (autogen on) of which 5 match a Pod with 12 env vars per container
 (``all-pods``); one policy adding a label (``one-label``). ``--workers-metrics`` counts as a
 ``serve --workers N`` worker does; ``--api`` measures ``celmut.load(...).apply(pod)`` instead (the
 public Python API: no review, no metrics, every policy's outcome reported).

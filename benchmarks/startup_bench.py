@@ -3,7 +3,7 @@
 Runs each command ``--runs`` times (default 15) in a subprocess, after one warm-up run (which also
 fills the CEL grammar cache, as a user's first run does), and prints the median and the fastest
 wall time next to the bare interpreter (``python -c pass``) in the same run, plus the heavy modules
-each command imported (``-X importtime``). The target (issue 15) is under 0.4 s for ``--version``,
+each command imported (``-X importtime``). The aim is under 0.4 s for ``--version``,
 ``eval``, ``compile`` and ``apply`` on one file. Figures only: never an assertion.
 
 Runs without ``PYTHONDONTWRITEBYTECODE`` (set in some sandboxes and CI images): a user's Python

@@ -1,4 +1,4 @@
-"""What OpenTelemetry tracing costs an admission (issue 29): off (the default), and on.
+"""What OpenTelemetry tracing costs an admission: off (the default), and on.
 
 Runs the webhook's admission path (:class:`celmut.server.admission.Admission`, a review body in, the
 response bytes out; four policies, one of them skipped by a matchCondition) in interleaved rounds:

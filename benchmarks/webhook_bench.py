@@ -1,11 +1,11 @@
 """Webhook load test over HTTPS on loopback: celmut serve vs. the best Python floor.
 
 The floor is a trivial FastAPI endpoint that only decodes the AdmissionReview with orjson and
-encodes an allowing response, on uvicorn with httptools and uvloop (the fastest Python stack: issue
-30's reference); ``--h11-floor`` adds the same app on uvicorn's pure-Python h11 protocol and asyncio's
-loop. celmut runs 20 MutatingPolicies (5 matching a ~6 KB Pod; ``--no-match``: none matching;
-``--all-pods``: issue 36's set, all 20 on Pods with autogen, 5 matching a Pod with 12 env vars per
-container).
+encodes an allowing response, on uvicorn with httptools and uvloop (the fastest Python stack there
+is, and the one celmut serves on); ``--h11-floor`` adds the same app on uvicorn's pure-Python h11
+protocol and asyncio's loop. celmut runs 20 MutatingPolicies (5 matching a ~6 KB Pod;
+``--no-match``: none matching; ``--all-pods``: the all-pods set, all 20 on Pods with autogen, 5
+matching a Pod with 12 env vars per container).
 Each server runs in its own process; the client sends at a fixed rate (open loop, one
 request every 1/rate seconds, so a slow server cannot slow the client down) and measures latency
 from the moment each request was due. CPU per request is the server process's user+system time
@@ -256,7 +256,7 @@ def main() -> None:
     parser.add_argument("--no-match", action="store_true", help="20 policies, none matching the Pod")
     parser.add_argument("--no-policies", action="store_true", help="no policy at all: the serving stack alone")
     parser.add_argument(
-        "--all-pods", action="store_true", help="issue 36's set: 20 Pod policies (autogen on), 5 matching a Pod"
+        "--all-pods", action="store_true", help="the all-pods set: 20 Pod policies (autogen on), 5 matching a Pod"
     )
     parser.add_argument("--workers", type=int, default=1, help="celmut serve --workers N (default 1)")
     parser.add_argument(
@@ -400,7 +400,7 @@ def main() -> None:
     headers += ["CPU ms/req there", "errors", "patched"]
     print(table("", headers, rows))
     target = 1.2 if args.no_match else 1.5 if not args.all_pods and chosen else 2.0
-    print(f"targets (issue 30/36): CPU per request ≤ {target}× the httptools+uvloop floor at this rate: "
+    print(f"aims: CPU per request ≤ {target}× the httptools+uvloop floor at this rate: "
           f"{cpu_ms['celmut'] / cpu_ms['floor']:.2f}×; at saturation: "
           f"{saturated_cpu_ms['celmut'] / saturated_cpu_ms['floor']:.2f}× the CPU per request, "
           f"{throughput['floor'] / throughput['celmut']:.2f}× fewer requests per second (the client shares "

@@ -75,7 +75,7 @@ def realistic_pod(name: str = "checkout-7d4b9c6f5-x2x9q", env: int = 16) -> dict
 
 
 def pod_with_env(env: int = 12) -> dict[str, Any]:
-    """Issue 36's Pod: :func:`realistic_pod` with 12 env vars per container (11 values and one field
+    """The all-pods benchmark Pod: :func:`realistic_pod` with 12 env vars per container (11 values and one field
     reference)."""
     return realistic_pod(env=env - 1)
 

@@ -148,7 +148,7 @@ class Controller:
         self.images = RegistryImages(config.service.registry, cluster)
         self.metrics = ControllerMetrics()
         self.metrics.registry.register(self.global_context)
-        # a --dry-run reports every target; a running controller the last few (memory: README, controller)
+        # a --dry-run reports every target; a running controller the last few (memory: docs/operations/sizing.md)
         self.report = Report(keep=None if config.dry_run else RECENT_OUTCOMES)
         opt_out = OwnerOptOut(self.caches, config.service.opt_out_label)
         self.policies = PolicyUpkeep(

@@ -27,7 +27,7 @@ from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
 Obj = dict[str, Any]
 
-# The controller sized for 100,000 pods (the chart's controller.sizing defaults: 512Mi, README "At scale").
+# The controller sized for 100,000 pods (the chart's controller.sizing defaults: 512Mi, docs/operations/sizing.md).
 RESOURCES = {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
 # One webhook worker (the chart's webhook.workers: 1 and webhook.perWorker defaults).
 WEBHOOK_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}}

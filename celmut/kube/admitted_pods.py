@@ -23,7 +23,7 @@ API server has stored, and :func:`reconcile` counts:
   was answered *claims* such a pod (it is this process's pod, or interchangeable with it): from then on the
   entry stands for that pod — it is dropped when the pod is no longer stored, and when the cache
   stores that pod. With several webhook processes the pod may be another process's, and this
-  process's own then goes uncounted until it is stored (the README's cross-process bound);
+  process's own then goes uncounted until it is stored (the cross-process bound in docs/presets/spot.md);
 * the entries that claim nothing: in flight, not stored yet — unless admitted more than
   :data:`IN_FLIGHT_SECONDS` before the list started: then the pod was refused after this webhook, or
   stored and deleted before the list (a pod this process admitted and that was deleted before a list

@@ -6,7 +6,7 @@ jitter, up to 30 s) before resuming. Memory is bounded: ``metadata.managedFields
 most ``max_objects`` objects are kept (beyond that new objects are not cached and the cache reports
 itself overflowed). A ``metadata_only`` cache lists and watches ``PartialObjectMetadata``
 (apiVersion, kind, metadata: what placement counting and owner lookups read) and keeps only that:
-a realistic Pod costs ~10x less (README, "Memory"). With ``deliver_whole`` it lists and watches whole
+a realistic Pod costs ~10x less (docs/operations/sizing.md). With ``deliver_whole`` it lists and watches whole
 objects and still keeps only their metadata: its handlers get each object whole as it arrives (the
 controller evaluates it then, and never holds it), the previous one as kept. Event handlers run on the
 watch thread.

@@ -227,19 +227,25 @@ class GlobalContextStore(Collector):
             yield name, objects, size, self._failures.get(name, 0)
 
     def collect(self) -> Iterator[Any]:
-        objects = GaugeMetricFamily(
-            "celmut_global_context_entry_objects", "Objects cached for each GlobalContextEntry", labels=["entry"]
-        )
-        size = GaugeMetricFamily(
-            "celmut_global_context_entry_bytes", "JSON bytes cached for each GlobalContextEntry", labels=["entry"]
-        )
-        failures = CounterMetricFamily(
-            "celmut_global_context_refresh_failures",
-            "Failed refreshes (API calls, cache syncs) of each GlobalContextEntry",
-            labels=["entry"],
-        )
+        objects, size, failures = metric_families()
         for name, count, nbytes, failed in self.sizes():
             objects.add_metric([name], count)
             size.add_metric([name], nbytes)
             failures.add_metric([name], failed)
         yield from (objects, size, failures)
+
+
+def metric_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily, CounterMetricFamily]:
+    """The store's three metric families, empty: what each component's ``/metrics`` adds per entry."""
+    objects = GaugeMetricFamily(
+        "celmut_global_context_entry_objects", "Objects cached for each GlobalContextEntry", labels=["entry"]
+    )
+    size = GaugeMetricFamily(
+        "celmut_global_context_entry_bytes", "JSON bytes cached for each GlobalContextEntry", labels=["entry"]
+    )
+    failures = CounterMetricFamily(
+        "celmut_global_context_refresh_failures",
+        "Failed refreshes (API calls, cache syncs) of each GlobalContextEntry",
+        labels=["entry"],
+    )
+    return objects, size, failures

@@ -15,7 +15,7 @@ Pods (issue 38), for decisions counting a workload's pods (exact spot splits, di
   (:mod:`celmut.kube.stored_pods`), so a pod deleted (or Terminating) a moment ago is never counted
   because the watch is behind.
 
-**The guarantee** (README, "Spot presets"): with one webhook process a split is exact, and so it is
+**The guarantee** (docs/presets/spot.md): with one webhook process a split is exact, and so it is
 across processes with the decision ledger (:mod:`celmut.kube.decision_ledger`: the pods other processes
 are admitting are counted, and a decision another process overtook is made again). Without the ledger,
 another process's pods are counted once the API server has stored them; the split of a workload is off

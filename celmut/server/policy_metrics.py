@@ -21,7 +21,7 @@ from threading import Lock
 
 import orjson
 from prometheus_client import metrics as prometheus_metrics
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -29,6 +29,9 @@ from celmut.runtime import PolicyOutcome
 
 _TIMED = frozenset(("applied", "unchanged", "error"))  # the statuses whose evaluation time is observed
 _go_float: Callable[[float], str] = floatToGoString  # how prometheus_client writes an "le" bound (untyped there)
+_REQUEST_LABELS = ("operation", "result")
+_ERROR_LABELS = ("policy", "failure_policy")
+_MUTATION_LABELS = ("policy", "outcome")
 
 
 class PolicySeries(Collector):
@@ -83,16 +86,21 @@ class PolicySeries(Collector):
             self._created[family, key] = time.time()
 
     def describe(self) -> Iterable[Metric]:
+        """The five families, empty, with their label names (what the metrics reference lists)."""
         return [
-            Metric("celmut_admission_requests", "Admission requests by operation and result", "counter"),
-            Metric("celmut_admission_duration_seconds", "Time to answer an admission request", "histogram"),
-            Metric("celmut_policy_duration_seconds", "Time spent in one policy for one request", "histogram"),
-            Metric("celmut_policy_errors", "Policy evaluation errors", "counter"),
-            Metric(
+            CounterMetricFamily(
+                "celmut_admission_requests", "Admission requests by operation and result", labels=_REQUEST_LABELS
+            ),
+            HistogramMetricFamily("celmut_admission_duration_seconds", "Time to answer an admission request"),
+            HistogramMetricFamily(
+                "celmut_policy_duration_seconds", "Time spent in one policy for one request", labels=("policy",)
+            ),
+            CounterMetricFamily("celmut_policy_errors", "Policy evaluation errors", labels=_ERROR_LABELS),
+            CounterMetricFamily(
                 "celmut_mutations",
                 "Policies that matched a request, by policy and outcome: applied, unchanged, excepted "
                 "(a PolicyException), skipped (a matchCondition is false), error",
-                "counter",
+                labels=_MUTATION_LABELS,
             ),
         ]
 
@@ -105,9 +113,9 @@ class PolicySeries(Collector):
                 stamp = self._created["duration", policy] if created else None
                 self._histogram(durations, {"policy": policy}, series, stamp)
             for family, tag, counts, names in (
-                (requests, "requests", self._requests, ("operation", "result")),
-                (errors, "errors", self._errors, ("policy", "failure_policy")),
-                (mutations, "mutations", self._mutations, ("policy", "outcome")),
+                (requests, "requests", self._requests, _REQUEST_LABELS),
+                (errors, "errors", self._errors, _ERROR_LABELS),
+                (mutations, "mutations", self._mutations, _MUTATION_LABELS),
             ):
                 for key, count in counts.items():
                     labels = dict(zip(names, key, strict=True))

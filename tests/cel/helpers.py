@@ -59,7 +59,7 @@ DIVERGENCES: dict[str, Divergence] = {
     "dyn({1: 2})[true]": Divergence(
         2,
         Err("evaluation", "no such key: true"),
-        "cel-python's maps are Python dicts, where true == 1 (a known difference from cel-go, in the README); "
+        "cel-python's maps are Python dicts, where true == 1 (a known difference from cel-go, in docs/cel-divergences.md); "
         "cel-cpp keeps the keys apart as cel-go does",
     ),
 }

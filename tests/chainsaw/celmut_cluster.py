@@ -134,7 +134,7 @@ def celmut_cluster(fake: FakeApiServer, tmp_path: Path, **controller_settings: A
                 webhook_rules=WebhookRulesConfig(webhook, owner_cluster_role=OWNER, resync_seconds=0.2),
                 reports=ReportingConfig(interval=3600),  # passes driven by CelmutCluster.report_pass
                 # Kyverno posts its Events one per object (events-violation asserts the resource's); celmut
-                # folds them per policy and namespace unless told so (README, "Events")
+                # folds them per policy and namespace unless told so (docs/operations/controller.md)
                 events="per-object",
                 **controller_settings,
             )

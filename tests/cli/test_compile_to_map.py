@@ -138,8 +138,10 @@ def test_the_maps_keep_the_webhooks_selectors_as_the_controller_copies_them(
 
 
 def shipped() -> list[Path]:
-    """Every shipped policy and preset: policies/, presets/ and the example pinning plan."""
-    found = sorted([*(ROOT / "policies").rglob("*.yaml"), *(ROOT / "presets").glob("*.yaml")])
+    """Every shipped policy and preset: policies/, presets/, the compiled spot presets and the example pinning plan."""
+    found = sorted(
+        [*(ROOT / "policies").rglob("*.yaml"), *(ROOT / "presets").glob("*.yaml"), *(ROOT / "examples/spot-presets").glob("*.yaml")]
+    )
     return [*found, ROOT / "examples/pinning-plan.yaml"]
 
 

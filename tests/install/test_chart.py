@@ -447,7 +447,7 @@ def test_spot_presets_compile_to_the_shipped_policies(rendered: dict[str, list[O
     documents = _loaded_documents(rendered[values])
     assert documents["spot.yaml"]["celmutNamespace"] == "celmut"  # celmut's own pods are left alone
     generated = _generated(documents["spot.yaml"])
-    shipped = list(yaml.safe_load_all((ROOT / "policies" / "presets" / f"{policy}.yaml").read_text()))
+    shipped = list(yaml.safe_load_all((ROOT / "examples" / "spot-presets" / f"{policy}.yaml").read_text()))
     assert [g["metadata"]["name"] for g in generated] == [policy, f"{policy}-daemonsets"]
     assert [g["spec"] for g in generated] == [s["spec"] for s in shipped]
 

@@ -1,13 +1,13 @@
 """Every example document the repository ships is valid for the cluster: custom resources against
 celmut's CRDs, built-in kinds against the Kubernetes schemas (both strict: an unknown field fails).
 
-Covered: policies/, examples/, presets/ and the YAML blocks of README.md. The spot presets are Helm
-values files (a top-level ``staticConfig``), not resources; they are checked by the chart tests.
+Covered: policies/, examples/, presets/ and the YAML blocks of the README and the documentation. The spot presets are Helm
+values files (a top-level ``staticConfig``), not resources; they are checked by the chart tests. Kyverno CLI
+test files run in tests/docs/test_examples.py.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from celmut.install.crds import all_crds
+from tests.docs.examples import YAML, blocks, pages
 
 from .structural import validate
 
@@ -31,22 +32,29 @@ def _documents() -> list[tuple[str, dict[str, Any]]]:
             for index, doc in enumerate(yaml.safe_load_all(path.read_text())):
                 if doc is not None:
                     found.append((f"{path.relative_to(ROOT)}#{index}", doc))
-    readme = (ROOT / "README.md").read_text()
-    for block, match in enumerate(re.finditer(r"```yaml\n(.*?)```", readme, re.S)):
-        for index, doc in enumerate(yaml.safe_load_all(match.group(1))):
-            if doc is not None:
-                found.append((f"README.md yaml block {block + 1}#{index}", doc))
+    for page in pages():
+        for block in blocks(page):
+            if block.language in YAML:
+                for index, doc in enumerate(yaml.safe_load_all(block.text)):
+                    if doc is not None:
+                        found.append((f"{block.where}#{index}", doc))
     return found
 
 
 DOCUMENTS = _documents()
-RESOURCES = [(where, doc) for where, doc in DOCUMENTS if "staticConfig" not in doc]
+# A Kyverno CLI test file (cli.kyverno.io) is read by `celmut test`, never sent to a cluster.
+RESOURCES = [
+    (where, doc)
+    for where, doc in DOCUMENTS
+    if "staticConfig" not in doc and not str(doc.get("apiVersion", "")).startswith("cli.kyverno.io/")
+]
 
 
 def test_every_example_is_either_a_resource_or_a_spot_values_file() -> None:
     for where, doc in DOCUMENTS:
         assert "kind" in doc or set(doc) <= {"staticConfig", "celmutNamespace"}, where
-    assert any("README" in where for where, _ in RESOURCES)  # the README blocks were found
+    assert any("README" in where for where, _ in RESOURCES)  # the README's blocks were found
+    assert any(where.startswith("docs/") for where, _ in RESOURCES)  # and the documentation's
 
 
 @pytest.mark.parametrize(("where", "doc"), RESOURCES, ids=[where for where, _ in RESOURCES])

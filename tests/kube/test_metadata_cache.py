@@ -124,7 +124,7 @@ def _policies(*paths: str, variable: str | None = None) -> Any:
     return engine.policies
 
 
-SPOT = "policies/presets/spot-partial.yaml"
+SPOT = "examples/spot-presets/spot-partial.yaml"
 
 
 def test_presets_lookups_keep_pods_and_owners_metadata_only() -> None:

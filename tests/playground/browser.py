@@ -1,10 +1,11 @@
 """The system's headless Chromium, driven through its chromedriver (Debian's ``chromium`` and
-``chromium-driver``, which ``.ci/run`` installs), at 1280×800, for the playground's browser tests.
+``chromium-driver``, which ``.ci/run`` installs), at 1280×800 (or another size), for the playground's
+and the documentation site's browser tests.
 
 Never a browser a test tool downloads (the network is closed to that). Every wait is on the page's
 state — ``data-ready``, and the counters the page bumps when a run, an evaluation or an export has
-finished (``data-runs``…) — never a sleep. Screenshots go to ``test-artifacts/playground/`` (or
-``$CELMUT_TEST_ARTIFACTS/playground``).
+finished (``data-runs``…) — never a sleep. Screenshots go to ``test-artifacts/<area>/`` (or
+``$CELMUT_TEST_ARTIFACTS/<area>``): ``playground`` by default.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FLAGS = (
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage", f"--window-size={WIDTH},{HEIGHT}",
+    "--disable-dev-shm-usage",
 )  # fmt: skip
 
 
@@ -41,9 +42,9 @@ def missing() -> str:
     return ""
 
 
-def artifacts() -> Path:
+def artifacts(area: str = "playground") -> Path:
     base = Path(os.environ.get("CELMUT_TEST_ARTIFACTS") or ROOT / "test-artifacts")
-    directory = base / "playground"
+    directory = base / area
     directory.mkdir(parents=True, exist_ok=True)
     return directory
 
@@ -51,9 +52,10 @@ def artifacts() -> Path:
 class Browser:
     """One Chromium with a fresh profile, and the waits the tests use."""
 
-    def __init__(self, driver: Any, downloads: Path) -> None:
+    def __init__(self, driver: Any, downloads: Path, area: str = "playground") -> None:
         self.driver = driver
         self.downloads = downloads
+        self.area = area
 
     def wait(self, condition: Callable[[Any], Any], what: str) -> Any:
         from selenium.webdriver.support.ui import WebDriverWait
@@ -75,13 +77,15 @@ class Browser:
         self.wait(lambda d: d.execute_script("return document.body.dataset.ready") == "true", "the page to start")
 
     def screenshot(self, name: str) -> Path:
-        path = artifacts() / f"{name}.png"
+        path = artifacts(self.area) / f"{name}.png"
         self.driver.save_screenshot(str(path))
         return path
 
 
 @contextmanager
-def chromium() -> Iterator[Browser]:
+def chromium(width: int = WIDTH, height: int = HEIGHT, area: str = "playground") -> Iterator[Browser]:
+    """A browser whose viewport is ``width``×``height`` (a phone's when narrow: touch and mobile
+    emulation on), saving its screenshots under ``area``."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -90,17 +94,20 @@ def chromium() -> Iterator[Browser]:
     downloads.mkdir()
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in (*FLAGS, f"--user-data-dir={profile / 'profile'}"):
+    for flag in (*FLAGS, f"--window-size={width},{height}", f"--user-data-dir={profile / 'profile'}"):
         options.add_argument(flag)
     options.add_experimental_option(
         "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
     )
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
-        metrics = {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False}
+        mobile = width < 600
+        metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}
         driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+        if mobile:
+            driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True})
         driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
-        yield Browser(driver, downloads)
+        yield Browser(driver, downloads, area)
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)

@@ -107,7 +107,7 @@ def test_load_an_example_edit_a_policy_and_the_diff_and_provenance_follow(browse
     ActionChains(browser.driver).move_to_element(marked[-1]).perform()  # hovering a line says who set it
     browser.wait(lambda _: "mark-reviewed spec.mutations[0]" in by_id(browser, "why").text, "the line's provenance")
     assert "add /metadata/annotations/reviewed" in by_id(browser, "why").text  # type: ignore[attr-defined]
-    browser.screenshot("2-edited")  # the README's picture (docs/playground.png)
+    browser.screenshot("2-edited")  # the playground page's picture (docs/playground.png)
     with browser.finishes("natives"):
         by_id(browser, "tab-native").click()  # type: ignore[attr-defined]
     natives = by_id(browser, "native").text  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
 Kyverno's ``ConvertPodToTemplateExpression`` (``pkg/cel/policies/mpol/autogen/autogen.go``) leaves
 ``Object.metadata`` as written, so ``Object{metadata: Object.metadata{…}}`` fails the type-name check
 on every Deployment and CronJob (kyverno/kyverno#17438, open; fix proposed in #17440). celmut
-deliberately differs there (README, compatibility notes) and follows Kyverno's own table
+deliberately differs there (docs/policies/differences.md) and follows Kyverno's own table
 (``autogen_test.go`` ``TestConvertPodToTemplateExpression``) everywhere else. The webhook, the
 controller and ``celmut apply`` share the engine these tests drive; ``compile --to-map`` shares
 :func:`celmut.compile.to_map.convert`, whose generated MAP runs here too."""

@@ -111,4 +111,4 @@ def test_existing_daemonsets_are_picked_up_by_the_controller_and_rolled_once(
         assert fake.controllers.settle().stable
     assert nodes_running(fake) == sorted(NODES)
     after = {p["metadata"]["name"] for p in fake.store.list("pods", "monitoring")}
-    assert not before & after  # every daemon pod was replaced once: the rollout the README describes
+    assert not before & after  # every daemon pod was replaced once: the rollout docs/presets/spot.md describes

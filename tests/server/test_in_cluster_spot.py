@@ -1,7 +1,7 @@
 """Issue 12 §2: exact spot splits with the chart's two webhooks (/mutate/fail and /mutate/ignore both see
 each pod) and with several webhook processes behind one Service (the chart runs 2 replicas).
 
-The guarantee the README states (celmut/kube/lookup.py): the split of a workload is exact (40 % of 10
+The guarantee docs/presets/spot.md states (celmut/kube/lookup.py): the split of a workload is exact (40 % of 10
 is 4) in one process, and across processes with the chart's decision ledger (celmut/kube/decision_ledger.py);
 without the ledger it is off by at most the number of pods other processes admitted that it had not seen yet."""
 

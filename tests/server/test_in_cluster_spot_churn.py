@@ -207,7 +207,7 @@ def test_slow_start_bursts_and_deletions_stay_exact_when_stored_pods_are_read(
     """Batches of 1, 2, 4, 8 … created concurrently, deletions in between, every pod watch behind: a
     decision reads the pods the API server has stored (and, in its own process, those it admitted and
     is still admitting), so one process is exact, and two are exact once each pod is stored before the
-    next is decided (the ReplicaSet's batches are concurrent: see the README's bound)."""
+    next is decided (the ReplicaSet's batches are concurrent: see the bound in docs/presets/spot.md)."""
     shop.controllers.slow_start = replicas == 1
     with celmut_in_cluster(shop, tmp_path, replicas=replicas, policy_paths=(PARTIAL_SPOT,)) as servers:
         with shop.watches_behind("pods"):

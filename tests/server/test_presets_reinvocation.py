@@ -13,8 +13,8 @@ from celmut.sources.documents import load_documents
 from tests.server.support import admission_request, decoded_patch, running_server
 
 ROOT = Path(__file__).resolve().parents[2]
-SPOT_PRESETS = sorted(p.name for p in (ROOT / "policies" / "presets").glob("spot-*.yaml"))
-COMMON = sorted(str(p) for p in (ROOT / "policies").rglob("*.yaml") if not p.name.startswith("spot-"))
+SPOT_PRESETS = sorted(p.name for p in (ROOT / "examples" / "spot-presets").glob("spot-*.yaml"))
+COMMON = sorted(str(p) for p in (ROOT / "policies").rglob("*.yaml"))  # policies/ holds no spot preset
 
 
 def sample_pods() -> list[dict[str, Any]]:
@@ -26,7 +26,7 @@ def sample_pods() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("spot_preset", SPOT_PRESETS)
 def test_a_second_call_with_the_mutated_pod_changes_nothing(tmp_path: Path, spot_preset: str) -> None:
-    policies = [*COMMON, str(ROOT / "policies" / "presets" / spot_preset), str(ROOT / "examples" / "pinning-plan.yaml")]
+    policies = [*COMMON, str(ROOT / "examples" / "spot-presets" / spot_preset), str(ROOT / "examples" / "pinning-plan.yaml")]
     pods = sample_pods()
     assert len(pods) >= 8
     with running_server(tmp_path, policies) as server:

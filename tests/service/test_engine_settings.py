@@ -75,7 +75,7 @@ spec:
 
 @pytest.mark.parametrize(
     ("policy", "warned"),
-    [(LOOKS_UP, True), (str(EXAMPLES.parent / "presets" / "spot-partial.yaml"), False)],
+    [(LOOKS_UP, True), (str(EXAMPLES.parents[1] / "examples" / "spot-presets" / "spot-partial.yaml"), False)],
     ids=["a policy's own lookup", "the presets' lookups (written for null)"],
 )
 def test_a_lookup_without_a_cluster_is_logged_unless_it_is_the_presets(

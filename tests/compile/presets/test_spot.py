@@ -570,13 +570,13 @@ SHIPPED = ["spot-all", "spot-all-except-kube-system", "spot-partial"]
 def test_shipped_policy_equals_what_celmut_compile_prints(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compile", str(ROOT / "presets" / f"{name}.yaml")]) == 0
     printed = list(yaml.safe_load_all(capsys.readouterr().out))
-    shipped = list(yaml.safe_load_all((ROOT / "policies/presets" / f"{name}.yaml").read_text()))
-    assert shipped == printed, f"regenerate: celmut compile presets/{name}.yaml > policies/presets/{name}.yaml"
+    shipped = list(yaml.safe_load_all((ROOT / "examples/spot-presets" / f"{name}.yaml").read_text()))
+    assert shipped == printed, f"regenerate: celmut compile presets/{name}.yaml > examples/spot-presets/{name}.yaml"
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_policy_is_idempotent_on_reinvocation(name: str) -> None:
-    offline = offline_cluster(load_documents(str(ROOT / "policies/presets" / f"{name}.yaml")))
+    offline = offline_cluster(load_documents(str(ROOT / "examples/spot-presets" / f"{name}.yaml")))
     pods = [
         *replicas(5),
         pod("coredns-1", namespace="kube-system"),
@@ -751,7 +751,7 @@ DEMO = {
 @pytest.mark.parametrize("name", SHIPPED)
 def test_the_demo_pods_with_each_spot_preset(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     # what `make demo SPOT_PRESET=<name>` shows for the preset policies (one spot preset at a time)
-    policies = [ROOT / "policies/presets" / f"{name}.yaml", ROOT / "policies/presets/gpu-slicing.yaml"]
+    policies = [ROOT / "examples/spot-presets" / f"{name}.yaml", ROOT / "policies/presets/gpu-slicing.yaml"]
     argv = ["apply", *map(str, policies), str(ROOT / "examples/pinning-plan.yaml")]
     assert main([*argv, "-r", str(ROOT / "examples/preset-pods")]) == 0
     pods = {p["metadata"]["name"]: p for p in yaml.safe_load_all(capsys.readouterr().out)}

@@ -391,7 +391,7 @@ FORMAT_MIXED_LITERALS = [
         "'%s'.format([{dyn(1): 'value1', dyn(uint(2)): 'value2', dyn(true): dyn(double('NaN'))}])",
         '{1:"value1", 2:"value2", true:"NaN"}',
         marks=pytest.mark.xfail(
-            reason="known difference: Python dicts conflate the CEL map keys true and 1 (documented in README)",
+            reason="known difference: Python dicts conflate the CEL map keys true and 1 (documented in docs/cel-divergences.md)",
             strict=True,
         ),
     ),
