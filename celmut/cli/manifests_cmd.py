@@ -32,7 +32,7 @@ from celmut.install.webhook_config import parse_label_selector
 from celmut.service import flags
 
 EXIT_CODES = {EXIT_OK: "the manifests were printed", EXIT_BAD_INPUT: BAD_INPUT}
-CEL_ENGINES = ("auto", "celpy", "cpp", "planner")
+CEL_ENGINES = flags.CHOICES
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

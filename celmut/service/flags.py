@@ -1,6 +1,6 @@
 """Flags several surfaces share.
 
-``--cel-engine auto|celpy|cpp|planner``: the CEL engine of the commands that compile CEL (eval,
+``--cel-engine auto|celpy|planner``: the CEL engine of the commands that compile CEL (eval,
 apply, test, compile, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decides, and then
 ``auto``: the engine measured faster for policy workloads (cel-python's compiled code today; see
 :mod:`celmut.cel.backends.select`). The one-shot commands pass the engine to the compiler; the
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the CEL layer loads only when a command runs
     from celmut.cel.lookups import HttpPolicy
 
 EXIT_BAD_INPUT = 2
-CHOICES = ("auto", "celpy", "cpp", "planner")  # select.CHOICES
+CHOICES = ("auto", "celpy", "planner", "cpp")  # select.CHOICES
 ENV_VAR = "CELMUT_CEL_ENGINE"  # select.ENV_VAR
 
 
@@ -45,8 +45,8 @@ def add(parser: argparse.ArgumentParser) -> None:
         "--cel-engine",
         choices=CHOICES,
         default=None,
-        help=f"CEL engine: auto (the faster for policies: cel-python), celpy (expressions compiled to Python), "
-        f"cpp (needs celmut[fast]) or planner (celpy's reference evaluator, slower) (default: ${ENV_VAR}, else auto)",
+        help=f"CEL engine: auto (celpy), celpy (expressions compiled to Python) or planner (the reference "
+        f"evaluator, slower); cpp was removed and runs celpy (default: ${ENV_VAR}, else auto)",
     )
 
 

@@ -225,7 +225,7 @@ def test_host_network_moves_the_port_and_keeps_cluster_dns(rendered: dict[str, l
 
 
 def test_the_cel_engine_value_reaches_both_components(rendered: dict[str, list[Obj]]) -> None:
-    for values, engine in (("default", "auto"), ("full", "cpp")):
+    for values, engine in (("default", "auto"), ("full", "planner")):
         for deployment in ("celmut-webhook", "celmut-controller"):
             assert parsed_args(container(rendered[values], deployment)["args"]).cel_engine == engine
 

@@ -59,7 +59,6 @@ class CelpyEnvironment(celpy.Environment):
 class PlannedRunner(celpy.Runner):
     """A compiled CEL program: closures planned once, evaluated many times."""
 
-    fallback_reason: str | None = None  # set when the C++ backend handed this expression to cel-python
     folded: Folded | None = None  # a literal tree's one value, built when planned
 
     def __init__(
