@@ -1,5 +1,5 @@
-"""CEL engines side by side in one run: stock cel-python, and celmut's two engines on cel-python (its
-planner's closures, and the Python code generated from them: ``celpy``), on the same ~6 KB Pod.
+"""CEL engines side by side in one run: stock cel-python, and celmut's two engines (``interpreted``:
+the planner's closures; ``compiled``: the Python code generated from them), on the same ~6 KB Pod.
 
 Rows: compiling an expression; getting the Pod into the engine's values; a typical match
 condition; a JSONPatch-building map/filter; conversion + match together; a whole admission request
@@ -51,8 +51,8 @@ from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.sources.documents import Document
 from policies import benchmark_policies
 
-# celmut's engines: "planner" (closures, the reference), "celpy" (code generated from them)
-ENGINES = ("planner", "celpy")
+# celmut's engines: the planner's closures (the reference) and the code generated from them
+ENGINES = ("interpreted", "compiled")
 
 # The CEL of the benchmark request, in what stock cel-python accepts: (conditions, mutations) of each
 # policy that evaluates CEL on the Pod, in evaluation order (policies.py).
@@ -230,8 +230,8 @@ def main() -> None:
         f"\nfloor (decode + re-encode the {len(body):,}-byte AdmissionReview): "
         f"orjson {floor_orjson:,.1f} µs, stdlib json {floor_json:,.1f} µs"
     )
-    planner, compiled = admit_us[1 + ENGINES.index("planner")], admit_us[1 + ENGINES.index("celpy")]
-    print(f"admission, planner/compiled: {planner / compiled:,.2f}×")
+    interpreted, compiled = admit_us[1 + ENGINES.index("interpreted")], admit_us[1 + ENGINES.index("compiled")]
+    print(f"admission, interpreted/compiled: {interpreted / compiled:,.2f}×")
     for engine, value in zip(ENGINES, admit_us[1:], strict=True):
         print(
             f"admission on {engine}: {value / floor_orjson:,.1f}× the orjson floor, "

@@ -2,8 +2,8 @@
 :class:`CelmutError`, so a surface can catch one base and report every user error the same way::
 
     CelmutError
-    ├── ConfigurationError            bad settings: flags, TLS files, an unknown CEL backend
-    │   ├── BackendUnavailable        (cel/backends/select.py)
+    ├── ConfigurationError            bad settings: flags, TLS files, an unknown CEL engine
+    │   ├── UnknownCelEngine          (cel_engines.py)
     │   └── PolicySelectorError       a --policy-selector that is not a label selector (policy/selection.py)
     ├── DocumentError                 a file or document that cannot be read (sources/documents.py)
     ├── PolicyError                   an invalid policy or preset, every field error with its path

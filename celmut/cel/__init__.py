@@ -9,7 +9,7 @@ Typical use::
     program.evaluate(cel.Activation(object=pod))  # -> True
 
 Errors are :class:`CelError` subclasses with a ``kind`` of ``compile``, ``evaluation`` or ``cost``.
-The engine is ``Environment(..., backend="auto" | "celpy" | "planner")``, else ``CELMUT_CEL_ENGINE``
+The engine is ``Environment(..., backend="compiled" | "interpreted")``, else ``CELMUT_CEL_ENGINE``
 (see :mod:`celmut.cel.backends.select`).
 """
 

@@ -1,17 +1,16 @@
-"""Choosing the CEL engine: ``auto`` (the default), ``celpy`` or ``planner``.
+"""Choosing the CEL engine: ``compiled`` (the default) or ``interpreted`` (:mod:`celmut.cel_engines`).
 
-* ``celpy`` — celmut on cel-python, each checked expression compiled to one Python function
-  (:mod:`celmut.cel.backends.pycode`).
-* ``planner`` — the same engine with the checked tree planned into closures instead of compiled
-  (:mod:`celmut.cel.planner`): the reference the compiled code is tested against, slower; for
-  telling a suspected code-generation difference apart from anything else.
-* ``auto`` — ``celpy``.
-* ``cpp`` — removed (Google's CEL C++ runtime through cel-expr-python lost to the conversions between
-  Python and C++ values on policy workloads); still accepted, it runs ``celpy`` with a warning.
+* ``compiled`` — each checked expression compiled to one Python function when the policy loads
+  (:mod:`celmut.cel.backends.pycode`), from the interpreted engine's plan.
+* ``interpreted`` — the checked tree planned into closures (:mod:`celmut.cel.planner`): the reference
+  the compiled code is tested against (same values, errors and costs), slower; for telling a
+  suspected code-generation difference apart from anything else.
 
-The choice comes from the caller (``--cel-engine`` on every CLI command) or, when none is given, from
-the ``CELMUT_CEL_ENGINE`` environment variable; :class:`~celmut.cel.environment.Environment` asks
-:func:`default_backend` when it is constructed without an engine.
+The choice comes from the caller (``--cel-engine`` on every CLI command, ``backend=`` in the Python
+API) or, when none is given, from the ``CELMUT_CEL_ENGINE`` environment variable;
+:class:`~celmut.cel.environment.Environment` asks :func:`default_backend` when it is constructed
+without an engine. A former name (``celpy``, ``planner``, ``auto``, the removed ``cpp``) runs the
+engine it maps to and logs its deprecation warning once per process.
 """
 
 from __future__ import annotations
@@ -21,50 +20,38 @@ import os
 from functools import cache
 
 from celmut.cel.backends.base import Backend
-from celmut.errors import ConfigurationError
+from celmut.cel_engines import CHOICES, DEFAULT, ENGINES, ENV_VAR, UnknownCelEngine, normalize
+
+__all__ = ["CHOICES", "DEFAULT", "ENGINES", "ENV_VAR", "UnknownCelEngine", "backend", "default_backend", "resolve"]
 
 log = logging.getLogger(__name__)
 
-ENV_VAR = "CELMUT_CEL_ENGINE"
-CHOICES = ("auto", "celpy", "planner", "cpp")
-AUTO = "celpy"
-REMOVED = {"cpp": "the cpp CEL engine was removed: it lost to the compiled Python engine on policy workloads"}
-
-
-class BackendUnavailable(ConfigurationError):
-    """The requested engine is unknown."""
-
 
 @cache
-def _backend(name: str) -> Backend:
-    if name == "celpy":
-        from celmut.cel.backends.celpy_backend import CelpyBackend
-
-        return CelpyBackend()
-    from celmut.cel.backends.celpy_backend import PlannerBackend
-
-    return PlannerBackend()
-
-
-@cache
-def _warn(message: str) -> None:
-    log.warning(message)  # once per process
+def warn_once(message: str) -> None:
+    """Log a deprecation warning once per process (a policy set creates many environments)."""
+    log.warning(message)
 
 
 def resolve(name: str | None = None) -> str:
-    """The concrete engine name (``celpy`` or ``planner``) for a choice; None reads
-    ``CELMUT_CEL_ENGINE``."""
-    choice = (name or os.environ.get(ENV_VAR) or "auto").strip().lower()
-    if choice not in CHOICES:
-        raise BackendUnavailable(f"unknown CEL engine {choice!r}; choose one of {', '.join(CHOICES)}")
-    if choice in REMOVED:
-        _warn(f"{REMOVED[choice]}; using {AUTO}")
-        return AUTO
-    return AUTO if choice == "auto" else choice
+    """The engine a choice names (``compiled`` or ``interpreted``), warning once when it is a former
+    name; None reads ``CELMUT_CEL_ENGINE``. Raises :class:`UnknownCelEngine`."""
+    engine, deprecation = normalize(name, os.environ)
+    if deprecation is not None:
+        warn_once(deprecation)
+    return engine
+
+
+@cache
+def _backend(engine: str) -> Backend:
+    from celmut.cel.backends import runners
+
+    return runners.CompiledBackend() if engine == "compiled" else runners.InterpretedBackend()
 
 
 def backend(name: str | None = None) -> Backend:
-    """The engine for a choice (shared instances); None reads ``CELMUT_CEL_ENGINE``, default ``auto``."""
+    """The engine for a choice (shared instances); None reads ``CELMUT_CEL_ENGINE``, default
+    ``compiled``."""
     return _backend(resolve(name))
 
 
