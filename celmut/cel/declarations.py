@@ -1,10 +1,10 @@
 """One declaration per CEL function overload: name, receiver, argument and result types, implementation.
 
 Libraries declare their functions with :meth:`Library.function` (global) and :meth:`Library.method`
-(member) decorators; the declared types drive the checker, runtime dispatch, and (later) the
-registration in a second engine. Implementations are plain Python functions over celmut values
-(see :mod:`celmut.cel.values`); they raise :class:`~celmut.cel.errors.CelEvaluationError` for CEL
-errors. Overload ids follow cel-go's ``receiver_function_argtypes`` convention.
+(member) decorators; the declared types drive the checker and runtime dispatch. Implementations are
+plain Python functions over celmut values (see :mod:`celmut.cel.values`); they raise
+:class:`~celmut.cel.errors.CelEvaluationError` for CEL errors. Overload ids follow cel-go's
+``receiver_function_argtypes`` convention.
 """
 
 from __future__ import annotations

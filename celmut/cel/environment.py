@@ -7,7 +7,7 @@ function are compile errors, as the API server refuses such policies; variables 
 has ``exceptions`` instead of ``params``.
 
 :class:`Environment` parses and checks once (the shared front end) and hands the checked AST to a
-backend — cel-python or the C++ runtime, chosen by :mod:`celmut.cel.backends.select` — and compiled
+backend — chosen by :mod:`celmut.cel.backends.select` — and compiled
 programs are cached by profile, backend, declarations and source text.
 """
 
@@ -42,7 +42,7 @@ from celmut.cel.unparse import Unparser, Unrepresentable
 
 _CACHE_SIZE = 8192
 # Python frames an expression nested to cel-go's limit (250 levels, parser.MAX_NESTING) needs to be
-# parsed, checked, planned or lowered and evaluated: about six per level at most, measured.
+# parsed, checked, planned and evaluated: about six per level at most, measured.
 _RECURSION_HEADROOM = 5000
 # cel-go's parser refuses longer expressions before parsing (parser/parser.go, expressionSizeCodePointLimit
 # default 100_000); the API server runs with that default. Compiling one costs seconds and hundreds of MB.

@@ -12,7 +12,7 @@ worker thread too, which is what lets the webhook keep serving while one evaluat
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from celmut.cel.errors import CelCostError, Reschedule
@@ -46,8 +46,6 @@ class Budget:
     # the wall clock, so the cheap clock is read first and the thread's (a system call) only past it.
     preempt_at: float | None = None
     preempt_cpu: float | None = None
-    # an engine's scratch for this request (the C++ backend's projected activations); never copied
-    engine_cache: dict[Any, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def with_timeout(cls, seconds: float | None = DEFAULT_TIMEOUT_SECONDS, **kwargs: Any) -> Budget:

@@ -1,13 +1,13 @@
 """Checked AST → CEL source text.
 
-The text is what a second CEL engine compiles (:mod:`celmut.cel.backends.cpp_backend`), so it must
-mean exactly what the tree means: every operator application is parenthesised, literals are written
-in a form every CEL parser reads back to the same value, and macros are written in the spelling
-cel-go and cel-cpp both accept (``exists_one`` with one variable, ``existsOne`` with two).
+The text is compiled again (the constant parts the API server evaluates when it builds a program,
+:mod:`celmut.cel.environment`) and shown to people (:mod:`celmut.compile.map_cel`), so it must mean
+exactly what the tree means: every operator application is parenthesised, literals are written in a
+form every CEL parser reads back to the same value, and macros are written in the spelling cel-go
+accepts (``exists_one`` with one variable, ``existsOne`` with two).
 
 :class:`Unparser` writes the tree as it is, typed constructions included. A subclass may override
-:meth:`Unparser.call`, :meth:`Unparser.create_struct` or :meth:`Unparser.select` to *lower* nodes
-(rename functions, turn ``Object{…}`` into a map literal); :class:`Unrepresentable` says that a
+:meth:`Unparser.select` to write field selections its own way; :class:`Unrepresentable` says that a
 node has no text form (a library constant such as a ``net.IP`` type value).
 """
 
@@ -161,32 +161,15 @@ def literal(value: object) -> str:
 
 
 class Unparser:
-    """Writes a checked tree as CEL text; subclasses lower nodes for a particular engine."""
+    """Writes a checked tree as CEL text."""
 
     def unparse(self, node: ast.Node) -> str:
         method = getattr(self, f"_{type(node).__name__}")
         text: str = method(node)
         return text
 
-    # --- hooks ---------------------------------------------------------------------------------------
-
-    def call(self, node: ast.Call) -> str:
-        """A function or operator application."""
-        return self.plain_call(node)
-
-    def create_struct(self, node: ast.CreateStruct) -> str:
-        fields = ", ".join(
-            f"{'?' if f.optional else ''}{field_text(f.name)}: {self.unparse(f.value)}" for f in node.fields
-        )
-        return f"{node.type_name}{{{fields}}}"
-
-    def enter_scope(self, names: set[str]) -> None:
-        """Macro variables come into scope (for the body and predicate of a macro)."""
-
-    def exit_scope(self) -> None:
-        """The innermost macro variables go out of scope."""
-
     def select(self, node: ast.Select) -> str:
+        """A field selection (the hook a subclass may override)."""
         operand = self.unparse(node.operand)
         if node.test_only:
             return f"has({operand}.{field_text(node.field)})"
@@ -207,27 +190,21 @@ class Unparser:
         return f"{self.unparse(node.operand)}[{'?' if node.optional else ''}{self.unparse(node.index)}]"
 
     def _Call(self, node: ast.Call) -> str:
-        return self.call(node)
-
-    def plain_call(self, node: ast.Call, name: str | None = None) -> str:
-        """``node`` written as it is (optionally under another function name)."""
         function = node.function
         args = [self.unparse(a) for a in node.args]
-        if name is None:
-            if function in _BINARY and len(args) == 2:
-                return f"({args[0]} {_BINARY[function]} {args[1]})"
-            if function == "_&&_" or function == "_||_":
-                return "(" + (" && " if function == "_&&_" else " || ").join(args) + ")"
-            if function == "_?_:_":
-                return f"({args[0]} ? {args[1]} : {args[2]})"
-            if function == "-_":
-                return f"(-{args[0]})"
-            if function == "!_":
-                return f"(!{args[0]})"
-            name = function
+        if function in _BINARY and len(args) == 2:
+            return f"({args[0]} {_BINARY[function]} {args[1]})"
+        if function == "_&&_" or function == "_||_":
+            return "(" + (" && " if function == "_&&_" else " || ").join(args) + ")"
+        if function == "_?_:_":
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        if function == "-_":
+            return f"(-{args[0]})"
+        if function == "!_":
+            return f"(!{args[0]})"
         if node.target is not None:
-            return f"{self.unparse(node.target)}.{name}({', '.join(args)})"
-        return f"{name}({', '.join(args)})"
+            return f"{self.unparse(node.target)}.{function}({', '.join(args)})"
+        return f"{function}({', '.join(args)})"
 
     def _CreateList(self, node: ast.CreateList) -> str:
         return "[" + ", ".join(f"{'?' if e.optional else ''}{self.unparse(e.value)}" for e in node.elements) + "]"
@@ -239,40 +216,27 @@ class Unparser:
         return "{" + entries + "}"
 
     def _CreateStruct(self, node: ast.CreateStruct) -> str:
-        return self.create_struct(node)
+        fields = ", ".join(
+            f"{'?' if f.optional else ''}{field_text(f.name)}: {self.unparse(f.value)}" for f in node.fields
+        )
+        return f"{node.type_name}{{{fields}}}"
 
     def _Comprehension(self, node: ast.Comprehension) -> str:
-        # cel-cpp accepts exists_one with one variable and existsOne with two (cel-go both).
+        # cel-go spells the macro exists_one with one variable and existsOne with two
         macro = ("existsOne" if node.var2 else "exists_one") if node.kind == "exists_one" else node.kind
-        variables = [node.var] if node.var2 is None else [node.var, node.var2]
+        parts = [node.var] if node.var2 is None else [node.var, node.var2]
         range_text = self.unparse(node.range)
-        self.enter_scope(set(variables))
-        try:
-            parts = [*variables]
-            if node.predicate is not None:
-                parts.append(self.unparse(node.predicate))
-            parts.append(self.unparse(node.body))
-        finally:
-            self.exit_scope()
+        if node.predicate is not None:
+            parts.append(self.unparse(node.predicate))
+        parts.append(self.unparse(node.body))
         return f"{range_text}.{macro}({', '.join(parts)})"
 
     def _Bind(self, node: ast.Bind) -> str:
-        init = self.unparse(node.init)
-        self.enter_scope({node.var})
-        try:
-            body = self.unparse(node.body)
-        finally:
-            self.exit_scope()
-        return f"cel.bind({node.var}, {init}, {body})"
+        return f"cel.bind({node.var}, {self.unparse(node.init)}, {self.unparse(node.body)})"
 
     def _OptMap(self, node: ast.OptMap) -> str:
         target = self.unparse(node.target)
-        self.enter_scope({node.var})
-        try:
-            body = self.unparse(node.body)
-        finally:
-            self.exit_scope()
-        return f"{target}.{'optFlatMap' if node.flat else 'optMap'}({node.var}, {body})"
+        return f"{target}.{'optFlatMap' if node.flat else 'optMap'}({node.var}, {self.unparse(node.body)})"
 
 
 def unparse(node: ast.Node) -> str:

@@ -23,7 +23,7 @@ import sys
 
 import yaml
 
-from celmut import names
+from celmut import cel_engines, names
 from celmut.cli import webhook_flags
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_OK
 from celmut.install.manifests import InstallOptions, crd_manifests, manifests
@@ -32,7 +32,6 @@ from celmut.install.webhook_config import parse_label_selector
 from celmut.service import flags
 
 EXIT_CODES = {EXIT_OK: "the manifests were printed", EXIT_BAD_INPUT: BAD_INPUT}
-CEL_ENGINES = ("auto", "celpy", "cpp", "planner")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,7 +43,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--name", default=defaults.name, help=f"name of every object (default {defaults.name})")
     p.add_argument("--image", default=defaults.image, help=f"container image (default {defaults.image})")
     p.add_argument("--replicas", type=int, default=defaults.replicas, help="webhook replicas (default 2)")
-    p.add_argument("--cel-engine", choices=CEL_ENGINES, default=defaults.cel_engine, help="CEL engine of the pods")
+    p.add_argument(
+        "--cel-engine",
+        choices=flags.CHOICES,
+        default=defaults.cel_engine,
+        help=f"CEL engine of the pods: compiled or interpreted (default {defaults.cel_engine})",
+    )
     webhook_flags.add_call_policies(p)
     p.add_argument("--timeout", type=int, default=defaults.timeout_seconds, help="webhook timeoutSeconds (1-30)")
     webhook_flags.add_namespace_exclusions(p)
@@ -149,12 +153,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {ex}", file=sys.stderr)
         return EXIT_BAD_INPUT
     excluded, fail_excluded = webhook_flags.excluded_namespaces(args)
+    cel_engine, deprecation = cel_engines.normalize(args.cel_engine, {})  # argparse checked the name
+    if deprecation is not None:
+        print(f"warning: {deprecation}", file=sys.stderr)
     options = InstallOptions(
         namespace=args.namespace,
         name=args.name,
         image=args.image,
         replicas=args.replicas,
-        cel_engine=args.cel_engine,
+        cel_engine=cel_engine,
         failure_policy=args.failure_policy,
         reinvocation_policy=args.reinvocation_policy,
         timeout_seconds=args.timeout,

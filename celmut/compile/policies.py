@@ -9,7 +9,7 @@
 
 A policy with any error is rejected whole (a :class:`PolicyError` listing every field); the rest of
 the set still compiles. Type names of typed constructions are checked at admission, as the API
-server and Kyverno do (:mod:`celmut.compile.typenames`).
+server and Kyverno do (:mod:`celmut.runtime.typenames`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from celmut.compile.compiled import (
     CompiledPolicySet,
     CompiledTarget,
 )
-from celmut.compile.typenames import needs_runtime_names
 from celmut.policy.admission_policy import MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.exception import PolicyException
@@ -90,13 +89,6 @@ class _Compiler:
             program = self.expression(mutation.expression, mutation.path, expect)
             if program is None:
                 continue
-            if self.env.backend.name != "celpy" and needs_runtime_names(program.checked.expr):
-                # Type names are checked on the result at admission (compile/typenames.py); only
-                # cel-python keeps the names of nested constructions.
-                celpy = cel.Environment(self.env.profile.name, variables=self.variable_types, backend="celpy")
-                program = self.expression(mutation.expression, mutation.path, expect, env=celpy)
-                if program is None:
-                    continue
             out.append(CompiledMutation(mutation.patch_type, program, mutation.path))
         return tuple(out)
 

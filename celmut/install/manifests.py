@@ -43,7 +43,7 @@ class InstallOptions:
     image: str = f"celmut:{__version__}"
     replicas: int = 2
     controller_replicas: int = 1
-    cel_engine: str = "auto"
+    cel_engine: str = "compiled"
     failure_policy: str = "Ignore"
     reinvocation_policy: str = "Never"
     timeout_seconds: int = 10

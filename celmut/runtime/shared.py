@@ -13,7 +13,7 @@ Only ``object`` changes during a request (each policy sees the object as the pre
 the other inputs are the request's. *Unchanged* is decided without comparing values: mutations copy
 what they change and share everything else (copy-on-write), so a part of the object that is still the
 same Python object holds the same value. Which parts an expression reads comes from its checked tree,
-by the analysis the C++ backend projects its inputs with (:mod:`celmut.cel.backends.cpp_projection`):
+by the CEL layer's analysis of how an expression reads its inputs (:mod:`celmut.cel.access`):
 ``object.metadata.?labels["app"].orValue("") == "web" && object.spec.containers.exists(c,
 c.image.startsWith("nginx"))`` reads the ``app`` label and the containers list, so after a policy that
 added another label and annotations (new ``labels`` and ``annotations`` maps, the same label value
@@ -32,8 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from celmut import cel
-from celmut.cel import ast
-from celmut.cel.backends import cpp_projection as projection
+from celmut.cel import access, ast
 from celmut.cel.profiles import KUBERNETES_LIBRARIES, KYVERNO_LIBRARIES
 from celmut.compile.compiled import CompiledPolicy
 
@@ -58,11 +57,11 @@ def reads(expression: ast.Node) -> tuple[Path, ...] | None:
     def is_object(node: ast.Node, local_names: set[str]) -> bool:
         return isinstance(node, ast.Ident) and node.name == "object" and "object" not in local_names
 
-    analysis = projection.Analysis(is_object)
-    analysis.use(expression, projection.WHOLE)
-    need: projection.Need = projection.EMPTY
+    analysis = access.Analysis(is_object)
+    analysis.use(expression, access.WHOLE)
+    need: access.Need = access.EMPTY
     for found in analysis.needs.values():
-        need = projection.merge(need, found)
+        need = access.merge(need, found)
     if not analysis.needs:
         return ()
     paths: list[Path] = []
@@ -70,10 +69,10 @@ def reads(expression: ast.Node) -> tuple[Path, ...] | None:
     return tuple(paths)
 
 
-def _paths(need: projection.Need, prefix: Path, out: list[Path]) -> None:
+def _paths(need: access.Need, prefix: Path, out: list[Path]) -> None:
     """The key paths a need reaches: a field read field by field is followed into; anything else (the
     value whole, iterated, or only tested for presence) stops there, at the value itself."""
-    if isinstance(need, projection.Fields) and all(isinstance(key, str) for key, _ in need.items):
+    if isinstance(need, access.Fields) and all(isinstance(key, str) for key, _ in need.items):
         for key, sub in need.items:
             _paths(sub, (*prefix, key), out)
         return

@@ -1,14 +1,15 @@
 """Flags several surfaces share.
 
-``--cel-engine auto|celpy|cpp|planner``: the CEL engine of the commands that compile CEL (eval,
-apply, test, compile, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decides, and then
-``auto``: the engine measured faster for policy workloads (cel-python's compiled code today; see
-:mod:`celmut.cel.backends.select`). The one-shot commands pass the engine to the compiler; the
-long-running ones (serve, controller) make it their process's default, which their worker
-processes inherit.
+``--cel-engine compiled|interpreted``: the CEL engine of the commands that compile CEL (eval,
+apply, test, compile, explain, serve, controller). Without the flag, ``CELMUT_CEL_ENGINE`` decides,
+and then ``compiled`` (:mod:`celmut.cel_engines`). A former name (``celpy``, ``planner``, ``auto``, the
+removed ``cpp``) still works, with a one-line warning: ``warning: …`` on stderr from the one-shot
+commands, a log line from the long-running ones. The one-shot commands pass the engine to the
+compiler; the long-running ones (serve, controller) make it their process's default, which their
+worker processes inherit.
 
 Adding the flag to a parser does not import the CEL layer (``celmut --version`` and ``--help`` never
-load it): the names below are :mod:`celmut.cel.backends.select`'s (``tests/service`` checks they agree).
+load it).
 
 ``--policy-selector`` (serve, controller): which cluster MutatingPolicies are celmut's
 (:mod:`celmut.policy.selection`); a bad selector is refused by argparse (exit 2, naming it).
@@ -23,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import sys
 import urllib.parse
 from typing import TYPE_CHECKING
 
-from celmut import logs
+from celmut import cel_engines, logs
 from celmut.policy.selection import AUTO, OWNED_BY_CELMUT, PolicySelection, PolicySelectorError
 from celmut.runtime.ownership import DEFAULT_OPT_OUT_LABEL
 
@@ -36,8 +38,19 @@ if TYPE_CHECKING:  # the CEL layer loads only when a command runs
     from celmut.cel.lookups import HttpPolicy
 
 EXIT_BAD_INPUT = 2
-CHOICES = ("auto", "celpy", "cpp", "planner")  # select.CHOICES
-ENV_VAR = "CELMUT_CEL_ENGINE"  # select.ENV_VAR
+ENV_VAR = cel_engines.ENV_VAR
+log = logging.getLogger(__name__)
+
+
+class EngineChoices(tuple[str, ...]):
+    """``--cel-engine``'s choices: the current engines, which ``--help``, shell completion and the
+    error for an unknown name list, and which also contain the former names, still accepted."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in cel_engines.CHOICES
+
+
+CHOICES = EngineChoices(cel_engines.ENGINES)
 
 
 def add(parser: argparse.ArgumentParser) -> None:
@@ -45,8 +58,8 @@ def add(parser: argparse.ArgumentParser) -> None:
         "--cel-engine",
         choices=CHOICES,
         default=None,
-        help=f"CEL engine: auto (the faster for policies: cel-python), celpy (expressions compiled to Python), "
-        f"cpp (needs celmut[fast]) or planner (celpy's reference evaluator, slower) (default: ${ENV_VAR}, else auto)",
+        help=f"CEL engine: compiled (each expression compiled to Python: the default) or interpreted (the "
+        f"reference evaluator, slower) (default: ${ENV_VAR}, else compiled)",
     )
 
 
@@ -62,24 +75,29 @@ def add_authorizer(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def chosen(args: argparse.Namespace) -> str | None:
-    """The concrete engine name, or None (after printing why) when it cannot be used."""
-    from celmut.cel.backends import select
-
+def chosen(args: argparse.Namespace, *, logged: bool = False) -> str | None:
+    """The engine ``--cel-engine`` or else ``CELMUT_CEL_ENGINE`` names; for a former name, its
+    deprecation warning on stderr (``logged``: in the log instead); None (after printing why) when
+    the name is unknown."""
     try:
-        return select.resolve(getattr(args, "cel_engine", None))
-    except select.BackendUnavailable as ex:
+        engine, deprecation = cel_engines.normalize(getattr(args, "cel_engine", None), os.environ)
+    except cel_engines.UnknownCelEngine as ex:
         print(f"error: {ex}", file=sys.stderr)
         return None
+    if deprecation is not None and logged:
+        log.warning(deprecation)
+    elif deprecation is not None:
+        print(f"warning: {deprecation}", file=sys.stderr)
+    return engine
 
 
 def use_for_process(args: argparse.Namespace) -> bool:
-    """Make the chosen engine this process's default (``CELMUT_CEL_ENGINE``); False (after printing
-    why) when it cannot be used."""
-    engine = chosen(args)
+    """Make the chosen engine this process's default (``CELMUT_CEL_ENGINE``, by its current name, so
+    worker processes neither warn again nor differ); False (after printing why) when it is unknown."""
+    engine = chosen(args, logged=True)
     if engine is None:
         return False
-    if getattr(args, "cel_engine", None) is not None:
+    if getattr(args, "cel_engine", None) is not None or ENV_VAR in os.environ:
         os.environ[ENV_VAR] = engine
     return True
 

@@ -1,6 +1,6 @@
-"""The compiled engine against its reference: the same expression on ``celpy`` (each expression
-compiled to one Python function, :mod:`celmut.cel.backends.pycode`) and on ``planner`` (the closures
-it was generated from) must give
+"""The compiled engine against its reference: the same expression on ``compiled`` (each expression
+compiled to one Python function, :mod:`celmut.cel.backends.pycode`) and on ``interpreted`` (the
+planner's closures it was generated from) must give
 
 * the same value, compared with its exact Python types all the way down (a ``StructValue`` is not a
   ``dict``, a uint not an int, map order included), or the same error: class, kind and full text;
@@ -24,7 +24,7 @@ from celmut import cel
 from celmut.cel import types
 from celmut.cel import values as v
 
-COMPILED, REFERENCE = "celpy", "planner"
+COMPILED, REFERENCE = "compiled", "interpreted"
 
 
 @dataclass(frozen=True)

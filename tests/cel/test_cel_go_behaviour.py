@@ -1,7 +1,7 @@
 """CEL as cel-go evaluates it, where celmut used to differ (issue 13 D).
 
 Each row names the cel-go (or Kubernetes) behaviour it pins and the upstream file it comes from.
-Every row runs on both engines (cel-python and, when installed, the C++ one); the kubernetes profile
+Every row runs on both engines (compiled, and the planner it is checked against); the kubernetes profile
 is what kube-apiserver offers a MutatingAdmissionPolicy.
 """
 

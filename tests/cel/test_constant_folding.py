@@ -30,7 +30,7 @@ NOT_LITERAL = [
 
 
 def _program(source: str) -> Any:
-    return cel.Environment("kyverno", backend="celpy").compile(source)
+    return cel.Environment("kyverno", backend="compiled").compile(source)
 
 
 @pytest.mark.parametrize("source", LITERAL_TREES)
@@ -127,7 +127,7 @@ def test_changing_an_admitted_object_in_place_does_not_change_the_next_admission
     patch_type, field, expression = CONSTANT_MUTATIONS[kind]
     path = tmp_path / "policy.yaml"
     path.write_text(POLICY % {"kind": kind, "patch_type": patch_type, "field": field, "expression": expression})
-    policies = celmut.load(path, backend="celpy")
+    policies = celmut.load(path, backend="compiled")
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from celmut import cel
-from tests.cel.helpers import ENGINES, Err, check_case
+from tests.cel.helpers import Err, check_case
 
 POD = {
     "metadata": {"name": "web-0", "labels": {"app": "web"}},
@@ -84,12 +83,3 @@ KYVERNO_OR_VALUE = [
 def test_or_value_is_kyvernos_strict_or_value_compat(profile: str, expression: str, expected: Any) -> None:
     check_case(expression, expected, profile=profile, object=POD, namespace_object=None)
 
-
-@pytest.mark.skipif("cpp" not in ENGINES, reason="cel-expr-python is not installed")
-@pytest.mark.parametrize(
-    "expression", sorted({p.values[1] for p in KYVERNO_OR_VALUE if p.values[0] == "kyverno"}), ids=lambda e: e[:50]
-)
-def test_the_cpp_engine_runs_kyvernos_or_value_itself(expression: str) -> None:
-    """Lowered to cel.bind on cel-cpp (cpp_lowering._kyverno_or_value), not run on cel-python instead."""
-    program = cel.Environment("kyverno", backend="cpp").compile(expression)
-    assert getattr(program, "fallback_reason", None) is None

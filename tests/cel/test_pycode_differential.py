@@ -1,5 +1,5 @@
-"""The compiled engine (``celpy``: each expression one generated Python function) against its
-reference, the planner: generated well-typed expressions — errors inside ``&&``/``||``/``?:`` and
+"""The compiled engine (each expression one generated Python function) against its reference, the
+interpreted engine (the planner): generated well-typed expressions — errors inside ``&&``/``||``/``?:`` and
 comprehensions, optionals, overflow, bindings, typed constructions — on generated pods must agree in
 value, error text, cost and allocation, and at the limits (:mod:`tests.cel.pycode_reference`). Every
 row of the CEL tables is compared the same way by ``tests/cel/helpers.py``.
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from celmut import cel
 from celmut.cel import types
 from celmut.cel.backends import pycode
-from celmut.cel.backends.celpy_backend import CompiledRunner
+from celmut.cel.backends.runners import CompiledRunner
 from tests.cel.pycode_reference import check_same_as_reference
 from tests.cel.test_backend_differential import pods
 
@@ -384,7 +384,7 @@ def test_typical_policy_expressions_are_compiled_whole(expression: str) -> None:
 def test_a_variable_missing_from_the_activation_fails_as_on_the_planner() -> None:
     """The planner's ``no such attribute`` (an activation built without a declared variable)."""
     outcomes = []
-    for engine in ("planner", "celpy"):
+    for engine in ("interpreted", "compiled"):
         activation = cel.Activation(object={"a": 1})
         del activation.vars["object"]
         with pytest.raises(cel.CelEvaluationError) as raised:

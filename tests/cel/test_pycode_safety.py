@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 
 from celmut import cel
 from celmut.cel import types
-from celmut.cel.backends.celpy_backend import CompiledRunner
 from celmut.cel.backends.pycode_runtime import NAMESPACE, SAFE_BUILTINS
 from celmut.cel.backends.pycode_source import GENERATED_NAME
+from celmut.cel.backends.runners import CompiledRunner
 from tests.cel.test_pycode_differential import expressions
 
 cel.Environment("kyverno")  # raises the recursion limit (environment.py) before hypothesis records it

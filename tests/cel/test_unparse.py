@@ -52,7 +52,7 @@ def _rows() -> list[str]:
         for row in value
         if isinstance(row[0], str)
     ]
-    env = cel.Environment("kyverno", backend="celpy")
+    env = cel.Environment("kyverno", backend="compiled")
     return [source for source in [*rows, *TRICKY] if _compiles(env, source)]  # the tables hold refusals too
 
 
@@ -65,7 +65,7 @@ def _compiles(env: cel.Environment, source: str) -> bool:
 
 
 def _run(source: str, bindings: dict[str, Any]) -> Any:
-    env = cel.Environment("kyverno", backend="celpy")
+    env = cel.Environment("kyverno", backend="compiled")
     try:
         return cel.to_plain(env.compile(source).evaluate(cel.Activation(**bindings)))
     except cel.CelError as ex:
@@ -74,7 +74,7 @@ def _run(source: str, bindings: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize("source", _rows())
 def test_unparsed_text_means_the_same(source: str) -> None:
-    env = cel.Environment("kyverno", backend="celpy")
+    env = cel.Environment("kyverno", backend="compiled")
     checked = env.check(source)
     text = unparse.unparse(checked.expr)
     again = env.check(text)  # it parses and type-checks

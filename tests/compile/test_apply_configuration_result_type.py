@@ -41,7 +41,7 @@ def _errors(text: str, backend: str) -> list[str]:
     return [str(e) for e in compile_policy_set(parse(text), backend=backend).errors]
 
 
-@pytest.mark.parametrize("backend", ["celpy", "cpp"])
+@pytest.mark.parametrize("backend", ["compiled", "interpreted"])
 @pytest.mark.parametrize("kind", ["MutatingPolicy", "MutatingAdmissionPolicy"])
 @pytest.mark.parametrize(("name", "expression", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_apply_configuration_must_type_as_exactly_object(

@@ -17,9 +17,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from celmut import cel_engines
 from celmut.cel.backends import select
 from celmut.cel.lookups import RegistryPolicy
-from celmut.cli.manifests_cmd import CEL_ENGINES
 from celmut.compile.presets import registry as presets
 from celmut.install.crds import all_crds
 from celmut.install.shared_crds import shared_crd
@@ -94,8 +94,10 @@ def test_invalid_values_are_refused_before_anything_is_rendered(helm: Path, sett
 
 
 def test_the_cel_engine_choices_are_celmuts() -> None:
+    """Every name ``--cel-engine`` accepts: the current engines, then the former names (the pods log
+    their deprecation warning when they start)."""
     schema = json.loads((helm_tool.CHART / "values.schema.json").read_text())
-    assert tuple(schema["properties"]["celEngine"]["enum"]) == select.CHOICES == CEL_ENGINES
+    assert tuple(schema["properties"]["celEngine"]["enum"]) == select.CHOICES
 
 
 def test_every_values_file_is_rendered(rendered: dict[str, list[Obj]]) -> None:
@@ -225,9 +227,22 @@ def test_host_network_moves_the_port_and_keeps_cluster_dns(rendered: dict[str, l
 
 
 def test_the_cel_engine_value_reaches_both_components(rendered: dict[str, list[Obj]]) -> None:
-    for values, engine in (("default", "auto"), ("full", "cpp")):
+    for values, engine in (("default", "compiled"), ("full", "interpreted")):
         for deployment in ("celmut-webhook", "celmut-controller"):
             assert parsed_args(container(rendered[values], deployment)["args"]).cel_engine == engine
+
+
+def test_a_former_cel_engine_name_still_installs_and_runs_its_engine(helm: Path) -> None:
+    """A values file from before the engines were renamed keeps working: ``planner`` reaches both
+    components, which run the interpreted engine and log the name's deprecation when they start."""
+    objects = helm_tool.template(helm, None, "--set", "celEngine=planner")
+    for deployment in ("celmut-webhook", "celmut-controller"):
+        args = parsed_args(container(objects, deployment)["args"])
+        assert args.cel_engine == "planner"
+        assert cel_engines.normalize(args.cel_engine, {}) == (
+            "interpreted",
+            "CEL engine 'planner' is deprecated: it is now called 'interpreted'",
+        )
 
 
 def test_the_policy_selector_reaches_both_components_and_only_the_controller_keeps_kyvernos_exceptions(

@@ -87,14 +87,14 @@ def test_the_options_map_to_the_chart_values(helm: Path, capsys: pytest.CaptureF
         "--set",
         "webhook.reinvocationPolicy=IfNeeded",
     ]
-    values += ["--set", "webhook.timeoutSeconds=5", "--set", "celEngine=celpy", "--set", "kyvernoCrds.enabled=false"]
+    values += ["--set", "webhook.timeoutSeconds=5", "--set", "celEngine=interpreted", "--set", "kyvernoCrds.enabled=false"]
     values += ["--set", "image.repository=registry.example/celmut", "--set", "image.tag=1.2.3"]
     values += ["--set", "webhook.excludedNamespaces={team-x}", "--set-json", "webhook.failExcludedNamespaces=[]"]
     values += ["--set-string", "webhook.namespaceSelector.matchLabels.celmut\\.io/enabled=true"]
     values += ["--set-string", "policySelector=team in (a\\,b)", "--set", "kyvernoExceptions.namespace=kyverno"]
     chart = helm_tool.template(helm, None, *values, release="celmut-tools", namespace="tools")
     argv = ["--namespace", "tools", "--name", "celmut-tools", "--replicas", "3", "--failure-policy", "Fail"]
-    argv += ["--reinvocation-policy", "IfNeeded", "--timeout", "5", "--cel-engine", "celpy", "--skip-kyverno-crds"]
+    argv += ["--reinvocation-policy", "IfNeeded", "--timeout", "5", "--cel-engine", "interpreted", "--skip-kyverno-crds"]
     argv += ["--image", "registry.example/celmut:1.2.3", "--exclude-namespace", "team-x", "--fail-exclude-namespace", ""]
     argv += ["--namespace-selector", '{"matchLabels": {"celmut.io/enabled": "true"}}']
     argv += ["--policy-selector", "team in (a,b)", "--kyverno-exceptions-namespace", "kyverno"]

@@ -1,16 +1,16 @@
-"""Every runtime test runs on every available CEL engine (cel-python, and the C++ engine when
-cel-expr-python is installed): the engine is chosen through ``CELMUT_CEL_ENGINE``, which
-:class:`celmut.cel.Environment` reads when the compiler creates it without an explicit engine."""
+"""Every runtime test runs on the default CEL engine, whatever ``CELMUT_CEL_ENGINE`` the shell that
+runs the tests sets: :class:`celmut.cel.Environment` reads it when the compiler creates an
+environment without an explicit engine. ``test_conformance.py`` compares the engines."""
 
 from __future__ import annotations
 
 import pytest
 
 from celmut.cel.backends.select import ENV_VAR
-from tests.cel.helpers import ENGINES
+from tests.cel.pycode_reference import COMPILED
 
 
-@pytest.fixture(autouse=True, params=ENGINES)
-def cel_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(ENV_VAR, request.param)
-    return request.param
+@pytest.fixture(autouse=True)
+def cel_engine(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(ENV_VAR, COMPILED)
+    return COMPILED

@@ -84,6 +84,6 @@ def last(items: list[Any]) -> v.OptionalValue:
 # Kyverno's orValue (pkg/cel/compiler/env.go OrValueCompatEnvOptions): a parse-time macro rewrites
 # every x.orValue(y) to __orValueCompat__(x, y), declared (dyn, dyn) -> dyn, so any receiver and
 # default type-check and the result is dyn; it replaces cel-go's optional orValue in that profile
-# (Profile.functions). Strict in both arguments; evaluated by the planner and the C++ lowering.
+# (Profile.functions). Strict in both arguments; evaluated by the planner (and the code generated from its plan).
 KYVERNO_COMPAT = Library("kyverno.compat.orValue")
 KYVERNO_COMPAT.method("orValue", "dyn", ("dyn",), "dyn")(or_value)

@@ -1,9 +1,7 @@
-"""Which parts of an input an expression reads, so only those are converted for cel-cpp.
+"""How an expression reads an input: which fields, how deep, whether only their presence.
 
-cel-expr-python converts a variable's whole value on first use (about 16 ns per byte of JSON, 70 µs
-for the containers of a 6 KB Pod). ``object.spec.containers.exists(c, c.image.startsWith("nginx"))``
-reads only ``image`` of each container, so the hoisted variable for ``object.spec.containers`` is
-given ``[{"image": …}, …]``. A *need* describes how a value is read:
+``object.spec.containers.exists(c, c.image.startsWith("nginx"))`` reads ``image`` of each container
+and nothing else of the object. A *need* describes how a value is read:
 
 * :data:`WHOLE` — any way at all (compared, passed to a function, returned): the value itself;
 * :data:`EMPTY` — only its presence (``has(x.f)``): a placeholder of the same kind;
@@ -11,17 +9,16 @@ given ``[{"image": …}, …]``. A *need* describes how a value is read:
 * :class:`Iter` — iterated (a comprehension range, ``size``, ``in``): every element of a list with
   ``elem``'s need, every key of a map with ``value``'s need for its value.
 
-Projection keeps everything that decides an error: a missing key stays missing (same ``no such
-key``), a list keeps its length (same ``index out of bounds``), and a value of an unexpected type is
-kept whole (same ``no such overload``). The analysis is conservative: whatever it does not
-recognise reads the value whole.
+The analysis is conservative: whatever it does not recognise reads the value whole. The runtime
+shares the value of an expression several policies repeat while the parts it reads are unchanged
+(:mod:`celmut.runtime.shared`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union, cast
+from typing import Any, Union
 
 from celmut.cel import ast
 
@@ -69,10 +66,11 @@ def _element(need: Need) -> Need:
 
 
 class Analysis:
-    """Collects the need of every hoisted chain node (by ``id``) of one expression."""
+    """Collects the need of every root node (by ``id``) of one expression: the nodes ``chain``
+    accepts, such as the input variable read (``object`` outside any comprehension that rebinds it)."""
 
     def __init__(self, chain: Callable[[ast.Node, set[str]], bool]) -> None:
-        self.is_chain = chain  # whether a node is a hoisted root chain, given the local names
+        self.is_chain = chain  # whether a node is a root whose need is collected, given the local names
         self.needs: dict[int, Need] = {}
         self.scopes: list[dict[str, Need]] = []
 
@@ -166,22 +164,3 @@ class Analysis:
         finally:
             self.scopes.pop()
 
-
-def project(value: Any, need: Need) -> Any:
-    """The part of ``value`` that ``need`` reads (see the module docstring)."""
-    if need == WHOLE:
-        return value
-    cls = type(value)
-    if need == EMPTY:
-        return {} if cls is dict else [] if cls is list else value
-    if isinstance(need, Fields):
-        if cls is not dict:
-            return value
-        return {key: project(value[key], sub) for key, sub in need.items if key in value}
-    if cls is list:
-        elem = cast(Iter, need).elem  # WHOLE and EMPTY were handled above
-        return value if elem == WHOLE else [project(item, elem) for item in value]
-    if cls is dict:
-        sub = cast(Iter, need).value
-        return value if sub == WHOLE else {key: project(item, sub) for key, item in value.items()}
-    return value

@@ -1,14 +1,14 @@
-"""The cel-python engines: celpy's Environment/Runner facade with celmut's evaluators as runners.
+"""celmut's two CEL engines, as runners behind cel-python's Environment/Runner facade.
 
 celpy's public extension points are used as designed: :class:`CelpyEnvironment` subclasses
 ``celpy.Environment`` (its parser is :class:`~celmut.cel.parser.ExtendedCELParser`, a
 ``CELParser`` subclass) and the runners subclass ``celpy.Runner``. Instead of re-walking the Lark
-tree on every call, :class:`PlannedRunner` plans the checked AST into closures once
-(:mod:`celmut.cel.planner`), and :class:`CompiledRunner` goes one step further: the plan becomes one
-generated Python function (:mod:`celmut.cel.backends.pycode`).
+tree on every call (celpy's own evaluator, which celmut does not use), :class:`PlannedRunner` plans
+the checked AST into closures once (:mod:`celmut.cel.planner`), and :class:`CompiledRunner` goes
+one step further: the plan becomes one generated Python function (:mod:`celmut.cel.backends.pycode`).
 
-Two backends: ``celpy`` (:class:`CelpyBackend`, compiled code) and ``planner``
-(:class:`PlannerBackend`, the closures: the reference the compiled code is tested against).
+Two engines: ``compiled`` (:class:`CompiledBackend`, the default) and ``interpreted``
+(:class:`InterpretedBackend`, the closures: the reference the compiled code is tested against).
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ class CelpyEnvironment(celpy.Environment):
 class PlannedRunner(celpy.Runner):
     """A compiled CEL program: closures planned once, evaluated many times."""
 
-    fallback_reason: str | None = None  # set when the C++ backend handed this expression to cel-python
     folded: Folded | None = None  # a literal tree's one value, built when planned
 
     def __init__(
@@ -153,10 +152,10 @@ class CompiledRunner(PlannedRunner):
         return generate(self.checked.expr, planner, record, self.checked.types).source
 
 
-class PlannerBackend:
-    """The checked tree planned into closures (``--cel-engine planner``)."""
+class InterpretedBackend:
+    """The checked tree planned into closures (``--cel-engine interpreted``)."""
 
-    name = "planner"
+    name = "interpreted"
     runner_class: type[PlannedRunner] = PlannedRunner
 
     def program(
@@ -169,9 +168,9 @@ class PlannerBackend:
         return self.runner_class(CelpyEnvironment(functions, options, self.runner_class), checked, functions, source)
 
 
-class CelpyBackend(PlannerBackend):
-    """Each checked expression compiled to one Python function (``--cel-engine celpy``)."""
+class CompiledBackend(InterpretedBackend):
+    """Each checked expression compiled to one Python function (``--cel-engine compiled``)."""
 
-    name = "celpy"
+    name = "compiled"
     runner_class = CompiledRunner
-    evaluates_once = PlannerBackend()  # for an expression evaluated once, generating code does not pay
+    evaluates_once = InterpretedBackend()  # for an expression evaluated once, generating code does not pay
