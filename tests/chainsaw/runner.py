@@ -12,7 +12,10 @@ What it does of chainsaw (docs: chainsaw.kyverno.io, "Operations"):
 * namespaced objects without a namespace go to the test's own namespace (chainsaw creates one per test);
 * ``sleep``: chainsaw gives Kyverno wall-clock time; here the cluster is settled instead (conditions,
   :meth:`~tests.chainsaw.celmut_cluster.CelmutCluster.settle`); ``assert``/``error`` settle first too;
-* ``script``: not run (no kubectl here); the test says so with the reason.
+* ``script``: run with ``bash`` and ``kubectl`` against the cluster (``$KUBECONFIG``, ``$NAMESPACE`` as chainsaw
+  sets them) when the run has a kubeconfig and kubectl is installed; otherwise not run, and the test says so;
+* ``create`` with ``expect`` ``($error != null)``: the write must fail (or succeed);
+* ``delete`` of a ``ref`` (apiVersion, kind, name).
 
 Two kinds of declared adjustments, each with its reason, reported by :class:`Run`:
 
@@ -22,14 +25,16 @@ Two kinds of declared adjustments, each with its reason, reported by :class:`Run
 * a file the index of upstream sources stores once for identical content (``dedup.yaml``) is read from
   the sibling test that holds it.
 
-celmut runs with ``--events per-object`` here, Kyverno's way of posting Events (one per object); its
-default folds them per policy and namespace (:mod:`celmut.controller.mutation_events`).
+celmut runs with its defaults here, which post Events as Kyverno does (one per object).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from tests.chainsaw.assertions import bound, expression_of, mismatches
@@ -74,7 +80,7 @@ def _policy_conditions(doc: Obj) -> str | None:
     (``WebhookConfigured`` from pkg/controllers/webhook, ``RBACPermissionsGranted`` from its reports
     controller); celmut says a policy is in service with ``conditionStatus.ready`` and its own
     ``celmut.io/Compiled`` condition (celmut/kube/policy_status.py). Readiness is what is asserted."""
-    if doc.get("kind") != "MutatingPolicy":
+    if doc.get("kind") not in ("MutatingPolicy", "NamespacedMutatingPolicy"):
         return None
     holder = (doc.get("status") or {}).get("conditionStatus")
     if not isinstance(holder, dict) or not any(
@@ -110,6 +116,7 @@ class Run:
     namespace: str
     skipped_operations: dict[str, str] = field(default_factory=dict)  # "<step>/<file>" -> why not run
     notes: list[str] = field(default_factory=list)
+    kubeconfig: Path | None = None  # scripts run with kubectl against the cluster when given (and installed)
 
     def run(self) -> None:
         document = yaml.safe_load((self.test_dir / "chainsaw-test.yaml").read_text())
@@ -143,6 +150,12 @@ class Run:
         return CHAINSAW / sibling
 
     def _documents(self, operation: Obj, base: Path, bindings: dict[str, Any]) -> tuple[str, list[Obj]]:
+        if "ref" in operation:  # delete: apiVersion, kind, name (and namespace)
+            ref = operation["ref"]
+            meta = {k: ref[k] for k in ("name", "namespace") if k in ref}
+            return f"{ref['kind']}/{ref['name']}", [
+                {"apiVersion": ref["apiVersion"], "kind": ref["kind"], "metadata": meta}
+            ]
         if "resource" in operation:
             return "(inline)", [bound(copy.deepcopy(operation["resource"]), bindings)]
         name = bound(operation["file"], bindings)
@@ -159,7 +172,7 @@ class Run:
             self.cluster.settle()
             return
         if verb == "script":
-            self.skipped_operations[f"{step}/script"] = "script needs kubectl against a real API server"
+            self._script(step, spec)
             return
         name, documents = self._documents(spec, base, bindings)
         key = f"{step}/{name}"
@@ -167,7 +180,9 @@ class Run:
             return
         timeout = _seconds(spec.get("timeout")) or DEFAULT_TIMEOUT
         for document in documents:
-            if verb in ("apply", "create", "patch"):
+            if verb in ("apply", "create", "patch") and "expect" in spec:
+                self._write_expecting(verb, document, spec["expect"], key)
+            elif verb in ("apply", "create", "patch"):
                 self._write(verb, document)
             elif verb == "delete":
                 self._delete(document)
@@ -206,6 +221,37 @@ class Run:
             resource.create(body=document, namespace=namespace)
             return
         resource.patch(body=document, name=name, namespace=namespace, content_type="application/merge-patch+json")
+
+    def _write_expecting(self, verb: str, document: Obj, expect: list[Obj], key: str) -> None:
+        """A write whose outcome the test states: ``($error != null): true`` (refused) or ``false``."""
+        checks = [e.get("check") or {} for e in expect]
+        wanted = [v for c in checks for k, v in c.items() if k.replace(" ", "") == "($error!=null)"]
+        if len(wanted) != len(checks) or not wanted:
+            raise NotImplementedError(f"{key}: expect {expect}: only ($error != null) is implemented")
+        try:
+            self._write(verb, document)
+        except ApiException as ex:
+            assert wanted[0] is True, f"{key}: refused ({ex.status} {ex.reason}), the test expects it to be accepted"
+            self.notes.append(f"{key}: refused as expected: {ex.status} {ex.reason}")
+            return
+        assert wanted[0] is False, f"{key}: accepted, the test expects the API server to refuse it"
+
+    def _script(self, step: str, spec: Obj) -> None:
+        """chainsaw's ``script``: bash, with kubectl against the cluster, in the test's folder."""
+        kubectl = shutil.which("kubectl")
+        if self.kubeconfig is None or kubectl is None:
+            why = "no kubeconfig for this run" if self.kubeconfig is None else "kubectl is not installed"
+            self.skipped_operations[f"{step}/script"] = f"script needs kubectl against the API server ({why})"
+            return
+        self.cluster.settle()
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "NAMESPACE": self.namespace}
+        done = subprocess.run(
+            ["bash", "-c", spec["content"]], cwd=self.test_dir, env=env, capture_output=True, text=True, timeout=120
+        )
+        self.cluster.settle()
+        if done.returncode != 0:
+            raise AssertionError(f"{step}/script: exit {done.returncode}:\n{done.stdout}{done.stderr}")
+        self.notes.append(f"{step}/script: ran ({done.stdout.strip().splitlines()[-1:] or ['no output']})")
 
     def _delete(self, document: Obj) -> None:
         resource = self._resource(document)
