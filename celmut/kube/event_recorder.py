@@ -38,6 +38,7 @@ EVENT_MODES = (PER_OBJECT, AGGREGATED)
 REASONS = ("PolicyViolation", "PolicyApplied", "PolicyError", "PolicySkipped")
 DEFAULT_OMITTED = ("PolicyApplied", "PolicySkipped")  # Kyverno's chart: features.omitEvents.eventTypes
 MAX_QUEUED = 1000  # Kyverno's --maxQueuedEvents
+WORKERS = 3  # Kyverno's event controller: pkg/event/controller.go Workers
 
 
 def parse_omitted(text: str) -> frozenset[str]:
@@ -157,6 +158,12 @@ class EventRecorder:
 
     def flush(self, *, final: bool = False) -> int:
         """Write what is queued (and the folded Events due; all of them with ``final``): the number of writes."""
+        writes = self._drain()
+        with self._cond:
+            aggregators = list(self._aggregators.values())
+        return writes + sum(a.flush(final=final) for a in aggregators)
+
+    def _drain(self) -> int:
         writes = 0
         while True:
             with self._cond:
@@ -169,18 +176,32 @@ class EventRecorder:
             finally:
                 with self._cond:
                     self._writing -= 1
-        with self._cond:
-            aggregators = list(self._aggregators.values())
-        return writes + sum(a.flush(final=final) for a in aggregators)
+        return writes
 
-    def run(self, stop: threading.Event, fold_interval: float = 1.0) -> None:
-        """The writing thread: each Event as soon as it is queued, the folded ones every ``fold_interval``."""
+    def run(self, stop: threading.Event, fold_interval: float = 1.0, workers: int = WORKERS) -> None:
+        """The writing threads (Kyverno's event controller runs 3 workers): each Event as soon as it is
+        queued, the folded ones every ``fold_interval``; what is left once ``stop`` is set, then they end."""
+        helpers = [
+            threading.Thread(target=self._work, args=(stop, fold_interval), name=f"celmut-events-{i}", daemon=True)
+            for i in range(1, workers)
+        ]
+        for helper in helpers:
+            helper.start()
         while not stop.is_set():
             with self._cond:
                 if not self._queue:
                     self._cond.wait(fold_interval)
             self.flush()
+        for helper in helpers:
+            helper.join(timeout=5)
         self.flush(final=True)
+
+    def _work(self, stop: threading.Event, fold_interval: float) -> None:
+        while not stop.is_set():
+            with self._cond:
+                if not self._queue:
+                    self._cond.wait(fold_interval)
+            self._drain()
 
     def wake(self) -> None:
         with self._cond:

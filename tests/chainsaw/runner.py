@@ -39,14 +39,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from tests.chainsaw.assertions import bound, expression_of, mismatches
-from tests.chainsaw.celmut_cluster import CelmutCluster
 
 Obj = dict[str, Any]
 DATA = Path(__file__).resolve().parents[1] / "data" / "kyverno-chainsaw"
@@ -107,16 +106,27 @@ DIVERGENCES: tuple[Callable[[Obj], str | None], ...] = (_report_label, _policy_c
 # --- the run -----------------------------------------------------------------------------------------
 
 
+class ChainsawCluster(Protocol):
+    """What a run needs of the cluster: a client, and a way to wait until celmut has done its work."""
+
+    client: Any  # kubernetes.dynamic.DynamicClient
+
+    def settle(self, timeout: float = 30.0) -> None: ...
+
+
 @dataclass
 class Run:
     """One chainsaw test run against ``cluster``; ``notes`` says what was adjusted or not run, and why."""
 
     test_dir: Path
-    cluster: CelmutCluster
+    cluster: ChainsawCluster
     namespace: str
     skipped_operations: dict[str, str] = field(default_factory=dict)  # "<step>/<file>" -> why not run
     notes: list[str] = field(default_factory=list)
     kubeconfig: Path | None = None  # scripts run with kubectl against the cluster when given (and installed)
+    # a shared real cluster: what each written document needs (a label scoping the run), with its note
+    prepare: Callable[[Obj], str | None] | None = None
+    created: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # apiVersion, kind, name, ns
 
     def run(self) -> None:
         document = yaml.safe_load((self.test_dir / "chainsaw-test.yaml").read_text())
@@ -208,17 +218,24 @@ class Run:
         return str((document.get("metadata") or {}).get("namespace") or self.namespace)
 
     def _write(self, verb: str, document: Obj) -> None:
+        if self.prepare is not None:
+            document = copy.deepcopy(document)
+            note = self.prepare(document)
+            if note is not None and note not in self.notes:
+                self.notes.append(note)
         resource = self._resource(document)
         namespace = self._namespace_of(resource, document)
         name = document["metadata"]["name"]
         if verb == "create":
             resource.create(body=document, namespace=namespace)
+            self.created.append((document["apiVersion"], document["kind"], name, namespace))
             return
         try:
             resource.get(name=name, namespace=namespace)
         except NotFoundError:
             assert verb == "apply", f"patch: {document['kind']} {name} not found"
             resource.create(body=document, namespace=namespace)
+            self.created.append((document["apiVersion"], document["kind"], name, namespace))
             return
         resource.patch(body=document, name=name, namespace=namespace, content_type="application/merge-patch+json")
 
@@ -258,6 +275,12 @@ class Run:
         namespace = self._namespace_of(resource, document)
         with contextlib.suppress(NotFoundError):
             resource.delete(name=document["metadata"]["name"], namespace=namespace)
+
+    def cleanup(self) -> None:
+        """Delete what the run created, newest first, and its namespace (chainsaw cleans up after a test)."""
+        for api_version, kind, name, namespace in reversed(self.created):
+            self._delete({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}})
+        self._delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
 
     def _candidates(self, document: Obj) -> list[Obj]:
         try:
