@@ -34,6 +34,7 @@ from celmut.controller.report_loop import ReportingConfig
 from celmut.controller.run import Controller, ControllerConfig
 from celmut.kube.client import Cluster
 from celmut.service.settings import ServiceSettings
+from tests.chainsaw.cases import namespace_for
 from tests.chainsaw.runner import CHAINSAW, Run
 from tests.chainsaw.test_kyverno_existing import CASES as EXISTING
 from tests.chainsaw.test_kyverno_existing import SKIPPED
@@ -148,8 +149,7 @@ def _remove_crds(client: DynamicClient, names: list[str]) -> None:
 def run_case(case: str, cluster: RealCluster, kubeconfig: Path, prepare: Any) -> tuple[str, str]:
     if case in SKIPPED:
         return "skipped", SKIPPED[case]
-    name = Path(case).name if not Path(case).name.startswith(".") else Path(case).parent.name
-    run = Run(CHAINSAW / case, cluster, namespace=f"celmut-chainsaw-{name}"[:63], kubeconfig=kubeconfig)
+    run = Run(CHAINSAW / case, cluster, namespace=namespace_for(case, "celmut-chainsaw-"), kubeconfig=kubeconfig)
     run.prepare = prepare
     original = run._write
 
