@@ -17,13 +17,14 @@ The :class:`~celmut.kube.event_recorder.EventRecorder` writes them, bounded (``-
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller.violation_events import Violation, policy_reference, subject, violation_events
 from celmut.kube.event_recorder import EventInfo, EventRecorder
-from celmut.kube.events import MAX_MESSAGE
+from celmut.kube.events import MAX_MESSAGE, reference
 from celmut.runtime.provenance import AppliedMutation, changes_of, describe
 
 APPLIED = "PolicyApplied"
@@ -72,21 +73,20 @@ class MutationEvents:
             head = f"{subject(obj)} is successfully mutated: "
             mine = [c for c in changes if c.policy == name]
             message = head + _fields(mine, MAX_MESSAGE - len(head) - 40)  # room for an aggregate prefix
-            if stored["metadata"].get("uid"):
-                about, related = policy_reference(stored), obj
-            else:
-                about, related = obj, None
-            self.recorder.add(
-                EventInfo.about(
-                    about,
-                    reason=APPLIED,
-                    message=message,
-                    component=self.component,
-                    action=MUTATED,
-                    related=related,
-                    warning=False,
-                )
+            on_policy = EventInfo.about(
+                policy_reference(stored),
+                reason=APPLIED,
+                message=message,
+                component=self.component,
+                action=MUTATED,
+                related=obj,
+                warning=False,
+                aggregate_only=not stored["metadata"].get("uid"),  # a file's policy: folded only (aggregated)
             )
+            self.recorder.add(on_policy)
+            if on_policy.aggregate_only:  # per-object: on the target itself, there being no policy object
+                on_target = dataclasses.replace(on_policy, regarding=reference(obj), related=None, aggregate_only=False)
+                self.recorder.add(on_target)
 
     def failed(self, obj: dict[str, Any], policy: CompiledPolicy, message: str) -> None:
         """A ``PolicyViolation`` pair for a policy whose evaluation on ``obj`` failed (status ``error``)."""

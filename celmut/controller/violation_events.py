@@ -53,8 +53,8 @@ def subject(resource: Mapping[str, Any]) -> str:
 
 
 def violation_events(violation: Violation, component: str = COMPONENT) -> list[EventInfo]:
-    """The pair Kyverno posts for one failing result: on the resource, then on the policy (when the policy is
-    a cluster object, i.e. has a uid)."""
+    """The pair Kyverno posts for one failing result: on the resource, then on the policy (for a policy read
+    from a file, no cluster object, only folded in ``aggregated`` mode)."""
     policy_meta = violation.policy.get("metadata") or {}
     name = str(policy_meta.get("name") or violation.policy_key)
     status, message = violation.status, violation.message
@@ -67,18 +67,18 @@ def violation_events(violation: Violation, component: str = COMPONENT) -> list[E
             action=PASSED,
         )
     ]
-    if policy_meta.get("uid"):
-        detail = f"; {message}" if message else ""
-        events.append(
-            EventInfo.about(
-                policy_reference(violation.policy),
-                reason=REASON,
-                message=f"{subject(violation.resource)}: {status}{detail}",  # buildPolicyEventMessage
-                component=component,
-                action=PASSED,
-                related=violation.resource,
-            )
+    detail = f"; {message}" if message else ""
+    events.append(
+        EventInfo.about(
+            policy_reference(violation.policy),
+            reason=REASON,
+            message=f"{subject(violation.resource)}: {status}{detail}",  # buildPolicyEventMessage
+            component=component,
+            action=PASSED,
+            related=violation.resource,
+            aggregate_only=not policy_meta.get("uid"),  # a file's policy: folded only (aggregated)
         )
+    )
     return events
 
 

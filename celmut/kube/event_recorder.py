@@ -13,7 +13,8 @@ Kyverno's event workers) writes them:
   repeated one counted, 25 at once per source and object then one every 5 minutes;
 * ``aggregated`` (for very large clusters): only the Events about a policy, folded per policy, reason and
   namespace of the related objects (:class:`~celmut.kube.events.EventAggregator`), the objects' own
-  Events left to their reports.
+  Events left to their reports — a policy read from a file included (``aggregate_only``: in ``per-object``
+  there is no object to post them about).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class EventInfo:
     action: str = ""
     related: Mapping[str, Any] | None = None
     warning: bool = True
+    # about a policy read from a file, which is no object to post about: only folded (``aggregated``)
+    aggregate_only: bool = False
 
     @classmethod
     def about(cls, obj: Mapping[str, Any], **details: Any) -> EventInfo:
@@ -122,6 +125,8 @@ class EventRecorder:
                 continue
             if self.mode == AGGREGATED and not always:
                 self._fold(info)
+                continue
+            if info.aggregate_only:
                 continue
             with self._cond:
                 if len(self._queue) >= self.max_queued:

@@ -5,8 +5,9 @@ celmut's controller in this process — what CI's fake API server cannot show. N
 
 The controller runs as the chart runs it (``--from-cluster``, reports, Events, default flags), except that it
 serves only the policies this run labels (``--policy-selector celmut-chainsaw=<run>``): the cluster is shared,
-so every MutatingPolicy a test writes gets that label (a declared adjustment, printed), and nothing else of
-anyone's is touched. No webhook is registered: the cases run here are the controller's (mutateExisting,
+so every MutatingPolicy a test writes gets that label and a namespaceSelector for it in its match and target
+constraints, and every namespace a test writes the label (declared adjustments, printed): nothing of anyone
+else's is scanned, reported on or touched. No webhook is registered: the cases run here are the controller's (mutateExisting,
 background scans, Events). A namespace a test creates gets a ``default`` ServiceAccount when the control
 plane has no controller-manager to make one (pods need it). What a case created is deleted after it, as
 chainsaw does; the policy and report CRDs are installed if missing and removed at the end only if this run
@@ -86,16 +87,27 @@ def _prepare(client: DynamicClient, selector: tuple[str, str]) -> Any:
 
     def prepare(document: Obj) -> str | None:
         if document.get("kind") == "Namespace":
-            return _service_account_after(client, document)
+            document.setdefault("metadata", {}).setdefault("labels", {})[key] = value
+            _service_account_after(client, document)
+            return f"shared cluster: namespaces labelled {key}={value}"
         if document.get("kind") not in POLICY_KINDS:
             return None
         document.setdefault("metadata", {}).setdefault("labels", {})[key] = value
-        return f"shared cluster: {document['kind']}s labelled {key}={value} (the run's controller serves only those)"
+        spec = document.setdefault("spec", {})
+        for field in ("matchConstraints", "targetMatchConstraints"):
+            constraints = spec.get(field)
+            if isinstance(constraints, dict) and constraints.get("resourceRules"):
+                selector = constraints.setdefault("namespaceSelector", {})
+                selector.setdefault("matchExpressions", []).append({"key": key, "operator": "In", "values": [value]})
+        return (
+            f"shared cluster: {document['kind']}s labelled {key}={value} (the run's controller serves only those) "
+            f"and their match/targetMatchConstraints limited to namespaces labelled so (never anyone else's objects)"
+        )
 
     return prepare
 
 
-def _service_account_after(client: DynamicClient, namespace: Obj) -> str | None:
+def _service_account_after(client: DynamicClient, namespace: Obj) -> None:
     """No controller-manager, no ``default`` ServiceAccount: one is made right after the namespace is written
     (``run_case`` calls what is queued here after each write)."""
     name = namespace["metadata"]["name"]
@@ -114,7 +126,6 @@ def _service_account_after(client: DynamicClient, namespace: Obj) -> str | None:
             time.sleep(0.1)
 
     _after_write.append(make)
-    return None
 
 
 _after_write: list[Any] = []
@@ -146,11 +157,16 @@ def _remove_crds(client: DynamicClient, names: list[str]) -> None:
             crds.delete(name=name)
 
 
-def run_case(case: str, cluster: RealCluster, kubeconfig: Path, prepare: Any) -> tuple[str, str]:
+def run_case(case: str, client: DynamicClient, cluster: RealCluster, kubeconfig: Path, prepare: Any) -> tuple[str, str]:
     if case in SKIPPED:
         return "skipped", SKIPPED[case]
     run = Run(CHAINSAW / case, cluster, namespace=namespace_for(case, "celmut-chainsaw-"), kubeconfig=kubeconfig)
     run.prepare = prepare
+    own = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": run.namespace}}
+    prepare(own)
+    client.resources.get(api_version="v1", kind="Namespace").create(body=own)
+    while _after_write:
+        _after_write.pop()()
     original = run._write
 
     def write(verb: str, document: Obj) -> None:
@@ -186,7 +202,7 @@ def main(argv: list[str]) -> int:
     try:
         cluster = RealCluster(client, controller, selector)
         for case in cases:
-            verdict, detail = run_case(case, cluster, kubeconfig, _prepare(client, selector))
+            verdict, detail = run_case(case, client, cluster, kubeconfig, _prepare(client, selector))
             results.append((case, verdict, detail))
             print(f"{verdict:7} {case}: {detail}", flush=True)
     finally:

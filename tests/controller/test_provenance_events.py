@@ -73,9 +73,13 @@ def test_the_event_names_the_policy_its_mutations_and_the_fields(fake_apiserver:
     fake_apiserver.store.create(pod())
     policies = write_policies(tmp_path / "policies", *POLICIES)
     with running(fake_apiserver, tmp_path, policies, omit_events=frozenset()) as controller:
-        eventually(lambda: fake_apiserver.store.list("events", "shop"), what="the Event about the pod")
+
+        def applied() -> list[dict[str, Any]]:
+            return [e for e in fake_apiserver.store.list("events", "shop") if e["reason"] == "PolicyApplied"]
+
+        eventually(applied, what="the Event about the pod")
         assert controller.wait_idle(5)
-        (event,) = (e for e in fake_apiserver.store.list("events", "shop") if e["reason"] == "PolicyApplied")
+        (event,) = applied()
         assert (event["involvedObject"]["name"], event["type"], event["action"]) == (
             "web",
             "Normal",
