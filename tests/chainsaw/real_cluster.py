@@ -5,9 +5,9 @@ celmut's controller in this process — what CI's fake API server cannot show. N
 
 The controller runs as the chart runs it (``--from-cluster``, reports, Events, default flags), except that it
 serves only the policies this run labels (``--policy-selector celmut-chainsaw=<run>``): the cluster is shared,
-so every MutatingPolicy a test writes gets that label and a namespaceSelector for it in its match and target
-constraints, and every namespace a test writes the label (declared adjustments, printed): nothing of anyone
-else's is scanned, reported on or touched. No webhook is registered: the cases run here are the controller's (mutateExisting,
+so every object a test writes gets that label, and every MutatingPolicy an objectSelector for it in its match
+and target constraints (declared adjustments, printed): nothing of anyone else's is scanned, reported on or
+touched. No webhook is registered: the cases run here are the controller's (mutateExisting,
 background scans, Events). A namespace a test creates gets a ``default`` ServiceAccount when the control
 plane has no controller-manager to make one (pods need it). What a case created is deleted after it, as
 chainsaw does; the policy and report CRDs are installed if missing and removed at the end only if this run
@@ -63,15 +63,21 @@ class RealCluster:
                 names.add(item.metadata.name)
         return names
 
-    def settle(self, timeout: float = 60.0) -> None:
+    def settle(self, timeout: float = 180.0) -> None:
         deadline = time.monotonic() + timeout
         quiet = 0
+        why = ""
         while quiet < 2:
-            assert time.monotonic() < deadline, "celmut did not settle"
+            assert time.monotonic() < deadline, f"celmut did not settle: {why}"
             loaded = self.controller.policies.loaded
             served = {p.name for p in loaded.all.policies} if loaded is not None else set()
             events = self.controller.events
-            busy = not self.controller.idle() or (events is not None and events.pending() > 0)
+            pending = events.pending() if events is not None else 0
+            why = (
+                f"idle={self.controller.idle()} events pending={pending} "
+                f"stored={sorted(self._stored_policies())} served={sorted(served)}"
+            )
+            busy = not self.controller.idle() or pending > 0
             if busy or not self._stored_policies() <= served:
                 quiet = 0
                 time.sleep(0.1)
@@ -86,22 +92,20 @@ def _prepare(client: DynamicClient, selector: tuple[str, str]) -> Any:
     key, value = selector
 
     def prepare(document: Obj) -> str | None:
-        if document.get("kind") == "Namespace":
-            document.setdefault("metadata", {}).setdefault("labels", {})[key] = value
-            _service_account_after(client, document)
-            return f"shared cluster: namespaces labelled {key}={value}"
-        if document.get("kind") not in POLICY_KINDS:
-            return None
         document.setdefault("metadata", {}).setdefault("labels", {})[key] = value
+        if document.get("kind") == "Namespace":
+            _service_account_after(client, document)
+        if document.get("kind") not in POLICY_KINDS:
+            return f"shared cluster: every object a test writes labelled {key}={value}"
         spec = document.setdefault("spec", {})
         for field in ("matchConstraints", "targetMatchConstraints"):
             constraints = spec.get(field)
             if isinstance(constraints, dict) and constraints.get("resourceRules"):
-                selector = constraints.setdefault("namespaceSelector", {})
+                selector = constraints.setdefault("objectSelector", {})
                 selector.setdefault("matchExpressions", []).append({"key": key, "operator": "In", "values": [value]})
         return (
-            f"shared cluster: {document['kind']}s labelled {key}={value} (the run's controller serves only those) "
-            f"and their match/targetMatchConstraints limited to namespaces labelled so (never anyone else's objects)"
+            f"shared cluster: the run's controller serves only the policies labelled {key}={value}, their "
+            f"match/targetMatchConstraints limited to objects labelled so (never anyone else's objects)"
         )
 
     return prepare
@@ -183,8 +187,22 @@ def run_case(case: str, client: DynamicClient, cluster: RealCluster, kubeconfig:
     except Exception as ex:  # reported as the case's failure; the run goes on
         outcome = ("failed", f"{type(ex).__name__}: {ex}".splitlines()[0] + "\n" + traceback.format_exc(limit=3))
     finally:
+        _own_policies.update(name for _, kind, name, _ns in run.created if kind in POLICY_KINDS)
         run.cleanup()
     return outcome
+
+
+_own_policies: set[str] = set()
+
+
+def _remove_policy_events(client: DynamicClient) -> None:
+    """The Events about the run's cluster-wide policies live in ``default``, which outlives the cases."""
+    events = client.resources.get(api_version="v1", kind="Event")
+    for event in events.get(namespace="default").items:
+        involved = event.involvedObject
+        if involved.kind in POLICY_KINDS and involved.name in _own_policies:
+            with contextlib.suppress(NotFoundError):
+                events.delete(name=event.metadata.name, namespace="default")
 
 
 def main(argv: list[str]) -> int:
@@ -208,6 +226,7 @@ def main(argv: list[str]) -> int:
     finally:
         controller.stop()
         cluster_client.close()
+        _remove_policy_events(client)
         _remove_crds(client, installed)
     counts = {v: sum(1 for _, verdict, _ in results if verdict == v) for v in ("passed", "failed", "skipped")}
     print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")

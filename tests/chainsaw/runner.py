@@ -15,7 +15,8 @@ What it does of chainsaw (docs: chainsaw.kyverno.io, "Operations"):
 * ``script``: run with ``bash`` and ``kubectl`` against the cluster (``$KUBECONFIG``, ``$NAMESPACE`` as chainsaw
   sets them) when the run has a kubeconfig and kubectl is installed; otherwise not run, and the test says so;
 * ``create`` with ``expect`` ``($error != null)``: the write must fail (or succeed);
-* ``delete`` of a ``ref`` (apiVersion, kind, name).
+* ``delete`` of a ``ref`` (apiVersion, kind, name);
+* afterwards (:meth:`Run.cleanup`), what the test created is deleted and waited for, as chainsaw does.
 
 Two kinds of declared adjustments, each with its reason, reported by :class:`Run`:
 
@@ -276,11 +277,22 @@ class Run:
         with contextlib.suppress(NotFoundError):
             resource.delete(name=document["metadata"]["name"], namespace=namespace)
 
-    def cleanup(self) -> None:
-        """Delete what the run created, newest first, and its namespace (chainsaw cleans up after a test)."""
-        for api_version, kind, name, namespace in reversed(self.created):
-            self._delete({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}})
-        self._delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+    def cleanup(self, timeout: float = 120.0) -> None:
+        """Delete what the run created, newest first, and its namespace, and wait until they are gone (a
+        namespace terminates before its name can be used again), as chainsaw cleans up after a test."""
+        documents = [
+            {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}
+            for api_version, kind, name, namespace in reversed(self.created)
+        ] + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}]
+        for document in documents:
+            self._delete(document)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            remaining = [d for d in documents if self._candidates(d)]
+            if not remaining:
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"cleanup: still there after {timeout:.0f} s: {remaining[0]['metadata']}")
 
     def _candidates(self, document: Obj) -> list[Obj]:
         try:
