@@ -8,9 +8,13 @@ written. Each size runs in a fresh process; figures only (never a timed assertio
 
     python benchmarks/controller_memory_bench.py [--pods 2000 10000] [--rate 1000] [--workers 2]
         [--tracemalloc]   # where the memory that stays is allocated (slow: run it on a small size)
+        [--events per-object aggregated]   # each Events mode in turn, side by side (policies stored in
+                                           # the cluster, so that Events about them are posted)
+        [--max-queued-events N]            # --maxQueuedEvents (1000): past it Events are dropped
 
-Prints, per size: the controller's RSS before it starts and its peak (VmHWM), the growth per pod, the
-pass time, the API requests by verb and resource, Events and PolicyReports stored.
+Prints, per size (and Events mode): the controller's RSS before it starts and its peak (VmHWM), the growth
+per pod, the pass time, the API requests by verb and resource, Events and PolicyReports stored, and the
+Events the controller dropped (more than --maxQueuedEvents waiting) or held back (client-go's spam filter).
 """
 
 from __future__ import annotations
@@ -41,13 +45,17 @@ def status_kib(field: str) -> int:
     return 0
 
 
-def serve(pods: int, pipe: Connection) -> None:
+def serve(pods: int, in_cluster: bool, pipe: Connection) -> None:
+    from controller_workload import policies
+
     from tests.fakekube import FakeApiServer
-    from tests.kube.crds import report_crds
+    from tests.kube.crds import policy_crds, report_crds
 
     server = FakeApiServer(history_size=4 * pods + 10_000).start()
-    for crd in report_crds():
+    for crd in report_crds() + (policy_crds() if in_cluster else []):
         server.store.create(crd)
+    for policy in policies() if in_cluster else []:
+        server.store.create(policy)
     for index in range(NAMESPACES):
         server.store.create(namespace(index))
     for index in range(pods):
@@ -72,7 +80,15 @@ RESOURCES = {"pods", "events", "policyreports", "clusterpolicyreports", "namespa
 
 
 def control(
-    kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, reports: bool, pipe: Connection
+    kubeconfig: str,
+    pods: int,
+    rate: float,
+    workers: int,
+    trace: bool,
+    reports: bool,
+    events: str | None,
+    max_queued: int,
+    pipe: Connection,
 ) -> None:
     import tracemalloc
 
@@ -81,15 +97,27 @@ def control(
     from celmut.kube.client import Cluster
     from celmut.service.settings import ServiceSettings
 
-    policy_dir = write_policies(Path(tempfile.mkdtemp(prefix="celmut-controller-memory-")))
+    # with an Events mode the policies are the cluster's (Events about a policy need its object)
+    policy_dir = Path(tempfile.mkdtemp(prefix="celmut-controller-memory-"))
+    if events is None:
+        write_policies(policy_dir)
     gc.collect()
     before = status_kib("VmRSS")
     if trace:
         tracemalloc.start(int(os.environ.get("TRACEMALLOC_FRAMES", "1")))
     cluster = Cluster.connect(kubeconfig, timeout=60)
-    service = ServiceSettings(policy_paths=(str(policy_dir),))
+    service = ServiceSettings(policy_paths=(str(policy_dir),), from_cluster=events is not None)
     reporting = ReportingConfig() if reports else ReportingConfig(background=False, admission=False)
-    config = ControllerConfig(service, rate=rate, workers=workers, scan_interval=0, sync_timeout=600, reports=reporting)
+    config = ControllerConfig(
+        service,
+        rate=rate,
+        workers=workers,
+        scan_interval=0,
+        sync_timeout=600,
+        reports=reporting,
+        events=events or "per-object",
+        max_queued_events=max_queued,
+    )
     controller = Controller(config, cluster)
     started, cpu = time.perf_counter(), time.process_time()
     controller.start()
@@ -100,9 +128,16 @@ def control(
         if not patched_at and patched >= pods and controller.queue.idle():
             patched_at, patched_cpu = time.perf_counter() - started, time.process_time() - cpu
         loop = controller.reports
-        if patched_at and (loop is None or (not loop.scan_pending() and loop.writer.pending() == 0)):
+        recorder = controller.events
+        reports_done = loop is None or (not loop.scan_pending() and loop.writer.pending() == 0)
+        if patched_at and reports_done and (recorder is None or recorder.pending() == 0):
             reported_at = time.perf_counter() - started
     time.sleep(2 * config.reports.interval)
+    total_cpu_ms = (time.process_time() - cpu) * 1000 / pods
+    outcomes = {
+        result: sum(v for (_, r), v in _samples(controller.metrics.events) if r == result)
+        for result in ("created", "updated", "filtered", "dropped", "error")
+    }
     gc.collect()
     settled = status_kib("VmRSS")
     top: list[str] = []
@@ -117,7 +152,29 @@ def control(
         top.insert(0, f"traced {total / 2**20:.1f} MiB ({total / pods:.0f} B/pod)")
     controller.stop()
     cpu_ms = patched_cpu * 1000 / pods
-    pipe.send((before / 1024, status_kib("VmHWM") / 1024, settled / 1024, patched_at, reported_at, cpu_ms, top))
+    pipe.send(
+        (
+            before / 1024,
+            status_kib("VmHWM") / 1024,
+            settled / 1024,
+            patched_at,
+            reported_at,
+            cpu_ms,
+            top,
+            total_cpu_ms,
+            outcomes,
+        )
+    )
+
+
+def _samples(counter: object) -> list[tuple[tuple[str, str], float]]:
+    """(reason, result) -> value of the controller's ``celmut_controller_events`` counter."""
+    found = []
+    for metric in counter.collect():  # type: ignore[attr-defined]
+        for sample in metric.samples:
+            if sample.name.endswith("_total"):
+                found.append(((sample.labels["reason"], sample.labels["result"]), sample.value))
+    return found
 
 
 def main() -> None:
@@ -127,22 +184,42 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0, help="0: sized from --rate")
     parser.add_argument("--tracemalloc", action="store_true")
     parser.add_argument("--reports", action=argparse.BooleanOptionalAction, default=True, help="background reports")
+    parser.add_argument(
+        "--events",
+        nargs="+",
+        choices=("per-object", "aggregated"),
+        help="run each Events mode in turn, with the policies stored in the cluster",
+    )
+    parser.add_argument(
+        "--max-queued-events", type=int, default=1000, help="the controller's --maxQueuedEvents (Kyverno's 1000)"
+    )
     args = parser.parse_args()
-    rows, requests, tops = [], [], []
-    for pods in args.pods:
+    rows, requests, tops, event_rows = [], [], [], []
+    runs = [(pods, mode) for pods in args.pods for mode in (args.events or [None])]
+    for pods, mode in runs:
         context = multiprocessing.get_context("spawn")
         server_end, child = context.Pipe()
-        server = context.Process(target=serve, args=(pods, child), daemon=True)
+        server = context.Process(target=serve, args=(pods, mode is not None, child), daemon=True)
         server.start()
         kubeconfig = server_end.recv()
         try:
             parent, worker_end = context.Pipe()
             worker = context.Process(
                 target=control,
-                args=(kubeconfig, pods, args.rate, args.workers, args.tracemalloc, args.reports, worker_end),
+                args=(
+                    kubeconfig,
+                    pods,
+                    args.rate,
+                    args.workers,
+                    args.tracemalloc,
+                    args.reports,
+                    mode,
+                    args.max_queued_events,
+                    worker_end,
+                ),
             )
             worker.start()
-            before, peak, settled, patched_at, reported_at, cpu_ms, top = parent.recv()
+            before, peak, settled, patched_at, reported_at, cpu_ms, top, total_cpu_ms, outcomes = parent.recv()
             worker.join(60)
             server_end.send("counts")
             reports, events = server_end.recv()
@@ -169,6 +246,19 @@ def main() -> None:
         )
         requests.append((pods, verbs))
         tops.append((pods, top))
+        event_writes = sum(v for k, v in verbs.items() if k.endswith(" events") and not k.startswith("GET"))
+        event_rows.append(
+            [
+                f"{pods:,}",
+                mode or "per-object (file policies)",
+                f"{event_writes:,}",
+                f"{event_writes * 100_000 / pods:,.0f}",
+                f"{events:,}",
+                f"{outcomes['dropped']:,.0f}",
+                f"{outcomes['filtered']:,.0f}",
+                f"{total_cpu_ms:.2f}",
+            ]
+        )
     print(
         f"controller, issue 35 workload, fake API server; --rate {args.rate:g}, {args.workers or 'auto'} workers, "
         f"reports {'on' if args.reports else 'off'}; MiB; CPU: the controller's during the pass"
@@ -176,6 +266,14 @@ def main() -> None:
     headers = ["pods", "RSS start", "peak", "settled", "KiB/pod", "pass s", "pods/s", "CPU ms/pod", "reported s"]
     headers += ["Events", "reports"]
     print(table("", headers, rows))
+    headers = ["pods", "Events mode", "Event writes", "per 100,000 pods", "Events stored", "dropped", "filtered"]
+    print(
+        table(
+            "Events (the controller's CPU per pod: the whole run, reports and Events included)",
+            [*headers, "CPU ms/pod"],
+            event_rows,
+        )
+    )
     for pods, verbs in requests:
         shown = ", ".join(f"{k} {v:,}" for k, v in sorted(verbs.items(), key=lambda kv: -kv[1]) if v >= 5)
         print(f"requests at {pods:,} pods ({sum(verbs.values()) / pods:.2f} per pod): {shown}")

@@ -127,13 +127,45 @@ def _add_report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--report-max-results", type=int, default=1000, metavar="N", help="results per report (Kyverno's 1000)"
     )
+    _add_event_flags(p)
+
+
+def _omitted(text: str) -> frozenset[str]:
+    from celmut.kube.event_recorder import parse_omitted
+
+    try:
+        return parse_omitted(text)
+    except ValueError as ex:
+        raise argparse.ArgumentTypeError(str(ex)) from None
+
+
+def _add_event_flags(p: argparse.ArgumentParser) -> None:
+    """The controller's Events, with Kyverno's flag names and values."""
     p.add_argument(
         "--events",
-        choices=("aggregated", "per-object"),
-        default="aggregated",
-        help="Events about what the controller changed or found failing: one per policy and namespace, with a "
-        "count (aggregated, the default, as client-go's EventCorrelator folds similar events), or one on "
-        "each object (per-object, as Kyverno posts them)",
+        choices=("per-object", "aggregated"),
+        default="per-object",
+        help="per-object (the default, as Kyverno posts them): each Event on its own object — a PolicyViolation "
+        "on each resource a scan finds failing and one on the policy — kept bounded as client-go's "
+        "EventCorrelator keeps them; aggregated (for very large clusters): only the policy's Events, one per "
+        "policy, reason and namespace with a count",
+    )
+    p.add_argument(
+        "--omitEvents",
+        dest="omit_events",
+        type=_omitted,
+        default="PolicyApplied,PolicySkipped",
+        metavar="REASONS",
+        help="Events not to post, comma-separated: PolicyViolation, PolicyApplied, PolicyError, PolicySkipped "
+        "(default PolicyApplied,PolicySkipped, as Kyverno's chart; an empty value posts them all)",
+    )
+    p.add_argument(
+        "--maxQueuedEvents",
+        dest="max_queued_events",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="Events waiting to be written beyond which new ones are dropped and counted (default 1000, Kyverno's)",
     )
 
 
@@ -182,6 +214,8 @@ def run(args: argparse.Namespace) -> int:
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         webhook_rules=webhook_rules,
         events=args.events,
+        omit_events=args.omit_events,
+        max_queued_events=args.max_queued_events,
         reports=ReportingConfig(
             background=args.background_reports,
             admission=args.admission_reports,

@@ -1,35 +1,38 @@
-"""What the controller says, as Events, about the targets it changed.
+"""What the controller says, as Events, about the targets its mutateExisting policies changed or failed on.
 
-By default (``--events aggregated``) one ``Mutated`` Event per policy and namespace of the targets, on the
-policy, folded as client-go's EventCorrelator folds similar events (:class:`~celmut.kube.events.EventAggregator`):
-its ``count`` says how many targets the policy changed there, its message names the latest one and the
-fields it changed, ``related`` points at it. Kyverno's mutateExisting emits a ``PolicyApplied`` Event on
-the policy per target (``pkg/event/events.go`` ``NewPolicyAppliedEvent``) and its chart omits them by
-default (``features.omitEvents.eventTypes: [PolicyApplied, PolicySkipped]``): a pass over 100,000 pods is
-one Event per policy and namespace here, not 100,000. ``--events per-object`` posts one Event on each
-changed target instead, naming every policy that changed it (issue 18's provenance Event).
+As Kyverno's background controller does for a MutatingPolicy (kyverno/kyverno ``pkg/background/mpol/
+processor.go`` ``audit``, which posts ``pkg/webhooks/utils/event.go`` ``GenerateEvents``):
+
+* a policy that changed the target: a Normal ``PolicyApplied`` Event on the policy, action ``Resource
+  Mutated``, the target as ``related`` — ``<Kind> <namespace>/<name> is successfully mutated`` (``pkg/event/
+  events.go`` ``NewPolicyAppliedEvent``), followed here by the mutations and fields it changed (on the
+  target itself for a policy read from a file). Omitted by default, as Kyverno's chart omits them
+  (``--omitEvents``);
+* a policy that failed on it: a Warning ``PolicyViolation`` pair (:mod:`celmut.controller.violation_events`),
+  status ``error``.
+
+An eviction (a PodMutation with ``restartPolicy: immediate``) is always an ``Evicted`` Event on the pod.
+The :class:`~celmut.kube.event_recorder.EventRecorder` writes them, bounded (``--events``).
 """
 
 from __future__ import annotations
 
-import logging
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from celmut.compile.compiled import CompiledPolicy
-from celmut.kube.client import Cluster, ClusterError
-from celmut.kube.events import MAX_MESSAGE, EventAggregator, post_event
+from celmut.controller.violation_events import Violation, policy_reference, subject, violation_events
+from celmut.kube.event_recorder import EventInfo, EventRecorder
+from celmut.kube.events import MAX_MESSAGE, reference
 from celmut.runtime.provenance import AppliedMutation, changes_of, describe
 
-log = logging.getLogger("celmut.controller")
-
-AGGREGATED = "aggregated"
-PER_OBJECT = "per-object"
-EVENT_MODES = (AGGREGATED, PER_OBJECT)
+APPLIED = "PolicyApplied"
+MUTATED = "Resource Mutated"  # Kyverno's action
 
 
-def policy_reference(policy: CompiledPolicy) -> dict[str, Any]:
-    """The policy as an Event's involvedObject (its stored identity when it came from the cluster)."""
+def policy_object(policy: CompiledPolicy) -> dict[str, Any]:
+    """The policy as stored (its identity when it came from the cluster; no uid when read from a file)."""
     raw = getattr(policy.definition, "raw", None) or {}
     metadata = raw.get("metadata") or {}
     return {
@@ -47,50 +50,61 @@ def _fields(changes: Iterable[Any], room: int) -> str:
     return describe((AppliedMutation(c.policy, "", c.mutation, None, changes_of(c.patch)) for c in changes), room)
 
 
-def _subject(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    where = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
-    return f"{obj.get('kind')} {where}"
-
-
 class MutationEvents:
-    """Records each change the controller made (``changed``); :meth:`flush` writes the folded Events."""
+    """The Events of one reconcile pass, handed to the controller's :class:`EventRecorder`."""
 
-    def __init__(self, cluster: Cluster, component: str, *, mode: str = AGGREGATED) -> None:
-        self.cluster = cluster
+    def __init__(self, recorder: EventRecorder, component: str) -> None:
+        self.recorder = recorder
         self.component = component
-        self.per_object = mode == PER_OBJECT
-        self.aggregator = EventAggregator(cluster, component)
 
     def changed(
         self,
         obj: dict[str, Any],
         changes: list[Any],  # reconcile.Change: policy (display name), mutation, patch
         policies: Mapping[str, CompiledPolicy],
-        *,
-        reason: str = "Mutated",
-        verb: str = "mutated by",
-        per_object: bool = False,  # this one on the object whatever the mode (an eviction: one pod at a time)
     ) -> None:
-        if self.per_object or per_object:
-            names = ", ".join(sorted({c.policy for c in changes}))
-            head = f"{verb} celmut policy {names}: "
-            message = head + _fields(changes, MAX_MESSAGE - len(head))
-            try:
-                post_event(self.cluster, obj, reason=reason, message=message, component=self.component)
-            except ClusterError as ex:  # an Event is best effort
-                log.warning("could not record an event", extra={"error": str(ex)})
-            return
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        """``PolicyApplied`` on each policy that changed ``obj`` — on ``obj`` itself for a policy read from a
+        file, which is no object to post about."""
         for name in sorted({c.policy for c in changes}):
             policy = policies.get(name)
             if policy is None:
                 continue
-            head = f"{_subject(obj)} {verb} celmut policy {name}: "
+            stored = policy_object(policy)
+            head = f"{subject(obj)} is successfully mutated: "
             mine = [c for c in changes if c.policy == name]
-            message = head + _fields(mine, MAX_MESSAGE - len(head) - 40)  # room for the aggregate prefix
-            self.aggregator.add(policy_reference(policy), reason=reason, message=message, group=namespace, related=obj)
+            message = head + _fields(mine, MAX_MESSAGE - len(head) - 40)  # room for an aggregate prefix
+            on_policy = EventInfo.about(
+                policy_reference(stored),
+                reason=APPLIED,
+                message=message,
+                component=self.component,
+                action=MUTATED,
+                related=obj,
+                warning=False,
+                aggregate_only=not stored["metadata"].get("uid"),  # a file's policy: folded only (aggregated)
+            )
+            self.recorder.add(on_policy)
+            if on_policy.aggregate_only:  # per-object: on the target itself, there being no policy object
+                on_target = dataclasses.replace(on_policy, regarding=reference(obj), related=None, aggregate_only=False)
+                self.recorder.add(on_target)
 
-    def flush(self, *, final: bool = False) -> int:
-        """Write the folded Events that are due (all with ``final``); the number of writes."""
-        return 0 if self.per_object else self.aggregator.flush(final=final)
+    def failed(self, obj: dict[str, Any], policy: CompiledPolicy, message: str) -> None:
+        """A ``PolicyViolation`` pair for a policy whose evaluation on ``obj`` failed (status ``error``)."""
+        violation = Violation(policy_object(policy), obj, policy.display_name, message, status="error")
+        self.recorder.add(*violation_events(violation, self.component))
+
+    def evicted(self, pod: dict[str, Any], changes: list[Any]) -> None:
+        """An eviction is always an Event on the pod, naming the policies and fields that needed it."""
+        names = ", ".join(sorted({c.policy for c in changes}))
+        head = f"evicted to apply celmut policy {names}: "
+        self.recorder.add(
+            EventInfo.about(
+                pod,
+                reason="Evicted",
+                message=head + _fields(changes, MAX_MESSAGE - len(head)),
+                component=self.component,
+                action="Evicted",
+                warning=False,
+            ),
+            always=True,
+        )

@@ -5,6 +5,12 @@ accepts are: metadata labels, annotations and finalizers; container and init con
 tolerations, when only added; ``activeDeadlineSeconds``, when set or lowered; and
 ``schedulingGates``, when only removed. :func:`split_live_change` takes a mutated pod and returns
 the part Kubernetes will accept in a patch and the part that needs the pod replaced.
+
+Container resources are not among them: since Kubernetes 1.33 they change in place through the
+``pods/resize`` subresource (kubernetes ``pkg/registry/core/pod/strategy.go`` ``dropNonResizeUpdates``
+keeps only ``resources`` and ``resizePolicy`` of each container, ``ValidatePodResize`` checks them). A
+mutateExisting policy whose ``targetMatchConstraints`` name ``pods/resize`` has those changes written
+there (:func:`split_resize`), as Kyverno routes such targets.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 from celmut.runtime.patch import diff
 
 _METADATA_FIELDS = ("labels", "annotations", "finalizers")
+_RESIZE_FIELDS = ("resources", "resizePolicy")  # what pods/resize takes of a container
 
 
 def _images(containers: Any) -> dict[object, Any]:
@@ -65,6 +72,35 @@ def split_live_change(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[di
     """(a patch a running pod accepts, the remaining changes that need the pod replaced)."""
     live = live_form(old, new)
     return diff(old, live), diff(live, new)
+
+
+def resize_form(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``old`` with the containers' (and init containers') ``resources`` and ``resizePolicy`` of ``new`` —
+    what ``pods/resize`` keeps of an update (``dropNonResizeUpdatesForContainers``). Containers added,
+    removed, renamed or reordered: nothing (a resize cannot do that; the rest of the change says so)."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    spec = dict(old_spec)
+    for field in ("containers", "initContainers"):
+        before, after = old_spec.get(field), new_spec.get(field)
+        if not isinstance(before, list) or not isinstance(after, list) or len(before) != len(after):
+            continue
+        if any(not isinstance(b, dict) or not isinstance(a, dict) or b.get("name") != a.get("name")
+               for b, a in zip(before, after, strict=True)):  # fmt: skip
+            continue
+        merged = []
+        for b, a in zip(before, after, strict=True):
+            container = {k: v for k, v in b.items() if k not in _RESIZE_FIELDS}
+            container.update({k: a[k] for k in _RESIZE_FIELDS if k in a})
+            merged.append(container if container != b else b)
+        spec[field] = merged
+    return {**old, "spec": spec} if spec != old_spec else old
+
+
+def split_resize(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(the patch for ``pods/resize``, the pod as it will be once resized): the rest of ``new`` is then a
+    change of that pod through the pod itself."""
+    resized = resize_form(old, new)
+    return diff(old, resized), resized
 
 
 def controller_owner(pod: dict[str, Any]) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from celmut.compile.compiled import CompiledPolicy
 from celmut.controller import pods
 from celmut.controller.mutation_events import MutationEvents
 from celmut.controller.workqueue import TokenBucket
-from celmut.kube.client import Cluster, Conflict, NotFound, TooManyRequests
+from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests
 from celmut.runtime import AdmissionEngine, AdmissionInput
 from celmut.runtime.mutate_existing import Target, mutate_target
 from celmut.runtime.patch import diff
@@ -96,6 +96,17 @@ def listed_object(work: Work) -> dict[str, Any] | None:
     return max(listed, key=version)
 
 
+def subresource_route(key: TargetKey, work: Work) -> str:
+    """The subresource the target's changes are written through: the one a mutateExisting policy's
+    ``targetMatchConstraints`` name for it (``pods/resize``), as Kyverno's background controller writes a
+    target through it (kyverno ``pkg/background/mpol/processor.go`` ``UpdateResource(..., subresource)``);
+    "" for the object itself."""
+    routes = sorted({t.target.sub_resource for t in work.values() if t.target is not None and t.target.sub_resource})
+    if key.is_pod and "resize" in routes:
+        return "resize"
+    return routes[0] if routes else ""
+
+
 DRIFT = "admission (drift)"  # the mutation of a Change made by correcting drift, not by a mutateExisting target
 
 
@@ -119,6 +130,8 @@ class Outcome:
     retry_after: float | None = None  # queue again after this many seconds
     failed: list[str] = field(default_factory=list)  # the policies whose evaluation failed
     written: dict[str, Any] | None = field(default=None, repr=False)  # the target as patched (action "patched")
+    subresource: str = ""  # the subresource a policy routes the target's changes through (pods/resize)
+    subresource_patch: list[dict[str, Any]] = field(default_factory=list)  # what is written there
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -132,6 +145,8 @@ class Outcome:
         }
         if self.patch:
             out["patch"] = self.patch
+        if self.subresource_patch:
+            out["subresource"] = {"name": self.subresource, "patch": self.subresource_patch}
         if self.changes:
             out["changes"] = [{"policy": c.policy, "mutation": c.mutation, "patch": c.patch} for c in self.changes]
         if self.needs_restart:
@@ -297,41 +312,64 @@ class Reconciler:
             final, changes, errors = self.evaluate(loaded, obj, work, failed)
             self._timed("CEL", evaluating)
             patch = diff(obj, final) if final is not obj else []
+            if errors and _attempt == 0:  # once, not again after a conflict
+                self._failed_events(obj, work, failed, errors)
             if errors and not patch:
                 return Outcome(key, "failed", message="; ".join(errors), failed=failed)
             if not patch:
                 return Outcome(key, "unchanged")
-            accepted, needs_restart = pods.split_live_change(obj, final) if key.is_pod else (patch, [])
+            route = subresource_route(key, work)
+            through, base = pods.split_resize(obj, final) if route == "resize" else ([], obj)
+            if route and route != "resize":  # what else a policy names: all of it, as Kyverno writes it
+                through, base = patch, final
+            rest = diff(base, final) if base is not final else []
+            accepted, needs_restart = pods.split_live_change(base, final) if key.is_pod else (rest, [])
             outcome = Outcome(key, "unchanged", accepted, changes, needs_restart, "; ".join(errors), failed=failed)
+            if through:
+                outcome.subresource, outcome.subresource_patch = route, through
             if self.dry_run:
                 outcome.action = "would-evict" if needs_restart and restart else "would-patch"
                 return outcome
-            if accepted:
+            for sub, ops in ((route, through), ("", accepted)):
+                if not ops:
+                    continue
                 try:
-                    written = self._patch(key, obj, accepted)
+                    written = self._patch(key, obj, ops, sub)
                 except Conflict:
                     self.conflicts += 1
                     try:
                         obj = self.cluster.get(key.api_version, key.resource, key.namespace, key.name)
                     except NotFound:
                         return Outcome(key, "gone", message="deleted while being mutated")
-                    continue
+                    break  # evaluated again on what is stored now
                 except NotFound:
                     return Outcome(key, "gone", message="deleted while being mutated")
+                except ClusterError as ex:
+                    if not sub:
+                        raise
+                    # the API server refused what the policy routes through the subresource (pods/resize:
+                    # ValidatePodResize): nothing else is written, the target is reported failed
+                    routed = sorted(
+                        {t.policy.display_name for t in work.values() if t.target and t.target.sub_resource}
+                    )
+                    return Outcome(key, "failed", message=f"{key.resource}/{sub}: {ex}", failed=routed)
                 if written is None:
                     return Outcome(key, "idle", message="not the leader: nothing written")
                 outcome.action = "patched"
-                outcome.written = written
-                self._event(written, changes, work)
-                obj = written
-            if needs_restart and restart:
-                return self._evict(key, obj, outcome, work)
-            if needs_restart:
-                outcome.message = "some changes need the pod replaced; its policy has restartPolicy deferred"
-            return outcome
+                outcome.written = obj = written
+            else:
+                if outcome.written is not None:
+                    self._applied_events(outcome.written, changes, work)
+                if needs_restart and restart:
+                    return self._evict(key, obj, outcome, work)
+                if needs_restart:
+                    outcome.message = "some changes need the pod replaced; its policy has restartPolicy deferred"
+                return outcome
         return Outcome(key, "failed", message=f"gave up after {self.max_conflicts} conflicting writes", retry_after=1.0)
 
-    def _patch(self, key: TargetKey, obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def _patch(
+        self, key: TargetKey, obj: dict[str, Any], ops: list[dict[str, Any]], sub: str = ""
+    ) -> dict[str, Any] | None:
         if self.writes is not None and not self.writes.take(self.stop):
             return None
         if not self.is_leader():
@@ -344,7 +382,7 @@ class Reconciler:
         calling = time.perf_counter()
         try:
             written: dict[str, Any] = self.cluster.patch(
-                key.api_version, key.resource, key.namespace, key.name, guard + ops
+                key.api_version, key.resource, key.namespace, key.name, guard + ops, sub=sub
             )
             written_version = str((written.get("metadata") or {}).get("resourceVersion") or "")
         finally:
@@ -377,24 +415,20 @@ class Reconciler:
             return Outcome(key, "gone", message="deleted before it could be evicted")
         self.evictions.started(workload, str((pod.get("metadata") or {}).get("uid") or ""))
         outcome.action = "evicted"
-        self._event(pod, outcome.changes, work, reason="Evicted", verb="evicted to apply", per_object=True)
+        if self.events is not None:
+            self.events.evicted(pod, outcome.changes)
         return outcome
 
-    def _event(
-        self,
-        obj: dict[str, Any],
-        changes: list[Change],
-        work: Work,
-        reason: str = "Mutated",
-        verb: str = "mutated by",
-        *,
-        per_object: bool = False,
-    ) -> None:
-        if self.events is None:
+    def _applied_events(self, obj: dict[str, Any], changes: list[Change], work: Work) -> None:
+        if self.events is not None:
+            policies = {task.policy.display_name: task.policy for task in work.values()}
+            self.events.changed(obj, changes, policies)
+
+    def _failed_events(self, obj: dict[str, Any], work: Work, failed: list[str], errors: list[str]) -> None:
+        """A PolicyViolation pair for each mutateExisting policy that failed on ``obj`` (Kyverno's audit)."""
+        if self.events is None or self.dry_run:
             return
-        policies = {task.policy.display_name: task.policy for task in work.values()}
-        calling = time.perf_counter()
-        try:
-            self.events.changed(obj, changes, policies, reason=reason, verb=verb, per_object=per_object)
-        finally:
-            self._timed("API calls", calling)
+        for name, message in zip(failed, errors, strict=False):
+            task = work.get(name)
+            if task is not None and task.target is not None:
+                self.events.failed(obj, task.policy, message)

@@ -25,6 +25,7 @@ from celmut.controller.workqueue import TokenBucket
 from celmut.kube.admission_errors import SELECTOR, parse_event
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster, ClusterError, NotFound
+from celmut.kube.event_recorder import EventRecorder
 from celmut.kube.lookup import CacheSet
 from celmut.kube.report_writer import FlushStats, ReportWriter, report_pages
 from celmut.runtime import AdmissionEngine
@@ -92,7 +93,7 @@ class ReportLoop:
         *,
         is_leader: Callable[[], bool],
         kyverno_present: Callable[[], bool] = lambda: False,
-        per_object_events: bool = False,  # --events per-object: a PolicyViolation pair per resource, as Kyverno
+        events: EventRecorder | None = None,  # the controller's Events: PolicyViolation for what a scan finds failing
         writes: TokenBucket | None = None,  # the controller's write budget (--rate), shared with its patches
         writers: int = 1,  # threads writing reports at once
     ) -> None:
@@ -106,11 +107,7 @@ class ReportLoop:
             cluster, prefix=self._prefix(), limit=config.max_results, on_write=self.metrics.on_write
         )
         self.metrics.pending.set_function(self.writer.pending)
-        self.violations = (
-            ViolationEvents(cluster, limit=config.max_writes, per_object=per_object_events)
-            if config.violation_events
-            else None
-        )
+        self.violations = ViolationEvents(events) if config.violation_events and events is not None else None
         self.scanner = BackgroundReports(
             caches,
             self.writer,
@@ -201,16 +198,13 @@ class ReportLoop:
 
     def write_once(self, *, stop: threading.Event | None = None, limited: bool = False) -> FlushStats:
         """Write the reports whose results changed, each write paced by the controller's write budget
-        (``--rate``, by ``writers`` threads; ``limited``: at most ``max_writes``), then the Events due."""
+        (``--rate``, by ``writers`` threads; ``limited``: at most ``max_writes``)."""
         pace = None
         if self.writes is not None:
             bucket, halt = self.writes, stop or threading.Event()
             pace = functools.partial(bucket.take, halt)
         cap = self.config.max_writes if limited else None
-        stats = self.writer.flush(cap, pace=pace, concurrency=self.writers)
-        if self.violations is not None:
-            self.violations.post()
-        return stats
+        return self.writer.flush(cap, pace=pace, concurrency=self.writers)
 
     def _admission_errors(self) -> None:
         """The webhook's admission errors, from the Events it writes (a label-selected watch)."""
@@ -250,8 +244,6 @@ class ReportLoop:
             except Exception:  # keep reporting alive whatever one pass does; logged with its stack
                 log.exception("policy report pass failed")
         writing.join(timeout=5)
-        if self.violations is not None and self.is_leader():
-            self.violations.post(final=True)  # the counts of the last seconds
         self.stop()
 
     def _write_loop(self, stop: threading.Event) -> None:

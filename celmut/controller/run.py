@@ -30,7 +30,7 @@ from typing import Any
 from celmut import heap
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
-from celmut.controller.mutation_events import AGGREGATED, PER_OBJECT, MutationEvents
+from celmut.controller.mutation_events import MutationEvents
 from celmut.controller.policy_upkeep import PolicyUpkeep
 from celmut.controller.reconcile import (
     COMPONENT,
@@ -55,6 +55,7 @@ from celmut.controller.webhook_rules import WebhookRulesConfig, WebhookRulesWrit
 from celmut.controller.workers import Workers
 from celmut.controller.workqueue import TokenBucket, WorkQueue
 from celmut.kube.client import Cluster, NotFound
+from celmut.kube.event_recorder import DEFAULT_OMITTED, MAX_QUEUED, PER_OBJECT, EventRecorder
 from celmut.kube.global_context import GlobalContextStore
 from celmut.kube.kyverno_exceptions import KyvernoExceptions
 from celmut.kube.lookup import CacheSet, ClusterLookup
@@ -119,7 +120,9 @@ class ControllerConfig:
     page_size: int = 500  # objects per list page of a sweep (targets, drifting pods: limit/continue)
     webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
     reports: ReportingConfig = field(default_factory=ReportingConfig)  # background PolicyReports
-    events: str = AGGREGATED  # Events per policy and namespace (aggregated) or one per changed object (per-object)
+    events: str = PER_OBJECT  # each Event on its own object (per-object, Kyverno's) or folded per policy (aggregated)
+    omit_events: frozenset[str] = frozenset(DEFAULT_OMITTED)  # --omitEvents: Kyverno's reasons not posted
+    max_queued_events: int = MAX_QUEUED  # --maxQueuedEvents: Events waiting beyond this are dropped
 
 
 class Controller:
@@ -164,6 +167,8 @@ class Controller:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.elector = self._elector() if config.leader_elect and not config.dry_run else None
+        # the Events of the scans and of mutateExisting, written on a thread of their own (none in a dry run)
+        self.events = None if config.dry_run else self._event_recorder()
         self.reconciler = self._reconciler()
         self.workers = Workers(
             self.queue,
@@ -226,7 +231,7 @@ class Controller:
             self.metrics.registry,
             is_leader=self.is_leader,
             kyverno_present=self._kyverno_present,
-            per_object_events=self.config.events == PER_OBJECT,
+            events=self.events,
             writes=self.writes,
             writers=report_writers_for(self.config.rate),
         )
@@ -244,10 +249,18 @@ class Controller:
             on_change=self._leadership_changed,
         )
 
+    def _event_recorder(self) -> EventRecorder:
+        config = self.config
+        return EventRecorder(
+            self.cluster,
+            mode=config.events,
+            omitted=config.omit_events,
+            max_queued=config.max_queued_events,
+            on_result=lambda reason, result: self.metrics.events.labels(reason, result).inc(),
+        )
+
     def _reconciler(self) -> Reconciler:
         config = self.config
-        # Events folded per policy and namespace (or one per object), written by the reload loop
-        self.mutation_events = None if config.dry_run else MutationEvents(self.cluster, COMPONENT, mode=config.events)
         return Reconciler(
             self.cluster,
             lambda: self._loaded,
@@ -259,7 +272,7 @@ class Controller:
             is_leader=self.is_leader,
             own_writes=self.own_writes,
             stop=self._stop,
-            events=self.mutation_events,
+            events=MutationEvents(self.events, COMPONENT) if self.events is not None else None,
         )
 
     # --- the parts' state, where callers (the command, status, tests) look for it -----------------
@@ -406,8 +419,6 @@ class Controller:
                             self.reports.scan_due()
                 self.reconciler.evaluations, evaluations = 0, self.reconciler.evaluations
                 self.metrics.evaluations.inc(evaluations)
-                if self.mutation_events is not None and self.is_leader():
-                    self.mutation_events.flush()
                 if time.monotonic() >= next_trim:  # what a pass freed goes back to the system
                     next_trim = time.monotonic() + TRIM_SECONDS
                     heap.trim()
@@ -445,6 +456,8 @@ class Controller:
             targets.append(functools.partial(self.tls.run, self._stop, self.is_leader))
         if self.reports is not None:
             targets.append(functools.partial(self.reports.run, self._stop))
+        if self.events is not None:
+            targets.append(functools.partial(self.events.run, self._stop))
         for index, target in enumerate(targets):
             thread = threading.Thread(target=target, name=f"celmut-controller-{index}", daemon=True)
             thread.start()
@@ -454,8 +467,8 @@ class Controller:
     def stop(self) -> None:
         self._stop.set()
         self.queue.shutdown()
-        if self.mutation_events is not None and self.is_leader():
-            self.mutation_events.flush(final=True)  # the counts of the last seconds
+        if self.events is not None:
+            self.events.wake()  # its thread writes what is left (the counts of the last seconds), then ends
         if self.elector is not None:
             self.elector.stop()
         for thread in self._threads:

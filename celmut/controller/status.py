@@ -42,6 +42,13 @@ class ControllerMetrics:
             "Writes of the managed MutatingWebhookConfiguration (webhook.managedRules)",
             registry=r,
         )
+        self.events = Counter(
+            "celmut_controller_events",
+            "Events by reason and result: created, updated (a count), filtered (client-go's spam filter), "
+            "dropped (more than --maxQueuedEvents waiting), error",
+            ["reason", "result"],
+            registry=r,
+        )
         self.mutations = Counter(
             "celmut_mutations",
             "Policies that changed a target, by policy and outcome: applied (written), would-patch or "

@@ -1,35 +1,29 @@
 """``PolicyViolation`` Events for what the background scan finds failing, as Kyverno posts them.
 
 Kyverno's reports controller turns each failing result of a background scan into two Warning Events
-(kyverno/kyverno ``pkg/webhooks/utils/event.go`` ``GenerateEvents``, ``pkg/event``: reason
-``PolicyViolation``, reporting component ``kyverno-scan``): one on the policy (a cluster-scoped
-policy's in ``default``) and one on the resource, so ``kubectl describe`` of either shows it (chainsaw
-``mutating-policies/reporting/events-violation``). celmut posts the same pair (no policy Event for a
-policy read from a file: it is no cluster object), from its own component ``celmut-scan``, once each
-time a (resource, policy) result *becomes* a ``fail`` — not on every rescan, so a periodic scan of an
-unchanged cluster posts nothing — and at most ``limit`` pairs a pass (the rest wait for the next one).
-
-That is ``--events per-object``. By default (``aggregated``) a scan that finds 5,000 pods of a namespace
-failing a policy does not post 10,000 Events: the policy's side is folded into one Event per policy and
-namespace, whose ``count`` says how many resources there newly fail it and whose message names the latest
-(:class:`~celmut.kube.events.EventAggregator`, client-go's EventCorrelator), and the resources' side is
-left to their reports (``kubectl get polr``).
+(kyverno/kyverno ``pkg/controllers/report/utils/events.go`` ``generateFailEventsPerEr``, ``pkg/event/
+events.go``: reason ``PolicyViolation``, action ``Resource Passed``, from ``kyverno-scan``): one on the
+resource (``policy <name>/ fail: <message>`` — a MutatingPolicy's result has no rule name) and one on the
+policy, in ``default`` for a cluster-wide policy (``<Kind> <namespace>/<name>: fail; <message>``, the
+resource as ``related``), so ``kubectl describe`` of either shows it (chainsaw ``mutating-policies/
+reporting/events-violation``). celmut posts the same pair from its own component ``celmut-scan`` (no
+policy Event for a policy read from a file: it is no cluster object), once each time a (resource, policy)
+result *becomes* a ``fail`` — a periodic scan of an unchanged cluster posts nothing; the report holds the
+lasting result. The :class:`~celmut.kube.event_recorder.EventRecorder` keeps them bounded and, in its
+``aggregated`` mode, folds the policy's side per namespace and leaves the resources' side to their reports.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from celmut.kube.client import Cluster, ClusterError
-from celmut.kube.events import EventAggregator, post_event
-
-log = logging.getLogger("celmut.reports")
+from celmut.kube.event_recorder import EventInfo, EventRecorder
 
 COMPONENT = "celmut-scan"  # Kyverno's is kyverno-scan
 REASON = "PolicyViolation"
+PASSED = "Resource Passed"  # Kyverno's action for a violation that did not block the resource
 # the policy as Kyverno's events name it (its typed client: v1beta1, whatever version it was written at)
 POLICY_API_VERSION = "policies.kyverno.io/v1beta1"
 
@@ -40,71 +34,62 @@ class Violation:
     resource: dict[str, Any]
     policy_key: str  # the report's ``policy``: name or namespace/name
     message: str
+    status: str = "fail"  # the result: fail, or error (a mutateExisting target)
 
 
-def _policy_ref(policy: dict[str, Any]) -> dict[str, Any]:
-    """The policy as the Event's involvedObject: Kyverno's kinds at v1beta1, a MAP as it is."""
+def policy_reference(policy: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy as an Event's involvedObject: Kyverno's kinds at v1beta1, a MAP as it is."""
     api_version = str(policy.get("apiVersion") or "")
     if api_version.startswith("policies.kyverno.io/"):
         api_version = POLICY_API_VERSION
     return {**policy, "apiVersion": api_version}
 
 
-class ViolationEvents:
-    """The violations found since the last pass, posted by the reporting thread."""
+def subject(resource: Mapping[str, Any]) -> str:
+    """``<Kind> <namespace>/<name>`` (``<Kind> <name>`` when cluster-scoped), as Kyverno's messages name it."""
+    meta = resource.get("metadata") or {}
+    where = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+    return f"{resource.get('kind')} {where}"
 
-    def __init__(self, cluster: Cluster, limit: int = 100, *, per_object: bool = True) -> None:
-        self.cluster = cluster
-        self.limit = limit
-        self.per_object = per_object
-        self.aggregator = EventAggregator(cluster, COMPONENT)
-        self._pending: list[Violation] = []
-        self._lock = threading.Lock()
+
+def violation_events(violation: Violation, component: str = COMPONENT) -> list[EventInfo]:
+    """The pair Kyverno posts for one failing result: on the resource, then on the policy (for a policy read
+    from a file, no cluster object, only folded in ``aggregated`` mode)."""
+    policy_meta = violation.policy.get("metadata") or {}
+    name = str(policy_meta.get("name") or violation.policy_key)
+    status, message = violation.status, violation.message
+    events = [
+        EventInfo.about(
+            violation.resource,
+            reason=REASON,
+            message=f"policy {name}/ {status}: {message}",  # NewResourceViolationEvent
+            component=component,
+            action=PASSED,
+        )
+    ]
+    detail = f"; {message}" if message else ""
+    events.append(
+        EventInfo.about(
+            policy_reference(violation.policy),
+            reason=REASON,
+            message=f"{subject(violation.resource)}: {status}{detail}",  # buildPolicyEventMessage
+            component=component,
+            action=PASSED,
+            related=violation.resource,
+            aggregate_only=not policy_meta.get("uid"),  # a file's policy: folded only (aggregated)
+        )
+    )
+    return events
+
+
+class ViolationEvents:
+    """What the scan finds newly failing, handed to the controller's :class:`EventRecorder`."""
+
+    def __init__(self, recorder: EventRecorder) -> None:
+        self.recorder = recorder
 
     def add(self, violation: Violation) -> None:
-        if not self.per_object:
-            if not violation.policy:
-                return
-            resource_meta = violation.resource.get("metadata") or {}
-            where = "/".join(p for p in (resource_meta.get("namespace"), resource_meta.get("name")) if p)
-            self.aggregator.add(
-                _policy_ref(violation.policy),
-                reason=REASON,
-                message=f"{violation.resource.get('kind')} {where}: {violation.message}",
-                group=str(resource_meta.get("namespace") or ""),
-                related=violation.resource,
-                warning=True,
-            )
-            return
-        with self._lock:
-            self._pending.append(violation)
+        self.recorder.add(*violation_events(violation))
 
     def pending(self) -> int:
-        if not self.per_object:
-            return self.aggregator.pending()
-        with self._lock:
-            return len(self._pending)
-
-    def post(self, *, final: bool = False) -> int:
-        """Post up to ``limit`` pairs (aggregated: the folded Events due); how many Events were written. An
-        Event is best effort: a refused one is logged and not retried (the report holds the result either way)."""
-        if not self.per_object:
-            return self.aggregator.flush(final=final)
-        cluster = self.cluster
-        with self._lock:
-            batch, self._pending = self._pending[: self.limit], self._pending[self.limit :]
-        posted = 0
-        for violation in batch:
-            resource_meta = violation.resource.get("metadata") or {}
-            where = "/".join(p for p in (resource_meta.get("namespace"), resource_meta.get("name")) if p)
-            subjects = [(violation.resource, f"policy {violation.policy_key} fail: {violation.message}")]
-            if (violation.policy.get("metadata") or {}).get("uid"):  # a cluster object (not one read from a file)
-                policy_message = f"{violation.resource.get('kind')} {where}: {violation.message}"
-                subjects.insert(0, (_policy_ref(violation.policy), policy_message))
-            for subject, message in subjects:
-                try:
-                    post_event(cluster, subject, reason=REASON, message=message, component=COMPONENT, warning=True)
-                    posted += 1
-                except ClusterError as ex:
-                    log.warning("could not post a policy violation event", extra={"error": str(ex)})
-        return posted
+        return self.recorder.pending()

@@ -185,7 +185,8 @@ def webhook_deployment(o: InstallOptions) -> Obj:
 
 def controller_deployment(o: InstallOptions) -> Obj:
     args = ["controller", "--from-cluster", "--leader-elect", "--lease-namespace", o.namespace]
-    args += ["--lease-name", f"{o.name}-controller", "--rate", "100", "--events", "aggregated", "--scan-interval", "1h"]
+    args += ["--lease-name", f"{o.name}-controller", "--rate", "100", "--events", "per-object"]
+    args += ["--omitEvents=PolicyApplied,PolicySkipped", "--maxQueuedEvents=1000", "--scan-interval", "1h"]
     args += ["--evictions-per-minute", "60", "--metrics-port", "8444", "--metrics-host", "0.0.0.0"]
     args += ["--opt-out-label", o.opt_out_label, "--policy-selector", o.policy_selector]
     if o.kyverno_exceptions:

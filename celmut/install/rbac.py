@@ -52,8 +52,9 @@ def shared_rules() -> list[Rule]:
         _rule("presets.celmut.io", ["gpuslicings/status"], ["patch"]),
         _rule("pinning.celmut.io", ["podpinningplans/status"], ["patch"]),
         # Events: a Warning Event when a policy does not compile; the webhook's admission errors, one Event
-        # per (resource, policy) updated as they recur, which the controller's leader watches for reports.
-        _rule("", ["events"], ["create", "get", "update", "list", "watch"]),
+        # per (resource, policy) updated as they recur, which the controller's leader watches for reports;
+        # the controller's Events, whose counts are patched as client-go's EventCorrelator patches them.
+        _rule("", ["events"], ["create", "get", "update", "patch", "list", "watch"]),
         # The CEL authorizer of MutatingAdmissionPolicies: each check is a SubjectAccessReview.
         _rule("authorization.k8s.io", ["subjectaccessreviews"], ["create"]),
     ]
@@ -68,6 +69,9 @@ def controller_cluster_rules(
         # API (PodDisruptionBudgets apply).
         _rule("", ["pods"], ["patch"]),
         _rule("", ["pods/eviction"], ["create"]),
+        # Running pods' container resources, resized in place through pods/resize (Kubernetes 1.33+) when a
+        # mutateExisting policy's targetMatchConstraints name that subresource.
+        _rule("", ["pods/resize"], ["patch"]),
         # DaemonSet pod templates: the spot presets' toleration on DaemonSets that existed before them.
         _rule("apps", ["daemonsets"], ["patch"]),
         # GlobalContextEntry status (Ready, lastRefreshTime), written by the leader while Kyverno is absent.

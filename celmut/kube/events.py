@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import socket
 import threading
 import time
 import uuid
@@ -22,15 +23,25 @@ MAX_MESSAGE = 1024  # the API server's limit on an Event message
 
 
 def event_for(
-    obj: dict[str, Any], *, reason: str, message: str, component: str, warning: bool = False, name: str = ""
+    obj: Mapping[str, Any],
+    *,
+    reason: str,
+    message: str,
+    component: str,
+    warning: bool = False,
+    name: str = "",
+    action: str = "",
+    related: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An Event about ``obj``; cluster-scoped objects get theirs in ``default``, as Kubernetes does.
+    ``component`` reports it, from this host (``reportingInstance``, as Kyverno's events say);
+    ``action`` and ``related`` as Kyverno sets them.
 
     ``name``: a fixed Event name (a second create of it is refused with AlreadyExists: one Event however
     many processes report the same thing); default a unique one."""
     meta = obj.get("metadata") or {}
     now = _timestamp()
-    return {
+    event: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
@@ -50,10 +61,21 @@ def event_for(
         "message": message[:MAX_MESSAGE],
         "source": {"component": component},
         "reportingComponent": component,
+        "reportingInstance": instance_of(component),
         "firstTimestamp": now,
         "lastTimestamp": now,
         "count": 1,
     }
+    if action:
+        event["action"] = action
+    if related is not None:
+        event["related"] = dict(related)
+    return event
+
+
+def instance_of(component: str) -> str:
+    """Kyverno's reportingInstance: the component and the host it runs on (the API server's limit: 128)."""
+    return f"{component}-{socket.gethostname()}"[:128]
 
 
 def post_event(cluster: Cluster, obj: dict[str, Any], **details: Any) -> None:
@@ -90,6 +112,7 @@ class _Aggregate:
     regarding: dict[str, Any]
     reason: str
     warning: bool
+    action: str = ""
     message: str = ""
     related: dict[str, Any] | None = None
     count: int = 0  # occurrences since the Event was created
@@ -141,6 +164,7 @@ class EventAggregator:
         group: str = "",
         related: Mapping[str, Any] | None = None,
         warning: bool = False,
+        action: str = "",
     ) -> None:
         """One occurrence: ``regarding`` (an object) ``reason``, about the objects of ``group``."""
         ref = reference(regarding)
@@ -149,7 +173,7 @@ class EventAggregator:
         with self._lock:
             entry = self._aggregates.get(key)
             if entry is None or now - entry.seen > self.interval:
-                entry = _Aggregate(ref, reason, warning, first=stamp)
+                entry = _Aggregate(ref, reason, warning, action, first=stamp)
             self._aggregates[key] = entry
             self._aggregates.move_to_end(key)
             entry.count += 1
@@ -210,6 +234,7 @@ class EventAggregator:
              "metadata": {k: entry.regarding[k] for k in ("name", "namespace", "uid", "resourceVersion")
                           if k in entry.regarding}},
             reason=entry.reason, message=message, component=self.component, warning=entry.warning,
+            action=entry.action,
         )  # fmt: skip
         event.update(count=entry.count, firstTimestamp=entry.first, lastTimestamp=entry.last)
         if entry.related is not None:

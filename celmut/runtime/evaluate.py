@@ -32,7 +32,7 @@ from celmut.runtime.results import Cause, MutationStep, PolicyOutcome, Status, o
 from celmut.runtime.semantics import Semantics
 from celmut.runtime.shared import SharedExpressions, SharedValues
 
-__all__ = ["ADMISSION", "MUTATE_EXISTING", "Evaluation", "Pass", "PolicyEvaluator", "condition_reason"]
+__all__ = ["ADMISSION", "MUTATE_EXISTING", "MUTATE_LISTED", "Evaluation", "Pass", "PolicyEvaluator", "condition_reason"]
 
 
 # A policy's outcome and the object after it (the one it received, unless it applied): a plain pair,
@@ -51,10 +51,15 @@ class Pass:
     audits: bool  # auditAnnotations belong to admission
     keeps_notes: bool  # an outcome's reason lists the mutations that did not take effect (a failed ``test``)
     changed_steps: bool  # always record the mutations that changed the object (the controller's patch list)
+    own_conditions: bool = False  # the policy's matchConditions gate the mutations first (a target it listed)
 
 
 ADMISSION = Pass("match_conditions", "matchCondition", True, True, True, False)
 MUTATE_EXISTING = Pass("target_match_conditions", "targetMatchCondition", False, False, False, True)
+# A target listed by the policy's own matchConstraints on a pass with no trigger (the policy was created or
+# changed, a periodic scan): the target is what the policy matches, so its matchConditions decide too —
+# where Kyverno skips them (kyverno/kyverno#17411, open; docs/policies/mutate-existing.md)
+MUTATE_LISTED = Pass("target_match_conditions", "targetMatchCondition", False, False, False, True, own_conditions=True)
 _NOT_SKIPPED: tuple[Cause, str] = ("", "")
 _MAX_KIND_ANSWERS = 1 << 14  # PolicyEvaluator._selects: (policy, request kind) answers remembered
 
@@ -223,15 +228,16 @@ class PolicyEvaluator:
     # --- mutateExisting ------------------------------------------------------------------------------
 
     def mutate_target(
-        self, policy: CompiledPolicy, context: RequestContext, target: dict[str, Any]
+        self, policy: CompiledPolicy, context: RequestContext, target: dict[str, Any], stage: Pass = MUTATE_EXISTING
     ) -> tuple[PolicyOutcome, dict[str, Any] | None, list[MutationStep]]:
         """A mutateExisting policy on one target: the outcome, the mutated target (None unless it
-        applied or changed nothing) and the mutations that changed it."""
+        applied or changed nothing) and the mutations that changed it. ``stage``: :data:`MUTATE_LISTED`
+        for a target the policy's own matchConstraints listed with no trigger."""
         how = semantics.of(policy)
         controlled = ownership.controlled_replicaset(target) if how.filters_controlled_replicasets else ""
         if controlled:
             return _outcome(policy, "skipped", controlled, cause="controlledReplicaSet"), None, []
-        outcome, mutated = self._evaluate(policy, how, MUTATE_EXISTING, context, target)
+        outcome, mutated = self._evaluate(policy, how, stage, context, target)
         if outcome.status == "applied":
             return outcome, mutated, list(outcome.steps or ())
         if outcome.status == "unchanged":
@@ -275,17 +281,22 @@ class PolicyEvaluator:
                 return (_outcome(policy, "excepted", reason, cause="exception", cause_name=name), current)
         variable = exceptions.variable() if exceptions is not None else None
         activation = context.activation(policy, current, params=params, exceptions=variable)
+        cause = stage.condition_cause
         try:
-            false = false_condition(
-                getattr(policy, stage.conditions), activation, self._condition_memo(policy, context)
-            )
+            false = None
+            if stage.own_conditions:
+                false = false_condition(policy.match_conditions, activation, self._condition_memo(policy, context))
+                cause = "matchCondition" if false is not None else cause
+            if false is None:
+                false = false_condition(
+                    getattr(policy, stage.conditions), activation, self._condition_memo(policy, context)
+                )
         except PolicyFailure as failure:
             if how.isolates_errors and policy.failure_policy == "Ignore":
                 reason = f"match condition error ignored: {failure}"
                 return (_outcome(policy, "skipped", reason, binding=binding, cause="error"), current)
             return (_outcome(policy, "error", failure.message, path=failure.path, binding=binding), current)
         if false is not None:  # the most common outcome of all: made by position, its maker made once
-            cause = stage.condition_cause
             known = self._skips.get((id(policy), id(false), cause, binding))
             if known is None:
                 make = outcome_maker(

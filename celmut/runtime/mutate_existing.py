@@ -15,8 +15,12 @@ A pure function over a trigger (or none) and a view of the cluster (:class:`Reso
   excludeResourceRules are ignored, resourceNames, namespaceSelector and objectSelector apply, and a
   NamespacedMutatingPolicy only sees its namespace.
 * **Per target** — exceptions, then ``targetMatchConditions`` (``object`` is the target), then the
-  mutations. The policy's own ``matchConditions`` are not re-checked. ``request`` is the trigger's
-  request, or a synthetic UPDATE of the target. Targets that would not change are reported as such.
+  mutations. The policy's own ``matchConditions`` are checked on the trigger; on a pass without one, a
+  target the policy's own ``matchConstraints`` listed *is* what the policy matches, so its
+  ``matchConditions`` are evaluated on it first — where Kyverno skips them (kyverno/kyverno#17411, open):
+  a StorageClass policy conditioned on ``object.metadata.name in ["standard"]`` labels only ``standard``.
+  ``request`` is the trigger's request, or a synthetic UPDATE of the target. Targets that would not
+  change are reported as such.
 * **Errors** — targets that cannot be resolved (the expression fails, a listing fails) are never
   silently dropped: they come back as a :class:`Target` with ``error`` set (named by its trigger), and
   :func:`mutate_target` turns it into an ``error`` outcome, so every surface reports it.
@@ -34,6 +38,7 @@ from celmut.errors import CelmutError
 from celmut.policy.match import MatchResources, ResourceRule
 from celmut.runtime import matching, selectors
 from celmut.runtime.engine import AdmissionEngine
+from celmut.runtime.evaluate import MUTATE_EXISTING, MUTATE_LISTED
 from celmut.runtime.patch import diff
 from celmut.runtime.request import AdmissionInput
 from celmut.runtime.results import MutationStep, PolicyOutcome
@@ -155,9 +160,16 @@ def mutate_target(
         )
         request.input_size = input_size
     evaluator = engine.evaluator
-    outcome, mutated, steps = evaluator.mutate_target(target.policy, evaluator.context(request), current)
+    stage = MUTATE_LISTED if target.trigger is None and _lists_itself(target.policy) else MUTATE_EXISTING
+    outcome, mutated, steps = evaluator.mutate_target(target.policy, evaluator.context(request), current, stage)
     patch = diff(current, mutated) if mutated is not None and mutated is not current else []
     return TargetResult(name, current, mutated, patch, outcome, target.sub_resource, target.trigger_label, steps)
+
+
+def _lists_itself(policy: CompiledPolicy) -> bool:
+    """Whether the policy's targets are what its own matchConstraints match (no targetMatchConstraints)."""
+    target = policy.target
+    return target is None or (target.match is None and target.expression is None)
 
 
 def _trigger_matches(
@@ -217,11 +229,33 @@ def _target_objects(
         items = value.get("items") if isinstance(value, dict) else None
         if not isinstance(items, list):
             items = [value]
-        return [(item, "") for item in items if isinstance(item, dict) and item]
+        found = [item for item in items if isinstance(item, dict) and item]
+        return [(item, _route(engine, target.match, item)) for item in found]
     on_target = target is not None and target.match is not None
     match = target.match if target is not None and target.match is not None else policy.match
     where = "spec.targetMatchConstraints" if on_target else "spec.matchConstraints"
     return _list_matching_with_sub(engine, policy, match, problems, where)
+
+
+def _route(engine: AdmissionEngine, match: MatchResources | None, item: dict[str, Any]) -> str:
+    """The subresource an expression's target is written through: that of the first of
+    ``targetMatchConstraints``' resource rules naming its group, version and resource (``pods/resize``),
+    else none — Kyverno's ``resolveTargetRoute`` (``pkg/background/mpol/processor.go``)."""
+    if match is None:
+        return ""
+    api_version = str(item.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    plural = engine.options.schemas.kinds.resource_for(api_version, str(item.get("kind") or ""))
+    for rule in match.resource_rules:
+        if not any(g in ("*", group) for g in rule.api_groups):
+            continue
+        if not any(v in ("*", version) for v in rule.api_versions):
+            continue
+        for pattern in rule.resources:
+            resource, _, sub_resource = pattern.partition("/")
+            if resource in ("*", plural):
+                return sub_resource
+    return ""
 
 
 def _list_matching(engine: AdmissionEngine, policy: CompiledPolicy, match: MatchResources) -> list[dict[str, Any]]:

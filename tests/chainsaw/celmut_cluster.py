@@ -93,12 +93,14 @@ class CelmutCluster:
 
     def settle(self, timeout: float = 30.0) -> None:
         """Until celmut has done all it will do with what is stored: policies served, caches current,
-        no queued mutateExisting work, and a report pass that writes nothing."""
+        no queued mutateExisting work, no Event waiting to be written, and a report pass that writes nothing."""
         deadline = time.monotonic() + timeout
         quiet = 0
         while quiet < 2:
             assert time.monotonic() < deadline, "celmut did not settle"
-            if not self._policies_in_service() or not self._caches_current() or self.controller.queue.depth():
+            events = self.controller.events
+            busy = not self.controller.idle() or (events is not None and events.pending() > 0)
+            if busy or not self._policies_in_service() or not self._caches_current():
                 quiet = 0
                 time.sleep(0.05)
                 continue
@@ -133,9 +135,6 @@ def celmut_cluster(fake: FakeApiServer, tmp_path: Path, **controller_settings: A
                 from_cluster=True,
                 webhook_rules=WebhookRulesConfig(webhook, owner_cluster_role=OWNER, resync_seconds=0.2),
                 reports=ReportingConfig(interval=3600),  # passes driven by CelmutCluster.report_pass
-                # Kyverno posts its Events one per object (events-violation asserts the resource's); celmut
-                # folds them per policy and namespace unless told so (docs/operations/controller.md)
-                events="per-object",
                 **controller_settings,
             )
         )

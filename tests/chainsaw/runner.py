@@ -12,7 +12,11 @@ What it does of chainsaw (docs: chainsaw.kyverno.io, "Operations"):
 * namespaced objects without a namespace go to the test's own namespace (chainsaw creates one per test);
 * ``sleep``: chainsaw gives Kyverno wall-clock time; here the cluster is settled instead (conditions,
   :meth:`~tests.chainsaw.celmut_cluster.CelmutCluster.settle`); ``assert``/``error`` settle first too;
-* ``script``: not run (no kubectl here); the test says so with the reason.
+* ``script``: run with ``bash`` and ``kubectl`` against the cluster (``$KUBECONFIG``, ``$NAMESPACE`` as chainsaw
+  sets them) when the run has a kubeconfig and kubectl is installed; otherwise not run, and the test says so;
+* ``create`` with ``expect`` ``($error != null)``: the write must fail (or succeed);
+* ``delete`` of a ``ref`` (apiVersion, kind, name);
+* afterwards (:meth:`Run.cleanup`), what the test created is deleted and waited for, as chainsaw does.
 
 Two kinds of declared adjustments, each with its reason, reported by :class:`Run`:
 
@@ -22,25 +26,27 @@ Two kinds of declared adjustments, each with its reason, reported by :class:`Run
 * a file the index of upstream sources stores once for identical content (``dedup.yaml``) is read from
   the sibling test that holds it.
 
-celmut runs with ``--events per-object`` here, Kyverno's way of posting Events (one per object); its
-default folds them per policy and namespace (:mod:`celmut.controller.mutation_events`).
+celmut runs with its defaults here, which post Events as Kyverno does (one per object).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from tests.chainsaw.assertions import bound, expression_of, mismatches
-from tests.chainsaw.celmut_cluster import CelmutCluster
 
 Obj = dict[str, Any]
 DATA = Path(__file__).resolve().parents[1] / "data" / "kyverno-chainsaw"
@@ -74,7 +80,7 @@ def _policy_conditions(doc: Obj) -> str | None:
     (``WebhookConfigured`` from pkg/controllers/webhook, ``RBACPermissionsGranted`` from its reports
     controller); celmut says a policy is in service with ``conditionStatus.ready`` and its own
     ``celmut.io/Compiled`` condition (celmut/kube/policy_status.py). Readiness is what is asserted."""
-    if doc.get("kind") != "MutatingPolicy":
+    if doc.get("kind") not in ("MutatingPolicy", "NamespacedMutatingPolicy"):
         return None
     holder = (doc.get("status") or {}).get("conditionStatus")
     if not isinstance(holder, dict) or not any(
@@ -101,15 +107,27 @@ DIVERGENCES: tuple[Callable[[Obj], str | None], ...] = (_report_label, _policy_c
 # --- the run -----------------------------------------------------------------------------------------
 
 
+class ChainsawCluster(Protocol):
+    """What a run needs of the cluster: a client, and a way to wait until celmut has done its work."""
+
+    client: Any  # kubernetes.dynamic.DynamicClient
+
+    def settle(self, timeout: float = 30.0) -> None: ...
+
+
 @dataclass
 class Run:
     """One chainsaw test run against ``cluster``; ``notes`` says what was adjusted or not run, and why."""
 
     test_dir: Path
-    cluster: CelmutCluster
+    cluster: ChainsawCluster
     namespace: str
     skipped_operations: dict[str, str] = field(default_factory=dict)  # "<step>/<file>" -> why not run
     notes: list[str] = field(default_factory=list)
+    kubeconfig: Path | None = None  # scripts run with kubectl against the cluster when given (and installed)
+    # a shared real cluster: what each written document needs (a label scoping the run), with its note
+    prepare: Callable[[Obj], str | None] | None = None
+    created: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # apiVersion, kind, name, ns
 
     def run(self) -> None:
         document = yaml.safe_load((self.test_dir / "chainsaw-test.yaml").read_text())
@@ -143,6 +161,12 @@ class Run:
         return CHAINSAW / sibling
 
     def _documents(self, operation: Obj, base: Path, bindings: dict[str, Any]) -> tuple[str, list[Obj]]:
+        if "ref" in operation:  # delete: apiVersion, kind, name (and namespace)
+            ref = operation["ref"]
+            meta = {k: ref[k] for k in ("name", "namespace") if k in ref}
+            return f"{ref['kind']}/{ref['name']}", [
+                {"apiVersion": ref["apiVersion"], "kind": ref["kind"], "metadata": meta}
+            ]
         if "resource" in operation:
             return "(inline)", [bound(copy.deepcopy(operation["resource"]), bindings)]
         name = bound(operation["file"], bindings)
@@ -159,7 +183,7 @@ class Run:
             self.cluster.settle()
             return
         if verb == "script":
-            self.skipped_operations[f"{step}/script"] = "script needs kubectl against a real API server"
+            self._script(step, spec)
             return
         name, documents = self._documents(spec, base, bindings)
         key = f"{step}/{name}"
@@ -167,7 +191,9 @@ class Run:
             return
         timeout = _seconds(spec.get("timeout")) or DEFAULT_TIMEOUT
         for document in documents:
-            if verb in ("apply", "create", "patch"):
+            if verb in ("apply", "create", "patch") and "expect" in spec:
+                self._write_expecting(verb, document, spec["expect"], key)
+            elif verb in ("apply", "create", "patch"):
                 self._write(verb, document)
             elif verb == "delete":
                 self._delete(document)
@@ -193,25 +219,80 @@ class Run:
         return str((document.get("metadata") or {}).get("namespace") or self.namespace)
 
     def _write(self, verb: str, document: Obj) -> None:
+        if self.prepare is not None:
+            document = copy.deepcopy(document)
+            note = self.prepare(document)
+            if note is not None and note not in self.notes:
+                self.notes.append(note)
         resource = self._resource(document)
         namespace = self._namespace_of(resource, document)
         name = document["metadata"]["name"]
         if verb == "create":
             resource.create(body=document, namespace=namespace)
+            self.created.append((document["apiVersion"], document["kind"], name, namespace))
             return
         try:
             resource.get(name=name, namespace=namespace)
         except NotFoundError:
             assert verb == "apply", f"patch: {document['kind']} {name} not found"
             resource.create(body=document, namespace=namespace)
+            self.created.append((document["apiVersion"], document["kind"], name, namespace))
             return
         resource.patch(body=document, name=name, namespace=namespace, content_type="application/merge-patch+json")
+
+    def _write_expecting(self, verb: str, document: Obj, expect: list[Obj], key: str) -> None:
+        """A write whose outcome the test states: ``($error != null): true`` (refused) or ``false``."""
+        checks = [e.get("check") or {} for e in expect]
+        wanted = [v for c in checks for k, v in c.items() if k.replace(" ", "") == "($error!=null)"]
+        if len(wanted) != len(checks) or not wanted:
+            raise NotImplementedError(f"{key}: expect {expect}: only ($error != null) is implemented")
+        try:
+            self._write(verb, document)
+        except ApiException as ex:
+            assert wanted[0] is True, f"{key}: refused ({ex.status} {ex.reason}), the test expects it to be accepted"
+            self.notes.append(f"{key}: refused as expected: {ex.status} {ex.reason}")
+            return
+        assert wanted[0] is False, f"{key}: accepted, the test expects the API server to refuse it"
+
+    def _script(self, step: str, spec: Obj) -> None:
+        """chainsaw's ``script``: bash, with kubectl against the cluster, in the test's folder."""
+        kubectl = shutil.which("kubectl")
+        if self.kubeconfig is None or kubectl is None:
+            why = "no kubeconfig for this run" if self.kubeconfig is None else "kubectl is not installed"
+            self.skipped_operations[f"{step}/script"] = f"script needs kubectl against the API server ({why})"
+            return
+        self.cluster.settle()
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "NAMESPACE": self.namespace}
+        done = subprocess.run(
+            ["bash", "-c", spec["content"]], cwd=self.test_dir, env=env, capture_output=True, text=True, timeout=120
+        )
+        self.cluster.settle()
+        if done.returncode != 0:
+            raise AssertionError(f"{step}/script: exit {done.returncode}:\n{done.stdout}{done.stderr}")
+        self.notes.append(f"{step}/script: ran ({done.stdout.strip().splitlines()[-1:] or ['no output']})")
 
     def _delete(self, document: Obj) -> None:
         resource = self._resource(document)
         namespace = self._namespace_of(resource, document)
         with contextlib.suppress(NotFoundError):
             resource.delete(name=document["metadata"]["name"], namespace=namespace)
+
+    def cleanup(self, timeout: float = 120.0) -> None:
+        """Delete what the run created, newest first, and its namespace, and wait until they are gone (a
+        namespace terminates before its name can be used again), as chainsaw cleans up after a test."""
+        documents = [
+            {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}
+            for api_version, kind, name, namespace in reversed(self.created)
+        ] + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}]
+        for document in documents:
+            self._delete(document)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            remaining = [d for d in documents if self._candidates(d)]
+            if not remaining:
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"cleanup: still there after {timeout:.0f} s: {remaining[0]['metadata']}")
 
     def _candidates(self, document: Obj) -> list[Obj]:
         try:

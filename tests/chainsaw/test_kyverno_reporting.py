@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.chainsaw.celmut_cluster import celmut_cluster
-from tests.chainsaw.runner import CHAINSAW, Run
+from tests.chainsaw.cases import cases, run_case
 from tests.fakekube import FakeApiServer
 
-CASES = sorted(p.parent.relative_to(CHAINSAW).as_posix() for p in CHAINSAW.rglob("chainsaw-test.yaml"))
+CASES = cases("mutating-policies/reporting/", "mutating-admission-policy-reports/")
 
 #: Cases that cannot run here, and why.
 SKIPPED: dict[str, str] = {
@@ -76,23 +75,11 @@ SKIPPED_OPERATIONS: dict[str, dict[str, str]] = {
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.fakekube(webhooks=True, native_map=True, garbage_collection=True)
 def test_kyverno_chainsaw_reporting_test(case: str, fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
-    if case in SKIPPED:
-        pytest.skip(SKIPPED[case])
-    with celmut_cluster(fake_apiserver, tmp_path) as cluster:
-        run = Run(CHAINSAW / case, cluster, namespace=f"chainsaw-{Path(case).name}"[:63])
-        run.skipped_operations.update(SKIPPED_OPERATIONS.get(case, {}))
-        try:
-            if case not in EXPECTED_FAILURES:
-                run.run()
-            else:
-                where, why = EXPECTED_FAILURES[case]
-                with pytest.raises(AssertionError) as failed:
-                    run.run()
-                assert str(failed.value).startswith(where), str(failed.value)
-        finally:
-            for note in run.notes:
-                print(f"{case}: {note}")
-            for where, why in run.skipped_operations.items():
-                print(f"{case}: not run: {where}: {why}")
-    if case in EXPECTED_FAILURES:
-        pytest.xfail(EXPECTED_FAILURES[case][1])
+    run_case(
+        case,
+        fake_apiserver,
+        tmp_path,
+        skipped=SKIPPED,
+        expected_failures=EXPECTED_FAILURES,
+        skipped_operations=SKIPPED_OPERATIONS,
+    )

@@ -26,7 +26,8 @@ def test_existing_objects_are_mutated_when_a_policy_appears(fake_apiserver: Fake
     for name in ("one", "two"):
         fake_apiserver.store.create(configmap(name))
     policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
-    with running(fake_apiserver, tmp_path, policies) as controller:
+    posted = {"events": "aggregated", "omit_events": frozenset()}  # PolicyApplied, folded per namespace
+    with running(fake_apiserver, tmp_path, policies, **posted) as controller:
         eventually(lambda: all(labels_of(fake_apiserver, n).get("scanned") == "true" for n in ("one", "two")))
 
         def mutated_events() -> list[tuple[str, str, str, int]]:
@@ -34,10 +35,10 @@ def test_existing_objects_are_mutated_when_a_policy_appears(fake_apiserver: Fake
             return [(e["involvedObject"]["kind"], e["involvedObject"]["name"], e["reason"], e["count"]) for e in events]
 
         # one Event on the policy for the two ConfigMaps of the namespace, its count updated by the reload loop
-        eventually(lambda: mutated_events() == [("MutatingPolicy", "scanned", "Mutated", 2)], what="the Event")
+        eventually(lambda: mutated_events() == [("MutatingPolicy", "scanned", "PolicyApplied", 2)], what="the Event")
         (event,) = fake_apiserver.store.list("events", "default")
         assert event["message"].startswith("(combined from similar events): ConfigMap default/")
-        assert "mutated by celmut policy scanned: scanned spec.mutations[0]: add /metadata/labels" in event["message"]
+        assert " is successfully mutated: scanned spec.mutations[0]: add /metadata/labels" in event["message"]
         assert event["related"]["kind"] == "ConfigMap" and event["related"]["name"] in ("one", "two")
 
         write_policies(policies, policy("second", add_label("second")))  # a new policy: scanned at once

@@ -98,7 +98,9 @@ def test_a_listed_copy_is_patched_without_reading_it_and_a_stale_one_is_read_aga
 
     from .support import add_label, policy
 
-    engine = assemble_engine(compile_paths(str(write_policies(tmp_path / "p", policy("scanned", add_label("scanned"))))), EngineSettings())
+    engine = assemble_engine(
+        compile_paths(str(write_policies(tmp_path / "p", policy("scanned", add_label("scanned"))))), EngineSettings()
+    )
     (compiled,) = engine.policies
     loaded = LoadedPolicies(engine, None)
 
@@ -121,7 +123,8 @@ def test_a_pass_patches_each_target_once_and_posts_one_event_per_policy_and_name
     seed(fake_apiserver, 40)
     policies = write_policies(tmp_path / "policies", label_pods("one"))
     fake_apiserver.clear_requests()
-    with running(fake_apiserver, tmp_path, policies, workers=4, page_size=25) as controller:
+    posted = {"events": "aggregated", "omit_events": frozenset()}  # PolicyApplied, folded per policy and namespace
+    with running(fake_apiserver, tmp_path, policies, workers=4, page_size=25, **posted) as controller:
         eventually(lambda: patched(fake_apiserver, "one") == 120, timeout=60, what="every pod patched")
         assert controller.wait_idle(10)
 

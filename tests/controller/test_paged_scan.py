@@ -121,8 +121,17 @@ def test_a_failed_dry_run_leaves_no_half_report(fake_apiserver: FakeApiServer, t
     kubeconfig = fake_apiserver.kubeconfig(tmp_path / "kubeconfig")
     report = str(out / "report.json")
     code = main(
-        ["controller", "--dry-run", "--allow-immediate-restart", "--kubeconfig", str(kubeconfig), "--policies", str(policies),
-         "--report", report]
+        [
+            "controller",
+            "--dry-run",
+            "--allow-immediate-restart",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--policies",
+            str(policies),
+            "--report",
+            report,
+        ]
     )
     assert code == 2
     assert list(out.iterdir()) == []

@@ -1,5 +1,6 @@
-"""The controller's voice on provenance (issue 18): with ``--events per-object``, one Event per changed
-target naming the policy, the mutation and the fields, and ``celmut_mutations_total`` by policy and outcome — a pod touched by four
+"""The controller's voice on provenance (issue 18): with PolicyApplied posted (``--omitEvents`` without it),
+an Event for each policy that changed a target (on the target, for a policy read from a file) naming the
+policy, the mutation and the fields, and ``celmut_mutations_total`` by policy and outcome — a pod touched by four
 mutateExisting policies (one applies, one is skipped by a targetMatchCondition, one by a
 PolicyException, one fails under failurePolicy Ignore), against the fake API server."""
 
@@ -71,15 +72,28 @@ def test_the_event_names_the_policy_its_mutations_and_the_fields(fake_apiserver:
     fake_apiserver.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
     fake_apiserver.store.create(pod())
     policies = write_policies(tmp_path / "policies", *POLICIES)
-    with running(fake_apiserver, tmp_path, policies, events="per-object") as controller:
-        eventually(lambda: fake_apiserver.store.list("events", "shop"), what="the Event about the pod")
+    with running(fake_apiserver, tmp_path, policies, omit_events=frozenset()) as controller:
+
+        def applied() -> list[dict[str, Any]]:
+            return [e for e in fake_apiserver.store.list("events", "shop") if e["reason"] == "PolicyApplied"]
+
+        eventually(applied, what="the Event about the pod")
         assert controller.wait_idle(5)
-        (event,) = fake_apiserver.store.list("events", "shop")
-        assert (event["reason"], event["involvedObject"]["name"]) == ("Mutated", "web")
+        (event,) = applied()
+        assert (event["involvedObject"]["name"], event["type"], event["action"]) == (
+            "web",
+            "Normal",
+            "Resource Mutated",
+        )
         assert event["message"] == (
-            "mutated by celmut policy add-team: add-team spec.mutations[0]: add /metadata/labels/team; "
+            "Pod shop/web is successfully mutated: add-team spec.mutations[0]: add /metadata/labels/team; "
             "add-team spec.mutations[1]: add /metadata/annotations"
         )
+        # the policy that failed (failurePolicy Ignore) is a PolicyViolation on the pod, status error, as
+        # Kyverno's GenerateEvents posts it (a file's policy is no object: no Event on the policy)
+        eventually(lambda: [e for e in fake_apiserver.store.list("events", "shop") if e["reason"] == "PolicyViolation"])
+        (violation,) = (e for e in fake_apiserver.store.list("events", "shop") if e["reason"] == "PolicyViolation")
+        assert violation["message"].startswith("policy flaky/ error: ") and violation["type"] == "Warning"
         labels = fake_apiserver.store.get("pods", "web", "shop")["metadata"]["labels"]
         assert labels == {"app": "web", "team": "payments"}  # prod-only, tier-label and flaky did not apply
         counted = controller.metrics.mutations
@@ -96,12 +110,12 @@ def test_a_long_change_stays_within_the_event_message_limit(fake_apiserver: Fake
     fake_apiserver.store.create(configmap("settings", team="a"))
     ops = ", ".join(f'JSONPatch{{op: "add", path: "/metadata/labels/label-{i:03d}", value: "x"}}' for i in range(120))
     policies = write_policies(tmp_path / "policies", policy("many-labels", f"[{ops}]"))
-    with running(fake_apiserver, tmp_path, policies, events="per-object"):
+    with running(fake_apiserver, tmp_path, policies, omit_events=frozenset()):
         eventually(lambda: fake_apiserver.store.list("events", "default"), what="the Event about the ConfigMap")
         (event,) = fake_apiserver.store.list("events", "default")
     message = event["message"]
     assert len(message) <= 1024
-    assert message.startswith("mutated by celmut policy many-labels: many-labels spec.mutations[0]: add ")
+    assert message.startswith("ConfigMap default/settings is successfully mutated: many-labels spec.mutations[0]: add ")
     shown = message.count("/metadata/labels/label-")
     assert 20 < shown < 120 and message.endswith(f"… and {120 - shown} more fields")
 

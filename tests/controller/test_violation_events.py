@@ -1,7 +1,8 @@
-"""Issue 28: what a background scan finds failing is also a PolicyViolation Event on the policy and on the
-resource, as Kyverno's reports controller posts them (chainsaw mutating-policies/reporting/events-violation)
-— once each time a result becomes a fail, not on every rescan — with ``--events per-object``; by default
-(issue 35) one Event per policy and namespace, on the policy, counting the resources."""
+"""What a background scan finds failing is a PolicyViolation Event on the resource and one on the policy, as
+Kyverno's reports controller posts them by default (kyverno ``pkg/controllers/report/utils/events.go``
+``generateFailEventsPerEr``; chainsaw ``mutating-policies/reporting/events-violation``) — once each time a
+result becomes a fail, a repeat counted on the same Event as client-go's EventCorrelator counts it — and
+with ``--events aggregated`` one counted Event per policy and namespace, on the policy."""
 
 from __future__ import annotations
 
@@ -17,41 +18,59 @@ from tests.fakekube import FakeApiServer
 from tests.kube.crds import policy_crds
 
 
-def violations(fake: FakeApiServer) -> list[tuple[str, str, str]]:
-    """(namespace, involved kind, involved name) of each PolicyViolation Event."""
-    found = [e for ns in ("default",) for e in fake.store.list("events", ns) if e.get("reason") == "PolicyViolation"]
-    return sorted((e["metadata"]["namespace"], e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in found)
+def violations(fake: FakeApiServer, *namespaces: str) -> list[dict[str, Any]]:
+    found = [e for ns in namespaces or ("default",) for e in fake.store.list("events", ns)]
+    return sorted(
+        (e for e in found if e.get("reason") == "PolicyViolation"),
+        key=lambda e: (e["metadata"]["namespace"], e["involvedObject"]["kind"], e["involvedObject"]["name"]),
+    )
 
 
-@pytest.mark.fakekube(garbage_collection=True)
-def test_a_resource_that_becomes_failing_gets_one_pair_of_violation_events(
-    fake_apiserver: FakeApiServer, tmp_path: Path
-) -> None:
-    fake = fake_apiserver
+def _cluster(fake: FakeApiServer, *configmaps: dict[str, Any]) -> None:
     install_report_crds(fake)
     for definition in policy_crds():
         fake.store.create(definition)
-    fake.store.create(configmap("cm"))
+    for cm in configmaps:
+        fake.store.create(cm)
     fake.store.create(policy("add-foo", add_label("foo", "bar"), admission=True, mutate_existing=False))
-    no_files = write_policies(tmp_path / "none")
-    settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True, "events": "per-object"}
-    with running(fake, tmp_path, no_files, **settings) as controller:
+
+
+@pytest.mark.fakekube(garbage_collection=True)
+def test_a_resource_that_becomes_failing_gets_kyvernos_pair_of_violation_events(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    fake = fake_apiserver
+    _cluster(fake, configmap("cm"))
+    settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
+    with running(fake, tmp_path, write_policies(tmp_path / "none"), **settings) as controller:
         wait_for(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
         wait_for(lambda: len(violations(fake)) == 2)
-        assert violations(fake) == [("default", "ConfigMap", "cm"), ("default", "MutatingPolicy", "add-foo")]
-        event: dict[str, Any] = next(
-            e for e in fake.store.list("events", "default") if e["involvedObject"]["kind"] == "MutatingPolicy"
-        )
-        assert event["type"] == "Warning" and event["reportingComponent"] == "celmut-scan"
-        assert event["involvedObject"]["apiVersion"] == "policies.kyverno.io/v1beta1"
+        on_resource, on_policy = violations(fake)
+        # pkg/event/events.go NewResourceViolationEvent and NewPolicyFailEvent, from the scan's component
+        assert (on_resource["involvedObject"]["kind"], on_resource["involvedObject"]["name"]) == ("ConfigMap", "cm")
+        assert on_resource["message"] == "policy add-foo/ fail: mutation is not applied"
+        assert "related" not in on_resource
+        assert on_policy["involvedObject"] == {
+            **on_policy["involvedObject"],
+            "apiVersion": "policies.kyverno.io/v1beta1",
+            "kind": "MutatingPolicy",
+            "name": "add-foo",
+        }
+        assert on_policy["message"] == "ConfigMap default/cm: fail; mutation is not applied"
+        assert on_policy["related"]["name"] == "cm" and on_policy["related"]["kind"] == "ConfigMap"
+        for event in (on_resource, on_policy):
+            assert (event["type"], event["action"], event["reportingComponent"]) == (
+                "Warning",
+                "Resource Passed",
+                "celmut-scan",
+            )
+            assert event["reportingInstance"].startswith("celmut-scan-")
 
         assert controller.reports is not None
         for _ in range(2):  # rescans that find the same post nothing more
             controller.reports.scan_due()
             wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
-        controller.reports.scan_due()
-        wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
-        assert len(violations(fake)) == 2
+        assert [e["count"] for e in violations(fake)] == [1, 1]
 
         cm = fake.store.get("configmaps", "cm", "default")
         cm["metadata"]["labels"] = {"foo": "bar"}
@@ -59,25 +78,40 @@ def test_a_resource_that_becomes_failing_gets_one_pair_of_violation_events(
         wait_for(lambda: results(fake, "cm") == [("add-foo", "pass", "success")])
         cm = fake.store.get("configmaps", "cm", "default")
         cm["metadata"]["labels"] = {}
-        fake.store.update(cm)  # ... and fails again: a new pair
-        wait_for(lambda: len(violations(fake)) == 4)
+        fake.store.update(cm)  # ... and fails again: the same two Events, counted (client-go's eventLogger)
+        wait_for(lambda: [e["count"] for e in violations(fake)] == [2, 2])
+        assert len(violations(fake)) == 2
 
 
 @pytest.mark.fakekube(garbage_collection=True)
-def test_by_default_the_violations_of_a_namespace_are_one_counted_event_on_the_policy(
+def test_many_violations_of_one_policy_fold_on_the_policy_and_each_resource_keeps_its_own(
     fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
-    """Issue 35: 12 resources of two namespaces newly failing a policy are 2 Events (client-go's
-    EventCorrelator folds similar events: tools/record/events_cache.go), not 24."""
+    """client-go's EventAggregator: from the 10th distinct message about one object within 10 minutes, the
+    policy's Events become one ``(combined from similar events)`` Event counting them; each resource still
+    gets its own (chainsaw events-violation asserts the ConfigMap's)."""
     fake = fake_apiserver
-    install_report_crds(fake)
-    for definition in policy_crds():
-        fake.store.create(definition)
-    for index in range(12):
-        fake.store.create(configmap(f"cm-{index}", "default" if index % 2 else "shop"))
-    fake.store.create(policy("add-foo", add_label("foo", "bar"), admission=True, mutate_existing=False))
+    _cluster(fake, *(configmap(f"cm-{index:02d}") for index in range(14)))
     settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
-    with running(fake, tmp_path, write_policies(tmp_path / "none"), **settings):
+    with running(fake, tmp_path, write_policies(tmp_path / "none"), **settings) as controller:
+        wait_for(lambda: len([e for e in violations(fake) if e["involvedObject"]["kind"] == "ConfigMap"]) == 14)
+        wait_for(lambda: controller.events is not None and controller.events.pending() == 0)
+        on_policy = [e for e in violations(fake) if e["involvedObject"]["kind"] == "MutatingPolicy"]
+        combined = [e for e in on_policy if e["message"].startswith("(combined from similar events): ConfigMap ")]
+        assert len(on_policy) == 9 + 1 and len(combined) == 1
+        assert combined[0]["count"] == 14 - 9
+
+
+@pytest.mark.fakekube(garbage_collection=True)
+def test_aggregated_the_violations_of_a_namespace_are_one_counted_event_on_the_policy(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """``--events aggregated`` (very large clusters): 12 resources of two namespaces newly failing a policy
+    are 2 Events on the policy, counted, and none on the resources."""
+    fake = fake_apiserver
+    _cluster(fake, *(configmap(f"cm-{index}", "default" if index % 2 else "shop") for index in range(12)))
+    settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
+    with running(fake, tmp_path, write_policies(tmp_path / "none"), events="aggregated", **settings):
 
         def folded() -> list[tuple[str, str, str, int]]:
             found = [e for ns in ("default", "shop") for e in fake.store.list("events", ns)]
@@ -89,3 +123,17 @@ def test_by_default_the_violations_of_a_namespace_are_one_counted_event_on_the_p
         messages = sorted(e["message"] for e in fake.store.list("events", "default"))
         assert all(m.startswith("(combined from similar events): ConfigMap ") for m in messages)
         assert [m.split("ConfigMap ")[1].split("/")[0] for m in messages] == ["default", "shop"]
+
+
+@pytest.mark.fakekube(garbage_collection=True)
+def test_omit_events_policy_violation_posts_none(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    """Kyverno's ``--omitEvents=PolicyViolation``: the scan still reports the fail, and posts no Event."""
+    fake = fake_apiserver
+    _cluster(fake, configmap("cm"))
+    settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
+    omitted = frozenset({"PolicyViolation"})
+    with running(fake, tmp_path, write_policies(tmp_path / "none"), omit_events=omitted, **settings) as controller:
+        wait_for(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
+        assert controller.events is not None
+        wait_for(lambda: controller.events.pending() == 0)  # type: ignore[union-attr]
+        assert violations(fake) == []

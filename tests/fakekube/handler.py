@@ -104,6 +104,8 @@ class ApiHandler(WatchStreamMixin, BaseHTTPRequestHandler):
         token = auth[7:].strip() if auth[:7].lower() == "bearer " else None
         ctype, accept = self.headers.get("Content-Type") or "", self.headers.get("Accept") or ""
         user = self.api._record(self.command, path, query, token, ctype, body, accept)
+        # kubectl --as: the request acts as that user (every caller here may impersonate, as an admin may)
+        user = self.headers.get("Impersonate-User") or user
         try:
             if token is None and self.api.require_auth:
                 raise errors.ApiError(401, "Unauthorized", "Unauthorized")

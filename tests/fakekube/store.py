@@ -29,6 +29,7 @@ from .apply import server_side_apply
 from .defaults import admission_policy_defaults, crd_status, now, qos_class
 from .history import History, key_of
 from .patches import APPLY_PATCH, MERGE_PATCH, AppliedConfig, apply_patch
+from .resize import kept_by_resize
 from .resources import CRD_GVR, Registry, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .validation import check_decodable, validate_create, validate_update
@@ -104,7 +105,9 @@ class Store(History):
     def exists(self, resource: str | ResourceType, name: str, namespace: str | None = None) -> bool:
         """Whether the object is stored."""
         rtype = self.resolve(resource)
-        return (((namespace or "default") if rtype.namespaced else ""), name) in self._objects.get(rtype.storage_key, {})
+        return (((namespace or "default") if rtype.namespaced else ""), name) in self._objects.get(
+            rtype.storage_key, {}
+        )
 
     def get(self, resource: str | ResourceType, name: str, namespace: str | None = None) -> Obj:
         """A copy of a stored object (404 when absent), as ``resource``'s version serves it."""
@@ -210,6 +213,9 @@ class Store(History):
             raise errors.bad_request(
                 f"the name of the object ({meta.get('name')}) does not match the name on the URL ({old_meta['name']})"
             )
+        if subresource == "resize" and rtype.builtin and rtype.kind == "Pod":
+            new = kept_by_resize(old.obj, new)  # podResizeStrategy.PrepareForUpdate
+            meta = new["metadata"]
         if subresource == "status":
             status = new.get("status")
             new = old.copy()
@@ -244,7 +250,7 @@ class Store(History):
                     raise errors.ApiError(
                         422,
                         f'CustomResourceDefinition.apiextensions.k8s.io "{old_meta["name"]}" is invalid: '
-                        f"status.storedVersions[{index}]: Invalid value: \"{stored}\": must appear in spec.versions",
+                        f'status.storedVersions[{index}]: Invalid value: "{stored}": must appear in spec.versions',
                         "Invalid",
                     )
         validate_update(rtype, old.obj, new, subresource)

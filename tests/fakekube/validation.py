@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from .errors import bad_request, invalid
+from .resize import resize_causes
 from .resources import ResourceType
 
 Obj = dict[str, Any]
@@ -225,6 +226,8 @@ def validate_update(rtype: ResourceType, old: Obj, new: Obj, subresource: str = 
                     "was previously negative)",
                 )
             )
+    if rtype.builtin and rtype.kind == "Pod" and subresource == "resize":
+        causes += resize_causes(old, new)
     if rtype.builtin and rtype.kind in ("ConfigMap", "Secret") and old.get("immutable"):
         for field in ("data", "binaryData", "stringData"):
             if old.get(field) != new.get(field):

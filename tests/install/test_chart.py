@@ -196,11 +196,13 @@ def test_the_controller_is_sized_for_the_pods_of_the_cluster(rendered: dict[str,
     default = container(rendered["default"], "celmut-controller")
     assert default["resources"] == {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
     args = parsed_args(default["args"])
-    assert (args.rate, args.workers, args.events) == (100.0, 0, "aggregated")
+    assert (args.rate, args.workers, args.events) == (100.0, 0, "per-object")
+    # Kyverno's default Events: none for success (features.omitEvents.eventTypes), 1000 queued at most
+    assert (args.omit_events, args.max_queued_events) == (frozenset({"PolicyApplied", "PolicySkipped"}), 1000)
     full = container(rendered["full"], "celmut-controller")
     assert full["resources"]["limits"] == {"memory": f"{160 + 300_000 * 3 // 1024}Mi"}  # base + pods x per pod
     args = parsed_args(full["args"])
-    assert (args.workers, args.events) == (8, "per-object")
+    assert (args.workers, args.events, args.omit_events) == (8, "aggregated", frozenset())
 
 
 def test_the_webhook_serves_the_documented_command_over_tls(rendered: dict[str, list[Obj]]) -> None:
@@ -413,6 +415,8 @@ def test_only_the_controller_writes_workloads(rendered: dict[str, list[Obj]]) ->
     webhook = one(rendered["default"], "ClusterRole", "celmut-webhook")["rules"]
     controller = one(rendered["default"], "ClusterRole", "celmut-controller")["rules"]
     assert allows(controller, "", "pods", "patch") and allows(controller, "", "pods/eviction", "create")
+    assert allows(controller, "", "pods/resize", "patch")  # targets a policy routes through pods/resize
+    assert allows(controller, "", "events", "patch")  # the EventCorrelator's count patches
     writes = {"create", "update", "patch", "delete", "deletecollection", "*"}
     webhook_writes = {(tuple(r["resources"]), v) for r in webhook for v in r["verbs"] if v in writes}
     # a SubjectAccessReview is a question (nothing is stored): the CEL authorizer's checks (issue 25)

@@ -144,3 +144,43 @@ def test_a_failing_target_expression_is_reported_not_swallowed() -> None:
     assert result.outcome.path == "spec.targetMatchConstraints.expression"
     assert "no such key: team" in result.outcome.reason
     assert result.reference == "Namespace unlabelled"  # named by its trigger
+
+
+STORAGE_CLASSES = [
+    {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name}, "provisioner": "x"}
+    for name in ("standard", "fast", "slow")
+]
+STANDARD_ONLY = """  matchConstraints:
+    resourceRules: [{apiGroups: [storage.k8s.io], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [storageclasses]}]
+  matchConditions: [{name: is-standard, expression: 'object.metadata.name in ["standard"]'}]"""
+
+
+def test_the_policy_creation_pass_applies_match_conditions_to_the_targets_it_lists() -> None:
+    """A deliberate difference from Kyverno (kyverno/kyverno#17411, open; the reproduction of #16254):
+    Kyverno's pass on policy creation labels every StorageClass, ignoring the policy's matchConditions;
+    celmut evaluates them on each target its own matchConstraints listed, so only ``standard`` changes
+    and the others are skipped, naming the condition."""
+    results = mutate_existing(engine(policy(STANDARD_ONLY), STORAGE_CLASSES))
+    by_name = {r.target["metadata"]["name"]: r for r in results}
+    assert [name for name, r in sorted(by_name.items()) if r.changed] == ["standard"]
+    for name in ("fast", "slow"):
+        assert (by_name[name].outcome.status, by_name[name].outcome.reason) == (
+            "skipped",
+            "matchCondition 'is-standard' is false",
+        )
+
+
+def test_match_conditions_gate_listed_targets_only_when_the_policy_lists_its_own_kind() -> None:
+    """With targetMatchConstraints the targets are another kind: the policy's matchConditions speak of
+    triggers (checked on an admission), and a pass without a trigger does not apply them to targets."""
+    spec = (
+        TARGET_CONFIGMAPS.replace("targetMatchConstraints", "matchConstraints").replace(
+            "resources: [configmaps]", "operations: [CREATE], resources: [namespaces]"
+        )
+        + "\n"
+        + TARGET_CONFIGMAPS
+        + """
+  matchConditions: [{name: never, expression: 'object.metadata.name == "no-such-namespace"'}]"""
+    )
+    results = mutate_existing(engine(policy(spec), CLUSTER))
+    assert sorted(r.reference for r in results if r.changed) == ["ConfigMap team-a/one", "ConfigMap team-a/two"]
