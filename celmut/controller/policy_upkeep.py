@@ -74,7 +74,7 @@ class PolicyUpkeep:
             authorizer=SubjectAccessReviewAuthorizer(cluster),
             opt_out=opt_out,
         )
-        self.store = PolicyStore(sources, settings)
+        self.store = PolicyStore(sources, settings, skip_unsupported=service.skip_unsupported)
         self.metrics = metrics
         self.loaded: LoadedPolicies | None = None
         self._fingerprints: dict[str, str] = {}
