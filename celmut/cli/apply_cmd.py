@@ -276,8 +276,10 @@ def _load(
     policies, unbound = kyverno_files.bind_unbound_admission_policies(policies)
     for note in unbound:
         console.warning(note)
-    cluster = kyverno_files.unwrap_cluster_resources(inputs.object_documents(args.cluster_resources))
-    cluster += inputs.object_documents(args.target_resources)
+    cluster = kyverno_files.unwrap_cluster_resources(
+        inputs.object_documents(args.cluster_resources, "--cluster-resources")
+    )
+    cluster += inputs.object_documents(args.target_resources, "--target-resources")
     images, entries = StaticImages(), StaticGlobalContext()
     if args.context_file:
         context = kyverno_files.load_context(args.context_file)
@@ -305,9 +307,11 @@ def _load(
     if connection is not None:  # the cluster's objects: stored with their namespace, printed as read
         live = apply_cluster.objects(connection[0], offline.compilation.compiled, args)
         return offline, live, [False] * len(live), []
-    given = inputs.objects(args.resource)
+    given = inputs.objects(args.resource, "-r")
     resources = [kyverno_files.default_namespace(obj, table) for obj in given]
-    old_objects = [kyverno_files.default_namespace(obj, table) for obj in inputs.objects(args.old_resource)]
+    old_objects = [
+        kyverno_files.default_namespace(obj, table) for obj in inputs.objects(args.old_resource, "--old-resource")
+    ]
     return offline, resources, [new is not old for new, old in zip(resources, given, strict=True)], old_objects
 
 

@@ -34,14 +34,24 @@ def documents(paths: Sequence[str]) -> list[Document]:
     return load_documents(*paths)
 
 
-def objects(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """The Kubernetes objects in ``paths``; a DocumentError names the first document that is not one."""
-    return kubernetes_objects(load_documents(*paths))
+def objects(paths: Sequence[str], flag: str) -> list[dict[str, Any]]:
+    """The Kubernetes objects in ``paths`` (given with ``flag``); a DocumentError names the first document
+    that is not one, a ConfigurationError a path holding none (:func:`object_documents`)."""
+    return kubernetes_objects(object_documents(paths, flag))
 
 
-def object_documents(paths: Sequence[str]) -> list[Document]:
-    """The documents in ``paths``, each checked to be a Kubernetes object (see :func:`objects`)."""
-    found = load_documents(*paths)
+def object_documents(paths: Sequence[str], flag: str) -> list[Document]:
+    """The documents in ``paths``, each checked to be a Kubernetes object (see :func:`objects`). A path
+    that holds no document at all (an empty file, only ``---`` and comments, a folder without YAML) is
+    refused naming it, as ``kubectl apply`` refuses one ("no objects passed to apply"): given on
+    purpose, it is a mistake that would otherwise pass in silence with nothing done."""
+    found: list[Document] = []
+    for path in paths:
+        documents = load_documents(path)
+        if not documents:
+            shown = "standard input" if path == STDIN else path
+            raise ConfigurationError(f"{flag} {shown}: no resource in it (empty, or only '---' and comments)")
+        found += documents
     kubernetes_objects(found)
     return found
 
