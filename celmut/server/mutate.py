@@ -216,6 +216,7 @@ class MutateEndpoint:
         except TimeoutError:
             self.metrics.rejected("body_timeout")
             message = f"request body not received within {settings.body_timeout:g} seconds"
+            log.warning("request refused (408)", extra={"status": 408, "error": message})
             return _response(408, reviews.status_body(message, 408), close=True)
         except ClientGone:  # the client went away mid-body: nobody to answer
             log.debug("client disconnected while sending its request")
@@ -247,4 +248,5 @@ class MutateEndpoint:
     def _too_large(self, limit: int) -> tuple[Message, Message]:
         self.metrics.rejected("too_large")
         message = f"request body exceeds the limit of {limit} bytes"
+        log.warning("request refused (413)", extra={"status": 413, "error": message})
         return _response(413, reviews.status_body(message, 413), close=True)
