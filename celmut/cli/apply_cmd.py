@@ -6,9 +6,9 @@ names (``-o name``: ``pod/web``) or RFC 6902 patches (``-o patch``); or, with ``
 of each object a policy changed, like ``kubectl diff``; or, with ``--table``, kyverno apply's results
 table. Any output but ``patch`` pipes into ``kubectl apply -f -``: a denied resource is never printed
 nor written to ``--output-file``/``--output-dir`` (its denial is on standard error, and the exit code
-is 1). A path ``-`` reads standard input,
-for the policies or the resources. Standard error ends with kyverno apply's counts (``pass: N, fail:
-N, warn: N, error: N, skip: N``).
+is 1). A path ``-`` reads standard input, for the policies or the resources; a resource path holding
+no document is an error. Standard error ends with kyverno apply's counts (``pass: N, fail: N, warn:
+N, error: N, skip: N``).
 
 A resource without ``metadata.namespace`` is admitted in ``default``, as kyverno apply reads it and as
 the API server fills it for kubectl's default namespace (a cluster-scoped kind keeps none); the
@@ -26,10 +26,12 @@ the output format (yaml, json, name, patch), so that meaning is ``--output-file 
 ``--output-dir DIR`` here.
 
 ``-c/--cluster`` admits the objects of the current kubeconfig context instead of files, and lookups
-read that cluster; nothing is written (:mod:`celmut.cli.apply_cluster`). ``--warn-no-pass`` exits with
-``--warn-exit-code`` when no policy passed on any resource, as kyverno apply's (``commands/apply/
-command.go``, ``exit``: checked after failures, errors and warnings).
+read that cluster; nothing is written to it. ``--warn-no-pass`` exits with ``--warn-exit-code`` when
+no policy passed on any resource, as kyverno apply's does (checked after failures, errors and
+warnings: a failure still exits 1).
 """
+# --warn-no-pass follows kyverno's cmd/cli/kubectl-kyverno/commands/apply/command.go (``exit``); -c is
+# celmut.cli.apply_cluster.
 
 from __future__ import annotations
 

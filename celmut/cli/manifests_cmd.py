@@ -7,14 +7,14 @@ and controller Deployments, Service, PodDisruptionBudget, RBAC and the MutatingW
 ``celmut manifests | kubectl delete -f -`` (the uninstall) and ``kubectl apply --prune`` never delete a
 CRD or the Namespace, nor the policies in them.
 
-The CRDs another product may own (celmut/install/shared_crds.py: Kyverno's policies.kyverno.io kinds, its
-GlobalContextEntry, the wgpolicyk8s.io report kinds)
-are printed only while celmut may write them (``--kyverno-crds auto``, the default, asks the cluster of
-the current kubeconfig context — the one kubectl applies to — and prints each one that does not exist
-yet or that celmut installed; the others are left alone). ``--kyverno-crds include`` or ``skip``
-decides without a cluster; without any kubeconfig ``auto`` includes them. The choice is reported on
-stderr.
+The CRDs another product may own (Kyverno's policies.kyverno.io kinds, its GlobalContextEntry, the
+wgpolicyk8s.io report kinds) are printed only while celmut may write them (``--kyverno-crds auto``,
+the default, asks the cluster of the current kubeconfig context — the one kubectl applies to — and
+prints each one that does not exist yet or that celmut installed; the others are left alone).
+``--kyverno-crds include`` or ``skip`` decides without a cluster; without any kubeconfig ``auto``
+includes them. The choice is reported on stderr.
 """
+# Which CRDs are shared, and why celmut never deletes them: celmut/install/shared_crds.py.
 
 from __future__ import annotations
 
