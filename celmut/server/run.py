@@ -204,6 +204,7 @@ def server_settings(
         extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
         on_admitted=cluster.admitted if cluster is not None else None,
         on_decided=cluster.decided if cluster is not None else None,
+        declines=cluster.declines if cluster is not None else None,
         cache_sizes=cluster.caches.sizes if cluster is not None else None,
         tracing=tracing.from_environment("celmut-webhook"),
     )
