@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
         tls = TlsConfig.from_environment(os.environ)
         webhook_rules = webhook_flags.rules_config(args)
+        policy_validation = webhook_flags.policy_validation_config(args)
         tls = webhook_flags.tls_for_url(tls, webhook_rules)
         cluster = Cluster.connect(service.kubeconfig)
     except (ValueError, ClusterError) as ex:
@@ -181,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         lease_name=args.lease_name,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         webhook_rules=webhook_rules,
+        policy_validation=policy_validation,
         events=args.events,
         reports=ReportingConfig(
             background=args.background_reports,

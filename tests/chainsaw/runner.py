@@ -5,7 +5,9 @@ What it does of chainsaw (docs: chainsaw.kyverno.io, "Operations"):
 
 * steps in order; a step's ``try`` operations in order; ``use.template`` step templates (path relative
   to the test, ``with.bindings`` as ``($name)`` values);
-* ``apply`` (create, or merge-patch what exists), ``create``, ``patch`` (merge patch), ``delete``;
+* ``apply`` (create, or merge-patch what exists), ``create``, ``patch`` (merge patch), ``delete``; an
+  operation's ``expect`` (``match``, ``check`` with ``$error`` bound: ``($error != null): true`` is "the
+  API server refused it"), else the operation must succeed;
 * ``assert``: until one object of the kind (by name when the file names it, else every one in the
   namespace) matches the file (:mod:`tests.chainsaw.assertions`), within the operation's ``timeout``;
   ``error``: until none does;
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from tests.chainsaw.assertions import bound, expression_of, mismatches
@@ -110,6 +114,7 @@ class Run:
     namespace: str
     skipped_operations: dict[str, str] = field(default_factory=dict)  # "<step>/<file>" -> why not run
     notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # "<step>/<file>: message" of operations expected to fail
 
     def run(self) -> None:
         document = yaml.safe_load((self.test_dir / "chainsaw-test.yaml").read_text())
@@ -168,13 +173,33 @@ class Run:
         timeout = _seconds(spec.get("timeout")) or DEFAULT_TIMEOUT
         for document in documents:
             if verb in ("apply", "create", "patch"):
-                self._write(verb, document)
+                self._expect(key, spec, document, lambda d=document: self._write(verb, d))
             elif verb == "delete":
                 self._delete(document)
             elif verb in ("assert", "error"):
                 self._check(verb, key, self._translated(document), timeout)
             else:
                 raise NotImplementedError(f"chainsaw operation {verb!r} ({key})")
+
+    def _expect(self, key: str, spec: Obj, document: Obj, operation: Callable[[], None]) -> None:
+        """Run ``operation`` and check the operation's ``expect`` (chainsaw "Operation checks"): each
+        expectation whose ``match`` the resource satisfies (all, without one) checks its assertion tree
+        against the resource with ``$error`` bound to the error (the API server's message, or null). When
+        none applies, chainsaw's default holds: ``($error == null): true``."""
+        error: str | None = None
+        try:
+            operation()
+        except ApiException as ex:
+            error = _api_message(ex)
+        expectations = [e for e in spec.get("expect") or [] if not mismatches(e.get("match") or {}, document)]
+        if not expectations and error is not None:
+            raise AssertionError(f"{key}: {error}")
+        for expectation in expectations:
+            failed = mismatches(expectation.get("check") or {}, document, bindings={"error": error})
+            if failed:
+                raise AssertionError(f"{key}: expectation not met ($error = {error!r}):\n  " + "\n  ".join(failed))
+        if error is not None:
+            self.errors.append(f"{key}: {error}")
 
     def _translated(self, document: Obj) -> Obj:
         out = copy.deepcopy(document)
@@ -255,6 +280,14 @@ class Run:
             namespaces.get(name=self.namespace)
         except NotFoundError:
             namespaces.create(body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+
+
+def _api_message(ex: ApiException) -> str:
+    """The error chainsaw's client reports for a refused request: the Status message of the answer."""
+    try:
+        return str(json.loads(ex.body or "{}").get("message") or ex.reason)
+    except ValueError:
+        return str(ex.reason)
 
 
 def _seconds(value: object) -> float | None:

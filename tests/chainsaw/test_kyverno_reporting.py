@@ -1,6 +1,6 @@
 """Issue 28: Kyverno's own reporting tests, run unchanged. Every chainsaw test stored under
-tests/data/kyverno-chainsaw (kyverno/kyverno ``test/conformance/chainsaw/mutating-policies/reporting/``
-and ``mutating-admission-policy-reports/``) is one case, run by :mod:`tests.chainsaw.runner` against the
+tests/data/kyverno-chainsaw (kyverno/kyverno ``test/conformance/chainsaw/mutating-policies/reporting/``,
+``mutating-admission-policy-reports/`` and ``mutating-policies/existing/reject-all-modes-disabled``) is one case, run by :mod:`tests.chainsaw.runner` against the
 fake API server with celmut's webhook and controller in the loop. A case that cannot run here is skipped
 with the reason; nothing in the upstream files is edited (the declared divergences are in the runner).
 """
@@ -58,6 +58,15 @@ EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
     ),
 }
 
+#: Cases whose operations are expected to fail (``expect: ($error != null)``): what the API server must answer.
+#: Kyverno's message word for word (pkg/cel/policies/mpol/validate.go), behind celmut's webhook name.
+REFUSALS: dict[str, str] = {
+    "mutating-policies/existing/reject-all-modes-disabled": (
+        'admission webhook "policies.validate.celmut.io" denied the request: spec.evaluation: Forbidden: '
+        "disabling both admission and mutateExisting evaluation modes is not allowed"
+    ),
+}
+
 #: Operations not run in a case, and why (``<step>/<file>``).
 SKIPPED_OPERATIONS: dict[str, dict[str, str]] = {
     case: {
@@ -84,6 +93,8 @@ def test_kyverno_chainsaw_reporting_test(case: str, fake_apiserver: FakeApiServe
         try:
             if case not in EXPECTED_FAILURES:
                 run.run()
+                if case in REFUSALS:
+                    assert [e.split(": ", 1)[1] for e in run.errors] == [REFUSALS[case]]
             else:
                 where, why = EXPECTED_FAILURES[case]
                 with pytest.raises(AssertionError) as failed:
