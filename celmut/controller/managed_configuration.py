@@ -20,11 +20,12 @@ and the ValidatingWebhookConfiguration of the policy kinds (:mod:`celmut.control
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from celmut.install.managed_webhooks import MANAGED_LABEL
-from celmut.kube.client import Cluster, NotFound
+from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
 
 log = logging.getLogger("celmut.controller")
 
@@ -129,3 +130,40 @@ class ManagedConfiguration:
         self.cluster.replace(*self.resource, "", self.name, desired)
         log.info("webhook configuration updated", extra={"configuration": self.name, "kind": kind})
         return True
+
+
+class ManagedWriter:
+    """A writer of one managed configuration (leader only): the object, and when to look at it again —
+    every ``resync_seconds`` unprompted, at once after a conflict with another writer."""
+
+    def __init__(
+        self, cluster: Cluster, resource: tuple[str, str], name: str, owner_cluster_role: str, resync_seconds: float
+    ) -> None:
+        self.cluster = cluster
+        self.managed = ManagedConfiguration(cluster, resource, name, owner_cluster_role)
+        self.resync_seconds = resync_seconds
+        self._next = 0.0
+
+    @property
+    def writes(self) -> int:
+        """Creates and replaces issued (a metric, and what the burst test bounds)."""
+        return self.managed.writes
+
+    def due(self) -> bool:
+        return time.monotonic() >= self._next
+
+    def write(self, wanted: Callable[[], Obj]) -> bool:
+        """One sync: the ``wanted`` object (built once the owner is known) written if it differs; True when
+        something was written. The next sync is due in ``resync_seconds`` — at once after a conflict with
+        another writer (a former leader); an API error is logged and tried again then."""
+        self._next = time.monotonic() + self.resync_seconds
+        try:
+            owners = self.managed.owners()
+            return owners is not None and self.managed.write(wanted(), owners)
+        except Conflict:
+            self._next = time.monotonic()
+            return False
+        except ClusterError as ex:
+            where = {"configuration": self.managed.name, "error": str(ex)}
+            log.warning("could not write the webhook configuration", extra=where)
+            return False

@@ -18,15 +18,14 @@ writes it here at each rotation.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from celmut.controller.managed_configuration import ManagedConfiguration, ca_bundle_of
+from celmut.controller.managed_configuration import ManagedWriter, ca_bundle_of
 from celmut.install import policy_validation
 from celmut.install.webhook_config import WebhookSettings
-from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+from celmut.kube.client import Cluster, NotFound
 
 if TYPE_CHECKING:
     from celmut.kube.policy_source import ClusterPolicySource
@@ -49,22 +48,13 @@ class PolicyValidationConfig:
     resync_seconds: float = 5.0
 
 
-class PolicyValidationWriter:
+class PolicyValidationWriter(ManagedWriter):
     """Writes the policy ValidatingWebhookConfiguration (leader only)."""
 
     def __init__(self, cluster: Cluster, config: PolicyValidationConfig) -> None:
-        self.cluster = cluster
+        super().__init__(cluster, CONFIGURATIONS, config.name, config.owner_cluster_role, config.resync_seconds)
         self.config = config
-        self.managed = ManagedConfiguration(cluster, CONFIGURATIONS, config.name, config.owner_cluster_role)
-        self._next = 0.0
         self._kyverno: bool | None = None  # what was last registered for (a change is logged)
-
-    @property
-    def writes(self) -> int:
-        return self.managed.writes
-
-    def due(self) -> bool:
-        return time.monotonic() >= self._next
 
     def _ca_bundle(self) -> str | None:
         """The bundle of the mutating configuration: the same webhook, the same certificate."""
@@ -89,22 +79,11 @@ class PolicyValidationWriter:
     def sync(self, source: ClusterPolicySource) -> bool:
         """Bring the stored configuration to what the cluster needs now; True when something was written.
         Nothing is written before the cluster's policy kinds are listed (Kyverno's presence is known then)."""
-        self._next = time.monotonic() + self.config.resync_seconds
         ownership = source.ownership
         if ownership is None or not source.synced():
             return False
         kyverno = ownership.kyverno.detected
-        try:
-            owners = self.managed.owners()
-            if owners is None:
-                return False
-            written = self.managed.write(self.wanted(kyverno=kyverno), owners)
-        except Conflict:  # another writer (a former leader) wrote in between: read again soon
-            self._next = time.monotonic()
-            return False
-        except ClusterError as ex:
-            log.warning("could not write the policy validating webhook", extra={"error": str(ex)})
-            return False
+        written = self.write(lambda: self.wanted(kyverno=kyverno))
         if kyverno != self._kyverno:
             left = "the policies.kyverno.io kinds left to Kyverno's webhooks" if kyverno else "every policy kind"
             log.info(

@@ -14,16 +14,15 @@ upgrade to managed rules, is left alone until Helm has removed it.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from celmut.controller.managed_configuration import ManagedConfiguration
+from celmut.controller.managed_configuration import ManagedWriter
 from celmut.controller.policy_conditions import PolicyConditions
 from celmut.install import managed_webhooks
 from celmut.install.webhook_config import WebhookSettings
-from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound
+from celmut.kube.client import Cluster, ClusterError, NotFound
 
 if TYPE_CHECKING:
     from celmut.compile.compiled import CompiledPolicy
@@ -47,23 +46,13 @@ class WebhookRulesConfig:
     resync_seconds: float = 5.0  # look again unprompted (a CRD installed, someone else's object removed)
 
 
-class WebhookRulesWriter:
+class WebhookRulesWriter(ManagedWriter):
     """Writes the MutatingWebhookConfiguration the loaded policies need (leader only)."""
 
     def __init__(self, cluster: Cluster, config: WebhookRulesConfig) -> None:
-        self.cluster = cluster
+        super().__init__(cluster, CONFIGURATIONS, config.name, config.owner_cluster_role, config.resync_seconds)
         self.config = config
-        self.managed = ManagedConfiguration(cluster, CONFIGURATIONS, config.name, config.owner_cluster_role)
-        self._next = 0.0
         self._conditions = PolicyConditions(cluster, CONDITION_TYPE, "ResourceNotServed", "WebhookNotRegistered")
-
-    @property
-    def writes(self) -> int:
-        """Creates and replaces issued (a metric, and what the burst test bounds)."""
-        return self.managed.writes
-
-    def due(self) -> bool:
-        return time.monotonic() >= self._next
 
     # --- what the API server serves ----------------------------------------------------------------
 
@@ -97,24 +86,13 @@ class WebhookRulesWriter:
 
     def sync(self, policies: Sequence[CompiledPolicy], source: ClusterPolicySource | None = None) -> bool:
         """Bring the stored configuration to what ``policies`` need; True when something was written."""
-        self._next = time.monotonic() + self.config.resync_seconds
-        try:
-            written = self._sync(policies, source)
-        except Conflict:  # another writer (a former leader) wrote in between: read again soon
-            self._next = time.monotonic()
-            return False
-        except ClusterError as ex:
-            log.warning("could not write the webhook configuration", extra={"error": str(ex)})
-            return False
-        return written
 
-    def _sync(self, policies: Sequence[CompiledPolicy], source: ClusterPolicySource | None) -> bool:
-        owners = self.managed.owners()
-        if owners is None:
-            return False
-        plan = self.wanted(policies)
-        self._report(plan.unregistered, source)
-        return self.managed.write(plan.configuration, owners)
+        def configuration() -> Obj:
+            plan = self.wanted(policies)
+            self._report(plan.unregistered, source)
+            return plan.configuration
+
+        return self.write(configuration)
 
     def _report(self, unregistered: list[managed_webhooks.Unregistered], source: ClusterPolicySource | None) -> None:
         """A condition on each cluster policy whose rules are not all registered, and a Warning Event once

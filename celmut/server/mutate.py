@@ -204,8 +204,10 @@ async def read_body(
     return body
 
 
-class MutateEndpoint:
-    """The admission endpoint; ``handles(scope)`` says whether a request is for it."""
+class ReviewEndpoint:
+    """A plain ASGI endpoint answering AdmissionReviews (``/mutate``, ``/validate/policies``): what the
+    server shares with it, and the answer sent in two messages. ``handles(scope)`` says whether a request
+    is for it; ``_answer`` computes the two messages."""
 
     def __init__(
         self,
@@ -220,6 +222,22 @@ class MutateEndpoint:
         self.metrics = metrics
         self.admission = admission
         self.pool = pool
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        start, body = await self._answer(scope, receive)
+        await send(start)
+        await send(body)
+
+    async def _answer(self, scope: Scope, receive: Receive) -> tuple[Message, Message]:
+        raise NotImplementedError
+
+
+class MutateEndpoint(ReviewEndpoint):
+    """The admission endpoint; ``handles(scope)`` says whether a request is for it."""
+
+    def __init__(self, *shared: Any) -> None:
+        """``shared``: what :class:`ReviewEndpoint` takes."""
+        super().__init__(*shared)
         self.gate = InlineGate()
 
     @staticmethod
@@ -228,11 +246,6 @@ class MutateEndpoint:
             return False
         path: str = scope["path"]
         return path.startswith(PREFIX) and (len(path) == len(PREFIX) or path[len(PREFIX)] == "/")
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        start, body = await self._answer(scope, receive)
-        await send(start)
-        await send(body)
 
     async def _answer(self, scope: Scope, receive: Receive) -> tuple[Message, Message]:
         started = time.perf_counter()

@@ -16,19 +16,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
 
 from celmut.install.policy_validation import PATH
 from celmut.server import review as reviews
-from celmut.server.admission import Admission, Answer
-from celmut.server.metrics import Metrics
-from celmut.server.mutate import Message, Receive, Scope, Send, not_allowed, read_body, response
-from celmut.server.settings import ServerSettings
+from celmut.server.admission import Answer
+from celmut.server.mutate import Message, Receive, ReviewEndpoint, Scope, not_allowed, read_body, response
 from celmut.service.policy_validation import Verdict, validate
-from celmut.service.store import PolicyStore
 
 log = logging.getLogger("celmut.server")
 
@@ -36,31 +32,12 @@ log = logging.getLogger("celmut.server")
 Declines = Callable[[str, Mapping[str, Any]], str]
 
 
-class PolicyValidationEndpoint:
+class PolicyValidationEndpoint(ReviewEndpoint):
     """The validating endpoint; ``handles(scope)`` says whether a request is for it."""
-
-    def __init__(
-        self,
-        store: PolicyStore,
-        settings: ServerSettings,
-        metrics: Metrics,
-        admission: Admission,
-        pool: ThreadPoolExecutor,
-    ) -> None:
-        self.store = store
-        self.settings = settings
-        self.metrics = metrics
-        self.admission = admission
-        self.pool = pool
 
     @staticmethod
     def handles(scope: Scope) -> bool:
         return scope["type"] == "http" and str(scope["path"]) == PATH
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        start, body = await self._answer(scope, receive)
-        await send(start)
-        await send(body)
 
     async def _answer(self, scope: Scope, receive: Receive) -> tuple[Message, Message]:
         if scope["method"] != "POST":

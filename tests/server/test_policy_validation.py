@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +21,18 @@ import pytest
 
 from celmut.controller.policy_validation import PolicyValidationConfig
 from celmut.controller.run import Controller
-from celmut.controller.webhook_rules import WebhookRulesConfig
 from celmut.install.webhook_config import WebhookSettings
 from celmut.kube.client import Cluster, ClusterError
-from tests.controller.support import connect, running
+from tests.controller.support import connect
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
 from tests.kube.crds import kyvernos_crd, policy_crds
-from tests.server.in_cluster import celmut_in_cluster
 from tests.server.support import RunningServer, admission_request
+from tests.server.test_managed_webhook_rules import managed
 
 Obj = dict[str, Any]
 VWC = "admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 NAME = "celmut-policy-validation"
-OWNERS = ("celmut-controller", NAME)
 MPOL = ("policies.kyverno.io/v1", "mutatingpolicies")
 PODMUTATION = ("pod-mutations.cast.ai/v1", "podmutations")
 WEBHOOK = "policies.validate.celmut.io"
@@ -75,38 +73,15 @@ def guarded(
 ) -> Iterator[tuple[RunningServer, list[Controller]]]:
     """celmut as the chart installs it: the webhook behind its Service, the controller keeping both webhook
     configurations, each owned by its chart ClusterRole."""
-    fake.store.garbage_collection = True
     for definition in crds if crds is not None else policy_crds():
         if not fake.store.exists("customresourcedefinitions", definition["metadata"]["name"]):
             fake.store.create(definition)
-    for role in OWNERS:
-        fake.store.create(
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": role}}
-        )
-    (tmp_path / "none").mkdir(exist_ok=True)
-    with ExitStack() as stack:
-        [server] = stack.enter_context(celmut_in_cluster(fake, tmp_path, create_configuration=False))
-        settings = WebhookSettings(ca_bundle=server.ca_file.read_bytes())
-        election = {"leader_elect": True, "lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
-        started = [
-            stack.enter_context(
-                running(
-                    fake,
-                    tmp_path,
-                    tmp_path / "none",
-                    from_cluster=True,
-                    identity=f"controller-{index}",
-                    webhook_rules=WebhookRulesConfig(settings, owner_cluster_role=OWNERS[0], resync_seconds=0.2),
-                    policy_validation=PolicyValidationConfig(
-                        WebhookSettings(), name=NAME, owner_cluster_role=NAME, ca_from="celmut", resync_seconds=0.2
-                    ),
-                    **(election if controllers > 1 else {}),
-                )
-            )
-            for index in range(controllers)
-        ]
+    validation = PolicyValidationConfig(
+        WebhookSettings(), name=NAME, owner_cluster_role=NAME, ca_from="celmut", resync_seconds=0.2
+    )
+    with managed(fake, tmp_path, controllers=controllers, policy_validation=validation) as (servers, started):
         eventually(lambda: configuration(fake) is not None, timeout=15, what="the policy validating webhook")
-        yield server, started
+        yield servers[0], started
 
 
 def create(fake: FakeApiServer, tmp_path: Path, api: tuple[str, str], obj: Obj) -> Obj:
