@@ -164,6 +164,6 @@ class ManagedWriter:
             self._next = time.monotonic()
             return False
         except ClusterError as ex:
-            where = {"configuration": self.managed.name, "error": str(ex)}
-            log.warning("could not write the webhook configuration", extra=where)
+            name = self.managed.name
+            log.warning("could not write the webhook configuration", extra={"configuration": name, "error": str(ex)})
             return False
