@@ -4,9 +4,11 @@ Prints the mutated resources in input order, then the mutateExisting targets the
 (a ``---`` stream), JSON (one object, or a ``v1`` ``List`` as ``kubectl get -o json`` prints), kubectl
 names (``-o name``: ``pod/web``) or RFC 6902 patches (``-o patch``); or, with ``--diff``, a unified diff
 of each object a policy changed, like ``kubectl diff``; or, with ``--table``, kyverno apply's results
-table. Any output but ``patch`` pipes into ``kubectl apply -f -``. A path ``-`` reads standard input,
-for the policies or the resources. Standard error ends with kyverno apply's counts (``pass: N, fail:
-N, warn: N, error: N, skip: N``).
+table. Any output but ``patch`` pipes into ``kubectl apply -f -``: a denied resource is never printed
+nor written to ``--output-file``/``--output-dir`` (its denial is on standard error, and the exit code
+is 1). A path ``-`` reads standard input, for the policies or the resources; a resource path holding
+no document is an error. Standard error ends with kyverno apply's counts (``pass: N, fail: N, warn:
+N, error: N, skip: N``).
 
 A resource without ``metadata.namespace`` is admitted in ``default``, as kyverno apply reads it and as
 the API server fills it for kubectl's default namespace (a cluster-scoped kind keeps none); the
@@ -24,10 +26,12 @@ the output format (yaml, json, name, patch), so that meaning is ``--output-file 
 ``--output-dir DIR`` here.
 
 ``-c/--cluster`` admits the objects of the current kubeconfig context instead of files, and lookups
-read that cluster; nothing is written (:mod:`celmut.cli.apply_cluster`). ``--warn-no-pass`` exits with
-``--warn-exit-code`` when no policy passed on any resource, as kyverno apply's (``commands/apply/
-command.go``, ``exit``: checked after failures, errors and warnings).
+read that cluster; nothing is written to it. ``--warn-no-pass`` exits with ``--warn-exit-code`` when
+no policy passed on any resource, as kyverno apply's does (checked after failures, errors and
+warnings: a failure still exits 1).
 """
+# --warn-no-pass follows kyverno's cmd/cli/kubectl-kyverno/commands/apply/command.go (``exit``); -c is
+# celmut.cli.apply_cluster.
 
 from __future__ import annotations
 
@@ -200,14 +204,19 @@ def _apply(args: argparse.Namespace, backend: str, connection: tuple[Cluster, Re
     print(f"Applying {count} policy rule(s) to {len(resources)} resource(s){excepting}...", file=sys.stderr)
     runs = offline.admit(resources, args.operation, old_objects, explain=args.explain)
     scanned = offline.scan()
-    objects = [_printed(r, stripped) for r, stripped in zip(runs, defaulted, strict=True)]
+    # A denied object is never printed nor written: `celmut apply … | kubectl apply -f -` must not
+    # create what the webhook would have refused (its denial is on stderr, and the exit code is 1).
+    admitted = [(r, stripped) for r, stripped in zip(runs, defaulted, strict=True) if r.result.allowed]
+    objects = [_printed(r, stripped) for r, stripped in admitted]
     objects += [t.mutated for t in _targets(runs, scanned) if t.mutated is not None]
+    denied = len(runs) - len(admitted)
+    left_out = f" ({denied} denied, not written)" if denied else ""
     if args.output_file:
         apply_report.write_file(Path(args.output_file), objects)
-        print(f"wrote {len(objects)} resources to {args.output_file}", file=sys.stderr)
+        print(f"wrote {len(objects)} resources to {args.output_file}{left_out}", file=sys.stderr)
     elif args.output_dir:
         paths = apply_report.write_directory(Path(args.output_dir), objects)
-        print(f"wrote {len(objects)} resources to {len(paths)} files in {args.output_dir}", file=sys.stderr)
+        print(f"wrote {len(objects)} resources to {len(paths)} files in {args.output_dir}{left_out}", file=sys.stderr)
     targets = [t for r in runs for t in r.targets] + scanned
     found = apply_report.results(runs, targets)
     if args.explain:
@@ -225,9 +234,9 @@ def _apply(args: argparse.Namespace, backend: str, connection: tuple[Cluster, Re
         )
         sys.stdout.write(apply_policy_report.render(found_reports, "json" if args.output == "json" else "yaml"))
     elif args.diff:
-        _print_diffs(runs, defaulted, scanned, console.palette(args))
+        _print_diffs(admitted, runs, scanned, console.palette(args))
     elif not (args.output_file or args.output_dir):
-        _print_output(args.output, runs, scanned, objects)
+        _print_output(args.output, [r for r, _ in admitted], runs, scanned, objects)
     warnings = _print_details(runs, targets, detailed=args.detailed_results)
     print(apply_report.summary(found, warnings), file=sys.stderr)
     failed = any(not r.result.allowed or r.result.errored for r in runs) or any(
@@ -269,8 +278,10 @@ def _load(
     policies, unbound = kyverno_files.bind_unbound_admission_policies(policies)
     for note in unbound:
         console.warning(note)
-    cluster = kyverno_files.unwrap_cluster_resources(inputs.object_documents(args.cluster_resources))
-    cluster += inputs.object_documents(args.target_resources)
+    cluster = kyverno_files.unwrap_cluster_resources(
+        inputs.object_documents(args.cluster_resources, "--cluster-resources")
+    )
+    cluster += inputs.object_documents(args.target_resources, "--target-resources")
     images, entries = StaticImages(), StaticGlobalContext()
     if args.context_file:
         context = kyverno_files.load_context(args.context_file)
@@ -298,9 +309,11 @@ def _load(
     if connection is not None:  # the cluster's objects: stored with their namespace, printed as read
         live = apply_cluster.objects(connection[0], offline.compilation.compiled, args)
         return offline, live, [False] * len(live), []
-    given = inputs.objects(args.resource)
+    given = inputs.objects(args.resource, "-r")
     resources = [kyverno_files.default_namespace(obj, table) for obj in given]
-    old_objects = [kyverno_files.default_namespace(obj, table) for obj in inputs.objects(args.old_resource)]
+    old_objects = [
+        kyverno_files.default_namespace(obj, table) for obj in inputs.objects(args.old_resource, "--old-resource")
+    ]
     return offline, resources, [new is not old for new, old in zip(resources, given, strict=True)], old_objects
 
 
@@ -334,16 +347,20 @@ def _assumed_away(obj: dict[str, Any], defaulted: bool) -> dict[str, Any]:
 def _printed(run: ResourceRun, defaulted: bool) -> dict[str, Any]:
     """The admitted object as printed: without the namespace celmut assumed for it."""
     result = run.result
-    return _assumed_away(result.object if result.allowed and result.object is not None else run.resource, defaulted)
+    return _assumed_away(result.object if result.object is not None else run.resource, defaulted)
 
 
 def _print_output(
-    fmt: str, runs: list[ResourceRun], scanned: list[TargetResult], objects: list[dict[str, Any]]
+    fmt: str,
+    admitted: list[ResourceRun],
+    runs: list[ResourceRun],
+    scanned: list[TargetResult],
+    objects: list[dict[str, Any]],
 ) -> None:
     from celmut.service.offline import reference
 
     if fmt == "patch":
-        patches = [{"resource": reference(r.resource), "patch": r.result.patch} for r in runs]
+        patches = [{"resource": reference(r.resource), "patch": r.result.patch} for r in admitted]
         patches += [{"resource": t.reference, "patch": t.patch} for t in _targets(runs, scanned)]
         print(json.dumps(patches, indent=2))
         return
@@ -351,9 +368,12 @@ def _print_output(
 
 
 def _print_diffs(
-    runs: list[ResourceRun], defaulted: list[bool], scanned: list[TargetResult], colors: console.Palette
+    admitted: list[tuple[ResourceRun, bool]],
+    runs: list[ResourceRun],
+    scanned: list[TargetResult],
+    colors: console.Palette,
 ) -> None:
-    pairs = [(_assumed_away(r.resource, d), _printed(r, d)) for r, d in zip(runs, defaulted, strict=True)]
+    pairs = [(_assumed_away(r.resource, d), _printed(r, d)) for r, d in admitted]
     pairs += [(t.target, t.mutated) for t in _targets(runs, scanned) if t.mutated is not None]
     for before, after in pairs:
         sys.stdout.write(output.unified_diff(before, after, colors))

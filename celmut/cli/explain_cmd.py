@@ -6,9 +6,10 @@
 Admits the object through the policies (``--operation``, CREATE by default) and prints each field a
 mutation changed, with the policy and ``spec.mutations[N]`` that changed it, then every policy
 considered but not applied and why: matchConstraints, a matchCondition by name, a PolicyException by
-name, an error under ``failurePolicy: Ignore``. ``--field /metadata/labels/team`` keeps the mutations
-that wrote that field (or a field around it); when none did, the policies that did not apply say why
-it is not there. ``-o json`` prints the same for programs.
+name, an error under ``failurePolicy: Ignore``. ``--field /metadata/labels/team`` shows that field
+only: the changes to it or inside it, and, of a mutation that wrote a field around it (a whole list),
+the part of the value at that field; when none did, the policies that did not apply say why it is not
+there. ``-o json`` prints the same for programs.
 
 An object read from the cluster was admitted already: a field a policy writes with the value the
 object has is shown as ``kept``, and the ``celmut.io/mutated-by`` summary, when the webhook recorded

@@ -9,27 +9,18 @@ document among the policies must be one celmut serves (:mod:`celmut.policy.unsup
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from celmut.cli import console
 from celmut.errors import ConfigurationError
+from celmut.service import flags
 from celmut.sources.documents import STDIN, Document, kubernetes_objects, load_documents
 
 if TYPE_CHECKING:  # the compiler loads CEL: only the commands that compile import it, inside run
     from celmut.compile.pipeline import Compilation
 
-SKIP_HINT = "--skip-unsupported skips the others with one warning"
-
-
-def add_skip_unsupported(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--skip-unsupported",
-        action="store_true",
-        help="skip documents among the policies that celmut does not serve (a ConfigMap, a classic "
-        "ClusterPolicy …) with one warning listing them, instead of failing",
-    )
+add_skip_unsupported = flags.add_skip_unsupported
 
 
 def check_stdin(paths: Mapping[str, Sequence[str]]) -> None:
@@ -43,14 +34,24 @@ def documents(paths: Sequence[str]) -> list[Document]:
     return load_documents(*paths)
 
 
-def objects(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """The Kubernetes objects in ``paths``; a DocumentError names the first document that is not one."""
-    return kubernetes_objects(load_documents(*paths))
+def objects(paths: Sequence[str], flag: str) -> list[dict[str, Any]]:
+    """The Kubernetes objects in ``paths`` (given with ``flag``); a DocumentError names the first document
+    that is not one, a ConfigurationError a path holding none (:func:`object_documents`)."""
+    return kubernetes_objects(object_documents(paths, flag))
 
 
-def object_documents(paths: Sequence[str]) -> list[Document]:
-    """The documents in ``paths``, each checked to be a Kubernetes object (see :func:`objects`)."""
-    found = load_documents(*paths)
+def object_documents(paths: Sequence[str], flag: str) -> list[Document]:
+    """The documents in ``paths``, each checked to be a Kubernetes object (see :func:`objects`). A path
+    that holds no document at all (an empty file, only ``---`` and comments, a folder without YAML) is
+    refused naming it, as ``kubectl apply`` refuses one ("no objects passed to apply"): given on
+    purpose, it is a mistake that would otherwise pass in silence with nothing done."""
+    found: list[Document] = []
+    for path in paths:
+        documents = load_documents(path)
+        if not documents:
+            shown = "standard input" if path == STDIN else path
+            raise ConfigurationError(f"{flag} {shown}: no resource in it (empty, or only '---' and comments)")
+        found += documents
     kubernetes_objects(found)
     return found
 
@@ -65,7 +66,7 @@ def report(compilation: Compilation, *, skip_unsupported: bool = False) -> bool:
     for error in compilation.errors:
         console.error(error.render(snippets=True) if isinstance(error, PolicyError) else str(error))
     if not skip_unsupported and any(isinstance(e, UnsupportedDocument) for e in compilation.errors):
-        console.hint(f"{served_summary(SERVED_KINDS)}; {SKIP_HINT}")
+        console.hint(f"{served_summary(SERVED_KINDS)}; {flags.SKIP_HINT}")
     if skip_unsupported and compilation.unsupported:
         skipped = ", ".join(f"{u.source} ({u.what})" for u in compilation.unsupported)
         console.warning(f"skipped {len(compilation.unsupported)} documents celmut does not serve: {skipped}")

@@ -5,16 +5,18 @@ The same objects as the Helm chart's defaults (``charts/celmut``), in two parts.
 --crds | kubectl apply -f -``) and never piped to ``kubectl delete``. ``celmut manifests``: the webhook
 and controller Deployments, Service, PodDisruptionBudget, RBAC and the MutatingWebhookConfiguration, so
 ``celmut manifests | kubectl delete -f -`` (the uninstall) and ``kubectl apply --prune`` never delete a
-CRD or the Namespace, nor the policies in them.
+CRD or the Namespace, nor the policies in them. The controller registers, and keeps, the webhook that
+refuses an invalid policy at ``kubectl apply`` (a ValidatingWebhookConfiguration owned by its own
+ClusterRole, so deleting the manifests deletes it; ``--no-policy-validation`` for none).
 
-The CRDs another product may own (celmut/install/shared_crds.py: Kyverno's policies.kyverno.io kinds, its
-GlobalContextEntry, the wgpolicyk8s.io report kinds)
-are printed only while celmut may write them (``--kyverno-crds auto``, the default, asks the cluster of
-the current kubeconfig context — the one kubectl applies to — and prints each one that does not exist
-yet or that celmut installed; the others are left alone). ``--kyverno-crds include`` or ``skip``
-decides without a cluster; without any kubeconfig ``auto`` includes them. The choice is reported on
-stderr.
+The CRDs another product may own (Kyverno's policies.kyverno.io kinds, its GlobalContextEntry, the
+wgpolicyk8s.io report kinds) are printed only while celmut may write them (``--kyverno-crds auto``,
+the default, asks the cluster of the current kubeconfig context — the one kubectl applies to — and
+prints each one that does not exist yet or that celmut installed; the others are left alone).
+``--kyverno-crds include`` or ``skip`` decides without a cluster; without any kubeconfig ``auto``
+includes them. The choice is reported on stderr.
 """
+# Which CRDs are shared, and why celmut never deletes them: celmut/install/shared_crds.py.
 
 from __future__ import annotations
 
@@ -64,6 +66,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="render the webhook configuration with the chart's static rules (webhook.managedRules: false); "
         "default: the controller writes it from the policies",
+    )
+    p.add_argument(
+        "--no-policy-validation",
+        dest="policy_validation",
+        action="store_false",
+        help="do not have the controller register the webhook that refuses invalid policies at kubectl apply "
+        "(policyValidation.enabled: false)",
     )
     p.add_argument(
         "--kyverno-crds",
@@ -173,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         fail_excluded_namespaces=fail_excluded,
         namespace_selector=namespace_selector,
         managed_rules=not args.static_rules,
+        policy_validation=args.policy_validation,
     )
     printed = crd_manifests(options) if args.crds else manifests(options)
     print(yaml.safe_dump_all(printed, sort_keys=False, width=120), end="")

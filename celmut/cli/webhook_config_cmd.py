@@ -4,8 +4,8 @@
 kinds read from the cluster need (pods for the presets, the pod controllers for autogen) plus those of
 any ``--policies``; exactly what the Helm chart renders with ``webhook.managedRules: false``.
 ``--policies`` alone: exactly what the controller writes for those policies with ``webhook.managedRules``
-(the chart's default; :mod:`celmut.install.managed_webhooks`): one webhook per failurePolicy and
-timeoutSeconds present, with the policies' rules. The Service (``--service``/``--namespace``,
+(the chart's default): one webhook per failurePolicy and timeoutSeconds present, with the policies'
+rules. The Service (``--service``/``--namespace``,
 default ``celmut``/``celmut``, as the chart) or ``--url``; ``--ca-bundle`` (omitted: injected later by
 celmut's controller or cert-manager). The chart's defaults: the Fail webhook ignores call failures
 (``--failure-policy``), celmut's namespace never and kube-system never by the Fail webhook

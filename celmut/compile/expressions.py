@@ -20,19 +20,24 @@ def compile_expression(
     path: str,
     errors: list[FieldError],
     expect: ResultCheck | None = None,
+    kyverno: str = "",
 ) -> Program | None:
     """The program for ``source``, or None with a :class:`FieldError` per issue (path, message, line,
     column). Parsed and checked once: ``expect`` inspects the program's checked AST, as cel-go builds
-    the program from the AST it checked and reports every issue of one check."""
+    the program from the AST it checked and reports every issue of one check. ``kyverno``: how Kyverno
+    words a refusal by ``expect`` (:attr:`FieldError.kyverno_detail`)."""
     try:
         program = env.compile(source)
     except cel.CelCompileError as ex:
-        errors += [FieldError(path, f"compilation failed: {i.message}", i.line, i.column, source) for i in ex.issues]
+        errors += [
+            FieldError(path, f"compilation failed: {i.message}", i.line, i.column, source, issue=i.message)
+            for i in ex.issues
+        ]
         return None
     if expect is not None:
         problem = expect(program.checked)
         if problem is not None:
-            errors.append(FieldError(path, problem))
+            errors.append(FieldError(path, problem, expression=source, kyverno_detail=kyverno))
             return None
     return program
 
@@ -86,3 +91,13 @@ def expect_object(checked: CheckResult) -> str | None:
 
 
 APPLY_CONFIGURATION_TYPE = t.struct("Object")
+
+
+# Kyverno's words for an expression of the wrong type in a MutatingPolicy (pkg/cel/compiler/compiler.go:
+# ``output is expected to be of type %s`` with cel-go's TypeName; pkg/cel/policies/mpol/compiler/compiler.go
+# for targetMatchConstraints.expression).
+KYVERNO_BOOL = "output is expected to be of type bool"
+KYVERNO_JSON_PATCHES = "output is expected to be of type list"  # TypeName() of list(JSONPatch)
+KYVERNO_OBJECT = "output is expected to be of type Object"
+KYVERNO_STRING_OR_NULL = "output is expected to be either of type string or null_type"
+KYVERNO_MAP = "output type must be a map"

@@ -14,6 +14,7 @@ server and Kyverno do (:mod:`celmut.runtime.typenames`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from celmut import cel
@@ -48,9 +49,14 @@ class _Compiler:
         self.programs: list[tuple[Program, str]] = []  # every program compiled, with its field path
 
     def expression(
-        self, source: str, path: str, expect: expressions.ResultCheck | None = None, env: cel.Environment | None = None
+        self,
+        source: str,
+        path: str,
+        expect: expressions.ResultCheck | None = None,
+        env: cel.Environment | None = None,
+        kyverno: str = "",
     ) -> Program | None:
-        program = expressions.compile_expression(env or self.env, source, path, self.errors, expect)
+        program = expressions.compile_expression(env or self.env, source, path, self.errors, expect, kyverno)
         if program is not None:
             self.programs.append((program, path))
         return program
@@ -71,10 +77,11 @@ class _Compiler:
         items: Iterable[NamedExpression],
         expect: expressions.ResultCheck | None,
         env: cel.Environment | None = None,
+        kyverno: str = "",
     ) -> tuple[CompiledExpression, ...]:
         out = []
         for item in items:
-            program = self.expression(item.expression, item.path, expect, env)
+            program = self.expression(item.expression, item.path, expect, env, kyverno)
             if program is not None:
                 out.append(CompiledExpression(item.name, program, item.path))
         return tuple(out)
@@ -84,9 +91,11 @@ class _Compiler:
         for mutation in mutations:
             if mutation.patch_type == "JSONPatch":
                 expect = expressions.expect_json_patches(strict_empty_list=kubernetes)
+                kyverno = "" if kubernetes else expressions.KYVERNO_JSON_PATCHES
             else:
                 expect = expressions.expect_object
-            program = self.expression(mutation.expression, mutation.path, expect)
+                kyverno = "" if kubernetes else expressions.KYVERNO_OBJECT
+            program = self.expression(mutation.expression, mutation.path, expect, kyverno=kyverno)
             if program is None:
                 continue
             out.append(CompiledMutation(mutation.patch_type, program, mutation.path))
@@ -115,32 +124,40 @@ def compile_mutating_policy(policy: MutatingPolicy, backend: str | None = None) 
 def _compile_mpol(policy: MutatingPolicy, variant: str, backend: str | None) -> CompiledPolicy:
     compiler = _Compiler("kyverno", backend)
     variables = compiler.variables(policy.variables)
-    match_conditions = compiler.named(policy.match_conditions, expressions.expect_bool)
+    match_conditions = compiler.named(
+        policy.match_conditions, expressions.expect_bool, kyverno=expressions.KYVERNO_BOOL
+    )
     mutations = compiler.mutations(policy.mutations, kubernetes=False)
     target = None
     if policy.target_match_constraints is not None:
         tmc = policy.target_match_constraints
         target_expression = None
         if tmc.expression:
-            program = compiler.expression(tmc.expression, tmc.expression_path, expressions.expect_map)
+            program = compiler.expression(
+                tmc.expression, tmc.expression_path, expressions.expect_map, kyverno=expressions.KYVERNO_MAP
+            )
             if program is not None:
                 target_expression = CompiledExpression("targetMatchConstraints", program, tmc.expression_path)
         target = CompiledTarget(tmc.match, target_expression)
-    target_conditions = compiler.named(policy.target_match_conditions, expressions.expect_bool)
+    target_conditions = compiler.named(
+        policy.target_match_conditions, expressions.expect_bool, kyverno=expressions.KYVERNO_BOOL
+    )
     audit = tuple(
         CompiledExpression(a.key, program, a.path)
         for a in policy.audit_annotations
-        if (program := compiler.expression(a.value_expression, a.path, expressions.expect_string)) is not None
+        if (
+            program := compiler.expression(
+                a.value_expression, a.path, expressions.expect_string, kyverno=expressions.KYVERNO_STRING_OR_NULL
+            )
+        )
+        is not None
     )
     if policy.is_namespaced:
         _forbid_http(compiler)
     if compiler.errors:
         errors = compiler.errors
         if variant:
-            errors = [
-                FieldError(f"status.autogen.configs.{variant}.{e.path}", e.message, e.line, e.column, e.expression)
-                for e in errors
-            ]
+            errors = [dataclasses.replace(e, path=f"status.autogen.configs.{variant}.{e.path}") for e in errors]
         raise PolicyError(policy.source, policy.kind, policy.name, errors)
     return CompiledPolicy(
         kind=policy.kind,

@@ -49,6 +49,7 @@ def duration(text: str) -> float:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("controller", help="mutate existing resources in the background", description=__doc__)
     flags.add_policies(p)
+    flags.add_skip_unsupported(p)
     p.add_argument("--from-cluster", action="store_true", help="also load policies from the cluster")
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: in-cluster, else ~/.kube/config)")
     p.add_argument("--leader-elect", action="store_true", help="only the holder of a Lease writes")
@@ -181,10 +182,9 @@ def run(args: argparse.Namespace) -> int:
     if args.policies:  # unusable policy files stop the start (exit 2), as they do for serve
         from celmut.compile.pipeline import compile_paths
 
-        compilation = compile_paths(*args.policies)
-        for error in compilation.errors:
-            print(f"error: {error}", file=sys.stderr)
+        compilation = compile_paths(*args.policies, skip_unsupported=args.skip_unsupported)
         if compilation.errors:
+            print(f"error: cannot start: {flags.policies_problem(compilation.errors)}", file=sys.stderr)
             return 2
     from celmut.controller.report_loop import ReportingConfig
     from celmut.controller.run import Controller, ControllerConfig
@@ -194,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
     try:  # self-managed webhook TLS: CELMUT_TLS_SECRET etc., as the Helm chart and `celmut manifests` set
         tls = TlsConfig.from_environment(os.environ)
         webhook_rules = webhook_flags.rules_config(args)
+        policy_validation = webhook_flags.policy_validation_config(args)
         tls = webhook_flags.tls_for_url(tls, webhook_rules)
         cluster = Cluster.connect(service.kubeconfig)
     except (ValueError, ClusterError) as ex:
@@ -213,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
         lease_name=args.lease_name,
         kyverno_exceptions_namespace=args.kyverno_exceptions_namespace,
         webhook_rules=webhook_rules,
+        policy_validation=policy_validation,
         events=args.events,
         omit_events=args.omit_events,
         max_queued_events=args.max_queued_events,

@@ -10,6 +10,7 @@ from celmut import cel
 from celmut.cel.lookups import ResourceLookup
 from celmut.controller import restart_policy
 from celmut.controller.generator import AdmissionPolicyGenerator
+from celmut.controller.policy_validation import PolicyValidationConfig, PolicyValidationWriter
 from celmut.controller.reconcile import LoadedPolicies
 from celmut.controller.status import ControllerMetrics
 from celmut.controller.triggers import drift_policies, policy_fingerprint
@@ -38,6 +39,8 @@ class UpkeepConfig(Protocol):
     def allow_immediate_restart(self) -> bool: ...
     @property
     def webhook_rules(self) -> WebhookRulesConfig | None: ...
+    @property
+    def policy_validation(self) -> PolicyValidationConfig | None: ...
     @property
     def evictions_per_minute(self) -> float: ...
 
@@ -74,7 +77,7 @@ class PolicyUpkeep:
             authorizer=SubjectAccessReviewAuthorizer(cluster),
             opt_out=opt_out,
         )
-        self.store = PolicyStore(sources, settings)
+        self.store = PolicyStore(sources, settings, skip_unsupported=service.skip_unsupported)
         self.metrics = metrics
         self.loaded: LoadedPolicies | None = None
         self._fingerprints: dict[str, str] = {}
@@ -98,6 +101,13 @@ class PolicyUpkeep:
             if config.webhook_rules is not None and not config.dry_run
             else None
         )
+        # policyValidation: the leader keeps the ValidatingWebhookConfiguration of the policy kinds (it follows
+        # Kyverno's presence, which only the cluster's policy source knows).
+        self.policy_validation = (
+            PolicyValidationWriter(cluster, config.policy_validation)
+            if config.policy_validation is not None and self.policy_source is not None and not config.dry_run
+            else None
+        )
 
     def reload(self, is_leader: Callable[[], bool], *, force: bool = False) -> list[str] | None:
         """Reload policies; the names of policies that are new or changed (they are scanned), or None
@@ -110,6 +120,8 @@ class PolicyUpkeep:
             self.sync_admission_policies()
         if (reloaded or (self.webhook_rules is not None and self.webhook_rules.due())) and is_leader():
             self.sync_webhook_rules()
+        if (reloaded or (self.policy_validation is not None and self.policy_validation.due())) and is_leader():
+            self.sync_policy_validation()
         if reloaded and is_leader():
             self.sync_restart_conditions()
         engine = self.store.engine
@@ -144,6 +156,12 @@ class PolicyUpkeep:
         if engine is None or writer is None or (self.policy_source is not None and not self.policy_source.synced()):
             return
         if writer.sync(engine.policies, self.policy_source):
+            self.metrics.webhook_configuration_writes.inc()
+
+    def sync_policy_validation(self) -> None:
+        """The leader writes the policy validating webhook (after each reload: Kyverno may have come or gone)."""
+        writer, source = self.policy_validation, self.policy_source
+        if writer is not None and source is not None and writer.sync(source):
             self.metrics.webhook_configuration_writes.inc()
 
     def sync_restart_conditions(self) -> None:

@@ -32,6 +32,7 @@ from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
 from celmut.controller.mutation_events import MutationEvents
 from celmut.controller.policy_upkeep import PolicyUpkeep
+from celmut.controller.policy_validation import PolicyValidationConfig, PolicyValidationWriter
 from celmut.controller.reconcile import (
     COMPONENT,
     EvictionPacer,
@@ -119,6 +120,7 @@ class ControllerConfig:
     kyverno_exceptions_namespace: str = ""  # where to keep the PolicyExceptions that make Kyverno skip them
     page_size: int = 500  # objects per list page of a sweep (targets, drifting pods: limit/continue)
     webhook_rules: WebhookRulesConfig | None = None  # the leader keeps the webhook configuration's rules
+    policy_validation: PolicyValidationConfig | None = None  # the leader keeps the policy validating webhook
     reports: ReportingConfig = field(default_factory=ReportingConfig)  # background PolicyReports
     events: str = PER_OBJECT  # each Event on its own object (per-object, Kyverno's) or folded per policy (aggregated)
     omit_events: frozenset[str] = frozenset(DEFAULT_OMITTED)  # --omitEvents: Kyverno's reasons not posted
@@ -305,6 +307,10 @@ class Controller:
         self.policies.sync_webhook_rules()
 
     @property
+    def policy_validation(self) -> PolicyValidationWriter | None:
+        return self.policies.policy_validation
+
+    @property
     def processed(self) -> int:
         return self.workers.processed
 
@@ -394,6 +400,7 @@ class Controller:
             self.policies.sync_kyverno_exceptions()
             self.policies.sync_admission_policies()
             self.policies.sync_webhook_rules()
+            self.policies.sync_policy_validation()
             self.scan(reason="leader")
 
     # --- workers ---------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""``celmut controller`` flags for the managed webhook configuration (``webhook.managedRules`` in the chart)."""
+"""``celmut controller`` flags for the webhook configurations the leader writes: the mutating one
+(``webhook.managedRules`` in the chart) and the policy validating one (``policyValidation.enabled``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from celmut.install.webhook_config import (
 )
 
 if TYPE_CHECKING:  # the Kubernetes client loads only when the controller runs, not for --help
+    from celmut.controller.policy_validation import PolicyValidationConfig
     from celmut.controller.webhook_rules import WebhookRulesConfig
     from celmut.kube.tls_manager import TlsConfig
 
@@ -57,13 +59,43 @@ def add_flags(p: argparse.ArgumentParser) -> None:
         default="",
         help="the ClusterRole owning the configuration: deleting it (helm uninstall) garbage-collects it",
     )
-    group.add_argument("--webhook-annotation", action="append", default=[], metavar="KEY=VALUE")
+    group.add_argument(
+        "--webhook-annotation",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an annotation of the webhook configurations the controller writes (e.g. cert-manager's inject-ca-from)",
+    )
+    validation = p.add_argument_group(
+        "policy validating webhook (the leader registers it: invalid policies are refused at kubectl apply)"
+    )
+    validation.add_argument(
+        "--manage-policy-validation",
+        metavar="NAME",
+        default="",
+        help="the ValidatingWebhookConfiguration to keep (default: off; needs --from-cluster). It sends celmut's "
+        "webhook the creations and updates of celmut's policy kinds only, failurePolicy Fail as Kyverno's; "
+        "while Kyverno is installed its policies.kyverno.io kinds are left to Kyverno. Uses the --webhook-* "
+        "Service or URL, timeout, CA bundle and annotations",
+    )
+    validation.add_argument(
+        "--policy-validation-owner-clusterrole",
+        metavar="NAME",
+        default="",
+        help="the ClusterRole owning it: deleting that ClusterRole (helm uninstall, or turning the feature off) "
+        "deletes the configuration",
+    )
+    validation.add_argument(
+        "--policy-validation-ca-from",
+        metavar="NAME",
+        default="",
+        help="the MutatingWebhookConfiguration whose CA bundle it carries, the same webhook's "
+        "(default: --manage-webhook-configuration's)",
+    )
 
 
-def rules_config(args: argparse.Namespace) -> WebhookRulesConfig | None:
-    """The managed configuration's settings (None when not managed); ValueError names a bad flag."""
-    if not args.manage_webhook_configuration:
-        return None
+def _settings(args: argparse.Namespace) -> tuple[WebhookSettings, dict[str, str]]:
+    """The ``--webhook-*`` settings and annotations shared by both configurations; ValueError names a bad flag."""
     if not 1 <= args.webhook_timeout <= 30:
         raise ValueError(f"--webhook-timeout {args.webhook_timeout}: must be 1-30 seconds")
     annotations = {}
@@ -89,12 +121,38 @@ def rules_config(args: argparse.Namespace) -> WebhookRulesConfig | None:
         namespace_selector=parse_label_selector(args.webhook_namespace_selector, "--webhook-namespace-selector"),
         opt_out_label=args.opt_out_label,
     )
+    return settings, annotations
+
+
+def rules_config(args: argparse.Namespace) -> WebhookRulesConfig | None:
+    """The managed configuration's settings (None when not managed); ValueError names a bad flag."""
+    if not args.manage_webhook_configuration:
+        return None
+    settings, annotations = _settings(args)
     from celmut.controller.webhook_rules import WebhookRulesConfig
 
     return WebhookRulesConfig(
         settings,
         name=args.manage_webhook_configuration,
         owner_cluster_role=args.webhook_owner_clusterrole,
+        annotations=annotations,
+    )
+
+
+def policy_validation_config(args: argparse.Namespace) -> PolicyValidationConfig | None:
+    """The policy validating webhook's settings (None when not managed); ValueError names a bad flag."""
+    if not args.manage_policy_validation:
+        return None
+    if not args.from_cluster:
+        raise ValueError("--manage-policy-validation needs --from-cluster (Kyverno's presence decides its rules)")
+    settings, annotations = _settings(args)
+    from celmut.controller.policy_validation import PolicyValidationConfig
+
+    return PolicyValidationConfig(
+        settings,
+        name=args.manage_policy_validation,
+        owner_cluster_role=args.policy_validation_owner_clusterrole,
+        ca_from=args.policy_validation_ca_from or args.manage_webhook_configuration,
         annotations=annotations,
     )
 

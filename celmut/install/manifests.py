@@ -59,6 +59,7 @@ class InstallOptions:
     kyverno_exceptions_namespace: str = ""  # "": celmut's namespace
     rules: list[Obj] = field(default_factory=lambda: [dict(r) for r in DEFAULT_RULES])
     managed_rules: bool = True  # webhook.managedRules: the controller writes the webhook configuration
+    policy_validation: bool = True  # policyValidation.enabled: invalid policies refused at kubectl apply
 
     @property
     def exceptions_namespace(self) -> str:
@@ -195,6 +196,8 @@ def controller_deployment(o: InstallOptions) -> Obj:
         args += ["--preset-failure-policy", "Fail"]
     if o.managed_rules:
         args += managed_rules_args(o)
+    if o.policy_validation:
+        args += policy_validation_args(o)
     args += ["--report-interval", "2s", "--report-max-results", "1000"]  # the chart's reports.* defaults
     args += ["--cel-engine", o.cel_engine, "--log-level", o.log_level]
     env = [
@@ -204,6 +207,11 @@ def controller_deployment(o: InstallOptions) -> Obj:
         {"name": "CELMUT_TLS_CA_SECRET", "value": f"{o.name}-ca"},
         {"name": "CELMUT_TLS_SERVICE", "value": o.name},
         {"name": "CELMUT_TLS_WEBHOOK_CONFIGURATION", "value": o.name},
+        *(
+            [{"name": "CELMUT_TLS_VALIDATING_WEBHOOK_CONFIGURATION", "value": f"{o.name}-policy-validation"}]
+            if o.policy_validation
+            else []
+        ),
         {"name": "CELMUT_TLS_CERTIFICATE_DAYS", "value": "365"},
         {"name": "CELMUT_TLS_CA_DAYS", "value": "3650"},
     ]
@@ -227,11 +235,31 @@ def controller_deployment(o: InstallOptions) -> Obj:
     return _deployment(o, "controller", o.controller_replicas, o.controller_account, pod)
 
 
+def _webhook_location_args(o: InstallOptions) -> list[str]:
+    """Where the webhook is, for the configurations the controller writes."""
+    return [
+        "--webhook-service",
+        o.name,
+        "--webhook-namespace",
+        o.namespace,
+        "--webhook-timeout",
+        str(o.timeout_seconds),
+    ]
+
+
+def policy_validation_args(o: InstallOptions) -> list[str]:
+    """The controller's flags for the policy validating webhook, as the chart's controller.yaml."""
+    name = f"{o.name}-policy-validation"
+    args = ["--manage-policy-validation", name, "--policy-validation-owner-clusterrole", name]
+    args += ["--policy-validation-ca-from", o.name]
+    return args if o.managed_rules else [*args, *_webhook_location_args(o)]
+
+
 def managed_rules_args(o: InstallOptions) -> list[str]:
     """The controller's flags for the managed webhook configuration, as the chart's controller.yaml."""
-    args = ["--manage-webhook-configuration", o.name, "--webhook-service", o.name, "--webhook-namespace", o.namespace]
+    args = ["--manage-webhook-configuration", o.name, *_webhook_location_args(o)]
     args += ["--webhook-owner-clusterrole", f"{o.name}-controller", "--webhook-failure-policy", o.failure_policy]
-    args += ["--webhook-reinvocation-policy", o.reinvocation_policy, "--webhook-timeout", str(o.timeout_seconds)]
+    args += ["--webhook-reinvocation-policy", o.reinvocation_policy]
     for namespace in o.excluded_namespaces:
         args += ["--webhook-exclude-namespace", namespace]
     args += ["--webhook-fail-exclude-namespace", ",".join(o.fail_excluded_namespaces)]
@@ -268,15 +296,22 @@ def webhook_configuration(o: InstallOptions) -> Obj:
 def _rbac(o: InstallOptions) -> list[Obj]:
     group = "rbac.authorization.k8s.io"
     objects: list[Obj] = []
-    for component, account, rules in (
-        ("webhook", o.webhook_account, rbac.shared_rules()),
+    roles = [
+        ("webhook", "webhook", o.webhook_account, rbac.shared_rules()),
         (
+            "controller",
             "controller",
             o.controller_account,
             rbac.controller_cluster_rules(o.name, self_managed_tls=True, managed_rules=o.managed_rules),
         ),
-    ):
-        name = f"{o.name}-{component}"
+    ]
+    if o.policy_validation:  # its own ClusterRole: the owner of the configuration it grants
+        validation = f"{o.name}-policy-validation"
+        roles.append(
+            ("policy-validation", "controller", o.controller_account, rbac.policy_validation_rules(validation))
+        )
+    for suffix, component, account, rules in roles:
+        name = f"{o.name}-{suffix}"
         subject = {"kind": "ServiceAccount", "name": account, "namespace": o.namespace}
         objects += [
             _obj(f"{group}/v1", "ClusterRole", _meta(o, name, component, namespaced=False), rules=rules),

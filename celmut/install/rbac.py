@@ -137,3 +137,15 @@ def kyverno_exception_rules() -> list[Rule]:
     """In the namespace of the PolicyExceptions the controller keeps for Kyverno (one per policy celmut
     serves, so that Kyverno skips it); reading them is a shared rule."""
     return [_rule("policies.kyverno.io", ["policyexceptions"], ["create", "update", "delete"])]
+
+
+def policy_validation_rules(name: str) -> list[Rule]:
+    """The controller's ClusterRole ``name`` for the policy validating webhook (``policyValidation``): the
+    ValidatingWebhookConfiguration ``name`` it keeps (create cannot be limited to a name; the CA bundle is
+    patched into it by the TLS upkeep), and this ClusterRole itself, read for its uid: it owns the
+    configuration, so deleting it (uninstall, the feature turned off) garbage-collects the configuration."""
+    return [
+        _rule("admissionregistration.k8s.io", ["validatingwebhookconfigurations"], ["create"]),
+        _rule("admissionregistration.k8s.io", ["validatingwebhookconfigurations"], ["get", "update", "patch"], [name]),
+        _rule("rbac.authorization.k8s.io", ["clusterroles"], ["get"], [name]),
+    ]

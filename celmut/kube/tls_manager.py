@@ -8,7 +8,8 @@ Three objects, all in celmut's namespace except the cluster-scoped webhook confi
 * Secret ``<tls>`` (``kubernetes.io/tls``): the serving certificate for the Service's DNS names
   (``tls.crt``, ``tls.key``) and ``ca.crt``, the CA bundle. The webhook pods mount it; kubelet
   refreshes the files and ``celmut serve`` reloads them (no restart).
-* MutatingWebhookConfiguration ``<name>``: every webhook's ``clientConfig.caBundle`` is the bundle.
+* MutatingWebhookConfiguration ``<name>`` (and the policy ValidatingWebhookConfiguration, when
+  configured): every webhook's ``clientConfig.caBundle`` is the bundle.
 
 A certificate is replaced when it is missing or unreadable, when less than a third of its lifetime
 remains (as cert-manager renews), when it names other hosts, or when the current CA did not sign it.
@@ -17,7 +18,8 @@ API server trusts the webhook throughout a rotation.
 
 Configured by the environment of the controller (the Helm chart and ``celmut manifests`` set it):
 ``CELMUT_TLS_SECRET``, ``CELMUT_TLS_CA_SECRET``, ``CELMUT_TLS_SERVICE``,
-``CELMUT_TLS_WEBHOOK_CONFIGURATION``, ``CELMUT_TLS_CERTIFICATE_DAYS``, ``CELMUT_TLS_CA_DAYS`` and
+``CELMUT_TLS_WEBHOOK_CONFIGURATION``, ``CELMUT_TLS_VALIDATING_WEBHOOK_CONFIGURATION``,
+``CELMUT_TLS_CERTIFICATE_DAYS``, ``CELMUT_TLS_CA_DAYS`` and
 ``POD_NAMESPACE``; without ``CELMUT_TLS_SECRET`` TLS is left to someone else (cert-manager).
 """
 
@@ -42,6 +44,7 @@ from celmut.kube.client import Cluster, ClusterError, NotFound
 log = logging.getLogger("celmut.tls")
 
 WEBHOOK_CONFIGURATIONS = ("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations")
+VALIDATING_CONFIGURATIONS = ("admissionregistration.k8s.io/v1", "validatingwebhookconfigurations")
 RENEW_FRACTION = 1 / 3  # renew once less than this share of the lifetime remains
 LABELS = {"app.kubernetes.io/part-of": "celmut", "app.kubernetes.io/managed-by": "celmut-controller"}
 
@@ -56,6 +59,7 @@ class TlsConfig:
     ca_secret: str
     webhook_configuration: str
     certificate_days: int = 365
+    validating_webhook_configuration: str = ""  # the policy validating webhook's, served by the same pods
     ca_days: int = 3650
     extra_hosts: tuple[str, ...] = ()  # the host of --webhook-url: a webhook served outside the cluster
 
@@ -81,6 +85,7 @@ class TlsConfig:
             secret=secret,
             ca_secret=env.get("CELMUT_TLS_CA_SECRET") or f"{service}-ca",
             webhook_configuration=env.get("CELMUT_TLS_WEBHOOK_CONFIGURATION") or service,
+            validating_webhook_configuration=env.get("CELMUT_TLS_VALIDATING_WEBHOOK_CONFIGURATION", ""),
             certificate_days=int(env.get("CELMUT_TLS_CERTIFICATE_DAYS") or 365),
             ca_days=int(env.get("CELMUT_TLS_CA_DAYS") or 3650),
         )
@@ -186,24 +191,31 @@ class TlsManager:
         return ca, bundle
 
     def _publish_bundle(self, bundle: bytes, changed: list[str]) -> None:
-        """Write the bundle into every webhook of the configuration, once it exists."""
-        name = self.config.webhook_configuration
-        try:
-            configuration = self.cluster.get(*WEBHOOK_CONFIGURATIONS, "", name)
-        except NotFound:
-            log.info(
-                "webhook configuration not found; its CA bundle is set once it exists", extra={"configuration": name}
-            )
-            return
-        patch: list[dict[str, Any]] = []
-        for index, webhook in enumerate(configuration.get("webhooks") or []):
-            if (webhook.get("clientConfig") or {}).get("caBundle") != _b64(bundle):
-                patch.append({"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.get("name")})
-                patch.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": _b64(bundle)})
-        if patch:
-            self.cluster.patch(*WEBHOOK_CONFIGURATIONS, "", name, patch)
-            changed.append(f"MutatingWebhookConfiguration/{name}")
-            log.info("webhook CA bundle updated", extra={"configuration": name})
+        """Write the bundle into every webhook of the configurations (the mutating one, and the policy
+        validating one when configured), once each exists."""
+        targets = [(WEBHOOK_CONFIGURATIONS, "MutatingWebhookConfiguration", self.config.webhook_configuration)]
+        if self.config.validating_webhook_configuration:
+            name = self.config.validating_webhook_configuration
+            targets.append((VALIDATING_CONFIGURATIONS, "ValidatingWebhookConfiguration", name))
+        for resource, kind, name in targets:
+            try:
+                configuration = self.cluster.get(*resource, "", name)
+            except NotFound:
+                log.info(
+                    "webhook configuration not found; its CA bundle is set once it exists",
+                    extra={"configuration": name, "kind": kind},
+                )
+                continue
+            patch: list[dict[str, Any]] = []
+            for index, webhook in enumerate(configuration.get("webhooks") or []):
+                if (webhook.get("clientConfig") or {}).get("caBundle") != _b64(bundle):
+                    patch.append({"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.get("name")})
+                    path = f"/webhooks/{index}/clientConfig/caBundle"
+                    patch.append({"op": "add", "path": path, "value": _b64(bundle)})
+            if patch:
+                self.cluster.patch(*resource, "", name, patch)
+                changed.append(f"{kind}/{name}")
+                log.info("webhook CA bundle updated", extra={"configuration": name, "kind": kind})
 
     def _ensure_serving(self, ca: certs.KeyPair, bundle: bytes, now: datetime.datetime, changed: list[str]) -> None:
         secret = self._read_secret(self.config.secret)

@@ -7,6 +7,7 @@ the expression. A policy with any error is rejected as a whole; other policies s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from celmut.errors import CelmutError
@@ -22,10 +23,22 @@ class FieldError:
     line: int = 0
     column: int = 0
     expression: str = field(default="", compare=False, repr=False)
+    #: A CEL compile issue's own message (cel-go's words), when the error is one.
+    issue: str = field(default="", compare=False, repr=False)
+    #: Kyverno's detail for the same refusal of ``expression`` (``output is expected to be of type bool``),
+    #: when Kyverno words it otherwise: its webhook answers ``<path>: Invalid value: "<expression>": <detail>``.
+    kyverno_detail: str = field(default="", compare=False, repr=False)
 
     def __str__(self) -> str:
         where = f" (expression line {self.line}, column {self.column})" if self.line else ""
         return f"{self.path}: {self.message}{where}" if self.path else self.message
+
+    def cel_go(self) -> str:
+        """A CEL compile issue as cel-go prints it (``issues.Err().Error()``): ``ERROR: <input>:L:C: …``,
+        the expression's line and a caret."""
+        head = f"ERROR: <input>:{self.line}:{self.column}: {self.issue}"
+        snippet = self.snippet()
+        return f"{head}\n{snippet}" if snippet else head
 
     def snippet(self) -> str:
         """The expression's line with a caret under the column, or '' without a position."""
@@ -38,6 +51,44 @@ def caret_snippet(source: str, line: int, column: int) -> str:
     if not line or not 0 < line <= len(lines):
         return ""
     return f" | {lines[line - 1]}\n | {'.' * max(column - 1, 0)}^"
+
+
+def kyverno_errors(errors: Sequence[FieldError]) -> list[str]:
+    """The errors as Kubernetes' ``field.Error`` prints them in Kyverno's admission answers: the CEL
+    issues of one expression are one ``<path>: Invalid value: "<expression>": <cel-go errors>`` (Kyverno's
+    ``compiler.CompileMutation`` and friends: ``field.Invalid(path, expression, issues.Err().Error())``);
+    every other error reads as celmut writes it, in the same ``<path>: <Type>: <detail>`` form."""
+    from celmut.cel.libs.golang import quote  # Go's strconv.Quote, the %q of ErrorBody
+
+    out: list[str] = []
+    index = 0
+    while index < len(errors):
+        error = errors[index]
+        if not error.issue:
+            detail = f"Invalid value: {quote(error.expression)}: {error.kyverno_detail}" if error.kyverno_detail else ""
+            out.append(f"{error.path}: {detail}" if detail else str(error))
+            index += 1
+            continue
+        issues = [error]
+        while (
+            index + len(issues) < len(errors)
+            and errors[index + len(issues)].issue
+            and errors[index + len(issues)].path == error.path
+        ):
+            issues.append(errors[index + len(issues)])
+        detail = "\n".join(i.cel_go() for i in issues)
+        out.append(f"{error.path}: Invalid value: {quote(error.expression)}: {detail}")
+        index += len(issues)
+    return out
+
+
+def aggregate(messages: Sequence[str]) -> str:
+    """``utilerrors.Aggregate.Error()`` (k8s.io/apimachinery/pkg/util/errors): one message alone, else
+    the distinct ones in order, comma-separated in brackets."""
+    distinct = list(dict.fromkeys(messages))
+    if len(distinct) == 1:
+        return distinct[0]
+    return "[" + ", ".join(distinct) + "]"
 
 
 class PolicyError(CelmutError):

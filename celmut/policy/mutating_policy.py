@@ -4,7 +4,8 @@ v1): the model and its validating parser.
 Defaults and checks follow Kyverno (semantics document §1): failurePolicy Fail, reinvocationPolicy
 Never, admission enabled, background enabled, mutateExisting disabled, skipBackgroundRequests true,
 useServerSideApply false; ``matchConstraints`` needs at least one resource rule; admission and
-mutateExisting cannot both be disabled; at most 64 match conditions with unique names.
+mutateExisting cannot both be disabled (both refused with Kyverno's own messages); at most 64 match
+conditions with unique names.
 
 ``spec.evaluation.mode: JSON`` makes a document policy (Kyverno's JSON document mutation, run by
 ``kyverno apply --json`` / a Test's ``jsonPayloads``): no ``matchConstraints`` needed, JSONPatch
@@ -242,13 +243,17 @@ def _parse_metadata(doc: dict[str, Any], kind: str, errors: list[FieldError]) ->
     return meta, name, namespace, restart_policy
 
 
+#: Kyverno's words for what its policy webhook refuses (pkg/cel/policies/mpol/validate.go ``Validate``),
+#: so celmut's webhook, status and CLI say what Kyverno says.
+MATCH_CONSTRAINTS_REQUIRED = "Required value: a matchConstraints with at least one resource rule is required"
+NO_EVALUATION_MODE = "Forbidden: disabling both admission and mutateExisting evaluation modes is not allowed"
+
+
 def _parse_match_constraints(spec: Reader, json_mode: bool) -> MatchResources:
     """``spec.matchConstraints``: required, with at least one resource rule, unless in JSON mode."""
-    if not spec.has("matchConstraints") and not json_mode:
-        spec.fail("Required value: matchConstraints must be set", "matchConstraints")
     match = parse_match_resources(spec.child("matchConstraints"))
-    if spec.has("matchConstraints") and not match.resource_rules and not json_mode:
-        spec.fail("Required value: at least one resource rule is needed", "matchConstraints.resourceRules")
+    if not match.resource_rules and not json_mode:
+        spec.fail(MATCH_CONSTRAINTS_REQUIRED, "matchConstraints")
     return match
 
 
@@ -266,12 +271,9 @@ def _parse_target_match_constraints(spec: Reader) -> TargetMatchConstraints | No
 
 
 def _check_applies_somewhere(spec: Reader, evaluation: Evaluation) -> None:
-    """Admission and mutateExisting cannot both be disabled."""
+    """Admission and mutateExisting cannot both be disabled: the policy would never apply."""
     if not evaluation.admission and not evaluation.mutate_existing:
-        spec.fail(
-            "Invalid value: admission and mutateExisting cannot both be disabled; the policy would never apply",
-            "evaluation",
-        )
+        spec.fail(NO_EVALUATION_MODE, "evaluation")
 
 
 def _parse_audit_annotations(spec: Reader) -> tuple[AuditAnnotation, ...]:

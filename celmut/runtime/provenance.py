@@ -18,6 +18,7 @@ dataclasses, never changed once built (the webhook builds a few per request; fro
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -150,13 +151,16 @@ class Provenance:
     not_applied: tuple[NotApplied, ...] = ()
 
     def touching(self, pointer: str) -> list[AppliedMutation]:
-        """The mutations that changed ``pointer``, a field inside it or a field that contains it: why
-        is this field here (or not)."""
-        return [
-            m
-            for m in self.applied
-            if any(_related(c.path, pointer) for c in m.changes) or any(_related(k, pointer) for k in m.kept)
-        ]
+        """The mutations that changed ``pointer``, a field inside it or a field that contains it, each
+        with only those changes (:func:`_narrowed`): why is this field here (or not) — and nothing about
+        its siblings (the same mutation writing ``/spec/containers/1/…`` too)."""
+        out = []
+        for mutation in self.applied:
+            changes = tuple(n for n in (_narrowed(c, pointer) for c in mutation.changes) if n is not None)
+            kept = tuple(pointer if _contains(k, pointer) else k for k in mutation.kept if _related(k, pointer))
+            if changes or kept:
+                out.append(dataclasses.replace(mutation, changes=changes, kept=tuple(dict.fromkeys(kept))))
+        return out
 
     def by_policy(self) -> dict[str, dict[str, list[str]]]:
         """Per applied policy, its pointers by op (``{"add": [...], "replace": [...]}``), in order."""
@@ -218,6 +222,33 @@ def _related(path: str, pointer: str) -> bool:
     stands for its list)."""
     path, pointer = path.removesuffix("/-"), pointer.rstrip("/").removesuffix("/-")
     return path == pointer or path.startswith(pointer + "/") or pointer.startswith(path + "/")
+
+
+def _contains(path: str, pointer: str) -> bool:
+    """Whether ``path`` is a field strictly around ``pointer`` (not an append: its index is not known)."""
+    return not path.endswith("/-") and pointer.rstrip("/").startswith(path + "/")
+
+
+def _narrowed(change: FieldChange, pointer: str) -> FieldChange | None:
+    """``change`` as it concerns ``pointer``: itself when it is that field or inside it; the part of its
+    value at ``pointer`` when it wrote a field around it (None when that value has no such field); a
+    removal of ``pointer`` when it removed a field around it; None when unrelated."""
+    if not _related(change.path, pointer):
+        return None
+    if not _contains(change.path, pointer):
+        return change
+    if change.op == "remove":
+        return FieldChange("remove", pointer)
+    value = change.value
+    around, field = jsonutil.split_pointer(change.path) or (), jsonutil.split_pointer(pointer.rstrip("/")) or ()
+    for token in field[len(around) :]:
+        if isinstance(value, dict) and token in value:
+            value = value[token]
+        elif isinstance(value, list) and token.isdigit() and int(token) < len(value):
+            value = value[int(token)]
+        else:
+            return None
+    return FieldChange(change.op, pointer, value)
 
 
 def changes_of(patch: Iterable[dict[str, Any]]) -> tuple[FieldChange, ...]:

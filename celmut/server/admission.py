@@ -110,9 +110,7 @@ class Admission:
         try:
             review = reviews.parse_review(body)
         except reviews.ReviewError as ex:
-            self.metrics.rejected("bad_request")
-            message = f"invalid AdmissionReview: {ex}"
-            return Answer(400, reviews.status_body(message, 400, field=ex.field, uid=ex.uid))
+            return self.bad_request(ex, len(body))
         try:
             return Answer(200, self._admit(review, engine, budget, failure_policy, started, trace_headers))
         except Exception:  # a defect in celmut: answer this request as its failurePolicy says, keep serving
@@ -120,6 +118,17 @@ class Admission:
             self.metrics.rejected("internal_error")
             admit = not fails_closed(engine, failure_policy)
             return Answer(200, reviews.error_response(review, "celmut internal error", admit=admit))
+
+    def bad_request(self, ex: reviews.ReviewError, size: int) -> Answer:
+        """HTTP 400 for a body that is no usable AdmissionReview: counted, and logged as one line saying what
+        was wrong (the messages name fields, never their values: nothing of the body is logged)."""
+        self.metrics.rejected("bad_request")
+        message = f"invalid AdmissionReview: {ex}"
+        log.warning(
+            "invalid AdmissionReview refused (400)",
+            extra={"status": 400, "error": str(ex), "field": ex.field, "uid": ex.uid, "bodyBytes": size},
+        )
+        return Answer(400, reviews.status_body(message, 400, field=ex.field, uid=ex.uid))
 
     def _admit(
         self,

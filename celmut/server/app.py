@@ -2,7 +2,8 @@
 
 ``POST /mutate`` runs every policy; ``POST /mutate/fail`` and ``/mutate/ignore`` run only the
 policies with that failurePolicy (``celmut webhook-config`` registers one webhook per
-failurePolicy). ``GET /healthz`` (alive), ``/readyz`` (policies loaded and cluster caches synced),
+failurePolicy). ``POST /validate/policies`` refuses an invalid policy object before it is stored
+(:mod:`celmut.server.validate`). ``GET /healthz`` (alive), ``/readyz`` (policies loaded and cluster caches synced),
 ``/metrics`` (Prometheus).
 
 The event loop reads request bodies (bounded in size and in time) and writes responses; an
@@ -31,21 +32,27 @@ from celmut.server.admission import Admission
 from celmut.server.metrics import Metrics
 from celmut.server.mutate import MutateEndpoint, Receive, Scope, Send
 from celmut.server.settings import ServerSettings
+from celmut.server.validate import PolicyValidationEndpoint
 from celmut.service.store import PolicyStore
 
 log = logging.getLogger("celmut.server")
 
 
 class WebhookApp(FastAPI):
-    """The FastAPI app with ``/mutate`` answered before routing: the admission path skips
-    Starlette's routing, request and response objects (:mod:`celmut.server.mutate`)."""
+    """The FastAPI app with ``/mutate`` (and ``/validate/policies``) answered before routing: the admission
+    path skips Starlette's routing, request and response objects (:mod:`celmut.server.mutate`)."""
 
     mutate_endpoint: MutateEndpoint | None = None
+    validate_endpoint: PolicyValidationEndpoint | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self.mutate_endpoint
         if endpoint is not None and endpoint.handles(scope):
             await endpoint(scope, receive, send)
+            return
+        validation = self.validate_endpoint
+        if validation is not None and validation.handles(scope):
+            await validation(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
 
@@ -80,6 +87,7 @@ def create_app(
         title="celmut admission webhook", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifecycle
     )
     app.mutate_endpoint = MutateEndpoint(store, settings, metrics, admission, pool)
+    app.validate_endpoint = PolicyValidationEndpoint(store, settings, metrics, admission, pool)
     app.state.store = store
     app.state.metrics = metrics
 

@@ -10,6 +10,7 @@ the webhook has just admitted.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,11 @@ class ClusterConnection:
         if resources != self.caches.metadata_only:
             log.info("cache projections changed", extra={"metadataOnly": sorted("/".join(r) for r in resources)})
             self.caches.set_metadata_only(resources)
+
+    def declines(self, kind: str, obj: Mapping[str, Any]) -> str:
+        """Why celmut leaves this policy object to another engine, as of now ('' when it is celmut's): the
+        policy validating webhook does not refuse what is not celmut's."""
+        return self.policy_source.current_ownership().declines(kind, obj, natively=False)
 
     def admitted(self, received: dict[str, Any] | None, admitted: dict[str, Any]) -> None:
         self.resources.remember_admitted(admitted, received=received)

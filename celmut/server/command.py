@@ -69,6 +69,7 @@ _LIMIT_FLAGS = (
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the admission webhook", description=__doc__)
     flags.add_policies(p)
+    flags.add_skip_unsupported(p)
     p.add_argument("--from-cluster", action="store_true", help="also load policies and lookups from the cluster")
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig for --from-cluster (default: in-cluster)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

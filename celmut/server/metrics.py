@@ -85,6 +85,12 @@ class Metrics:
             registry=self.registry,
         )
         self.reloads = Counter("celmut_policy_reloads", "Policy reloads by result", ["result"], registry=self.registry)
+        self.policy_validations = Counter(
+            "celmut_policy_validations",
+            "Policy objects the policy validating webhook answered for, by kind and result (allowed, refused)",
+            ["kind", "result"],
+            registry=self.registry,
+        )
         self.error_events = Counter(
             "celmut_report_error_events",
             "Writes of the PolicyError Events that carry admission errors to the reports: created, updated, error",
@@ -106,6 +112,10 @@ class Metrics:
         else:
             outcome = "unchanged"
         self.policies.record(operation, outcome, seconds, result.outcomes)
+
+    def policy_validated(self, kind: str, allowed: bool) -> None:
+        """One answer of the policy validating webhook (``/validate/policies``)."""
+        self.policy_validations.labels(kind, "allowed" if allowed else "refused").inc()
 
     def rejected(self, reason: str) -> None:
         self.policies.request("", reason)

@@ -163,8 +163,51 @@ async def _read_body_within(receive: Receive, limit: int, seconds: float) -> byt
         timer.cancel()
 
 
-class MutateEndpoint:
-    """The admission endpoint; ``handles(scope)`` says whether a request is for it."""
+def not_allowed() -> tuple[Message, Message]:
+    return _response(405, b'{"detail":"Method Not Allowed"}', extra=[(b"allow", b"POST")])
+
+
+def response(status: int, body: bytes) -> tuple[Message, Message]:
+    """An answer of ``status`` with the JSON ``body``."""
+    return _response(status, body)
+
+
+def _too_large(limit: int, metrics: Metrics) -> tuple[Message, Message]:
+    metrics.rejected("too_large")
+    message = f"request body exceeds the limit of {limit} bytes"
+    log.warning("request refused (413)", extra={"status": 413, "error": message})
+    return _response(413, reviews.status_body(message, 413), close=True)
+
+
+async def read_body(
+    scope: Scope, receive: Receive, settings: ServerSettings, metrics: Metrics
+) -> bytes | tuple[Message, Message]:
+    """A request body within the server's bounds (size, declared and read; time to arrive), or the answer
+    refusing it (413, 408; an empty 400 to a client that went away): counted and logged."""
+    limit = settings.max_body_bytes
+    declared = _declared_length(scope)
+    if declared is not None and declared > limit:
+        return _too_large(limit, metrics)
+    try:
+        body = await _read_body_within(receive, limit, settings.body_timeout)
+    except TimeoutError:
+        metrics.rejected("body_timeout")
+        message = f"request body not received within {settings.body_timeout:g} seconds"
+        log.warning("request refused (408)", extra={"status": 408, "error": message})
+        return _response(408, reviews.status_body(message, 408), close=True)
+    except ClientGone:  # the client went away mid-body: nobody to answer
+        log.debug("client disconnected while sending its request")
+        metrics.rejected("client_disconnect")
+        return _response(400, b"")
+    if body is None:
+        return _too_large(limit, metrics)
+    return body
+
+
+class ReviewEndpoint:
+    """A plain ASGI endpoint answering AdmissionReviews (``/mutate``, ``/validate/policies``): what the
+    server shares with it, and the answer sent in two messages. ``handles(scope)`` says whether a request
+    is for it; ``_answer`` computes the two messages."""
 
     def __init__(
         self,
@@ -179,6 +222,22 @@ class MutateEndpoint:
         self.metrics = metrics
         self.admission = admission
         self.pool = pool
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        start, body = await self._answer(scope, receive)
+        await send(start)
+        await send(body)
+
+    async def _answer(self, scope: Scope, receive: Receive) -> tuple[Message, Message]:
+        raise NotImplementedError
+
+
+class MutateEndpoint(ReviewEndpoint):
+    """The admission endpoint; ``handles(scope)`` says whether a request is for it."""
+
+    def __init__(self, *shared: Any) -> None:
+        """``shared``: what :class:`ReviewEndpoint` takes."""
+        super().__init__(*shared)
         self.gate = InlineGate()
 
     @staticmethod
@@ -188,18 +247,13 @@ class MutateEndpoint:
         path: str = scope["path"]
         return path.startswith(PREFIX) and (len(path) == len(PREFIX) or path[len(PREFIX)] == "/")
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        start, body = await self._answer(scope, receive)
-        await send(start)
-        await send(body)
-
     async def _answer(self, scope: Scope, receive: Receive) -> tuple[Message, Message]:
         started = time.perf_counter()
         settings = self.settings
         budget = cel.Budget.with_timeout(settings.deadline_seconds)  # from the request's arrival
         path: str = scope["path"][len(PREFIX) :]
         if scope["method"] != "POST":
-            return _response(405, b'{"detail":"Method Not Allowed"}', extra=[(b"allow", b"POST")])
+            return not_allowed()
         failure_policy = webhook_group(path)
         if failure_policy == "":
             message = (
@@ -207,22 +261,9 @@ class MutateEndpoint:
                 "(then optionally /default or /timeout-<seconds>)"
             )
             return _response(404, reviews.status_body(message, 404))
-        limit = settings.max_body_bytes
-        declared = _declared_length(scope)
-        if declared is not None and declared > limit:
-            return self._too_large(limit)
-        try:
-            body = await _read_body_within(receive, limit, settings.body_timeout)
-        except TimeoutError:
-            self.metrics.rejected("body_timeout")
-            message = f"request body not received within {settings.body_timeout:g} seconds"
-            return _response(408, reviews.status_body(message, 408), close=True)
-        except ClientGone:  # the client went away mid-body: nobody to answer
-            log.debug("client disconnected while sending its request")
-            self.metrics.rejected("client_disconnect")
-            return _response(400, b"")
-        if body is None:
-            return self._too_large(limit)
+        body = await read_body(scope, receive, settings, self.metrics)
+        if not isinstance(body, bytes):
+            return body
         engine = self.store.engine
         if engine is None:
             self.metrics.rejected("not_ready")
@@ -243,8 +284,3 @@ class MutateEndpoint:
                 self.pool, self.admission.answer, body, engine, budget, failure_policy, started, headers
             )
         return _response(answer.status, answer.body)
-
-    def _too_large(self, limit: int) -> tuple[Message, Message]:
-        self.metrics.rejected("too_large")
-        message = f"request body exceeds the limit of {limit} bytes"
-        return _response(413, reviews.status_body(message, 413), close=True)

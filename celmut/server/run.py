@@ -39,7 +39,7 @@ from celmut.server.connections import LimitedHttpToolsProtocol, LimitedServer, p
 from celmut.server.limits import ConnectionLimits
 from celmut.server.metrics import Metrics, share_between_workers, worker_stopped
 from celmut.server.settings import DEFAULT_EVALUATION_THREADS, DEFAULT_MAX_BODY_BYTES, ServerSettings
-from celmut.service import tracing
+from celmut.service import flags, tracing
 from celmut.service.assembly import EngineSettings
 from celmut.service.settings import SURFACE_TIMEOUT_SECONDS, ServiceSettings, surface_engine
 from celmut.service.store import PolicySource, PolicyStore, ReloadOutcome
@@ -165,23 +165,29 @@ def build_store(config: ServeConfig, metrics: Metrics, cluster: ClusterConnectio
         if cluster is not None and engine is not None:
             cluster.plan_caches(engine.policies)
 
-    store = PolicyStore(sources, engine_settings(config, cluster), all_or_nothing=True, on_reload=reloaded)
+    store = PolicyStore(
+        sources,
+        engine_settings(config, cluster),
+        all_or_nothing=True,
+        on_reload=reloaded,
+        skip_unsupported=config.service.skip_unsupported,
+    )
     return store
 
 
-def tls_material(config: ServeConfig) -> tuple[str, str]:
-    """The certificate and key to serve with; ``--self-signed`` creates them (and prints the CA)."""
+def tls_material(config: ServeConfig) -> tuple[str, str, str]:
+    """The certificate and key to serve with, and what to print about them: ``--self-signed`` creates
+    them, and the CA bundle is printed once the server starts (not before a refusal to start)."""
     if config.self_signed:
         directory = Path(config.cert_dir or tempfile.mkdtemp(prefix="celmut-tls-"))
         hosts = sorted({config.host, "localhost", "127.0.0.1"} - {"0.0.0.0", "::"})
         material = certs.self_signed(directory, hosts)
-        print(f"# CA bundle for the webhook's clientConfig.caBundle ({material.ca_file}):", flush=True)
-        print(material.ca_pem, end="", flush=True)
-        return str(material.cert_file), str(material.key_file)
+        shown = f"# CA bundle for the webhook's clientConfig.caBundle ({material.ca_file}):\n{material.ca_pem}"
+        return str(material.cert_file), str(material.key_file), shown
     if not config.tls_cert or not config.tls_key:
         raise ValueError("TLS is required: give --tls-cert and --tls-key, or --self-signed")
     certs.check_tls_files(config.tls_cert, config.tls_key)
-    return config.tls_cert, config.tls_key
+    return config.tls_cert, config.tls_key, ""
 
 
 def server_settings(
@@ -198,6 +204,7 @@ def server_settings(
         extra_ready_checks=[cluster.not_ready] if cluster is not None else [],
         on_admitted=cluster.admitted if cluster is not None else None,
         on_decided=cluster.decided if cluster is not None else None,
+        declines=cluster.declines if cluster is not None else None,
         cache_sizes=cluster.caches.sizes if cluster is not None else None,
         tracing=tracing.from_environment("celmut-webhook"),
     )
@@ -342,7 +349,7 @@ def _worker(config: ServeConfig, sock: socket.socket, cert: str, key: str, metri
 def serve(config: ServeConfig) -> int:
     """Serve until interrupted; 2 when the policies or TLS files are unusable at start."""
     try:
-        cert, key = tls_material(config)
+        cert, key, shown = tls_material(config)
     except (ValueError, OSError) as ex:
         log.error("cannot start: %s", ex)
         return 2
@@ -358,9 +365,9 @@ def serve(config: ServeConfig) -> int:
     store = build_store(config, metrics, cluster)
     outcome = store.reload(force=True)
     if outcome is not None and not outcome.accepted:
-        for error in outcome.errors:
-            log.error("invalid policy: %s", error)
+        log.error("cannot start: %s", flags.policies_problem(store.last_problems))
         return 2
+    print(shown, end="", flush=True)
     sock = bind(config.host, config.port)
     log.info("serving", extra={"address": f"https://{config.host}:{sock.getsockname()[1]}", "workers": config.workers})
     if config.workers <= 1:

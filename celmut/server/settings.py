@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,9 @@ class ServerSettings:
     # (resource, metadata-only, objects, overflowed) of each cluster cache, shown in /metrics
     cache_sizes: Callable[[], list[tuple[str, bool, int, bool]]] | None = None
     tracing: Tracing | None = None  # OpenTelemetry spans of admissions (celmut.service.tracing); None: off
+    # (kind, policy object) -> why celmut leaves it to another engine ('' when it is celmut's): the policy
+    # validating webhook admits those unchecked. None: every policy is celmut's (no cluster).
+    declines: Callable[[str, Mapping[str, Any]], str] | None = None
 
     @property
     def deadline_seconds(self) -> float:

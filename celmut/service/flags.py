@@ -16,8 +16,9 @@ load it).
 
 ``--http-allow`` and friends (serve, controller): the allow-list of CEL's HTTP calls.
 
-``--policies``, ``--opt-out-label``, ``--log-level`` (serve, controller): what a long-running command
-loads, leaves alone and logs; :func:`start_process` is how both begin with these flags.
+``--policies``, ``--skip-unsupported``, ``--opt-out-label``, ``--log-level`` (serve, controller): what a
+long-running command loads, leaves alone and logs; :func:`start_process` is how both begin with these
+flags, and :func:`policies_problem` the one line saying why policy files stop them from starting.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import logging
 import os
 import sys
 import urllib.parse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from celmut import cel_engines, logs
@@ -104,6 +106,39 @@ def use_for_process(args: argparse.Namespace) -> bool:
 
 def add_policies(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", action="append", default=[], metavar="PATH", help="policy files or directories")
+
+
+SKIP_HINT = "--skip-unsupported skips the others with one warning"
+
+
+def add_skip_unsupported(parser: argparse.ArgumentParser) -> None:
+    """``--skip-unsupported`` (apply, compile, serve, controller): the same meaning everywhere."""
+    parser.add_argument(
+        "--skip-unsupported",
+        action="store_true",
+        help="skip documents among the policies that celmut does not serve (a ConfigMap, a classic "
+        "ClusterPolicy …) with one warning listing them, instead of failing",
+    )
+
+
+def policies_problem(errors: Sequence[Exception]) -> str:
+    """One line saying why the policy files stop a long-running command from starting ('' when nothing
+    does): the documents celmut does not serve, named with their files, and what to do about them; then
+    the invalid policies, each naming its file and field."""
+    from celmut.policy.unsupported import UnsupportedDocument  # the policy models load only when a command runs
+
+    unsupported = [e for e in errors if isinstance(e, UnsupportedDocument)]
+    invalid = [str(e) for e in errors if not isinstance(e, UnsupportedDocument)]
+    parts = []
+    if unsupported:
+        named = ", ".join(f"{u.source} ({u.what}: {u.reason})" for u in unsupported)
+        parts.append(
+            f"{len(unsupported)} document(s) among the policies are not policies celmut serves: {named}; "
+            "move them out of the policy paths, or give --skip-unsupported to serve the rest"
+        )
+    if invalid:
+        parts.append(f"{len(invalid)} invalid: " + "; ".join(invalid))
+    return "; ".join(parts)
 
 
 def add_opt_out_label(parser: argparse.ArgumentParser, *, effect: str, note: str = "") -> None:

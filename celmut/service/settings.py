@@ -1,7 +1,7 @@
 """One frozen settings object from the flags to the engine, for every long-running surface.
 
 ``celmut serve`` and ``celmut controller`` share most of their configuration: what they load
-(``--policies``, ``--from-cluster``, ``--kubeconfig``, ``--serve-admission-policies``,
+(``--policies``, ``--skip-unsupported``, ``--from-cluster``, ``--kubeconfig``, ``--serve-admission-policies``,
 ``--policy-selector``), what they leave alone (``--opt-out-label``), where CEL may reach (the HTTP
 allow-list, the image registries) and the engine's own settings (deadline, presets' failure policy,
 background users, provenance). :func:`from_flags` builds that part once from the shared flags
@@ -46,6 +46,7 @@ class ServiceSettings:
     """What the webhook and the controller share, from the shared flags."""
 
     policy_paths: tuple[str, ...] = ()  # --policies
+    skip_unsupported: bool = False  # --skip-unsupported: documents of --policies celmut does not serve, skipped
     from_cluster: bool = False  # also the cluster's policies (and lookups)
     kubeconfig: str | None = None  # None: in-cluster configuration, else ~/.kube/config
     serve_admission_policies: bool = False  # cluster MAPs: an API server with the plugin applies them itself
@@ -88,6 +89,7 @@ def from_flags(args: argparse.Namespace, **engine: Any) -> ServiceSettings | Non
         return None
     return ServiceSettings(
         policy_paths=tuple(args.policies),
+        skip_unsupported=args.skip_unsupported,
         from_cluster=args.from_cluster,
         kubeconfig=args.kubeconfig,
         serve_admission_policies=args.serve_admission_policies,

@@ -88,17 +88,22 @@ class PolicyStore:
         *,
         all_or_nothing: bool = True,
         on_reload: Callable[[ReloadOutcome], None] | None = None,
+        skip_unsupported: bool = False,
     ) -> None:
-        """``all_or_nothing=False``: never hold a source back; whatever compiles is served."""
+        """``all_or_nothing=False``: never hold a source back; whatever compiles is served.
+        ``skip_unsupported``: documents that are no policy celmut serves (a Deployment among the policy
+        files) are skipped with one warning per reload, as ``--skip-unsupported`` does for ``apply``."""
         self.sources = sources
         self.settings = settings
         self.all_or_nothing = all_or_nothing
+        self.skip_unsupported = skip_unsupported
         self.on_reload = on_reload
         self._engine: AdmissionEngine | None = None
         self._fingerprint: object = None
         self._lock = threading.Lock()
         self._last_good: dict[int, list[Document]] = {}
         self.last_errors: list[str] = []
+        self.last_problems: list[Exception] = []  # the same, as the exceptions (which document, what kind of error)
         self.loaded_at = 0.0
 
     @property
@@ -130,9 +135,13 @@ class PolicyStore:
             if not force and fingerprint == self._fingerprint and self._engine is not None:
                 return None
             reads = [_Read(source, *source.documents()) for source in self.sources]
-            compilation = compile_documents(
-                [d for read in reads for d in read.documents], preset_failure_policy=self.settings.preset_failure_policy
-            )
+            compilation = self._compile([d for read in reads for d in read.documents])
+            if compilation.unsupported and self.skip_unsupported:
+                skipped = ", ".join(f"{u.source} ({u.what})" for u in compilation.unsupported)
+                log.warning(
+                    "skipped the documents celmut does not serve (--skip-unsupported)",
+                    extra={"count": len(compilation.unsupported), "documents": skipped},
+                )
             found = [e for read in reads for e in read.errors] + list(compilation.errors)
             blocked = self._blocked(reads, list(compilation.errors)) if self.all_or_nothing else set()
             held_back = sorted(i for i in blocked if i in self._last_good)
@@ -142,7 +151,7 @@ class PolicyStore:
                     for i, read in enumerate(reads)
                     for d in (self._last_good[i] if i in held_back else read.documents)
                 ]
-                compilation = compile_documents(documents, preset_failure_policy=self.settings.preset_failure_policy)
+                compilation = self._compile(documents)
             for index, read in enumerate(reads):
                 if index not in blocked:
                     self._last_good[index] = read.documents
@@ -167,12 +176,20 @@ class PolicyStore:
                 },
             )
             self.last_errors = messages
+            self.last_problems = found
             in_service = self._in_service_errors(reads, compilation, held_back)
         for index, read in enumerate(reads):
             read.source.report(in_service if index not in held_back else [])
         if self.on_reload is not None:
             self.on_reload(outcome)
         return outcome
+
+    def _compile(self, documents: list[Document]) -> Compilation:
+        return compile_documents(
+            documents,
+            preset_failure_policy=self.settings.preset_failure_policy,
+            skip_unsupported=self.skip_unsupported,
+        )
 
     @staticmethod
     def _in_service_errors(reads: list[_Read], compilation: Compilation, held_back: list[int]) -> list[Exception]:

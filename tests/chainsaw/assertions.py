@@ -6,7 +6,9 @@ expected document is a pattern the actual object must satisfy.
   match the value (``(length(results)): 1``, ``(contains(keys(@), 'x')): false``);
 * a list matches a list of the same length, element by element, in order;
 * a scalar matches an equal scalar; a string ``($name)`` is first replaced by the binding ``name``
-  (step templates: ``metadata.name: ($name)``).
+  (step templates: ``metadata.name: ($name)``);
+* in an expression, ``$name`` reads a variable: chainsaw binds ``$error`` in an operation's ``expect``
+  (``($error != null): true``: the operation must have failed).
 
 Only what the stored Kyverno tests use is implemented; anything else is an error naming it, never a
 silent pass.
@@ -14,6 +16,7 @@ silent pass.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +25,7 @@ import jmespath
 
 _EXPRESSION = re.compile(r"^\((.*)\)$", re.DOTALL)
 _BINDING = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
+_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def expression_of(key: object) -> str | None:
@@ -50,8 +54,22 @@ def bound(value: Any, bindings: Mapping[str, Any]) -> Any:
     return value
 
 
-def mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:
-    """Why ``actual`` does not satisfy ``expected`` (empty: it does)."""
+def with_bindings(expression: str, bindings: Mapping[str, Any]) -> str:
+    """``expression`` with each ``$name`` replaced by its binding as a JMESPath literal (kyverno-json binds
+    ``$error``, ``$values``… as variables; python's jmespath has none, a literal means the same)."""
+
+    def literal(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name not in bindings:
+            raise KeyError(f"no binding {name!r} in {expression!r}")
+        return "`" + json.dumps(bindings[name]).replace("`", "\\`") + "`"
+
+    return _VARIABLE.sub(literal, expression)
+
+
+def mismatches(expected: Any, actual: Any, path: str = "", bindings: Mapping[str, Any] | None = None) -> list[str]:
+    """Why ``actual`` does not satisfy ``expected`` (empty: it does); ``bindings``: the ``$name`` variables
+    the expressions may read (chainsaw's ``$error`` in an operation's ``expect``)."""
     where = path or "."
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
@@ -61,15 +79,15 @@ def mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:
             expression = expression_of(key)
             if expression is not None:
                 try:
-                    projected = jmespath.search(expression, actual)
+                    projected = jmespath.search(with_bindings(expression, bindings or {}), actual)
                 except jmespath.exceptions.JMESPathError as ex:
                     out.append(f"{path}.{key}: {ex}")
                     continue
-                out += mismatches(value, projected, f"{path}.{key}")
+                out += mismatches(value, projected, f"{path}.{key}", bindings)
             elif key not in actual:
                 out.append(f"{path}.{key}: field not found")
             else:
-                out += mismatches(value, actual[key], f"{path}.{key}")
+                out += mismatches(value, actual[key], f"{path}.{key}", bindings)
         return out
     if isinstance(expected, list):
         if not isinstance(actual, list):
@@ -77,7 +95,9 @@ def mismatches(expected: Any, actual: Any, path: str = "") -> list[str]:
         if len(expected) != len(actual):
             return [f"{where}: lengths of slices don't match ({len(expected)} expected, {len(actual)} found)"]
         return [
-            m for i, (e, a) in enumerate(zip(expected, actual, strict=True)) for m in mismatches(e, a, f"{path}[{i}]")
+            m
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+            for m in mismatches(e, a, f"{path}[{i}]", bindings)
         ]
     if _equal(expected, actual):
         return []

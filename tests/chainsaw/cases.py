@@ -32,8 +32,10 @@ def run_case(
     skipped: dict[str, str],
     expected_failures: dict[str, tuple[str, str]],
     skipped_operations: dict[str, dict[str, str]] | None = None,
+    refusals: dict[str, str] | None = None,
 ) -> None:
-    """Run ``case``: skipped with its reason, or expected to fail where declared (where it fails, why)."""
+    """Run ``case``: skipped with its reason, or expected to fail where declared (where it fails, why);
+    a case in ``refusals`` must see exactly that one write refused, with that message."""
     if case in skipped:
         pytest.skip(skipped[case])
     with celmut_cluster(fake, tmp_path) as cluster:
@@ -43,6 +45,8 @@ def run_case(
         try:
             if case not in expected_failures:
                 run.run()
+                if refusals and case in refusals:
+                    assert [e.split(": ", 1)[1] for e in run.errors] == [refusals[case]]
             else:
                 where, _why = expected_failures[case]
                 with pytest.raises(AssertionError) as failed:

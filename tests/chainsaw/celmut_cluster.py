@@ -23,6 +23,7 @@ from typing import Any
 import kubernetes.client
 from kubernetes.dynamic import DynamicClient
 
+from celmut.controller.policy_validation import PolicyValidationConfig
 from celmut.controller.report_loop import ReportingConfig
 from celmut.controller.run import Controller
 from celmut.controller.webhook_rules import WebhookRulesConfig
@@ -34,6 +35,7 @@ from tests.server.in_cluster import celmut_in_cluster
 from tests.server.support import RunningServer
 
 OWNER = "celmut-controller"  # the chart's controller ClusterRole owns the webhook configuration
+VALIDATION = "celmut-policy-validation"  # the chart's ClusterRole owning the policy validating webhook, and its name
 POLICY_RESOURCES = (
     "policies.kyverno.io/v1/mutatingpolicies",
     "admissionregistration.k8s.io/v1/mutatingadmissionpolicies",
@@ -119,10 +121,11 @@ def celmut_cluster(fake: FakeApiServer, tmp_path: Path, **controller_settings: A
     cluster's policies only)."""
     fake.store.garbage_collection = True
     _install_crds(fake)
-    if not fake.store.exists("rbac.authorization.k8s.io/v1/clusterroles", OWNER):
-        fake.store.create(
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": OWNER}}
-        )
+    for role in (OWNER, VALIDATION):
+        if not fake.store.exists("rbac.authorization.k8s.io/v1/clusterroles", role):
+            fake.store.create(
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": role}}
+            )
     (tmp_path / "no-files").mkdir(exist_ok=True)
     with ExitStack() as stack:
         [server] = stack.enter_context(celmut_in_cluster(fake, tmp_path, create_configuration=False))
@@ -134,6 +137,10 @@ def celmut_cluster(fake: FakeApiServer, tmp_path: Path, **controller_settings: A
                 tmp_path / "no-files",
                 from_cluster=True,
                 webhook_rules=WebhookRulesConfig(webhook, owner_cluster_role=OWNER, resync_seconds=0.2),
+                # invalid policies refused at creation (reject-all-modes-disabled), as the chart registers it
+                policy_validation=PolicyValidationConfig(
+                    webhook, name=VALIDATION, owner_cluster_role=VALIDATION, ca_from="celmut", resync_seconds=0.2
+                ),
                 reports=ReportingConfig(interval=3600),  # passes driven by CelmutCluster.report_pass
                 **controller_settings,
             )

@@ -5,7 +5,9 @@ What it does of chainsaw (docs: chainsaw.kyverno.io, "Operations"):
 
 * steps in order; a step's ``try`` operations in order; ``use.template`` step templates (path relative
   to the test, ``with.bindings`` as ``($name)`` values);
-* ``apply`` (create, or merge-patch what exists), ``create``, ``patch`` (merge patch), ``delete``;
+* ``apply`` (create, or merge-patch what exists), ``create``, ``patch`` (merge patch), ``delete``; an
+  operation's ``expect`` (``match``, ``check`` with ``$error`` bound: ``($error != null): true`` is "the
+  API server refused it"), else the operation must succeed;
 * ``assert``: until one object of the kind (by name when the file names it, else every one in the
   namespace) matches the file (:mod:`tests.chainsaw.assertions`), within the operation's ``timeout``;
   ``error``: until none does;
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 import shutil
 import subprocess
@@ -128,6 +131,7 @@ class Run:
     # a shared real cluster: what each written document needs (a label scoping the run), with its note
     prepare: Callable[[Obj], str | None] | None = None
     created: list[tuple[str, str, str, str | None]] = field(default_factory=list)  # apiVersion, kind, name, ns
+    errors: list[str] = field(default_factory=list)  # "<step>/<file>: message" of operations expected to fail
 
     def run(self) -> None:
         document = yaml.safe_load((self.test_dir / "chainsaw-test.yaml").read_text())
@@ -191,16 +195,34 @@ class Run:
             return
         timeout = _seconds(spec.get("timeout")) or DEFAULT_TIMEOUT
         for document in documents:
-            if verb in ("apply", "create", "patch") and "expect" in spec:
-                self._write_expecting(verb, document, spec["expect"], key)
-            elif verb in ("apply", "create", "patch"):
-                self._write(verb, document)
+            if verb in ("apply", "create", "patch"):
+                self._expect(key, spec, document, lambda d=document: self._write(verb, d))
             elif verb == "delete":
                 self._delete(document)
             elif verb in ("assert", "error"):
                 self._check(verb, key, self._translated(document), timeout)
             else:
                 raise NotImplementedError(f"chainsaw operation {verb!r} ({key})")
+
+    def _expect(self, key: str, spec: Obj, document: Obj, operation: Callable[[], None]) -> None:
+        """Run ``operation`` and check the operation's ``expect`` (chainsaw "Operation checks"): each
+        expectation whose ``match`` the resource satisfies (all, without one) checks its assertion tree
+        against the resource with ``$error`` bound to the error (the API server's message, or null). When
+        none applies, chainsaw's default holds: ``($error == null): true``."""
+        error: str | None = None
+        try:
+            operation()
+        except ApiException as ex:
+            error = _api_message(ex)
+        expectations = [e for e in spec.get("expect") or [] if not mismatches(e.get("match") or {}, document)]
+        if not expectations and error is not None:
+            raise AssertionError(f"{key}: {error}")
+        for expectation in expectations:
+            failed = mismatches(expectation.get("check") or {}, document, bindings={"error": error})
+            if failed:
+                raise AssertionError(f"{key}: expectation not met ($error = {error!r}):\n  " + "\n  ".join(failed))
+        if error is not None:
+            self.errors.append(f"{key}: {error}")
 
     def _translated(self, document: Obj) -> Obj:
         out = copy.deepcopy(document)
@@ -239,20 +261,6 @@ class Run:
             self.created.append((document["apiVersion"], document["kind"], name, namespace))
             return
         resource.patch(body=document, name=name, namespace=namespace, content_type="application/merge-patch+json")
-
-    def _write_expecting(self, verb: str, document: Obj, expect: list[Obj], key: str) -> None:
-        """A write whose outcome the test states: ``($error != null): true`` (refused) or ``false``."""
-        checks = [e.get("check") or {} for e in expect]
-        wanted = [v for c in checks for k, v in c.items() if k.replace(" ", "") == "($error!=null)"]
-        if len(wanted) != len(checks) or not wanted:
-            raise NotImplementedError(f"{key}: expect {expect}: only ($error != null) is implemented")
-        try:
-            self._write(verb, document)
-        except ApiException as ex:
-            assert wanted[0] is True, f"{key}: refused ({ex.status} {ex.reason}), the test expects it to be accepted"
-            self.notes.append(f"{key}: refused as expected: {ex.status} {ex.reason}")
-            return
-        assert wanted[0] is False, f"{key}: accepted, the test expects the API server to refuse it"
 
     def _script(self, step: str, spec: Obj) -> None:
         """chainsaw's ``script``: bash, with kubectl against the cluster, in the test's folder."""
@@ -336,6 +344,14 @@ class Run:
             namespaces.get(name=self.namespace)
         except NotFoundError:
             namespaces.create(body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+
+
+def _api_message(ex: ApiException) -> str:
+    """The error chainsaw's client reports for a refused request: the Status message of the answer."""
+    try:
+        return str(json.loads(ex.body or "{}").get("message") or ex.reason)
+    except ValueError:
+        return str(ex.reason)
 
 
 def _seconds(value: object) -> float | None:

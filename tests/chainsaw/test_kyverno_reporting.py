@@ -1,6 +1,6 @@
 """Issue 28: Kyverno's own reporting tests, run unchanged. Every chainsaw test stored under
-tests/data/kyverno-chainsaw (kyverno/kyverno ``test/conformance/chainsaw/mutating-policies/reporting/``
-and ``mutating-admission-policy-reports/``) is one case, run by :mod:`tests.chainsaw.runner` against the
+tests/data/kyverno-chainsaw (kyverno/kyverno ``test/conformance/chainsaw/mutating-policies/reporting/``,
+``mutating-admission-policy-reports/`` and ``mutating-policies/existing/reject-all-modes-disabled``) is one case, run by :mod:`tests.chainsaw.runner` against the
 fake API server with celmut's webhook and controller in the loop. A case that cannot run here is skipped
 with the reason; nothing in the upstream files is edited (the declared divergences are in the runner).
 """

@@ -91,7 +91,10 @@ def test_apply_explain_json_is_the_same_for_programs(capsys: pytest.CaptureFixtu
         "failurePolicy": "Ignore",
         "path": "spec.mutations[0].jsonPatch.expression",
     }
-    assert (reasons["deployments-only"]["cause"], reasons["deployments-only"]["name"]) == ("matchConstraints", "resourceRules")
+    assert (reasons["deployments-only"]["cause"], reasons["deployments-only"]["name"]) == (
+        "matchConstraints",
+        "resourceRules",
+    )
 
 
 def test_apply_without_explain_prints_the_objects_as_before(capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,7 +159,10 @@ def test_explain_from_the_cluster_shows_what_keeps_a_label_on_a_live_pod(
     summary the webhook recorded says who changed what at admission."""
     live: dict[str, Any] = yaml.safe_load(Path(POD).read_text())
     live["metadata"]["labels"]["team"] = "payments"
-    live["metadata"]["annotations"] = {"owner": "payments", MUTATED_BY_ANNOTATION: '{"add-team":["/metadata/labels/team"]}'}
+    live["metadata"]["annotations"] = {
+        "owner": "payments",
+        MUTATED_BY_ANNOTATION: '{"add-team":["/metadata/labels/team"]}',
+    }
     kubeconfig = _cluster(fake_apiserver, tmp_path, live)
     code, out, err = run(capsys, "explain", "--from-cluster", "po/web", "-n", "shop", "--kubeconfig", kubeconfig)
     assert code == 1, err
@@ -176,7 +182,11 @@ def test_explain_from_the_cluster_shows_what_keeps_a_label_on_a_live_pod(
 
 @pytest.mark.parametrize(
     ("target", "message"),
-    [("widget/web", 'the server doesn\'t have a resource type "widget"'), ("pod/absent", "not found"), ("pod", "KIND/NAME")],
+    [
+        ("widget/web", 'the server doesn\'t have a resource type "widget"'),
+        ("pod/absent", "not found"),
+        ("pod", "KIND/NAME"),
+    ],
 )
 def test_explain_from_the_cluster_names_what_it_cannot_find(
     fake_apiserver: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, message: str
@@ -184,3 +194,52 @@ def test_explain_from_the_cluster_names_what_it_cannot_find(
     kubeconfig = _cluster(fake_apiserver, tmp_path, yaml.safe_load(Path(POD).read_text()))
     code, out, err = run(capsys, "explain", "--from-cluster", target, "-n", "shop", "--kubeconfig", kubeconfig)
     assert code == 2 and message in err and out == ""
+
+
+_EVERY_CONTAINER = """\
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: always-pull}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: %s
+"""
+_TWO_CONTAINERS = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "web", "namespace": "shop"},
+    "spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "redis"}]},
+}
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # one patch per container: the other container's patch is not about the field
+        '\'[0, 1].map(i, JSONPatch{op: "add", path: "/spec/containers/" + string(i) + "/imagePullPolicy", '
+        'value: "Always"})\'',
+        # the whole list replaced: only the field's part of the value is shown, at the field's pointer
+        '\'[JSONPatch{op: "replace", path: "/spec/containers", value: object.spec.containers.map(c, '
+        '{"name": c.name, "image": c.image, "imagePullPolicy": "Always"})}]\'',
+    ],
+    ids=["a patch per container", "the list replaced"],
+)
+def test_explain_field_shows_only_that_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, expression: str
+) -> None:
+    """``--field`` says "only this field": container 1's imagePullPolicy, written by the same mutation, is
+    not listed when asking about container 0's."""
+    policy, pod = tmp_path / "policy.yaml", tmp_path / "pod.yaml"
+    policy.write_text(_EVERY_CONTAINER % expression)
+    pod.write_text(yaml.safe_dump(_TWO_CONTAINERS))
+    field = "/spec/containers/0/imagePullPolicy"
+    code, out, _ = run(capsys, "explain", "-f", str(pod), str(policy), "--field", field, "-o", "json")
+    assert code == 0
+    [item] = json.loads(out)["items"]
+    changes = [c for m in item["applied"] for c in m["changes"]]
+    assert [(c["path"], c["value"]) for c in changes] == [(field, "Always")]
+    code, out, _ = run(capsys, "explain", "-f", str(pod), str(policy), "--field", field)
+    assert "/spec/containers/1" not in out and "redis" not in out

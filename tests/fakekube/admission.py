@@ -2,13 +2,14 @@
 
 A real API server runs every CREATE/UPDATE through its admission plugins before storing the object
 (``pkg/kubeapiserver/options/plugins.go`` ``AllOrderedPlugins``): the in-tree mutating plugins, then
-``MutatingAdmissionPolicy``, then ``MutatingAdmissionWebhook`` (then validation, not modelled). The
+``MutatingAdmissionPolicy``, then ``MutatingAdmissionWebhook``; then, on the final object,
+``ValidatingAdmissionWebhook`` (:mod:`.validating_webhooks`; object validation is not modelled). The
 whole mutating chain runs at most twice (``staging/src/k8s.io/apiserver/pkg/admission/reinvocation.go``):
 when a plugin asks for it, every plugin runs again with ``IsReinvoke`` set and decides itself what to
 re-run. Defaulting and the in-tree plugins are not modelled.
 
-:class:`AdmissionChain` holds the plugins (:mod:`.native_map`, :mod:`.webhooks`; later issues add
-more, e.g. a validating half) in the real order; :class:`ApiWrites` is the REST handlers' write path —
+:class:`AdmissionChain` holds the plugins (:mod:`.native_map`, :mod:`.webhooks`, and the validating
+:mod:`.validating_webhooks`) in the real order; :class:`ApiWrites` is the REST handlers' write path —
 decode, admission, then the store — used by the HTTP handler and by the fake controllers
 (:mod:`.controllers`), so an object a controller creates is admitted like one a user creates.
 
@@ -98,15 +99,33 @@ class MutatingPlugin(Protocol):
     def admit(self, attrs: Attributes, state: dict[str, Any]) -> None: ...
 
 
+class ValidatingPlugin(Protocol):
+    """One validating admission plugin: sees the final object, may only reject (raise :class:`ApiError`)."""
+
+    name: str
+
+    def validate(self, attrs: Attributes) -> None: ...
+
+
 class AdmissionChain:
-    """The enabled mutating plugins, in kube-apiserver's order, run at most twice."""
+    """The enabled mutating plugins, in kube-apiserver's order, run at most twice; then the validating
+    plugins, once, on the final object."""
 
     def __init__(self) -> None:
         self.plugins: list[MutatingPlugin] = []
+        self.validators: list[ValidatingPlugin] = []
 
     @property
     def active(self) -> bool:
-        return bool(self.plugins)
+        return bool(self.plugins or self.validators)
+
+    def add_validator(self, plugin: ValidatingPlugin) -> None:
+        self.validators.append(plugin)
+
+    def validate(self, attrs: Attributes) -> None:
+        """The validating phase (``ValidatingAdmissionWebhook``), after every mutation."""
+        for plugin in self.validators:
+            plugin.validate(attrs)
 
     def add(self, plugin: MutatingPlugin) -> None:
         """Enable a plugin; the chain keeps the real order (native MAP before webhooks)."""
@@ -165,6 +184,7 @@ class ApiWrites:
         name = str((obj.get("metadata") or {}).get("name") or "")
         attrs = Attributes("CREATE", rtype, ns, name, "", obj, None, user, dry_run)
         self.chain.admit(attrs)
+        self.chain.validate(attrs)
         return self.store.create_entry(attrs.obj, rtype, ns or None, from_api=True, dry_run=dry_run)
 
     def update(
@@ -187,6 +207,7 @@ class ApiWrites:
         ns = _set_namespace(rtype, obj, namespace)
         attrs = Attributes("UPDATE", rtype, ns, name, subresource, obj, old.copy(), user, dry_run)
         self.chain.admit(attrs)
+        self.chain.validate(attrs)
         return self.store.update_entry(
             attrs.obj, rtype, ns or None, name=name, subresource=subresource, dry_run=dry_run, from_api=True
         )
@@ -201,6 +222,7 @@ class ApiWrites:
         old = self.store.get_entry(rtype, name, namespace)
         attrs = Attributes("DELETE", rtype, namespace or "", name, "", None, old.copy(), user, dry_run)
         self.chain.admit(attrs)
+        self.chain.validate(attrs)
 
     def admit_connect(
         self, rtype: ResourceType, namespace: str | None, name: str, subresource: str, options: Obj, *, user: str | None
@@ -212,6 +234,7 @@ class ApiWrites:
         self.store.get_entry(rtype, name, namespace)  # 404 for a missing object, before admission
         attrs = Attributes("CONNECT", rtype, namespace or "", name, subresource, options, None, user, False)
         self.chain.admit(attrs)
+        self.chain.validate(attrs)
 
     def patch(
         self,
@@ -244,6 +267,7 @@ class ApiWrites:
             ns = _set_namespace(rtype, patched, namespace)
             attrs = Attributes("UPDATE", rtype, ns, name, subresource, patched, old.copy_as(rtype), user, dry_run)
             self.chain.admit(attrs)
+            self.chain.validate(attrs)
             attrs.obj.setdefault("metadata", {})["resourceVersion"] = old.obj["metadata"]["resourceVersion"]
             try:
                 return self.store.update_entry(

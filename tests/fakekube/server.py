@@ -45,6 +45,7 @@ from .watch import Watcher
 
 if TYPE_CHECKING:  # celmut's runtime loads only for tests that enable native MAP evaluation
     from .native_map import NativeAdmissionPolicies
+    from .validating_webhooks import ValidatingWebhooks
     from .webhooks import MutatingWebhooks
 
 DEFAULT_TOKEN = "fakekube-admin-token"
@@ -131,6 +132,7 @@ class FakeApiServer:
         self.writes = ApiWrites(self.store, self.admission)
         self.controllers = ControllerManager(self.store, self.writes)
         self.webhooks: MutatingWebhooks | None = None
+        self.validating_webhooks: ValidatingWebhooks | None = None
         self.native_map: NativeAdmissionPolicies | None = None
         if webhooks:
             self.enable_webhooks()
@@ -167,12 +169,16 @@ class FakeApiServer:
 
     # -- the opt-in admission chain --------------------------------------------------------------
     def enable_webhooks(self) -> MutatingWebhooks:
-        """Call the registered MutatingWebhookConfigurations on every CREATE/UPDATE (see webhooks.py)."""
+        """Call the registered MutatingWebhookConfigurations on every CREATE/UPDATE (see webhooks.py), then
+        the ValidatingWebhookConfigurations with the final object (validating_webhooks.py)."""
+        from .validating_webhooks import ValidatingWebhooks
         from .webhooks import MutatingWebhooks
 
         if self.webhooks is None:
             self.webhooks = MutatingWebhooks(self.store)
             self.admission.add(self.webhooks)
+            self.validating_webhooks = ValidatingWebhooks(self.store, self.webhooks)
+            self.admission.add_validator(self.validating_webhooks)
         return self.webhooks
 
     def enable_native_map(self) -> NativeAdmissionPolicies:

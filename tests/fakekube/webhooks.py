@@ -115,6 +115,25 @@ def _rule_matches(rule: Obj, attrs: Attributes, rtype: ResourceType | None = Non
     return False
 
 
+#: ``rules.IsExemptAdmissionConfigurationResource`` (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/
+#: predicates/rules/rules.go): the admission configuration kinds are never sent to a webhook, whatever its rules,
+#: so that no webhook can lock the cluster out of fixing its own configuration.
+EXEMPT_KINDS = frozenset(
+    {
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+    }
+)
+
+
+def exempt(rtype: ResourceType) -> bool:
+    return rtype.group == "admissionregistration.k8s.io" and rtype.kind in EXEMPT_KINDS
+
+
 def _labels(obj: Obj | None) -> dict[str, str]:
     return dict(((obj or {}).get("metadata") or {}).get("labels") or {})
 
@@ -127,6 +146,7 @@ class MutatingWebhooks:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.calls: list[WebhookCall] = []
+        self.warnings: list[str] = []  # the responses' warnings, which the API server passes to the client
         self._services: dict[tuple[str, str], list[str]] = {}
         self._turns: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
@@ -185,6 +205,8 @@ class MutatingWebhooks:
         return None
 
     def _matches(self, webhook: Obj, attrs: Attributes) -> ResourceType | None:
+        if exempt(attrs.rtype):
+            return None
         matched = self._matched_resource(webhook, attrs)
         if matched is None:
             return None
@@ -260,8 +282,13 @@ class MutatingWebhooks:
         with self._lock:
             self.calls.append(call)
 
-    def _call(self, webhook: Obj, attrs: Attributes, matched: ResourceType | None = None) -> bool:
-        """Call one webhook and apply its patch; True when the object changed."""
+    def _review(
+        self, webhook: Obj, attrs: Attributes, matched: ResourceType | None
+    ) -> tuple[Obj, str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] | None:
+        """Call one webhook: its allowing response, the URL called and the audit annotations kept and
+        dropped; None when the call failed under ``failurePolicy: Ignore``. A denial, or a failed call under
+        ``Fail``, raises the API server's error (``webhookerrors.ToStatusErr``: ``admission webhook "x"
+        denied the request: …``, at least 400; ``failed calling webhook``, 500)."""
         name = str(webhook.get("name"))
         converted = matched is not None and matched != attrs.rtype
         request = attrs.admission_request(matched if converted else None)
@@ -280,7 +307,7 @@ class MutatingWebhooks:
             message = f'failed calling webhook "{name}": failed to call webhook: {ex}'
             if webhook.get("failurePolicy", "Fail") == "Ignore":
                 self._record(name, url, attrs, "failed-ignored", message)
-                return False
+                return None
             self._record(name, url, attrs, "failed", message)
             raise errors.ApiError(500, f"Internal error occurred: {message}", "InternalError") from None
         audit = _add_audit_annotations(name, response, attrs)
@@ -291,6 +318,19 @@ class MutatingWebhooks:
                 message += f": {status['message']}"
             self._record(name, url, attrs, "denied", message, audit)
             raise errors.ApiError(max(int(status.get("code") or 0), 400), message, status.get("reason") or None)
+        warnings = response.get("warnings") or []
+        with self._lock:
+            self.warnings += [str(w) for w in warnings]
+        return response, url, audit
+
+    def _call(self, webhook: Obj, attrs: Attributes, matched: ResourceType | None = None) -> bool:
+        """Call one webhook and apply its patch; True when the object changed."""
+        name = str(webhook.get("name"))
+        converted = matched is not None and matched != attrs.rtype
+        reviewed = self._review(webhook, attrs, matched)
+        if reviewed is None:
+            return False
+        response, url, audit = reviewed
         patch = response.get("patch")
         if (patch and attrs.obj is None) or attrs.operation == "CONNECT":  # nothing a patch could apply to
             patch = None

@@ -184,3 +184,40 @@ def test_the_controllers_rules_cover_generating_mutating_admission_policies(
     assert {("create", maps), ("create", bindings), ("update", maps), ("delete", maps), ("delete", bindings)} <= verbs
     rules = rbac.controller_cluster_rules("celmut", self_managed_tls=False)
     assert [r for r in made if not allowed(rules, r) and r[3] != NAMESPACE] == []
+
+
+def test_the_policy_validation_clusterrole_covers_keeping_its_webhook(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """policyValidation: the leader creates and updates the ValidatingWebhookConfiguration, reads the
+    ClusterRole that owns it, and the TLS upkeep patches its CA bundle — all within that ClusterRole."""
+    from celmut.controller.policy_validation import PolicyValidationConfig
+    from celmut.install.webhook_config import WebhookSettings
+
+    name = "celmut-policy-validation"
+    for definition in policy_crds():
+        fake_apiserver.store.create(definition)
+    fake_apiserver.store.create(namespace(NAMESPACE))
+    fake_apiserver.store.create(
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}}
+    )
+    (tmp_path / "none").mkdir()
+    config = PolicyValidationConfig(WebhookSettings(), name=name, owner_cluster_role=name, resync_seconds=0.1)
+    with running(fake_apiserver, tmp_path, tmp_path / "none", from_cluster=True, policy_validation=config):
+        eventually(lambda: fake_apiserver.store.exists("validatingwebhookconfigurations", name), what="the webhook")
+        crd = fake_apiserver.store.get("customresourcedefinitions", "mutatingpolicies.policies.kyverno.io")
+        crd["metadata"]["labels"] = {"app.kubernetes.io/part-of": "kyverno"}  # Kyverno arrives: an update
+        fake_apiserver.store.update(crd)
+        eventually(
+            lambda: len(fake_apiserver.store.get("validatingwebhookconfigurations", name)["webhooks"][0]["rules"]) == 3,
+            what="the rules without Kyverno's kinds",
+        )
+    cluster = Cluster.connect(str(fake_apiserver.kubeconfig(tmp_path / "tls-kubeconfig")))
+    try:
+        tls = TlsConfig(NAMESPACE, "celmut", "celmut-tls", "celmut-ca", "celmut", validating_webhook_configuration=name)
+        TlsManager(cluster, tls).reconcile()
+    finally:
+        cluster.close()
+    made = {r for r in requests(fake_apiserver) if r[2] == "validatingwebhookconfigurations" or r[2] == "clusterroles"}
+    assert {verb for verb, *_ in made} == {"get", "create", "update", "patch"}
+    assert [r for r in made if not allowed(rbac.policy_validation_rules(name), r)] == []

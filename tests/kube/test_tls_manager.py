@@ -5,6 +5,7 @@ the CA without a moment where the API server would distrust the webhook, and rep
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 import socket
 import ssl
@@ -283,3 +284,29 @@ def test_a_webhook_served_at_a_url_gets_a_certificate_for_its_host(
     both = parser.parse_args([*["--manage-webhook-configuration", "celmut", "--webhook-ca-bundle", str(ca)]])
     with pytest.raises(ValueError, match="self-managed TLS"):
         webhook_flags.tls_for_url(CONFIG, webhook_flags.rules_config(both))
+
+
+def test_the_policy_validating_webhook_gets_the_bundle_too_and_through_a_ca_rotation(
+    fake_apiserver: FakeApiServer, cluster: Cluster, clock: Clock
+) -> None:
+    """Served by the same pods, the policy ValidatingWebhookConfiguration trusts the same CA: at install,
+    and at every rotation in the same pass as the mutating one (its failurePolicy is Fail: a bundle
+    behind would refuse every policy write)."""
+    from celmut.install.policy_validation import configuration
+    from celmut.install.webhook_config import WebhookSettings
+
+    fake_apiserver.store.create(webhook_configuration())
+    fake_apiserver.store.create(configuration(WebhookSettings(), name="celmut-policy-validation", kyverno=False))
+    config = dataclasses.replace(CONFIG, validating_webhook_configuration="celmut-policy-validation")
+    manager = TlsManager(cluster, config, clock=clock)
+
+    def validating_bundle() -> bytes:
+        stored = fake_apiserver.store.get("validatingwebhookconfigurations", "celmut-policy-validation")
+        return base64.b64decode(stored["webhooks"][0]["clientConfig"]["caBundle"])
+
+    assert "ValidatingWebhookConfiguration/celmut-policy-validation" in manager.reconcile()
+    assert validating_bundle() == published_bundles(fake_apiserver)[0] == secret(fake_apiserver, "celmut-tls")["ca.crt"]
+    clock.now += 250 * DAY  # the CA is due: a new one joins the bundle
+    manager.reconcile()
+    assert validating_bundle() == published_bundles(fake_apiserver)[0]
+    assert issuer_in(secret(fake_apiserver, "celmut-tls")["tls.crt"], validating_bundle())

@@ -60,7 +60,8 @@ REJECTIONS = [
         mpol(
             "p", jsonpatch("[]"), extra="  evaluation: {admission: {enabled: false}, mutateExisting: {enabled: false}}"
         ),
-        "spec.evaluation: Invalid value: admission and mutateExisting cannot both be disabled",
+        # kyverno pkg/cel/policies/mpol/validate.go, word for word
+        "spec.evaluation: Forbidden: disabling both admission and mutateExisting evaluation modes is not allowed",
     ),
     (
         "mixed-type literals need dyn()",
@@ -113,7 +114,7 @@ REJECTIONS = [
     (
         "matchConstraints needs a resource rule",
         "apiVersion: policies.kyverno.io/v1\nkind: MutatingPolicy\nmetadata: {name: p}\nspec: {mutations: []}",
-        "spec.matchConstraints: Required value",
+        "spec.matchConstraints: Required value: a matchConstraints with at least one resource rule is required",
     ),
     (
         "unsupported apiVersion",

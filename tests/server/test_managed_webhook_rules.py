@@ -12,6 +12,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from celmut.controller.policy_validation import PolicyValidationConfig
 from celmut.controller.run import Controller
 from celmut.controller.webhook_rules import CONDITION_TYPE, WebhookRulesConfig
 from celmut.install.webhook_config import WebhookSettings
@@ -89,15 +90,18 @@ def managed(
     controllers: int = 1,
     webhooks: int = 1,
     outside: bool = False,
+    policy_validation: PolicyValidationConfig | None = None,
     **settings: Any,
 ) -> Iterator[tuple[list[RunningServer], list[Controller]]]:
     """celmut's webhook (one replica) behind its Service, and ``controllers`` controllers managing the
-    configuration, owned by the chart's controller ClusterRole; no configuration is installed by hand."""
+    configuration, owned by the chart's controller ClusterRole; no configuration is installed by hand.
+    ``policy_validation``: they keep the policy validating webhook too, owned by its own ClusterRole."""
     fake.store.garbage_collection = True
-    if not fake.store.exists("rbac.authorization.k8s.io/v1/clusterroles", OWNER):
-        fake.store.create(
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": OWNER}}
-        )
+    for role in (OWNER, *([policy_validation.owner_cluster_role] if policy_validation else [])):
+        if not fake.store.exists("rbac.authorization.k8s.io/v1/clusterroles", role):
+            fake.store.create(
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": role}}
+            )
     (tmp_path / "none").mkdir(exist_ok=True)
     with ExitStack() as stack:
         servers = stack.enter_context(celmut_in_cluster(fake, tmp_path, replicas=webhooks, create_configuration=False))
@@ -113,6 +117,7 @@ def managed(
                     tmp_path / "none",
                     from_cluster=True,
                     webhook_rules=rules,
+                    policy_validation=policy_validation,
                     identity=f"controller-{index}",
                     **(
                         {"leader_elect": True, "lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}

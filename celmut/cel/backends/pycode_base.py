@@ -21,6 +21,8 @@ from celmut.cel import types as t
 from celmut.cel.backends.pycode_source import Source, Unsupported
 from celmut.cel.planner import Fn, Planner, PlanRecord
 
+_KEYWORDS = frozenset({"None", "True", "False"})  # the literals :meth:`EmitterBase.literal` writes as keywords
+
 
 @dataclass
 class Local:
@@ -75,6 +77,14 @@ class EmitterBase:
         if value is None or value is True or value is False:
             return repr(value)  # the keyword: None, True or False
         return self.src.const(value)
+
+    def subject(self, node: ast.Node) -> str:
+        """``node`` emitted as the subject of a subscript: never a bare ``None``/``True``/``False``
+        (:meth:`literal` writes them as keywords), on which Python's compiler warns — ``None[k]``:
+        "SyntaxWarning: 'NoneType' object is not subscriptable" — to the user's stderr. A local holds it
+        instead; evaluating it raises the same TypeError, which the exact path turns into CEL's error."""
+        emitted = self.emit(node)
+        return self.assign(emitted) if emitted in _KEYWORDS else emitted
 
     def lookup(self, name: str) -> Local | None:
         for scope in reversed(self.scopes):

@@ -63,12 +63,12 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
     def _Select(self, node: ast.Select) -> str:
         src = self.src
         if node.test_only:
-            operand, field = self.emit(node.operand), src.const(node.field)
+            operand, field = self.subject(node.operand), src.const(node.field)
             return self.assign(
                 f"({field} in {operand}) if type({operand}) is dict else _test_field({operand}, {field})"
             )
         if node.optional:  # ``x.?f`` on a map: present or not, without a call (select_if_present's answer)
-            operand, field = self.emit(node.operand), src.const(node.field)
+            operand, field = self.subject(node.operand), src.const(node.field)
             return self.assign(
                 f"((_Optional({operand}[{field}]) if {field} in {operand} else _NONE) if type({operand}) is dict"
                 f" else _select_if_present({operand}, {field}))"
@@ -88,7 +88,7 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
                 )
                 return self._subscripts(value, fields[1:]) if len(fields) > 1 else value
             return self._variable_path(current.name, fields)
-        return self._subscripts(self.emit(current), fields)
+        return self._subscripts(self.subject(current), fields)
 
     def _variable_path(self, variable: str, fields: list[str]) -> str:
         """``object.metadata.labels``: one chained subscript; on any failure the exact evaluation."""
@@ -117,12 +117,12 @@ class Generator(OperatorEmitter, LoopEmitter, EmitterBase):
         src = self.src
         literal = node.index.value if isinstance(node.index, ast.Literal) else None
         if node.optional:
-            operand, index = self.emit(node.operand), self.emit(node.index)
+            operand, index = self.subject(node.operand), self.emit(node.index)
             if type(literal) is str:
                 return self._optional_key(operand, index)
             return self.assign(f"_index_optional({operand}, {index})")
         if type(literal) is str:
-            operand, key = self.emit(node.operand), src.const(literal)
+            operand, key = self.subject(node.operand), src.const(literal)
             if _always_optional(node.operand):  # ``x.?labels["app"]``: the subscript would always raise
                 return self._optional_key(operand, key)  # index_value's own answer for one: index_optional
             result = src.name()
