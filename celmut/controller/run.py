@@ -232,6 +232,7 @@ class Controller:
             per_object_events=self.config.events == PER_OBJECT,
             writes=self.writes,
             writers=report_writers_for(self.config.rate),
+            mutating=lambda: self.sweeper.busy() or not self.queue.idle(),
         )
 
     def _elector(self) -> LeaderElector:
