@@ -8,9 +8,12 @@ written. Each size runs in a fresh process; figures only (never a timed assertio
 
     python benchmarks/controller_memory_bench.py [--pods 2000 10000] [--rate 1000] [--workers 2]
         [--tracemalloc]   # where the memory that stays is allocated (slow: run it on a small size)
+        [--wave]          # the 20 namespaces labelled as soon as the controller is started: a trigger wave
+                          # (a second pass over every pod) meeting the start-up pass
 
 Prints, per size: the controller's RSS before it starts and its peak (VmHWM), the growth per pod, the
-pass time, the API requests by verb and resource, Events and PolicyReports stored.
+pass time, pod writes and reads per pod, the API requests by verb and resource, Events and PolicyReports
+stored.
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ def serve(pods: int, pipe: Connection) -> None:
                     continue
                 parts = record.path.rstrip("/").split("/")
                 resource = next((p for p in reversed(parts) if p in RESOURCES), parts[-1])
-                verbs[f"{record.method} {resource}"] += 1
+                one = parts[-2] == resource  # a request on one object (…/pods/<name>), not a list
+                verbs[f"{record.method} {resource}{'/<name>' if one else ''}"] += 1
             pipe.send(dict(verbs))
     server.stop()
 
@@ -72,13 +76,13 @@ RESOURCES = {"pods", "events", "policyreports", "clusterpolicyreports", "namespa
 
 
 def control(
-    kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, reports: bool, pipe: Connection
+    kubeconfig: str, pods: int, rate: float, workers: int, trace: bool, reports: bool, wave: bool, pipe: Connection
 ) -> None:
     import tracemalloc
 
     from celmut.controller.report_loop import ReportingConfig
     from celmut.controller.run import Controller, ControllerConfig
-    from celmut.kube.client import Cluster
+    from celmut.kube.client import MERGE_PATCH, Cluster
     from celmut.service.settings import ServiceSettings
 
     policy_dir = write_policies(Path(tempfile.mkdtemp(prefix="celmut-controller-memory-")))
@@ -93,11 +97,15 @@ def control(
     controller = Controller(config, cluster)
     started, cpu = time.perf_counter(), time.process_time()
     controller.start()
+    if wave:  # a trigger wave: every namespace changed while the start-up pass runs
+        for index in range(NAMESPACES):
+            body = {"metadata": {"labels": {"wave": "1"}}}
+            cluster.patch("v1", "namespaces", "", namespace(index)["metadata"]["name"], body, content_type=MERGE_PATCH)
     patched_at = reported_at = patched_cpu = 0.0
     while not reported_at:
         time.sleep(0.2)
         patched = controller.metrics.writes._value.get()
-        if not patched_at and patched >= pods and controller.queue.idle():
+        if not patched_at and patched >= pods and controller.idle():
             patched_at, patched_cpu = time.perf_counter() - started, time.process_time() - cpu
         loop = controller.reports
         if patched_at and (loop is None or (not loop.scan_pending() and loop.writer.pending() == 0)):
@@ -127,6 +135,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0, help="0: sized from --rate")
     parser.add_argument("--tracemalloc", action="store_true")
     parser.add_argument("--reports", action=argparse.BooleanOptionalAction, default=True, help="background reports")
+    parser.add_argument("--wave", action="store_true", help="label every namespace once the controller started")
     args = parser.parse_args()
     rows, requests, tops = [], [], []
     for pods in args.pods:
@@ -139,7 +148,7 @@ def main() -> None:
             parent, worker_end = context.Pipe()
             worker = context.Process(
                 target=control,
-                args=(kubeconfig, pods, args.rate, args.workers, args.tracemalloc, args.reports, worker_end),
+                args=(kubeconfig, pods, args.rate, args.workers, args.tracemalloc, args.reports, args.wave, worker_end),
             )
             worker.start()
             before, peak, settled, patched_at, reported_at, cpu_ms, top = parent.recv()
@@ -162,6 +171,8 @@ def main() -> None:
                 f"{patched_at:.1f}",
                 f"{pods / patched_at:,.0f}",
                 f"{cpu_ms:.2f}",
+                f"{verbs.get('PATCH pods/<name>', 0) / pods:.3f}",
+                f"{verbs.get('GET pods/<name>', 0) / pods:.3f}",
                 f"{reported_at:.1f}",
                 f"{events:,}",
                 f"{reports:,}",
@@ -171,9 +182,11 @@ def main() -> None:
         tops.append((pods, top))
     print(
         f"controller, issue 35 workload, fake API server; --rate {args.rate:g}, {args.workers or 'auto'} workers, "
-        f"reports {'on' if args.reports else 'off'}; MiB; CPU: the controller's during the pass"
+        f"reports {'on' if args.reports else 'off'}{'; a trigger wave meets the pass' if args.wave else ''}; MiB; "
+        "CPU: the controller's during the pass; writes and GETs: PATCHes and GETs of one pod, per pod"
     )
-    headers = ["pods", "RSS start", "peak", "settled", "KiB/pod", "pass s", "pods/s", "CPU ms/pod", "reported s"]
+    headers = ["pods", "RSS start", "peak", "settled", "KiB/pod", "pass s", "pods/s", "CPU ms/pod", "writes", "GETs"]
+    headers += ["reported s"]
     headers += ["Events", "reports"]
     print(table("", headers, rows))
     for pods, verbs in requests:
