@@ -448,10 +448,15 @@ class BackgroundReports:
         with self._lock:
             changed, self._changed = self._changed, {}
             arrived, self._arrived = self._arrived, {}
-            patched = {key: self._patched_results.pop(key) for key in changed if key in self._patched_results}
             self._passes += 1
             relisted = self._relisted
             self._relisted = set() if relist else relisted
+            # the results of the targets just patched go out with their rescan (a relist's, for a relisted kind)
+            patched = {
+                key: self._patched_results.pop(key)
+                for key in changed
+                if key in self._patched_results and key[:2] not in relisted
+            }
             if self._fresher is not None:
                 self._fresher.update(changed)
             to_watch, self._to_watch = self._to_watch - self._watched, set()
@@ -501,9 +506,10 @@ class BackgroundReports:
             self.writer.put_all(ref, results)
 
     def _relist(self, api_version: str, resource: str, now: int) -> int:
-        """Evaluate every object of a resource again, a page at a time (too many of them changed at once to
-        hold them); one deleted after its page was read is left out, as a full scan leaves it out. Never
-        inside a full scan (which rescans with ``relist=False``): nothing here counts as the scan's seen."""
+        """Evaluate the objects of a resource again, a page at a time (too many of them changed at once to
+        hold them): those at a version a policy has not evaluated yet; one deleted after its page was read is
+        left out, as a full scan leaves it out. Never inside a full scan (which rescans with
+        ``relist=False``): nothing here counts as the scan's seen."""
         scanned = [
             p for p in self._policies.values() if (api_version, resource) in p.resources and not p.admission_only
         ]
@@ -520,11 +526,22 @@ class BackgroundReports:
                 for obj in page:
                     if self._deleted_meanwhile(api_version, resource, obj):
                         continue
+                    metadata = obj.get("metadata") or {}
+                    uid, version = str(metadata.get("uid") or ""), str(metadata.get("resourceVersion") or "")
                     batch: dict[str, list[ReportResult]] = {}
                     for policy in scanned:
-                        evaluations += self._record(policy, obj, now, None, batch)
-                    self.rescanned.add(str((obj.get("metadata") or {}).get("uid") or ""))
-                    self._put(obj, batch)
+                        if self._evaluated.get(uid, policy.reporting.key) != version:  # else: its results stand
+                            evaluations += self._record(policy, obj, now, None, batch)
+                    self.rescanned.add(uid)
+                    with self._lock:
+                        where = (
+                            api_version,
+                            resource,
+                            str(metadata.get("namespace") or ""),
+                            str(metadata.get("name") or ""),
+                        )
+                        _, _, results = self._patched_results.pop(where, (0, None, {}))
+                    self._put(obj, {**batch, **results})
         except ClusterError as ex:
             log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
             with self._lock:
