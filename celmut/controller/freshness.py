@@ -3,42 +3,19 @@
 A PATCH pins the resourceVersion of the copy it was computed from, so a stale copy costs a 409 and a
 read, and finds nothing left to change when this controller wrote the newer version itself. Copies come
 from a sweep's listing (a paginated list is one snapshot: its later pages are older than the writes made
-while it was read), from the watch, and from the controller's own writes. Since Kubernetes 1.35 (KEP-5504,
-"Comparable Resource Version", GA) a client may order two resourceVersions of objects of the same
-resource: well-formed ones are decimal integers without leading zeros, compared by length then digit by
-digit (k8s.io/apimachinery/pkg/util/resourceversion ``CompareResourceVersion``). A version that is not
-well formed (another API server's) orders nothing: the copy in hand is kept, and a wrong guess costs a
-409, as before.
+while it was read), from the watch, and from the controller's own writes; they are ordered by
+resourceVersion (:mod:`celmut.controller.resource_versions`). When versions order nothing, the copy in
+hand is kept, and a wrong guess costs a 409, as before.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # reconcile.py orders its listed copies with this module
-    from celmut.controller.reconcile import TargetKey, Work
-    from celmut.kube.lookup import CacheSet
-
-
-def version_of(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _well_formed(version: str) -> bool:
-    return version.isascii() and version.isdigit() and version[0] != "0"
-
-
-def newer_version(candidate: str, than: str) -> bool:
-    """Whether resourceVersion ``candidate`` is known to be newer than ``than`` (same resource)."""
-    if not (_well_formed(candidate) and _well_formed(than)):
-        return False
-    return (len(candidate), candidate) > (len(than), than)
-
-
-def is_newer(candidate: dict[str, Any], than: dict[str, Any]) -> bool:
-    """Whether object ``candidate`` is a known newer version than ``than`` (same resource)."""
-    return newer_version(version_of(candidate), version_of(than))
+from celmut.controller.reconcile import TargetKey, Work
+from celmut.controller.resource_versions import is_newer
+from celmut.kube.lookup import CacheSet
 
 
 def with_newer_copy(work: Work, obj: dict[str, Any]) -> Work:

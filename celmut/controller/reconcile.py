@@ -23,8 +23,8 @@ from typing import Any, Protocol
 from celmut.cel.activation import approximate_size
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller import pods
-from celmut.controller.freshness import is_newer
 from celmut.controller.mutation_events import MutationEvents
+from celmut.controller.resource_versions import is_newer
 from celmut.controller.workqueue import TokenBucket
 from celmut.kube.client import Cluster, Conflict, NotFound, TooManyRequests
 from celmut.runtime import AdmissionEngine, AdmissionInput

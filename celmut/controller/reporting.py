@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.controller.freshness import newer_version
 from celmut.controller.report_state import Rescanned, Successors, Versions
 from celmut.controller.reported_policies import ReportedPolicy, reported_policies, scan_object
+from celmut.controller.resource_versions import newer_version
 from celmut.controller.triggers import policy_fingerprint
 from celmut.controller.violation_events import Violation, ViolationEvents
 from celmut.kube.admission_errors import AdmissionError

@@ -9,8 +9,9 @@ import pytest
 
 from celmut.compile.compiled import CompiledPolicy
 from celmut.compile.pipeline import compile_paths
-from celmut.controller.freshness import newer_version, with_newer_copy
+from celmut.controller.freshness import with_newer_copy
 from celmut.controller.reconcile import Task, listed_object
+from celmut.controller.resource_versions import newer_version
 
 from .support import add_label, policy, write_policies
 
