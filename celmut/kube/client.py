@@ -155,8 +155,6 @@ class Cluster:
         self.api_client = api_client
         self.timeout = timeout
         self.throttled = 0  # requests the API server asked to retry later (429 with Retry-After), retried
-        self._timeouts: dict[float | tuple[float, float], urllib3.Timeout] = {}
-        self._direct: dict[str, bool] = {}  # server URL -> requests go straight to its host's pool
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, *, timeout: float = 30.0, context: str | None = None) -> Cluster:
@@ -216,18 +214,19 @@ class Cluster:
         params = [
             (k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items() if v is not None
         ]
-        target = path + (f"?{urllib.parse.urlencode(params)}" if params else "")
-        limits = self._timeout(timeout or self.timeout)
-        encoded = orjson.dumps(body) if body is not None else None
+        url = self.api_client.configuration.host + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        wait = timeout or self.timeout
+        limits = urllib3.Timeout(connect=wait[0], read=wait[1]) if isinstance(wait, tuple) else urllib3.Timeout(wait)
         for attempt in range(MAX_THROTTLED + 1):
             try:
-                raw = self._urlopen(
+                raw = self.api_client.rest_client.pool_manager.request(
                     method,
-                    target,
-                    encoded,
-                    self._headers(content_type if body is not None else None, accept),
-                    limits,
-                    stream,
+                    url,
+                    body=orjson.dumps(body) if body is not None else None,
+                    headers=self._headers(content_type if body is not None else None, accept),
+                    timeout=limits,
+                    retries=False,
+                    preload_content=not stream,
                 )
             except (urllib3.exceptions.HTTPError, OSError) as ex:
                 raise Unreachable(0, "Unreachable", f"cannot reach the API server: {type(ex).__name__}") from ex
@@ -241,56 +240,6 @@ class Cluster:
             data = raw.read() if stream else raw.data
             raise error_from(raw.status, data)
         return raw
-
-    def _timeout(self, wait: float | tuple[float, float]) -> urllib3.Timeout:
-        limits = self._timeouts.get(wait)
-        if limits is None:
-            limits = (
-                urllib3.Timeout(connect=wait[0], read=wait[1]) if isinstance(wait, tuple) else urllib3.Timeout(wait)
-            )
-            self._timeouts[wait] = limits
-        return limits
-
-    def _urlopen(
-        self,
-        method: str,
-        target: str,
-        body: bytes | None,
-        headers: dict[str, str],
-        limits: urllib3.Timeout,
-        stream: bool,
-    ) -> urllib3.BaseHTTPResponse:
-        """Send on the API server's connection pool. Without a proxy or a path in the server's URL, straight
-        to the host's pool: the pool manager's own ``request`` parses the URL, looks the pool up and checks the
-        answer for a redirect on every request (~10 % of a PATCH's CPU in the client, and the controller sends
-        one or two requests per pod)."""
-        manager = self.api_client.rest_client.pool_manager
-        host = self.api_client.configuration.host
-        direct = self._direct.get(host)
-        if direct is None:
-            direct = self._direct[host] = urllib3.util.parse_url(host).path in (None, "", "/")
-        if not direct or type(manager) is not urllib3.PoolManager:  # a proxy, a path: through the manager
-            return manager.request(
-                method,
-                host + target,
-                body=body,
-                headers=headers,
-                timeout=limits,
-                retries=False,
-                preload_content=not stream,
-            )
-        pool = manager.connection_from_url(host)  # kept by the manager: one lookup
-        return pool.urlopen(
-            method,
-            target,
-            body=body,
-            headers=headers,
-            timeout=limits,
-            retries=False,
-            redirect=False,
-            assert_same_host=False,
-            preload_content=not stream,
-        )
 
     def request(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str = JSON, accept: str = JSON) -> Any:  # fmt: skip
