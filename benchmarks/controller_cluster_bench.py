@@ -9,6 +9,13 @@ stored in the cluster. Two steps:
     # one pass: the mutateExisting policy gets a new label value (so every pod is patched again), then the
     # controller runs until every pod carries it and every report is written
     python benchmarks/controller_cluster_bench.py run --kubeconfig K --rate 1000 [-- extra controller flags]
+    # the same with a trigger wave: every namespace labelled as soon as the pass has patched its first pod
+    python benchmarks/controller_cluster_bench.py run --kubeconfig K --wave
+
+On a cluster shared with others, ``--prefix NAME`` keeps the benchmark to its own objects: namespaces
+``NAME-00``…, labelled ``celmut-bench/owner=NAME``, and policies that select only those namespaces, given to
+the controller as files (not stored: it then loads no one else's policies); ``cleanup`` deletes the
+namespaces. The API server's request counts are cluster-wide: others' requests are counted too.
 
 ``run`` prints the controller's peak RSS (VmHWM), the pass time and rate, the API server's requests by verb
 and resource (``apiserver_request_total`` before and after, from its ``/metrics``), the Events and
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import copy
 import os
 import re
 import subprocess
@@ -37,11 +45,33 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 from controller_workload import LABEL, MUTATE_EXISTING_POLICY, namespace, namespace_name, policies, small_pod  # noqa: E402
 
-from celmut.kube.client import Cluster, Conflict, resource_path  # noqa: E402
+from celmut.kube.client import MERGE_PATCH, Cluster, Conflict, resource_path  # noqa: E402
 
 NAMESPACES = 20
 MPOL = ("policies.kyverno.io/v1", "mutatingpolicies")
 POLR = ("wgpolicyk8s.io/v1alpha2", "policyreports")
+OWNER = "celmut-bench/owner"
+
+
+def scoped(document: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A policy of the workload limited to the namespaces labelled ``OWNER=prefix`` (its triggers and
+    targets), named after the prefix."""
+    document = copy.deepcopy(document)
+    document["metadata"]["name"] = f"{prefix}-{document['metadata']['name']}"
+    selector = {"matchLabels": {OWNER: prefix}}
+    spec = document["spec"]
+    for constraints in ("matchConstraints", "targetMatchConstraints"):
+        if constraints in spec:
+            spec[constraints]["namespaceSelector"] = selector
+    if "targetMatchConstraints" in spec:  # the trigger is a Namespace: selected by its own labels
+        spec["matchConstraints"]["objectSelector"] = selector
+        del spec["matchConstraints"]["namespaceSelector"]
+    return document
+
+
+def own_namespaces(cluster: Cluster, prefix: str) -> list[str]:
+    listed = cluster.list_all("v1", "namespaces", label_selector=f"{OWNER}={prefix}")
+    return [item["metadata"]["name"] for item in listed["items"]]
 
 
 def create_quietly(cluster: Cluster, api_version: str, resource: str, namespace: str, body: dict[str, Any]) -> None:
@@ -49,16 +79,26 @@ def create_quietly(cluster: Cluster, api_version: str, resource: str, namespace:
         cluster.create(api_version, resource, namespace, body)
 
 
-def seed(cluster: Cluster, pods: int, threads: int) -> None:
+def namespace_of(index: int, prefix: str) -> dict[str, Any]:
+    """Namespace ``index``: the workload's, or, with a prefix, one of the benchmark's own."""
+    body = namespace(index)
+    if prefix:
+        body["metadata"]["name"] = f"{prefix}-{index:02d}"
+        body["metadata"]["labels"][OWNER] = prefix
+    return body
+
+
+def seed(cluster: Cluster, pods: int, threads: int, prefix: str = "") -> None:
     for path in sorted((ROOT / "crds").glob("*.yaml")):
         create_quietly(
             cluster, "apiextensions.k8s.io/v1", "customresourcedefinitions", "", yaml.safe_load(path.read_text())
         )
     time.sleep(3)  # the CRDs are served
     for index in range(NAMESPACES):
-        create_quietly(cluster, "v1", "namespaces", "", namespace(index))
+        created = namespace_of(index, prefix)
+        create_quietly(cluster, "v1", "namespaces", "", created)
         sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
-        create_quietly(cluster, "v1", "serviceaccounts", namespace_name(index), sa)
+        create_quietly(cluster, "v1", "serviceaccounts", created["metadata"]["name"], sa)
     started = time.perf_counter()
     done = 0
     lock = threading.Lock()
@@ -66,6 +106,7 @@ def seed(cluster: Cluster, pods: int, threads: int) -> None:
     def create(index: int) -> None:
         nonlocal done
         pod = small_pod(index, NAMESPACES)
+        pod["metadata"]["namespace"] = namespace_of(index % NAMESPACES, prefix)["metadata"]["name"]
         create_quietly(cluster, "v1", "pods", pod["metadata"]["namespace"], pod)
         with lock:
             done += 1
@@ -74,7 +115,7 @@ def seed(cluster: Cluster, pods: int, threads: int) -> None:
 
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         list(pool.map(create, range(pods)))
-    for document in policies():
+    for document in [] if prefix else policies():  # with a prefix: given to the controller as files
         create_quietly(cluster, *MPOL, "", document)
     print(f"seeded {pods:,} pods in {time.perf_counter() - started:.0f} s")
 
@@ -123,44 +164,78 @@ def control_plane_pids(kube_root: str) -> dict[str, int]:
     return found
 
 
-def count(cluster: Cluster, api_version: str, resource: str, selector: str = "") -> int:
+def count(cluster: Cluster, api_version: str, resource: str, selector: str = "", prefix: str = "") -> int:
     total = 0
-    for page in cluster.pages(api_version, resource, "", limit=5000, label_selector=selector, metadata_only=True):
-        total += len(page.get("items") or [])
+    for where in own_namespaces(cluster, prefix) if prefix else [""]:
+        pages = cluster.pages(api_version, resource, where, limit=5000, label_selector=selector, metadata_only=True)
+        total += sum(len(page.get("items") or []) for page in pages)
     return total
 
 
-def forget(cluster: Cluster) -> None:
+def forget(cluster: Cluster, prefix: str = "") -> None:
     """Delete every PolicyReport and Event (a first run: no report to adopt, no Event to count)."""
     namespaces = [item["metadata"]["name"] for item in cluster.list_all("v1", "namespaces")["items"]]
-    for where in namespaces:
+    for where in own_namespaces(cluster, prefix) if prefix else namespaces:
         for api_version, resource in (POLR, ("v1", "events")):
             cluster.request("DELETE", resource_path(api_version, resource, where))
-    while count(cluster, *POLR):
+    while count(cluster, *POLR, prefix=prefix):
         time.sleep(2)
 
 
+def cleanup(cluster: Cluster, prefix: str) -> None:
+    """Delete the benchmark's own namespaces (and so everything in them)."""
+    for name in own_namespaces(cluster, prefix):
+        cluster.delete("v1", "namespaces", "", name)
+        print(f"deleted namespace {name}")
+
+
+def wave(cluster: Cluster, prefix: str) -> None:
+    """Label every namespace of the benchmark: each is an UPDATE that triggers the mutateExisting policy."""
+    names = own_namespaces(cluster, prefix) if prefix else [namespace_name(i) for i in range(NAMESPACES)]
+    for name in names:
+        cluster.patch("v1", "namespaces", "", name, {"metadata": {"labels": {"wave": str(time.time_ns())}}},
+                      content_type=MERGE_PATCH)  # fmt: skip
+
+
 def run(
-    cluster: Cluster, kubeconfig: str, rate: float, extra: list[str], settle: float, kube_root: str, fresh: bool
+    cluster: Cluster,
+    kubeconfig: str,
+    rate: float,
+    extra: list[str],
+    settle: float,
+    kube_root: str,
+    fresh: bool,
+    prefix: str = "",
+    with_wave: bool = False,
 ) -> None:
     if fresh:
-        forget(cluster)
+        forget(cluster, prefix)
     run_id = f"r{int(time.time())}"
-    policy = cluster.get(*MPOL, "", MUTATE_EXISTING_POLICY["metadata"]["name"])
-    mutation = policy["spec"]["mutations"][0]["applyConfiguration"]
-    mutation["expression"] = f'Object{{metadata: Object.metadata{{labels: {{"{LABEL}": "{run_id}"}}}}}}'
-    cluster.replace(*MPOL, "", policy["metadata"]["name"], policy)
-    pods = count(cluster, "v1", "pods")
+    label = f'Object{{metadata: Object.metadata{{labels: {{"{LABEL}": "{run_id}"}}}}}}'
+    sources = ["--from-cluster"]
+    if prefix:  # the policies as files: the controller loads no one else's
+        folder = Path(tempfile.mkdtemp(prefix="celmut-bench-policies-"))
+        for document in policies():
+            document = scoped(document, prefix)
+            if "targetMatchConstraints" in document["spec"]:
+                document["spec"]["mutations"][0]["applyConfiguration"]["expression"] = label
+            (folder / f"{document['metadata']['name']}.yaml").write_text(yaml.safe_dump(document))
+        sources = ["--policies", str(folder)]
+    else:
+        policy = cluster.get(*MPOL, "", MUTATE_EXISTING_POLICY["metadata"]["name"])
+        policy["spec"]["mutations"][0]["applyConfiguration"]["expression"] = label
+        cluster.replace(*MPOL, "", policy["metadata"]["name"], policy)
+    pods = count(cluster, "v1", "pods", prefix=prefix)
     before = request_totals(cluster)
     log = tempfile.NamedTemporaryFile("w+", prefix="celmut-controller-", suffix=".log", delete=False)  # noqa: SIM115
-    command = [sys.executable, "-m", "celmut", "controller", "--from-cluster", "--kubeconfig", kubeconfig]
+    command = [sys.executable, "-m", "celmut", "controller", *sources, "--kubeconfig", kubeconfig]
     command += ["--rate", f"{rate:g}", "--metrics-port", "0", "--scan-interval", "0", *extra]
     print(f"{pods:,} pods; run {run_id}: {' '.join(command[2:])}; log {log.name}", flush=True)
     plane = control_plane_pids(kube_root) if kube_root else {}
     plane_cpu = {name: cpu_seconds(pid) for name, pid in plane.items()}
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    controller_cpu = patched_cpu = 0.0
+    controller_cpu = patched_cpu = started_cpu = 0.0
     plane_at_patched: dict[str, float] = {}
     patched_at = last_write_at = 0.0
     last_writes = -1
@@ -181,7 +256,13 @@ def run(
                     f"  {elapsed:6.0f} s  patches {patches:,}  report writes {report_writes:,}  RSS {rss:.0f} MiB",
                     flush=True,
                 )
+            if with_wave and patches > 0:  # the pass is under way: the wave meets it
+                wave(cluster, prefix)
+                with_wave = False
+                print(f"  {elapsed:6.0f} s  trigger wave: every namespace labelled", flush=True)
             controller_cpu = cpu_seconds(process.pid)
+            if not started_cpu and patches > 0:  # its start (imports, policies, first lists) is behind it
+                started_cpu = controller_cpu
             if not patched_at and patches >= pods:
                 patched_at, patched_cpu = elapsed, controller_cpu
                 plane_at_patched = {name: cpu_seconds(pid) - plane_cpu[name] for name, pid in plane.items()}
@@ -194,13 +275,14 @@ def run(
         process.terminate()
         process.wait(30)
     after = request_totals(cluster) - before
-    labelled = count(cluster, "v1", "pods", f"{LABEL}={run_id}")
-    events = count(cluster, "v1", "events")
-    reports = count(cluster, *POLR)
+    labelled = count(cluster, "v1", "pods", f"{LABEL}={run_id}", prefix)
+    events = count(cluster, "v1", "events", prefix=prefix)
+    reports = count(cluster, *POLR, prefix=prefix)
     print(f"\npeak RSS (VmHWM) {peak:.0f} MiB; pods labelled {labelled:,}/{pods:,}")
     if patched_at:
         print(f"pass: {patched_at:.0f} s, {pods / patched_at:,.0f} pods/s; last report write at {last_write_at:.0f} s")
-        cpu = [f"controller {patched_cpu * 1000 / pods:.2f}"]
+        after_start = (patched_cpu - started_cpu) * 1000 / pods
+        cpu = [f"controller {patched_cpu * 1000 / pods:.2f} ({after_start:.2f} after its start)"]
         cpu += [f"{name} {seconds * 1000 / pods:.2f}" for name, seconds in plane_at_patched.items()]
         print(f"CPU ms per pod during the pass: {', '.join(cpu)}; controller in all {controller_cpu:.0f} s")
     print(f"Events stored {events:,}; PolicyReports stored {reports:,}")
@@ -208,6 +290,8 @@ def run(
     own = {"GET ", "PUT mutatingpolicies", "GET mutatingpolicies", "PUT leases"}
     shown = {k: v for k, v in after.items() if v and not k.startswith(("WATCH", "code")) and k not in own}
     besides = sum(v for k, v in shown.items() if "policyreports" not in k)
+    writes, reads = after["PATCH pods"], after["GET pods"]  # a GET of one pod (lists are LIST)
+    print(f"pod writes per pod {writes / max(1, pods):.3f}; pod GETs per pod {reads / max(1, pods):.3f}")
     print(f"requests ({besides / max(1, labelled):.3f} per patched pod besides reports):")
     for key, value in sorted(shown.items(), key=lambda kv: -kv[1]):
         print(f"  {key:40} {value:>9,}")
@@ -217,13 +301,15 @@ def run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("seed", "run"))
+    parser.add_argument("step", choices=("seed", "run", "cleanup"))
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--settle", type=float, default=30.0, help="seconds without report writes that end a run")
     parser.add_argument("--fresh", action="store_true", help="delete every PolicyReport and Event first")
+    parser.add_argument("--prefix", default="", help="the benchmark's own namespaces and policies (a shared cluster)")
+    parser.add_argument("--wave", action="store_true", help="label every namespace once the pass patched a pod")
     parser.add_argument(
         "--kube-root", default=os.environ.get("KUBE_ROOT", ""), help="the rig's instance (CPU of etcd, apiserver)"
     )
@@ -232,9 +318,21 @@ def main() -> None:
     cluster = Cluster.connect(args.kubeconfig, timeout=120)
     cluster.api_client.configuration.connection_pool_maxsize = max(64, args.threads)
     if args.step == "seed":
-        seed(cluster, args.pods, args.threads)
+        seed(cluster, args.pods, args.threads, args.prefix)
+    elif args.step == "cleanup":
+        cleanup(cluster, args.prefix)
     else:
-        run(cluster, args.kubeconfig, args.rate, args.extra, args.settle, args.kube_root, args.fresh)
+        run(
+            cluster,
+            args.kubeconfig,
+            args.rate,
+            args.extra,
+            args.settle,
+            args.kube_root,
+            args.fresh,
+            args.prefix,
+            args.wave,
+        )
 
 
 if __name__ == "__main__":

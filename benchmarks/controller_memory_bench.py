@@ -11,10 +11,13 @@ written. Each size runs in a fresh process; figures only (never a timed assertio
         [--events per-object aggregated]   # each Events mode in turn, side by side (policies stored in
                                            # the cluster, so that Events about them are posted)
         [--max-queued-events N]            # --maxQueuedEvents (1000): past it Events are dropped
+        [--wave]          # the 20 namespaces labelled as soon as the controller is started: a trigger wave
+                          # (a second pass over every pod) meeting the start-up pass
 
 Prints, per size (and Events mode): the controller's RSS before it starts and its peak (VmHWM), the growth
-per pod, the pass time, the API requests by verb and resource, Events and PolicyReports stored, and the
-Events the controller dropped (more than --maxQueuedEvents waiting) or held back (client-go's spam filter).
+per pod, the pass time, pod writes and reads per pod, the API requests by verb and resource, Events and
+PolicyReports stored, and the Events the controller dropped (more than --maxQueuedEvents waiting) or held
+back (client-go's spam filter).
 """
 
 from __future__ import annotations
@@ -71,7 +74,8 @@ def serve(pods: int, in_cluster: bool, pipe: Connection) -> None:
                     continue
                 parts = record.path.rstrip("/").split("/")
                 resource = next((p for p in reversed(parts) if p in RESOURCES), parts[-1])
-                verbs[f"{record.method} {resource}"] += 1
+                one = parts[-2] == resource  # a request on one object (…/pods/<name>), not a list
+                verbs[f"{record.method} {resource}{'/<name>' if one else ''}"] += 1
             pipe.send(dict(verbs))
     server.stop()
 
@@ -88,13 +92,14 @@ def control(
     reports: bool,
     events: str | None,
     max_queued: int,
+    wave: bool,
     pipe: Connection,
 ) -> None:
     import tracemalloc
 
     from celmut.controller.report_loop import ReportingConfig
     from celmut.controller.run import Controller, ControllerConfig
-    from celmut.kube.client import Cluster
+    from celmut.kube.client import MERGE_PATCH, Cluster
     from celmut.service.settings import ServiceSettings
 
     # with an Events mode the policies are the cluster's (Events about a policy need its object)
@@ -121,11 +126,15 @@ def control(
     controller = Controller(config, cluster)
     started, cpu = time.perf_counter(), time.process_time()
     controller.start()
+    if wave:  # a trigger wave: every namespace changed while the start-up pass runs
+        for index in range(NAMESPACES):
+            body = {"metadata": {"labels": {"wave": "1"}}}
+            cluster.patch("v1", "namespaces", "", namespace(index)["metadata"]["name"], body, content_type=MERGE_PATCH)
     patched_at = reported_at = patched_cpu = 0.0
     while not reported_at:
         time.sleep(0.2)
         patched = controller.metrics.writes._value.get()
-        if not patched_at and patched >= pods and controller.queue.idle():
+        if not patched_at and patched >= pods and controller.idle():
             patched_at, patched_cpu = time.perf_counter() - started, time.process_time() - cpu
         loop = controller.reports
         recorder = controller.events
@@ -193,6 +202,7 @@ def main() -> None:
     parser.add_argument(
         "--max-queued-events", type=int, default=1000, help="the controller's --maxQueuedEvents (Kyverno's 1000)"
     )
+    parser.add_argument("--wave", action="store_true", help="label every namespace once the controller started")
     args = parser.parse_args()
     rows, requests, tops, event_rows = [], [], [], []
     runs = [(pods, mode) for pods in args.pods for mode in (args.events or [None])]
@@ -215,6 +225,7 @@ def main() -> None:
                     args.reports,
                     mode,
                     args.max_queued_events,
+                    args.wave,
                     worker_end,
                 ),
             )
@@ -239,6 +250,8 @@ def main() -> None:
                 f"{patched_at:.1f}",
                 f"{pods / patched_at:,.0f}",
                 f"{cpu_ms:.2f}",
+                f"{verbs.get('PATCH pods/<name>', 0) / pods:.3f}",
+                f"{verbs.get('GET pods/<name>', 0) / pods:.3f}",
                 f"{reported_at:.1f}",
                 f"{events:,}",
                 f"{reports:,}",
@@ -260,10 +273,12 @@ def main() -> None:
             ]
         )
     print(
-        f"controller, issue 35 workload, fake API server; --rate {args.rate:g}, {args.workers or 'auto'} workers, "
-        f"reports {'on' if args.reports else 'off'}; MiB; CPU: the controller's during the pass"
+        f"controller workload (20 namespaces, one mutateExisting policy), fake API server; --rate {args.rate:g}, {args.workers or 'auto'} workers, "
+        f"reports {'on' if args.reports else 'off'}{'; a trigger wave meets the pass' if args.wave else ''}; MiB; "
+        "CPU: the controller's during the pass; writes and GETs: PATCHes and GETs of one pod, per pod"
     )
-    headers = ["pods", "RSS start", "peak", "settled", "KiB/pod", "pass s", "pods/s", "CPU ms/pod", "reported s"]
+    headers = ["pods", "RSS start", "peak", "settled", "KiB/pod", "pass s", "pods/s", "CPU ms/pod", "writes", "GETs"]
+    headers += ["reported s"]
     headers += ["Events", "reports"]
     print(table("", headers, rows))
     headers = ["pods", "Events mode", "Event writes", "per 100,000 pods", "Events stored", "dropped", "filtered"]

@@ -24,6 +24,7 @@ from celmut.cel.activation import approximate_size
 from celmut.compile.compiled import CompiledPolicy
 from celmut.controller import pods
 from celmut.controller.mutation_events import MutationEvents
+from celmut.controller.resource_versions import is_newer
 from celmut.controller.workqueue import TokenBucket
 from celmut.kube.client import Cluster, ClusterError, Conflict, NotFound, TooManyRequests
 from celmut.runtime import AdmissionEngine, AdmissionInput
@@ -83,17 +84,13 @@ def merge_work(old: Work, new: Work) -> Work:
 
 
 def listed_object(work: Work) -> dict[str, Any] | None:
-    """The newest copy of the target the work carries (a sweep's page), if any. resourceVersions are
-    opaque: the highest is only a guess at the newest, and a wrong guess costs a 409 and a read."""
-    listed = [task.obj for task in work.values() if task.obj is not None]
-    if len(listed) < 2:
-        return listed[0] if listed else None
-
-    def version(obj: dict[str, Any]) -> int:
-        value = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-        return int(value) if value.isdigit() else -1
-
-    return max(listed, key=version)
+    """The newest copy of the target the work carries (a sweep's page, the watch's), if any
+    (:mod:`celmut.controller.freshness`)."""
+    newest: dict[str, Any] | None = None
+    for task in work.values():
+        if task.obj is not None and (newest is None or is_newer(task.obj, newest)):
+            newest = task.obj
+    return newest
 
 
 def subresource_route(key: TargetKey, work: Work) -> str:
@@ -220,10 +217,13 @@ class Reconciler:
         recheck_seconds: float = 10.0,
         stop: threading.Event | None = None,
         events: MutationEvents | None = None,
+        newest: Callable[[TargetKey, dict[str, Any]], dict[str, Any] | None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.loaded = loaded
         self.current = current
+        # the copy to evaluate instead of a listed one (a newer one the watch delivered); None: read it
+        self.newest = newest
         self.dry_run = dry_run
         self.writes = writes
         self.evictions = evictions or EvictionPacer()
@@ -301,6 +301,8 @@ class Reconciler:
         if loaded is None:
             return Outcome(key, "idle", message="no policies loaded", retry_after=5.0)
         obj = listed_object(work)
+        if obj is not None and self.newest is not None:
+            obj = self.newest(key, obj)
         if obj is None:
             obj = self.current(key)
         if obj is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ log = logging.getLogger("celmut.reports")
 #: Kyverno present: celmut's reports are named ``celmut-<uid>`` next to Kyverno's ``<uid>``.
 PREFIX_NEXT_TO_KYVERNO = "celmut-"
 ABSENT_RECHECK = 30  # passes between two looks for report CRDs that were not served
+MAX_POSTPONE = 600.0  # seconds a due full scan waits at most for a mutation pass to end
 
 
 @dataclass
@@ -96,7 +98,12 @@ class ReportLoop:
         events: EventRecorder | None = None,  # the controller's Events: PolicyViolation for what a scan finds failing
         writes: TokenBucket | None = None,  # the controller's write budget (--rate), shared with its patches
         writers: int = 1,  # threads writing reports at once
+        mutating: Callable[[], bool] = lambda: False,  # the controller is patching existing objects (a pass)
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.mutating = mutating
+        self.clock = clock
+        self._postponed_since: float | None = None
         self.writes = writes
         self.writers = writers
         self.config = config
@@ -179,8 +186,9 @@ class ReportLoop:
             self.writer.keep_policies(self.scanner.keys())  # reports of policies deleted meanwhile
             self.scan_due()
         self.writer.set_prefix(self._prefix())
+        postpone = self._postpone_scan()
         with self._lock:
-            due, self._due = self._due, set()
+            due, self._due = (set(), self._due) if postpone else (self._due, set())
             self._scanning = due is None or bool(due)
         try:
             if due is None or due:
@@ -195,6 +203,25 @@ class ReportLoop:
                 self._unwritten = self._unwritten or (self._scanning and not write)
                 self._scanning = False
         return stats
+
+    def _postpone_scan(self) -> bool:
+        """Whether a due full scan waits: while the controller's mutation pass patches existing objects (at
+        most :data:`MAX_POSTPONE` seconds), what the scan would evaluate now is about to change. The objects
+        it patches are evaluated as the watch delivers them, once, after their patch, and the scan that
+        follows does not evaluate them again (:class:`~celmut.controller.report_state.Rescanned`)."""
+        with self._lock:
+            due = self._due is None or bool(self._due)
+        if not due or not self.mutating():
+            self._postponed_since = None
+            return False
+        now = self.clock()
+        if self._postponed_since is None:
+            self._postponed_since = now
+            self.scanner.rescanned.start()
+        if now - self._postponed_since < MAX_POSTPONE:
+            return True
+        self._postponed_since = None
+        return False
 
     def write_once(self, *, stop: threading.Event | None = None, limited: bool = False) -> FlushStats:
         """Write the reports whose results changed, each write paced by the controller's write budget

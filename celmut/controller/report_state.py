@@ -68,3 +68,35 @@ class Successors:
 
     def pop(self, uid: str) -> None:
         self._by_uid.pop(uid, None)
+
+
+class Rescanned:
+    """The resources rescanned as they changed while a full scan waits (a mutation pass is patching them):
+    the scan need not evaluate them again at the version they were rescanned at. Tracked from
+    :meth:`start` until :meth:`stop` (uids only: the versions are the reports' evaluated ones)."""
+
+    def __init__(self) -> None:
+        self._uids: set[str] | None = None
+
+    @property
+    def tracking(self) -> bool:
+        return self._uids is not None
+
+    def start(self) -> None:
+        if self._uids is None:
+            self._uids = set()
+
+    def stop(self) -> None:
+        self._uids = None
+
+    def restart(self) -> None:
+        """Policies changed: what was evaluated before says nothing about them."""
+        if self._uids is not None:
+            self._uids = set()
+
+    def add(self, uid: str) -> None:
+        if self._uids is not None and uid:
+            self._uids.add(uid)
+
+    def __contains__(self, uid: str) -> bool:
+        return self._uids is not None and uid in self._uids

@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.controller.report_state import Successors, Versions
+from celmut.controller.report_state import Rescanned, Successors, Versions
 from celmut.controller.reported_policies import ReportedPolicy, reported_policies, scan_object
+from celmut.controller.resource_versions import newer_version
 from celmut.controller.triggers import policy_fingerprint
 from celmut.controller.violation_events import Violation, ViolationEvents
 from celmut.kube.admission_errors import AdmissionError
@@ -93,6 +94,8 @@ class BackgroundReports:
         # resource uid -> policy key -> resourceVersion: the object state the last evaluation saw, and
         # the state a webhook error was reported on (held until the resource changes)
         self._evaluated = Versions()
+        # while a full scan waits for a mutation pass (ReportLoop): the resources rescanned meanwhile
+        self.rescanned = Rescanned()
         self._held: dict[str, dict[str, str]] = {}
         # resource uid -> resourceVersion replaced ("" for a creation) -> the one that replaced it
         self._successors = Successors(MAX_SUCCESSORS)
@@ -101,6 +104,10 @@ class BackgroundReports:
         # policy key -> uids of the targets its mutateExisting patched (their results outlive full scans)
         self._patched: dict[str, set[str]] = {}
         self._to_watch: set[tuple[str, str]] = set()  # their kinds, watched from the next pass on
+        # the results of targets just patched, held for the rescan of the change (pass number, ref, results)
+        self._patched_results: dict[tuple[str, str, str, str], tuple[int, ResourceRef, dict[str, list[ReportResult]]]]
+        self._patched_results = {}
+        self._passes = 0  # rescan_changed calls
         self._lock = threading.Lock()
 
     # --- policies --------------------------------------------------------------------------------
@@ -127,6 +134,8 @@ class BackgroundReports:
         }
         changed = [key for key, fp in fingerprints.items() if self._fingerprints.get(key) != fp]
         self._policies, self._fingerprints = policies, fingerprints
+        if changed:
+            self.rescanned.restart()
         with self._lock:
             self._patched = {key: uids for key, uids in self._patched.items() if key in policies}
         self.writer.keep_policies(policies)
@@ -150,6 +159,7 @@ class BackgroundReports:
                 with self._lock:
                     self._changed.pop(key, None)
                     self._arrived.pop(key, None)
+                    self._patched_results.pop(key, None)
                     if self._gone is not None:
                         self._gone.add(key)
                 uid = metadata.get("uid")
@@ -268,8 +278,14 @@ class BackgroundReports:
             batch[key] = [result]
         if not batch:
             return
-        self.writer.put_all(ref, batch)  # one report write for every policy that patched it, as a scan's
+        api_version = str(target.get("apiVersion") or "")
+        metadata = target.get("metadata") or {}
+        where = (api_version, resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
         with self._lock:
+            # written with the scan of the patched target that the watch brings next (one report write for
+            # both), or alone after the next pass
+            _, _, held = self._patched_results.get(where, (0, ref, {}))
+            self._patched_results[where] = (self._passes, ref, {**held, **batch})
             for key in batch:
                 self._patched.setdefault(key, set()).add(ref.uid)
             self._to_watch.add((str(target.get("apiVersion") or ""), resource))  # to forget it with the target
@@ -329,6 +345,8 @@ class BackgroundReports:
                     if not (cache is None or cache.absent or cache.denied):
                         failed.update(key for key, _ in scanned)  # still being listed: next pass
                     continue
+                if cache.metadata_only and self._all_rescanned(cache, scanned, seen):
+                    continue  # a mutation pass changed them all, and each was evaluated as it changed
                 try:
                     for page in self._pages(cache, api_version, resource):
                         for obj in page:
@@ -344,6 +362,7 @@ class BackgroundReports:
         finally:
             self._fresher = None
             self._scan_seen = None
+            self.rescanned.stop()
             with self._lock:
                 self._gone = None
         for key, _ in due:
@@ -369,6 +388,7 @@ class BackgroundReports:
             newer = key in self._changed or (self._fresher is not None and key in self._fresher)
             if not newer and self._gone is not None and key in self._gone:
                 return 0  # deleted since its page was read: nothing to report on
+        newer = newer or self._rescanned_at_or_after(metadata, scanned)
         if newer:  # a newer copy is (or was just) evaluated as it changed: this one is older
             uid = str(metadata.get("uid") or "")
             for policy_key, _ in scanned:
@@ -378,6 +398,35 @@ class BackgroundReports:
         evaluations = sum(self._record(policy, obj, now, seen[policy_key], batch) for policy_key, policy in scanned)
         self._put(obj, batch)
         return evaluations
+
+    def _rescanned_at_or_after(self, metadata: dict[str, Any], scanned: list[tuple[str, ReportedPolicy]]) -> bool:
+        """Whether every policy of ``scanned`` evaluated this resource, at this version or a later one, as it
+        changed while the scan waited for a mutation pass (each patched pod is then evaluated once)."""
+        uid = str(metadata.get("uid") or "")
+        if uid not in self.rescanned:
+            return False
+        version = str(metadata.get("resourceVersion") or "")
+        for key, _ in scanned:
+            evaluated = self._evaluated.get(uid, key)
+            if evaluated is None or (evaluated != version and not newer_version(evaluated, version)):
+                return False
+        return True
+
+    def _all_rescanned(
+        self, cache: WatchedCache, scanned: list[tuple[str, ReportedPolicy]], seen: dict[str, set[str]]
+    ) -> bool:
+        """Whether every object a metadata cache holds was rescanned at its cached version (then the scan lists
+        none of them again): each counts as seen."""
+        items = cache.items()
+        if not self.rescanned.tracking or not all(
+            self._rescanned_at_or_after(o.get("metadata") or {}, scanned) for o in items
+        ):
+            return False
+        for obj in items:
+            uid = str((obj.get("metadata") or {}).get("uid") or "")
+            for key, _ in scanned:
+                seen[key].add(uid)
+        return True
 
     def _pages(self, cache: WatchedCache, api_version: str, resource: str) -> Iterator[list[dict[str, Any]]]:
         """The stored objects of a resource, typed, a page at a time: its cache's, or from the API server
@@ -399,8 +448,15 @@ class BackgroundReports:
         with self._lock:
             changed, self._changed = self._changed, {}
             arrived, self._arrived = self._arrived, {}
+            self._passes += 1
             relisted = self._relisted
             self._relisted = set() if relist else relisted
+            # the results of the targets just patched go out with their rescan (a relist's, for a relisted kind)
+            patched = {
+                key: self._patched_results.pop(key)
+                for key in changed
+                if key in self._patched_results and key[:2] not in relisted
+            }
             if self._fresher is not None:
                 self._fresher.update(changed)
             to_watch, self._to_watch = self._to_watch - self._watched, set()
@@ -431,13 +487,29 @@ class BackgroundReports:
                     admitted = (operation, old) if policy.admission_only else None
                     seen = scan_seen.get(policy.reporting.key)  # a full scan runs: it saw this one too
                     evaluations += self._record(policy, current, now, seen, batch, admitted)
-            self._put(current, batch)
+            self.rescanned.add(str((current.get("metadata") or {}).get("uid") or ""))
+            _, _, results = patched.pop((api_version, resource, namespace, name), (0, None, {}))
+            self._put(current, {**batch, **results})
+        self._put_patched(patched)
         return evaluations
 
+    def _put_patched(
+        self, left: dict[tuple[str, str, str, str], tuple[int, ResourceRef, dict[str, list[ReportResult]]]]
+    ) -> None:
+        """Write the results of patched targets that no rescan took: those the last pass left, and those
+        whose change is not rescanned (relisted, gone, or not a reported kind)."""
+        with self._lock:
+            for key, (when, _, _) in list(self._patched_results.items()):
+                if when < self._passes - 1:
+                    left[key] = self._patched_results.pop(key)
+        for _, ref, results in left.values():
+            self.writer.put_all(ref, results)
+
     def _relist(self, api_version: str, resource: str, now: int) -> int:
-        """Evaluate every object of a resource again, a page at a time (too many of them changed at once to
-        hold them); one deleted after its page was read is left out, as a full scan leaves it out. Never
-        inside a full scan (which rescans with ``relist=False``): nothing here counts as the scan's seen."""
+        """Evaluate the objects of a resource again, a page at a time (too many of them changed at once to
+        hold them): those at a version a policy has not evaluated yet; one deleted after its page was read is
+        left out, as a full scan leaves it out. Never inside a full scan (which rescans with
+        ``relist=False``): nothing here counts as the scan's seen."""
         scanned = [
             p for p in self._policies.values() if (api_version, resource) in p.resources and not p.admission_only
         ]
@@ -454,10 +526,22 @@ class BackgroundReports:
                 for obj in page:
                     if self._deleted_meanwhile(api_version, resource, obj):
                         continue
+                    metadata = obj.get("metadata") or {}
+                    uid, version = str(metadata.get("uid") or ""), str(metadata.get("resourceVersion") or "")
                     batch: dict[str, list[ReportResult]] = {}
                     for policy in scanned:
-                        evaluations += self._record(policy, obj, now, None, batch)
-                    self._put(obj, batch)
+                        if self._evaluated.get(uid, policy.reporting.key) != version:  # else: its results stand
+                            evaluations += self._record(policy, obj, now, None, batch)
+                    self.rescanned.add(uid)
+                    with self._lock:
+                        where = (
+                            api_version,
+                            resource,
+                            str(metadata.get("namespace") or ""),
+                            str(metadata.get("name") or ""),
+                        )
+                        _, _, results = self._patched_results.pop(where, (0, None, {}))
+                    self._put(obj, {**batch, **results})
         except ClusterError as ex:
             log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
             with self._lock:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from celmut import heap
+from celmut.controller.freshness import newest_known, with_newer_copy
 from celmut.controller.generator import AdmissionPolicyGenerator
 from celmut.controller.leader import LeaderElector
 from celmut.controller.mutation_events import MutationEvents
@@ -198,6 +199,8 @@ class Controller:
             page_size=config.page_size,
         )
         self.sweeper.room = lambda: self.queue.wait_for_room(self.queue_bound, self._stop)
+        # a sweep lists after the writes of the work queued before it: its copies are not older than them
+        self.sweeper.settle = lambda: self.queue.wait_for_earlier(self._stop)
         self.triggers = self._trigger_watch()
         # policies naming a resource the controller may not read (RBAC) say so (leader only)
         self.unreadable = UnreadableResources(cluster) if not config.dry_run else None
@@ -236,6 +239,7 @@ class Controller:
             events=self.events,
             writes=self.writes,
             writers=report_writers_for(self.config.rate),
+            mutating=lambda: self.sweeper.busy() or not self.queue.idle(),
         )
 
     def _elector(self) -> LeaderElector:
@@ -275,6 +279,7 @@ class Controller:
             own_writes=self.own_writes,
             stop=self._stop,
             events=MutationEvents(self.events, COMPONENT) if self.events is not None else None,
+            newest=functools.partial(newest_known, self.caches),
         )
 
     # --- the parts' state, where callers (the command, status, tests) look for it -----------------
@@ -442,6 +447,14 @@ class Controller:
         pods = self.caches.cache("v1", "pods", wait=False)
         if pods is not None:
             pods.add_handler(self.pacer.observe)
+            pods.add_handler(self._newer_pod)
+
+    def _newer_pod(self, event: str, pod: dict[str, Any], _old: dict[str, Any] | None = None) -> None:
+        """Pod watch handler: work waiting for the pod takes the version just delivered (whole: the running
+        controller's pods watch delivers whole objects even where it keeps their metadata only)."""
+        if event != "DELETED":
+            key = TargetKey.of("v1", "pods", pod)
+            self.queue.update_waiting(key, functools.partial(with_newer_copy, obj=pod))
 
     def start(self) -> Controller:
         heap.tune()  # a controller is a long-running process holding large caches
@@ -530,6 +543,7 @@ class Controller:
             return True
 
         self.sweeper.room, self.sweeper.strict = drain, True
+        self.sweeper.settle = drain  # this thread works off what a sweep would wait for
         self.sweeper.run_pending()
         drain()
         if progress is not None:

@@ -63,6 +63,10 @@ class Sweeper:
         # drains it, in a dry run); False stops the sweep (the controller is stopping)
         self.room: Callable[[], bool] = lambda: True
         self.on_counted: Callable[[int], None] = lambda count: None  # targets a scan's sweep queued
+        # called before a sweep reads its first page: waits until the work queued before it was processed
+        # (a listing is a snapshot; copies older than those passes' writes would be patched in vain); False
+        # stops the sweep (the controller is stopping)
+        self.settle: Callable[[], bool] = lambda: True
         self.strict = False  # a failed pods listing raises (a --dry-run pass); else logged (the next scan lists again)
         self._pending: dict[str, _Pending] = {}
         self._running = 0
@@ -83,6 +87,11 @@ class Sweeper:
             with self._cond:
                 self._pending[DRIFT] = _Pending(chosen, None, counted)
                 self._cond.notify_all()
+
+    def pending(self) -> int:
+        """Sweeps submitted and not started yet."""
+        with self._cond:
+            return len(self._pending)
 
     def busy(self) -> bool:
         """A sweep is waiting or running."""
@@ -123,6 +132,8 @@ class Sweeper:
             for listing in target_listings(item.policies[0]):
                 lists.setdefault((listing.api_version, listing.resource, listing.namespace), []).append((listing, item))
         queued = 0
+        if lists and not self.settle():
+            return queued
         for (api_version, resource, namespace), wanted in lists.items():
             try:
                 for page in self._pages(api_version, resource, namespace):

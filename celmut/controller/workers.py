@@ -3,6 +3,7 @@ requeue, retry or forget it."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from celmut.controller import traced
+from celmut.controller.freshness import with_newer_copy
 from celmut.controller.reconcile import Outcome, Reconciler, TargetKey, Work
 from celmut.controller.report import Report
 from celmut.controller.status import ControllerMetrics
@@ -72,6 +74,9 @@ class Workers:
         self.report.record(outcome)
         if self.tracing is not None:
             traced.record(self.tracing, outcome, started_ns)
+        if outcome.written is not None:  # work waiting for this target, or queued again, starts from this copy
+            work = with_newer_copy(work, outcome.written)
+            self.queue.update_waiting(key, functools.partial(with_newer_copy, obj=outcome.written))
         if self.on_patched is not None and outcome.action in ("patched", "evicted") and outcome.written is not None:
             self.on_patched(outcome)
         if outcome.action == "failed":

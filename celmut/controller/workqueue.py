@@ -4,7 +4,9 @@ Unlike Kyverno's UpdateRequests (one stored object per trigger), work lives in m
 by target: adding a key that is already waiting merges the new work into it, so 10,000 triggers for
 one target are one pass. A key being processed when it is added again is processed once more after
 the current pass (never twice at the same time). Failed keys come back after an exponential backoff,
-up to ``max_retries``.
+up to ``max_retries``. Waiting work can be brought up to date in place (:meth:`WorkQueue.update_waiting`),
+and a producer can wait until what was queued before it has been processed
+(:meth:`WorkQueue.wait_for_earlier`).
 """
 
 from __future__ import annotations
@@ -71,10 +73,12 @@ class WorkQueue(Generic[K, W]):
         self.max_retries = max_retries
         self._ready: deque[K] = deque()
         self._work: dict[K, W] = {}  # waiting (ready or to be re-queued after processing)
-        self._processing: set[K] = set()
+        self._processing: dict[K, int] = {}  # key -> the ticket of the work being processed
+        self._tickets: dict[K, int] = {}  # waiting key -> when its work first arrived (a sequence number)
         self._delayed: list[tuple[float, int, K, W]] = []
         self._attempts: dict[K, int] = {}
         self._sequence = itertools.count()
+        self._arrivals = itertools.count(1)
         self._cond = threading.Condition()
         self._closed = False
         self.added = 0
@@ -91,6 +95,7 @@ class WorkQueue(Generic[K, W]):
             self.merged += 1
             return
         self._work[key] = work
+        self._tickets[key] = next(self._arrivals)
         if key not in self._processing:
             self._ready.append(key)
             self._cond.notify()
@@ -111,7 +116,7 @@ class WorkQueue(Generic[K, W]):
                     self._add_locked(key, work)
                 if self._ready:
                     key = self._ready.popleft()
-                    self._processing.add(key)
+                    self._processing[key] = self._tickets.pop(key)
                     return key, self._work.pop(key)
                 waits = [self._delayed[0][0] - now] if self._delayed else []
                 if deadline is not None:
@@ -124,7 +129,7 @@ class WorkQueue(Generic[K, W]):
     def done(self, key: K) -> None:
         """Processing of ``key`` finished; work added meanwhile is queued now."""
         with self._cond:
-            self._processing.discard(key)
+            self._processing.pop(key, None)
             if key in self._work:
                 self._ready.append(key)
             self._cond.notify_all()  # a getter, and a producer waiting for room (wait_for_room)
@@ -138,6 +143,26 @@ class WorkQueue(Generic[K, W]):
                     return False
                 self._cond.wait(timeout)
             return not (stop.is_set() or self._closed)
+
+    def wait_for_earlier(self, stop: threading.Event, timeout: float = 1.0) -> bool:
+        """Wait until every key waiting or being processed now has been processed (work added later, and
+        work delayed for a retry, is not waited for): a producer about to read what those passes write.
+        False if ``stop`` was set or the queue shut down meanwhile."""
+        with self._cond:
+            mark = next(self._arrivals)
+            while any(t < mark for t in self._tickets.values()) or any(t < mark for t in self._processing.values()):
+                if stop.is_set() or self._closed:
+                    return False
+                self._cond.wait(timeout)
+            return not (stop.is_set() or self._closed)
+
+    def update_waiting(self, key: K, update: Callable[[W], W]) -> None:
+        """Replace the work waiting for ``key``, if any, with ``update(work)`` (not the work being
+        processed, nor work delayed for a retry)."""
+        with self._cond:
+            work = self._work.get(key)
+            if work is not None:
+                self._work[key] = update(work)
 
     def forget(self, key: K) -> None:
         """Reset the retry count of ``key`` (it succeeded)."""

@@ -202,12 +202,16 @@ def test_a_target_patched_for_two_policies_is_reported_in_one_write(
     fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
     """A worker reports the policies whose mutateExisting patched a target while the writing thread runs:
-    their ``pass`` results are handed over together, so the report is written once, with both."""
+    their ``pass`` results are handed over together, so the report is written once, with both — held for
+    the rescan of the change the patch made, and handed over alone when no rescan comes within a pass."""
     target = fake_apiserver.store.create(configmap("target"))
     with scanning(fake_apiserver, tmp_path, "first", "second") as scan:
         flushed = flushing_between_two_policies(scan)
         fake_apiserver.clear_requests()
         scan.reports.target_patched(target, "configmaps", ["first", "second"])
+        scan.reports.rescan_changed()
+        assert scan.writer.pending() == 0  # held for the rescan of the patched target
+        scan.reports.rescan_changed()
         scan.writer.flush()
     writes = [r for m in ("POST", "PUT") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
     results = report_results(fake_apiserver, "target") or []

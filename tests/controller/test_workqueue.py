@@ -96,3 +96,48 @@ def test_token_bucket_take_stops_when_asked() -> None:
     stop = threading.Event()
     stop.set()
     assert not bucket.take(stop)
+
+
+def test_wait_for_earlier_waits_for_the_work_queued_before_it_not_for_later_work() -> None:
+    """A sweep lists only after the passes over what was queued before it (their writes are then in
+    what it lists); work queued while it waits, or delayed for a retry, does not hold it up."""
+    queue: WorkQueue[str, set[str]] = WorkQueue(union)
+    queue.add("a", {"w"})
+    queue.add("b", {"w"})
+    queue.add_after("retry", {"w"}, 60.0)
+    assert queue.get(0) == ("a", {"w"})
+    queue.add("a", {"again"})  # while "a" is processed: one more pass after this one, queued before the mark
+    stop = threading.Event()
+    waited: list[bool] = []
+    waiter = threading.Thread(target=lambda: waited.append(queue.wait_for_earlier(stop, timeout=0.05)))
+    waiter.start()
+    queue.done("a")
+    queue.add("later", {"w"})
+    for expected in ("b", "a"):
+        waiter.join(0.1)
+        assert waiter.is_alive() and not waited, f"returned before {expected} was processed"
+        item = queue.get(0)
+        assert item is not None and item[0] == expected
+        queue.done(expected)
+    waiter.join(2)
+    assert waited == [True]
+    assert queue.depth() == 2  # "later" and the retry still wait: neither held the waiter up
+
+
+def test_wait_for_earlier_gives_up_when_stopped() -> None:
+    queue: WorkQueue[str, set[str]] = WorkQueue(union)
+    queue.add("a", {"w"})
+    stop = threading.Event()
+    stop.set()
+    assert not queue.wait_for_earlier(stop, timeout=0.01)
+
+
+def test_update_waiting_changes_only_the_work_waiting_for_the_key() -> None:
+    queue: WorkQueue[str, set[str]] = WorkQueue(union)
+    queue.add("a", {"old"})
+    queue.update_waiting("a", lambda work: work | {"newer"})
+    queue.update_waiting("absent", lambda work: work | {"newer"})  # nothing waits: nothing queued
+    assert queue.get(0) == ("a", {"old", "newer"})
+    queue.update_waiting("a", lambda work: work | {"lost"})  # being processed: not touched
+    queue.done("a")
+    assert queue.get(0) is None and queue.idle()

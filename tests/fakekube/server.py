@@ -11,7 +11,7 @@ Usage::
 
 Control API: ``url``, ``kubeconfig(path)``, ``client_configuration()``, ``api_client()``, ``store``,
 ``requests``/``requests_matching()``/``clear_requests()``, ``fail_next()``/``clear_faults()``,
-``drop_watches()``, ``compact()``, ``set_latency()``, ``add_token()``, ``watchers()``/``wait_for_watchers()``.
+``drop_watches()``, ``compact()``, ``set_latency()``, ``hold()``, ``add_token()``, ``watchers()``/``wait_for_watchers()``.
 """
 
 from __future__ import annotations
@@ -91,6 +91,29 @@ class Fault:
         return self.method in ("*", method) and self.path.search(path) is not None
 
 
+@dataclass
+class Hold:
+    """Requests matching ``method``/``path`` wait (recorded, not yet handled) until :meth:`release`: a
+    test orders what a client does while its requests are in flight (a slow API server, made exact)."""
+
+    method: str
+    path: re.Pattern[str]
+    released: threading.Event = field(default_factory=threading.Event)
+    waiting: int = 0  # requests held right now
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.method in ("*", method) and self.path.search(path) is not None
+
+    def release(self) -> None:
+        self.released.set()
+
+    def __enter__(self) -> Hold:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -159,6 +182,7 @@ class FakeApiServer:
         self._lock = threading.Lock()
         self._requests: list[RequestRecord] = []
         self._faults: list[Fault] = []
+        self._holds: list[Hold] = []
         self._latency = 0.0
         self.held_watches: set[str] = set()  # resources whose watch events wait (watches_behind)
         self._streams: set[Watcher] = set()
@@ -340,6 +364,14 @@ class FakeApiServer:
         """Delay every request by ``seconds`` before handling it."""
         self._latency = seconds
 
+    def hold(self, method: str, path_regex: str) -> Hold:
+        """Hold every request matching (``method`` may be ``"*"``; ``path_regex`` is searched in the URL
+        path) until the returned :class:`Hold` is released (or its ``with`` block ends)."""
+        held = Hold(method.upper(), re.compile(path_regex))
+        with self._lock:
+            self._holds = [h for h in self._holds if not h.released.is_set()] + [held]
+        return held
+
     @contextlib.contextmanager
     def watches_behind(self, resource: str) -> Iterator[None]:
         """Hold the events of every watch on ``resource`` (a plural: ``pods``) until the block ends, then
@@ -369,6 +401,14 @@ class FakeApiServer:
     def _before_request(self, method: str, path: str) -> None:
         if self._latency:
             time.sleep(self._latency)
+        with self._lock:
+            holds = [h for h in self._holds if h.matches(method, path) and not h.released.is_set()]
+            for held in holds:
+                held.waiting += 1
+        for held in holds:
+            held.released.wait()
+            with self._lock:
+                held.waiting -= 1
         with self._lock:
             fault = next((f for f in self._faults if f.matches(method, path)), None)
             if fault is None:

@@ -182,6 +182,42 @@ def test_noop_write_keeps_resource_version(core: CoreV1Api) -> None:
     assert again.metadata.resource_version == cm.metadata.resource_version
 
 
+def test_a_json_patch_pinning_a_stale_resource_version_is_a_conflict_and_changes_nothing(
+    core: CoreV1Api, fake_apiserver: FakeApiServer
+) -> None:
+    """The controller's guarded write: a JSON patch whose first operation replaces
+    ``metadata.resourceVersion`` with the version it read. kube-apiserver applies the patch to the stored
+    object (apiserver endpoints/handlers/patch.go ``applyPatch``), then the generic registry's update refuses
+    an object whose resourceVersion is not the stored one (registry/generic/registry/store.go ``Update``:
+    ``OptimisticLockErrorMsg``) with 409 Conflict, and the stored object stays as it was; the current version
+    goes through."""
+    created = core.create_namespaced_pod("default", pod("web", {"app": "web"}))
+    stale = created.metadata.resource_version
+    moved = core.patch_namespaced_pod("web", "default", {"metadata": {"labels": {"moved": "yes"}}})
+
+    def guarded(version: str, value: str) -> list[dict[str, object]]:
+        return [
+            {"op": "replace", "path": "/metadata/resourceVersion", "value": version},
+            {"op": "add", "path": "/metadata/labels/patched", "value": value},
+        ]
+
+    with pytest.raises(ApiException) as err:
+        core.patch_namespaced_pod("web", "default", guarded(stale, "stale"))
+    assert err.value.status == 409
+    body = _status(err.value)
+    assert body["reason"] == "Conflict" and body["details"] == {"name": "web", "kind": "pods"}
+    assert body["message"] == (
+        'Operation cannot be fulfilled on pods "web": '
+        "the object has been modified; please apply your changes to the latest version and try again"
+    )
+    stored = fake_apiserver.store.get("pods", "web", "default")
+    assert stored["metadata"]["resourceVersion"] == moved.metadata.resource_version
+    assert stored["metadata"]["labels"] == {"app": "web", "moved": "yes"}
+    written = core.patch_namespaced_pod("web", "default", guarded(moved.metadata.resource_version, "fresh"))
+    assert written.metadata.labels == {"app": "web", "moved": "yes", "patched": "fresh"}
+    assert int(written.metadata.resource_version) > int(moved.metadata.resource_version)
+
+
 def test_stale_resource_version_conflicts(core: CoreV1Api) -> None:
     cm = core.create_namespaced_config_map("default", config_map("cfg", {"a": "1"}))
     stale = cm.metadata.resource_version
