@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from celmut import cel
-from celmut.cel.backends.celpy_backend import CompiledRunner
+from celmut.cel.backends.runners import CompiledRunner
 from tests.cel.test_pycode_differential import expressions
 
 LITERAL_OPERANDS = [
@@ -53,7 +53,7 @@ LITERAL_OPERANDS = [
 
 
 def _generated_source(expression: str) -> str | None:
-    program = cel.Environment("kyverno", backend="celpy").compile(expression)
+    program = cel.Environment("kyverno", backend="compiled").compile(expression)
     return program.python_source if isinstance(program, CompiledRunner) else None
 
 
@@ -74,7 +74,7 @@ def test_generated_code_compiles_without_a_warning(what: str, expression: str) -
 def test_the_compiled_engine_means_what_the_planner_means(what: str, expression: str) -> None:
     """The change that removes the warning changes no answer: the same value, or the same error."""
     answers = []
-    for backend in ("celpy", "planner"):
+    for backend in ("compiled", "interpreted"):
         try:
             program = cel.Environment("kyverno", backend=backend).compile(expression)
             answers.append(("value", program.evaluate(cel.Activation())))
