@@ -36,7 +36,7 @@ def evaluate(state: State, expression: str, resource: int, profile: str = "kyver
     if len(expression) > MAX_EXPRESSION_CHARS:
         return {"error": f"the expression is over {MAX_EXPRESSION_CHARS} characters", "kind": "input"}
     try:
-        loaded = load(State(**{**state.__dict__, "policies": state.policies or _ANY_POLICY}))
+        loaded = load(state, policies=False)
     except PaneError as ex:
         return {"errors": [p.to_dict() for p in ex.problems]}
     bound: dict[str, Any] = {}
@@ -88,15 +88,6 @@ _CEL_NAMES = {
     "request": "request",
     "namespace_object": "namespaceObject",
 }
-# The scratch pad needs no policy of its own; a run does. A policy matching nothing lets the panes load.
-_ANY_POLICY = """apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {name: scratch-pad}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [none.invalid], apiVersions: [v1], operations: [CREATE], resources: [none]}]
-  mutations: []
-"""
 
 
 def compile_presets(text: str) -> dict[str, Any]:

@@ -87,13 +87,17 @@ class Loaded:
     notes: list[str]
 
 
-def load(state: State) -> Loaded:
-    """Read the panes and compile; raises :class:`PaneError` with every problem, located."""
+def load(state: State, *, policies: bool = True) -> Loaded:
+    """Read the panes and compile; raises :class:`PaneError` with every problem, located.
+
+    ``policies=False`` leaves the policies pane out (empty, broken or not): the CEL scratch pad needs
+    the resources and the cluster, never a policy."""
     panes = {
         name: read_pane(name, text)
         for name, text in (
-            ("policies", state.policies), ("resources", state.resources), ("cluster", state.cluster),
-            ("context", state.context), ("userInfo", state.user_info), ("oldObjects", state.old_objects),
+            ("policies", state.policies if policies else ""), ("resources", state.resources),
+            ("cluster", state.cluster), ("context", state.context), ("userInfo", state.user_info),
+            ("oldObjects", state.old_objects),
         )
     }  # fmt: skip
     resources, old_objects = objects_of(panes["resources"]), objects_of(panes["oldObjects"])
@@ -127,7 +131,7 @@ def load(state: State) -> Loaded:
         raise PaneError([PaneProblem("cluster", str(ex))]) from None
     if offline.compilation.errors:
         raise PaneError([_policy_problem(panes["policies"], e) for e in offline.compilation.errors])
-    if not offline.compilation.compiled.policies:
+    if policies and not offline.compilation.compiled.policies:
         raise PaneError([PaneProblem("policies", "no policy here: paste a MutatingPolicy, a preset or an example")])
     if len(resources) > MAX_RESOURCES:
         raise PaneError([PaneProblem("resources", f"{len(resources)} resources: at most {MAX_RESOURCES} per run")])
@@ -220,7 +224,6 @@ def _admitted(
         "patch": result.patch,
         "warnings": list(result.warnings),
         "auditAnnotations": dict(result.audit_annotations),
-        "mutated": diffview.dump(shown_after),
     }
 
 
@@ -237,7 +240,6 @@ def _target(target: TargetResult, pane: Pane, sources: Mapping[str, str]) -> dic
         "patch": target.patch,
         "warnings": [],
         "auditAnnotations": dict(target.outcome.audit_annotations),
-        "mutated": diffview.dump(target.mutated),
     }
 
 

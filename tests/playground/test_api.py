@@ -8,6 +8,8 @@ import io
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from celmut.main import main
 from tests.playground.support import Playground
 
@@ -141,6 +143,15 @@ def test_the_scratch_pad_binds_the_selected_resource_and_its_namespace(served: P
     assert served.post("/api/eval", body).json()["result"] == "web-7d4b9c@payments"
     broken = served.post("/api/eval", {**body, "expression": "object.metadata.name +"}).json()
     assert broken["kind"] == "compile" and (broken["line"], broken["column"]) == (1, 22)
+
+
+@pytest.mark.parametrize("policies", ["", "kind: [broken", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"])
+def test_the_scratch_pad_needs_no_policy_and_ignores_a_broken_one(
+    served: Playground, examples: dict, policies: str
+) -> None:
+    state = {**examples["team-label"], "policies": policies}
+    answer = served.post("/api/eval", {"state": state, "expression": "object.metadata.name"}).json()
+    assert answer == {"result": "web-7d4b9c", "variables": answer["variables"]} and answer["variables"]["object"]
 
 
 def test_the_preset_compiler_prints_the_policies_a_preset_becomes(served: Playground, examples: dict) -> None:
