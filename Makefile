@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install -qq --disable-pip-version-check
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: demo test check lint bench crds clean
+.PHONY: demo test check lint bench crds playground-editor clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ crds: $(RUNTIME_STAMP)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/cel_bench.py
+
+# The playground's editor (CodeMirror 6) is one committed file, celmut/playground/static/editor.js, built
+# by esbuild from playground-src/ with the exact packages of its lockfile (npm ci); the same sources give
+# the same bytes (tests/playground/test_editor_bundle.py compares them). Needs Node.js 18+ and npm.
+playground-editor:
+	cd playground-src && npm ci --no-audit --no-fund && node build.mjs
 
 clean:
 	rm -rf $(VENV) build *.egg-info
