@@ -36,7 +36,7 @@ def evaluate(state: State, expression: str, resource: int, profile: str = "kyver
     if len(expression) > MAX_EXPRESSION_CHARS:
         return {"error": f"the expression is over {MAX_EXPRESSION_CHARS} characters", "kind": "input"}
     try:
-        loaded = load(state, policies=False)
+        loaded = load(state, with_policies=False)
     except PaneError as ex:
         return {"errors": [p.to_dict() for p in ex.problems]}
     bound: dict[str, Any] = {}

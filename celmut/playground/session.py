@@ -24,9 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from celmut.cel.lookups import ResourceLookup
 from celmut.errors import CelmutError
 from celmut.playground import diffview, native
 from celmut.playground.inputs import Pane, PaneError, PaneProblem, located, objects_of, read_pane, single
+from celmut.playground.layered import Layered
+from celmut.playground.workloads import is_workload, replicas
 from celmut.policy.errors import PolicyError
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.runtime.provenance import AppliedMutation, from_outcomes, selects_resource, summary
@@ -87,15 +90,17 @@ class Loaded:
     notes: list[str]
 
 
-def load(state: State, *, policies: bool = True) -> Loaded:
+def load(state: State, *, with_policies: bool = True, lookups: ResourceLookup | None = None) -> Loaded:
     """Read the panes and compile; raises :class:`PaneError` with every problem, located.
 
-    ``policies=False`` leaves the policies pane out (empty, broken or not): the CEL scratch pad needs
-    the resources and the cluster, never a policy."""
+    ``with_policies=False`` leaves the policies pane out (empty, broken or not): the CEL scratch pad needs
+    the resources and the cluster, never a policy. ``lookups`` serves ``resource.Get/List`` and
+    ``namespaceObject`` instead of the cluster pane alone (a live cluster, read-only, behind the pane's
+    objects: :class:`celmut.playground.live.Layered`)."""
     panes = {
         name: read_pane(name, text)
         for name, text in (
-            ("policies", state.policies if policies else ""), ("resources", state.resources),
+            ("policies", state.policies if with_policies else ""), ("resources", state.resources),
             ("cluster", state.cluster), ("context", state.context), ("userInfo", state.user_info),
             ("oldObjects", state.old_objects),
         )
@@ -122,8 +127,11 @@ def load(state: State, *, policies: bool = True) -> Loaded:
             images=images,
             global_context=entries,
             user_info=user_info,
+            lookups=lookups,
             timeout_seconds=ADMISSION_SECONDS,
         )
+        if isinstance(lookups, Layered):
+            lookups.local = offline.cluster  # the pane's objects, and what a run admits, before the cluster's
     except DocumentError as ex:
         pane = "context" if ex.path.startswith("context") else "userInfo" if ex.path == "userInfo" else "cluster"
         raise PaneError([PaneProblem(pane, ex.message)]) from None
@@ -131,7 +139,7 @@ def load(state: State, *, policies: bool = True) -> Loaded:
         raise PaneError([PaneProblem("cluster", str(ex))]) from None
     if offline.compilation.errors:
         raise PaneError([_policy_problem(panes["policies"], e) for e in offline.compilation.errors])
-    if policies and not offline.compilation.compiled.policies:
+    if with_policies and not offline.compilation.compiled.policies:
         raise PaneError([PaneProblem("policies", "no policy here: paste a MutatingPolicy, a preset or an example")])
     if len(resources) > MAX_RESOURCES:
         raise PaneError([PaneProblem("resources", f"{len(resources)} resources: at most {MAX_RESOURCES} per run")])
@@ -171,11 +179,11 @@ def _policy_problem(pane: Pane, error: Exception) -> PaneProblem:
     return located(pane, document, first.path, error.render(), first.line, first.column, first.snippet())
 
 
-def run(state: State) -> dict[str, Any]:
+def run(state: State, lookups: ResourceLookup | None = None) -> dict[str, Any]:
     """The page's whole result for ``state`` (see the module); ``errors`` when it cannot run."""
     started = time.perf_counter()
     try:
-        loaded = load(state)
+        loaded = load(state, lookups=lookups)
     except PaneError as ex:
         return {"errors": [p.to_dict() for p in ex.problems]}
     offline, policies_pane = loaded.offline, loaded.panes["policies"]
@@ -188,7 +196,10 @@ def run(state: State) -> dict[str, Any]:
             break
         old = loaded.old_objects[index] if index < len(loaded.old_objects) else None
         (admitted,) = offline.admit([resource], state.operation, [old], explain=True)
-        objects.append({"resource": index, **_admitted(resource, admitted.result, policies_pane, sources)})
+        shown = {"resource": index, **admitted_object(resource, admitted.result, policies_pane, sources)}
+        if is_workload(resource):  # offered to run as its pods
+            shown["workload"] = {"kind": resource["kind"], "replicas": replicas(resource)}
+        objects.append(shown)
         objects += [_target(t, policies_pane, sources) for t in admitted.targets if t.changed]
     objects += [_target(t, policies_pane, sources) for t in offline.scan() if t.changed]
     return {
@@ -198,19 +209,20 @@ def run(state: State) -> dict[str, Any]:
     }
 
 
-def natives(state: State) -> dict[str, Any]:
+def natives(state: State, lookups: ResourceLookup | None = None) -> dict[str, Any]:
     """``{"policies": [...]}``: each MutatingPolicy of the panes as a native MAP, or why not
     (:func:`celmut.playground.native.policies`); ``errors`` when the panes cannot be read."""
     try:
-        loaded = load(state)
+        loaded = load(state, lookups=lookups)
     except PaneError as ex:
         return {"errors": [p.to_dict() for p in ex.problems]}
     return {"policies": native.policies(loaded.offline.compilation)}
 
 
-def _admitted(
+def admitted_object(
     resource: dict[str, Any], result: AdmissionResult, pane: Pane, sources: Mapping[str, str]
 ) -> dict[str, Any]:
+    """What the page shows of one admission: the diff with who wrote each line, outcomes, patch."""
     after = result.object if result.allowed else None
     provenance = from_outcomes(result.outcomes, after)
     shown_after = after if after is not None else resource
