@@ -79,6 +79,25 @@ class Browser:
         self.driver.save_screenshot(str(path))
         return path
 
+    def resize(self, width: int, height: int, *, mobile: bool = False) -> None:
+        """The viewport the page lays itself out for (a phone: ``mobile``, 3x pixels as most are)."""
+        metrics = {"width": width, "height": height, "deviceScaleFactor": 3 if mobile else 1, "mobile": mobile}
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+
+    @contextmanager
+    def viewport(self, width: int, height: int, *, mobile: bool = False) -> Iterator[None]:
+        """The page at another size for the block, then at 1280×800 again."""
+        self.resize(width, height, mobile=mobile)
+        try:
+            yield
+        finally:
+            self.resize(WIDTH, HEIGHT)
+
+    def emulate_dark(self, dark: bool) -> None:
+        """The system's colour scheme as the page sees it (``prefers-color-scheme``)."""
+        features = [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]
+        self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": features})
+
 
 @contextmanager
 def chromium() -> Iterator[Browser]:
@@ -97,10 +116,10 @@ def chromium() -> Iterator[Browser]:
     )
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
-        metrics = {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False}
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+        opened = Browser(driver, downloads)
+        opened.resize(WIDTH, HEIGHT)
         driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
-        yield Browser(driver, downloads)
+        yield opened
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)

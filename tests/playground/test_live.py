@@ -4,7 +4,6 @@ and namespaceObject, and nothing is ever written (the server's request log holds
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import yaml
 from celmut.kube.read_only import ReadOnlyCluster, WriteRefused, connect
 from celmut.main import main
 from tests.fakekube.server import FakeApiServer
-from tests.playground.live_support import LiveCluster, live_playground
+from tests.playground.live_support import LiveCluster
 
 TEAM_LABEL = Path(__file__).resolve().parents[2] / "policies" / "examples" / "add-managed-by-label.yaml"
 POSTS = """apiVersion: policies.kyverno.io/v1
@@ -30,12 +29,6 @@ spec:
           resource.Post("v1", "configmaps", "shop", {"apiVersion": dyn("v1"), "kind": dyn("ConfigMap"),
           "metadata": dyn({"name": "written"})}).metadata.name == "" ? [] : []
 """
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    with live_playground(tmp_path_factory.mktemp("live")) as running:
-        yield running
 
 
 def test_the_page_says_which_cluster_it_reads_and_lists_its_namespaces_and_objects(live: LiveCluster) -> None:
