@@ -54,19 +54,19 @@ def line_pointers(text: str) -> list[str]:
             continue
         if not isinstance(event, yaml.ScalarEvent | yaml.MappingStartEvent | yaml.SequenceStartEvent):
             continue
+        line = event.start_mark.line if event.start_mark is not None else 0
         pointer = ""
         if stack:
             top = stack[-1]
             if top[1]:  # in a mapping: a key, then its value
-                if top[2] is None and kind is yaml.ScalarEvent:
-                    top[2] = f"{top[0]}/{jsonutil.escape_pointer(str(event.value))}"
-                    starts[event.start_mark.line] = top[2]
+                if top[2] is None and isinstance(event, yaml.ScalarEvent):
+                    key = f"{top[0]}/{jsonutil.escape_pointer(str(event.value))}"
+                    top[2] = starts[line] = key
                     continue
                 pointer, top[2] = top[2] or top[0], None
             else:
                 pointer = f"{top[0]}/{top[3]}"
                 top[3] += 1
-                line = event.start_mark.line
                 if line not in starts or len(starts[line]) < len(pointer):
                     starts[line] = pointer
         if kind is yaml.MappingStartEvent:
