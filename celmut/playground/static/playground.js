@@ -53,6 +53,7 @@ function start() {
   const environment = fetch("/api/cel").then((r) => r.json()).then((data) => { celEnvironment = data; }).catch(() => {});
   Promise.all([loadCatalog(), loadConnection(), environment, loadFragment()]).then(([, , , fromLink]) => {
     if (fromLink) { restoring = false; runNow(); } else offerRestore();
+    performance.mark("celmut-ready"); // how long the page took to be usable (benchmarks/playground_bench.py)
     document.body.dataset.ready = "true";
   });
 }
