@@ -15,14 +15,12 @@ import yaml
 
 from celmut import cel
 from celmut.cel.evalcontext import Budget
-from celmut.cel.lookups import ResourceNotFound
 from celmut.compile.pipeline import compile_documents
 from celmut.compile.presets import registry as presets
 from celmut.compile.presets.yaml_format import readable
 from celmut.playground.inputs import PaneError, PaneProblem
-from celmut.playground.session import ADMISSION_SECONDS, State, load
+from celmut.playground.session import ADMISSION_SECONDS, State, load, namespace_object
 from celmut.policy.errors import PolicyError, caret_snippet
-from celmut.service.static_resources import StaticResources
 
 PROFILES = ("kyverno", "kubernetes")
 MAX_EXPRESSION_CHARS = 100_000  # cel-go's expressionSizeCodePointLimit; the CEL layer refuses longer too
@@ -49,7 +47,7 @@ def evaluate(state: State, expression: str, resource: int, profile: str = "kyver
             "object": request.object,
             "old_object": request.old_object,
             "request": request.cel_request(),
-            "namespace_object": _namespace(loaded.offline.cluster, namespace),
+            "namespace_object": namespace_object(loaded.offline.cluster, namespace),
         }
     services = cel.Services(resources=loaded.offline.cluster)
     try:
@@ -70,16 +68,6 @@ def evaluate(state: State, expression: str, resource: int, profile: str = "kyver
     except cel.CelError as ex:
         return {"error": ex.message, "kind": ex.kind, "variables": variables}
     return {"result": value, "variables": variables}
-
-
-def _namespace(cluster: StaticResources, name: str) -> dict[str, Any] | None:
-    """The Namespace object among the cluster objects, as the engine gives ``namespaceObject``."""
-    if not name:
-        return None
-    try:
-        return cluster.get("v1", "namespaces", "", name)
-    except ResourceNotFound:
-        return None
 
 
 _CEL_NAMES = {

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from celmut.cel.lookups import ResourceLookup
+from celmut.cel.lookups import ResourceLookup, ResourceNotFound
 from celmut.errors import CelmutError
 from celmut.playground import diffview, native
 from celmut.playground.inputs import Pane, PaneError, PaneProblem, located, objects_of, read_pane, single
@@ -148,6 +148,16 @@ def load(state: State, *, with_policies: bool = True, lookups: ResourceLookup | 
     old_objects = [kyverno_files.default_namespace(r, table) for r in old_objects]
     notes += [str(w) for w in offline.compilation.compiled.warnings]
     return Loaded(panes, offline, resources, old_objects, notes)
+
+
+def namespace_object(lookups: ResourceLookup, name: str) -> dict[str, Any] | None:
+    """The Namespace ``name`` as the engine gives ``namespaceObject``: from the lookups, or None."""
+    if not name:
+        return None
+    try:
+        return lookups.get("v1", "namespaces", "", name)
+    except ResourceNotFound:
+        return None
 
 
 def _cluster_documents(pane: Pane) -> list[Document]:

@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 from celmut import cel
-from celmut.cel.lookups import ResourceLookup, ResourceNotFound
+from celmut.cel.lookups import ResourceLookup
 from celmut.playground import decisions, session, workloads
 from celmut.playground.inputs import PaneError, PaneProblem
 from celmut.service.offline import reference
@@ -59,7 +59,7 @@ def run(state: session.State, index: int, lookups: ResourceLookup | None = None)
             result.outcomes,
             result.original if result.original is not None else pod,
             request.cel_request(),
-            _namespace(resources, request.namespace),
+            session.namespace_object(resources, request.namespace),
             services,
         )
         shown = session.admitted_object(pod, result, pane, sources)
@@ -90,15 +90,6 @@ def _stored(admitted: Obj, name: str, number: int) -> Obj:
     meta.setdefault("uid", workloads.uid_of(stored))
     meta.setdefault("creationTimestamp", f"2025-01-01T00:{number // 60 % 60:02d}:{number % 60:02d}Z")
     return stored
-
-
-def _namespace(lookups: ResourceLookup, name: str) -> Obj | None:
-    if not name:
-        return None
-    try:
-        return lookups.get("v1", "namespaces", "", name)
-    except ResourceNotFound:
-        return None
 
 
 def _counts(pods: list[dict[str, Any]]) -> dict[str, Any]:

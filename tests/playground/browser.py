@@ -41,6 +41,13 @@ def missing() -> str:
     return ""
 
 
+def requires_browser() -> Any:
+    """The mark of a browser test module: skipped, saying why, where no browser is installed."""
+    import pytest
+
+    return pytest.mark.skipif(bool(missing()), reason=f"no browser for the playground's browser tests: {missing()}")
+
+
 def artifacts() -> Path:
     base = Path(os.environ.get("CELMUT_TEST_ARTIFACTS") or ROOT / "test-artifacts")
     directory = base / "playground"

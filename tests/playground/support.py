@@ -74,3 +74,24 @@ def _started(errors: IO[str], flags: tuple[str, ...], scheme: str) -> Iterator[P
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n  containers: [{name: app, image: nginx}]\n"
+
+
+def pod_policy(name: str, expression: str, *, style: str = "|") -> str:
+    """A MutatingPolicy (failurePolicy Fail) on Pod CREATE with one JSONPatch ``expression``, written as a
+    block scalar of ``style`` (``|`` or ``>-``) at the line the tests locate errors on."""
+    body = "".join(f"          {line}\n" for line in expression.splitlines())
+    return f"""apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {{name: {name}}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: {style}
+{body}"""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from celmut.main import main
-from tests.playground.browser import HEIGHT, WIDTH, Browser, missing
+from tests.playground.browser import HEIGHT, WIDTH, Browser, requires_browser
 from tests.playground.page import (
     accept_replacement,
     by_id,
@@ -29,7 +29,7 @@ from tests.playground.page import (
 )
 from tests.playground.support import Playground
 
-pytestmark = pytest.mark.skipif(bool(missing()), reason=f"no browser for the playground's browser tests: {missing()}")
+pytestmark = requires_browser()
 
 ANNOTATE = """---
 apiVersion: policies.kyverno.io/v1

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from tests.playground.browser import Browser, missing
+from tests.playground.browser import Browser, requires_browser
 from tests.playground.page import (
     accept_replacement,
     box,
@@ -22,23 +22,11 @@ from tests.playground.page import (
     set_pane,
     text_of,
 )
-from tests.playground.support import Playground
+from tests.playground.support import POD, Playground
+from tests.playground.test_api import CALLS_OUT
 
-pytestmark = pytest.mark.skipif(bool(missing()), reason=f"no browser for the playground's browser tests: {missing()}")
+pytestmark = requires_browser()
 
-POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n  containers: [{name: app, image: nginx}]\n"
-CALLS_OUT = """apiVersion: policies.kyverno.io/v1
-kind: MutatingPolicy
-metadata: {name: calls-out}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  mutations:
-    - patchType: JSONPatch
-      jsonPatch:
-        expression: 'http.Get("http://127.0.0.1:1/").items'
-"""
 # A syntax error on the second line of a folded expression (line 18 of the pane): CEL sees the
 # folded text as one line, so its column is far past the end of the block's first line.
 FOLDED = """apiVersion: policies.kyverno.io/v1

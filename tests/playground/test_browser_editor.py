@@ -5,9 +5,7 @@ line of a folded expression. Screenshots of each state among the test artefacts.
 
 from __future__ import annotations
 
-import pytest
-
-from tests.playground.browser import Browser, missing
+from tests.playground.browser import Browser, requires_browser
 from tests.playground.page import (
     box,
     completions,
@@ -21,7 +19,7 @@ from tests.playground.page import (
 from tests.playground.support import Playground
 from tests.playground.test_browser_defects import FOLDED, FOLDED_ERROR_LINE
 
-pytestmark = pytest.mark.skipif(bool(missing()), reason=f"no browser for the playground's browser tests: {missing()}")
+pytestmark = requires_browser()
 
 POLICY = """apiVersion: policies.kyverno.io/v1
 kind: MutatingPolicy

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tests.playground.browser import Browser, missing
+from tests.playground.browser import Browser, requires_browser
 from tests.playground.page import (
     accept_replacement,
     by_id,
@@ -22,7 +20,7 @@ from tests.playground.page import (
 )
 from tests.playground.support import Playground
 
-pytestmark = pytest.mark.skipif(bool(missing()), reason=f"no browser for the playground's browser tests: {missing()}")
+pytestmark = requires_browser()
 
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\ndata: {mode: fast}\n"
 

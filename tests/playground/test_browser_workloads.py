@@ -8,15 +8,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
-from tests.playground.browser import Browser, missing
+from tests.playground.browser import Browser, requires_browser
 from tests.playground.live_support import LiveCluster
 from tests.playground.page import by_id, changed_rows, js, load_example, pane_text, set_pane, text_of
 from tests.playground.support import Playground
 
 TEAM_LABEL = Path(__file__).resolve().parents[2] / "policies" / "examples" / "add-managed-by-label.yaml"
-pytestmark = pytest.mark.skipif(bool(missing()), reason=f"no browser for the playground's browser tests: {missing()}")
+pytestmark = requires_browser()
 
 
 def test_a_deployment_of_10_runs_as_its_pods_4_of_10_on_spot_each_with_its_reason(

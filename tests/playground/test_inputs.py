@@ -96,7 +96,7 @@ spec:
         ("spec.variables[0].expression", 1, 72, ")"),
         ("spec.variables[0].expression", 1, 1, "object.metadata.labels"),
         ("spec.variables[1].expression", 1, 34, ") + x"),  # a plain scalar folds as well
-        ("spec.variables[2].expression", 1, 30, ")\""),  # escapes and an escaped line break
+        ("spec.variables[2].expression", 1, 30, ')"'),  # escapes and an escaped line break
         ("spec.variables[3].expression", 2, 16, ")"),  # a literal block keeps its lines
     ],
 )

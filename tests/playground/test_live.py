@@ -13,22 +13,15 @@ from celmut.kube.read_only import ReadOnlyCluster, WriteRefused, connect
 from celmut.main import main
 from tests.fakekube.server import FakeApiServer
 from tests.playground.live_support import LiveCluster
+from tests.playground.support import pod_policy
 
 TEAM_LABEL = Path(__file__).resolve().parents[2] / "policies" / "examples" / "add-managed-by-label.yaml"
-POSTS = """apiVersion: policies.kyverno.io/v1
-kind: MutatingPolicy
-metadata: {name: writes-a-configmap}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  mutations:
-    - patchType: JSONPatch
-      jsonPatch:
-        expression: >-
-          resource.Post("v1", "configmaps", "shop", {"apiVersion": dyn("v1"), "kind": dyn("ConfigMap"),
-          "metadata": dyn({"name": "written"})}).metadata.name == "" ? [] : []
-"""
+POSTS = pod_policy(
+    "writes-a-configmap",
+    'resource.Post("v1", "configmaps", "shop", {"apiVersion": dyn("v1"), "kind": dyn("ConfigMap"),\n'
+    '"metadata": dyn({"name": "written"})}).metadata.name == "" ? [] : []',
+    style=">-",
+)
 
 
 def test_the_page_says_which_cluster_it_reads_and_lists_its_namespaces_and_objects(live: LiveCluster) -> None:
