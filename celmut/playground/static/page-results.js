@@ -37,6 +37,7 @@ async function run() {
     last = data;
     last.state = state;
     workload = null;
+    renderPods();
     if (selectedView.kind !== "object" || selectedView.index >= data.objects.length) selectedView = { kind: "object", index: 0 };
     showProblems([]);
     render();
@@ -290,7 +291,12 @@ async function runPods(index) {
 
 function renderPods() {
   $("pods-hint").hidden = Boolean(workload);
-  if (!workload) return;
+  if (!workload) { // a new run: the pods of the last one are not shown as this one's
+    $("pods-summary").textContent = "";
+    $("pods").replaceChildren();
+    $("pods-notes").replaceChildren();
+    return;
+  }
   const owners = workload.owners.length ? ` (through ${workload.owners.join(", ")})` : "";
   $("pods-summary").textContent = `${workload.workload}${owners}: ${workload.summary}`;
   const table = $("pods");

@@ -44,6 +44,7 @@ function start() {
     if (last) render();
   });
   document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented) return; // an editor ran it already
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
       if ($("expression").contains(document.activeElement)) evaluate(); else runNow();
