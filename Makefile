@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install -qq --disable-pip-version-check
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: demo test check lint bench crds docs docs-serve docs-reference clean
+.PHONY: demo test check lint bench crds docs docs-serve docs-reference playground-editor clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,12 @@ docs-serve: $(DEV_STAMP)
 
 docs-reference: $(DEV_STAMP)
 	$(BIN)/python scripts/gen_reference.py
+
+# The playground's editor (CodeMirror 6) is one committed file, celmut/playground/static/editor.js, built
+# by esbuild from playground-src/ with the exact packages of its lockfile (npm ci); the same sources give
+# the same bytes (tests/playground/test_editor_bundle.py compares them). Needs Node.js 18+ and npm.
+playground-editor:
+	cd playground-src && npm ci --no-audit --no-fund && node build.mjs
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

@@ -19,7 +19,7 @@ import orjson
 import yaml
 
 from celmut.cli.console import Palette
-from celmut.cli.yaml_dumper import ObjectDumper
+from celmut.sources.yaml_dumper import ObjectDumper
 
 OBJECT_FORMATS = ("yaml", "json", "name")
 

@@ -1,4 +1,10 @@
-"""The cluster as the CLI reads it for ``celmut apply --cluster``: straight API reads, never a write.
+"""The cluster as ``celmut apply --cluster`` and ``celmut playground --kubeconfig`` read it: straight API
+reads, never a write.
+
+:class:`ReadOnlyCluster` is the client itself made unable to write: every request goes through one
+method, which sends GET (and HEAD) only and refuses any other verb before a byte leaves, whatever code
+asks (a create, a patch, a delete, an eviction): the guarantee does not rest on each caller.
+:func:`connect` makes one from a kubeconfig and says which context and server it reads.
 
 :class:`ReadOnlyLookup` serves CEL's ``resource.Get/List`` (and namespace lookups) with one request
 each, no watched caches (a one-shot command has nothing to keep warm), and refuses ``resource.Post``:
@@ -11,13 +17,59 @@ each, no watched caches (a one-shot command has nothing to keep warm), and refus
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+import kubernetes.config
+import urllib3
 
 from celmut import kinds
 from celmut.cel.lookups import LookupFailed
 from celmut.kube.client import Cluster, ClusterError, NotFound
 from celmut.kube.lookup import read_object
 from celmut.policy.match import ResourceRule
+
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+
+class WriteRefused(ClusterError):
+    """A request that would change the cluster, refused before it was sent."""
+
+    def __init__(self, method: str, path: str) -> None:
+        super().__init__(0, "ReadOnly", f"{method} {path}: this client only reads the cluster (nothing is written)")
+
+
+class ReadOnlyCluster(Cluster):
+    """A :class:`~celmut.kube.client.Cluster` that sends GET and HEAD only (see the module)."""
+
+    def _send(self, method: str, path: str, *args: Any, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        if method.upper() not in READ_METHODS:
+            raise WriteRefused(method, path)
+        return super()._send(method, path, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A read-only client, the kubeconfig context it reads (its name) and the API server's URL."""
+
+    cluster: ReadOnlyCluster
+    context: str
+    server: str
+
+
+def connect(kubeconfig: str | None, context: str | None = None, *, timeout: float = 15.0) -> Connection:
+    """A :class:`ReadOnlyCluster` for a kubeconfig context (the current one when ``context`` is None);
+    :class:`~celmut.kube.client.ClusterError` naming the file when it cannot be used."""
+    base = Cluster.connect(kubeconfig, context=context, timeout=timeout)
+    name = context or ""
+    if not name:
+        try:
+            _, current = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+            name = str((current or {}).get("name") or "")
+        except (kubernetes.config.ConfigException, OSError, TypeError, KeyError, ValueError):
+            name = "in-cluster"
+    cluster = ReadOnlyCluster(base.api_client, timeout=timeout)
+    return Connection(cluster, name, str(base.api_client.configuration.host))
 
 
 class ReadOnlyLookup:

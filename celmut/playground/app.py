@@ -1,10 +1,14 @@
-"""The playground's web application (FastAPI): the page, its assets, and six JSON endpoints.
+"""The playground's web application (FastAPI): the page, its assets, and its JSON endpoints.
 
-``GET /`` the page, ``GET /static/…`` its script and style (package data: no build step, no CDN),
-``GET /api/examples`` the Examples menu, ``POST /api/run`` a run (:mod:`celmut.playground.session`),
-``POST /api/native`` the native MutatingAdmissionPolicies, ``POST /api/eval`` the CEL scratch pad,
-``POST /api/compile`` the preset compiler, ``POST /api/export`` the Kyverno CLI test (a zip),
-``GET /healthz``.
+``GET /`` the page, ``GET /static/…`` its script, style and editor (package data, the editor built once
+from ``playground-src/``: no CDN, nothing fetched elsewhere), ``GET /api/catalog`` the examples,
+policies and presets (``/api/examples``: the examples alone), ``GET /api/cel`` what the editor
+completes in CEL, ``POST /api/fields`` a kind's fields at a path of its schema, ``POST /api/run`` a
+run (:mod:`celmut.playground.session`), ``POST /api/workload`` a workload run as its pods
+(:mod:`celmut.playground.workload_run`), ``POST /api/native`` the native MutatingAdmissionPolicies,
+``POST /api/eval`` the CEL scratch pad, ``POST /api/compile`` the preset compiler, ``POST
+/api/export`` the Kyverno CLI test (a zip), ``GET /api/cluster…`` the connected cluster, read-only
+(:mod:`celmut.playground.live`), ``GET /healthz``.
 
 Bad input is an answer, never a failure: a pane that cannot be read comes back as located
 ``errors`` (HTTP 200: the page shows them beside the last good result), a body that is not JSON or
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,13 +33,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.middleware.gzip import GZipMiddleware
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from celmut import __version__
-from celmut.playground import examples, export, scratch, session
-from celmut.playground.guard import Guard, Origins
-from celmut.playground.inputs import PaneError
+from celmut.playground import completions, examples, export, scratch, session, workload_run
+from celmut.playground.guard import Guard, Origins, page_csp
+from celmut.playground.inputs import PaneError, read_pane
+from celmut.playground.live import ClusterUnavailable, LiveCluster
+from celmut.service import schema_fields
 
 log = logging.getLogger("celmut.playground")
 EVALUATION_THREADS = 2
@@ -53,6 +62,17 @@ class PlaygroundSettings:
     examples_root: Path = field(default_factory=examples.default_root)
     threads: int = EVALUATION_THREADS
     max_pending: int = MAX_PENDING
+    live: LiveCluster | None = None  # connected to a cluster (read-only): lookups read it
+
+
+class Assets(StaticFiles):
+    """The page's files, revalidated on each load (``no-cache`` with their ETag: a 304 when unchanged)
+    rather than the guard's ``no-store``, so the 450 kB editor is not fetched again on every visit."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers["cache-control"] = "no-cache"
+        return response
 
 
 class Busy(Exception):
@@ -80,12 +100,22 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     settings = settings or PlaygroundSettings()
     evaluations = Evaluations(settings.threads, settings.max_pending)
     app = FastAPI(title="celmut playground", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(GZipMiddleware, minimum_size=2048)  # the editor: 450 kB, 145 kB compressed
     static = static_directory()
-    app.mount("/static", StaticFiles(directory=static), name="static")
+    app.mount("/static", Assets(directory=static), name="static")
+    live = settings.live
+
+    def lookups() -> Any:
+        return live.lookups() if live is not None else None
+
+    page_text = (static / "index.html").read_text(encoding="utf-8")
 
     @app.get("/")
-    async def page() -> FileResponse:
-        return FileResponse(static / "index.html", media_type="text/html; charset=utf-8")
+    async def page() -> Response:
+        nonce = secrets.token_urlsafe(18)  # the editor's <style> elements, for this load only
+        html = page_text.replace("{{style-nonce}}", nonce)
+        headers = {"content-security-policy": page_csp(nonce)}
+        return Response(html, media_type="text/html; charset=utf-8", headers=headers)
 
     @app.get("/healthz")
     async def healthz() -> Response:
@@ -96,6 +126,19 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
         found = examples.available(settings.examples_root)
         return JSONResponse({"examples": found, "version": __version__})
 
+    @app.get("/api/catalog")
+    async def list_catalog() -> JSONResponse:
+        found = await asyncio.get_running_loop().run_in_executor(None, examples.catalog, settings.examples_root)
+        return JSONResponse({"entries": found, "version": __version__})
+
+    @app.get("/api/cel")
+    async def cel_environment() -> JSONResponse:
+        return JSONResponse(completions.environment())
+
+    @app.post("/api/fields")
+    async def schema_at(request: Request) -> Response:
+        return await answered(request, lambda body: _fields(body, live))
+
     async def answered(request: Request, work: Callable[[dict[str, Any]], dict[str, Any]]) -> Response:
         """``work`` on the request's JSON object, on the evaluation pool."""
         body = await _json(request)
@@ -105,11 +148,37 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
 
     @app.post("/api/run")
     async def run(request: Request) -> Response:
-        return await answered(request, lambda body: session.run(session.State.from_json(body)))
+        return await answered(request, lambda body: session.run(session.State.from_json(body), lookups()))
+
+    @app.post("/api/workload")
+    async def run_workload(request: Request) -> Response:
+        def work(body: dict[str, Any]) -> dict[str, Any]:
+            index = body.get("resource", 0)
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise BadRequest("resource: a number expected")
+            return workload_run.run(session.State.from_json(body.get("state")), index, lookups())
+
+        return await answered(request, work)
 
     @app.post("/api/native")
     async def native_policies(request: Request) -> Response:
-        return await answered(request, lambda body: session.natives(session.State.from_json(body)))
+        return await answered(request, lambda body: session.natives(session.State.from_json(body), lookups()))
+
+    @app.get("/api/cluster")
+    async def cluster() -> JSONResponse:
+        return JSONResponse(live.describe() if live is not None else {"connected": False})
+
+    @app.get("/api/cluster/namespaces")
+    async def cluster_namespaces() -> Response:
+        return await _from_cluster(evaluations, live, lambda c: {"namespaces": c.namespaces()})
+
+    @app.get("/api/cluster/objects")
+    async def cluster_objects(namespace: str = "", resource: str = "pods") -> Response:
+        return await _from_cluster(evaluations, live, lambda c: c.objects(namespace, resource))
+
+    @app.get("/api/cluster/load")
+    async def cluster_load(namespace: str = "", resource: str = "pods", name: str = "") -> Response:
+        return await _from_cluster(evaluations, live, lambda c: c.load(namespace, resource, name))
 
     @app.post("/api/eval")
     async def evaluate(request: Request) -> Response:
@@ -161,6 +230,42 @@ def _scratch_pad(body: dict[str, Any]) -> dict[str, Any]:
         raise BadRequest("resource (a number) and profile (a string) expected")
     state = session.State.from_json(body.get("state") or {})
     return scratch.evaluate(state, _string(body, "expression"), index, profile)
+
+
+def _fields(body: dict[str, Any], live: LiveCluster | None) -> dict[str, Any]:
+    """The fields at ``path`` of the kind ``target`` names, with the CRDs of the cluster pane (and of
+    the connected cluster) for custom resources."""
+    target, path, cluster = body.get("target"), body.get("path", []), body.get("cluster", "")
+    if not isinstance(target, dict) or not isinstance(path, list) or not all(isinstance(p, str) for p in path):
+        raise BadRequest("target (an object) and path (a list of strings) expected")
+    if not isinstance(cluster, str):
+        raise BadRequest("cluster: a string expected")
+    try:
+        documents = read_pane("cluster", cluster).documents
+    except PaneError:
+        documents = []  # completion goes on with the built-in kinds while the pane is being typed
+    crds = [
+        d.content
+        for d in documents
+        if isinstance(d.content, dict) and d.content.get("kind") == "CustomResourceDefinition"
+    ]
+    if live is not None:
+        crds += live.crds()
+    return schema_fields.fields(target, path, crds)
+
+
+async def _from_cluster(
+    evaluations: Evaluations, live: LiveCluster | None, work: Callable[[LiveCluster], dict[str, Any]]
+) -> Response:
+    """A read of the connected cluster, on the pool; 409 when not connected, 502 when it fails."""
+    if live is None:
+        return _error(409, "not connected to a cluster: start the playground with --kubeconfig (and --context)")
+    try:
+        return JSONResponse(await evaluations.run(lambda: work(live)))
+    except ClusterUnavailable as ex:
+        return _error(502, str(ex))
+    except Busy:
+        return _busy()
 
 
 def guarded(app: FastAPI, origins: Origins) -> Guard:

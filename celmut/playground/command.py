@@ -8,6 +8,10 @@ warnings, audit annotations, each policy's time and CEL cost, and the native Mut
 each policy converts to (or why not). A CEL scratch pad, the preset compiler, a link holding the whole
 page (in the URL fragment: nothing is sent anywhere) and "export as a Kyverno CLI test" are beside it.
 
+With ``--kubeconfig`` (and ``--context``) the page is connected to that cluster, read-only: it lists
+its namespaces and objects to load as resources (a workload can be run as its pods), and lookups and
+``namespaceObject`` read the cluster. Nothing is ever written to it: the client sends GET requests only.
+
 Everything runs on this machine, with the webhook's bounds (3 MiB requests, the CEL cost budget and
 deadline, no outbound HTTP from CEL). It binds 127.0.0.1 and speaks plain HTTP there; another address
 serves it to the network, which requires TLS (``--tls-cert``/``--tls-key`` or ``--self-signed``):
@@ -23,7 +27,7 @@ from celmut.playground.guard import is_loopback
 
 EXIT_CODES = {
     0: "stopped by SIGTERM or SIGINT",
-    2: "bad flags (a non-loopback --host without TLS, unusable TLS files, a port in use)",
+    2: "bad flags (a non-loopback --host without TLS, unusable TLS files, a port in use, an unusable kubeconfig)",
 }
 DEFAULT_PORT = 8080
 
@@ -50,6 +54,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="another name the page is reached by (checked against the Host header; repeatable)",
     )
     p.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="connect the page to this cluster, read-only: load its objects, and lookups read it (nothing is written)",
+    )
+    p.add_argument("--context", help="with --kubeconfig: the kubeconfig context (default: the current one)")
+    p.add_argument(
         "--examples",
         metavar="DIR",
         help="a checkout holding policies/, presets/ and examples/ for the Examples menu (default: the one "
@@ -66,6 +76,8 @@ def check(args: argparse.Namespace) -> None:
         raise ConfigurationError("give --tls-cert and --tls-key together")
     if args.self_signed and args.tls_cert:
         raise ConfigurationError("give --tls-cert/--tls-key or --self-signed, not both")
+    if args.context and not args.kubeconfig:
+        raise ConfigurationError("--context is read with --kubeconfig only (the cluster the page connects to)")
     if not is_loopback(args.host) and not (args.tls_cert or args.self_signed):
         raise ConfigurationError(
             f"--host {args.host} serves the playground beyond this machine: give --tls-cert and --tls-key, or "
@@ -86,5 +98,7 @@ def run(args: argparse.Namespace) -> int:
         self_signed=args.self_signed,
         allowed_hosts=tuple(args.allowed_host),
         examples=args.examples,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
     )
     return serve(config)

@@ -19,46 +19,66 @@ import yaml
 
 from celmut import jsonutil
 from celmut.runtime.provenance import AppliedMutation
+from celmut.sources.yaml_dumper import ObjectDumper
 
 Row = dict[str, Any]
+# libyaml's parser where PyYAML has it (the pure-Python one took ~40 s to read back a 3 MB object on a
+# busy machine); only its events are read, each with its line.
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def dump(obj: Any) -> str:
-    """The YAML both sides are shown in (keys in the object's order, nothing wrapped)."""
+    """The YAML both sides are shown in (keys in the object's order, nothing wrapped), as ``celmut apply
+    -o yaml`` prints it."""
     if obj is None:
         return ""
-    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 20)
+    return yaml.dump(
+        obj, Dumper=ObjectDumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 20
+    )
 
 
 def line_pointers(text: str) -> list[str]:
     """For each line of ``text`` (one YAML document as :func:`dump` writes it), the pointer of the
-    deepest field that starts on it; a line continuing a multi-line value keeps the one before it."""
-    lines = text.splitlines()
+    deepest field that starts on it; a line continuing a multi-line value keeps the one before it.
+
+    Read from the parser's events (no nodes, no tags resolved): a key's line names the key's pointer,
+    a sequence item's line its index's, unless a deeper field starts there too."""
+    lines = len(text.splitlines())
     starts: dict[int, str] = {}
-    root = yaml.compose(text, Loader=yaml.SafeLoader) if text.strip() else None
-    if root is not None:
-        _walk(root, "", starts)
+    # per open collection: [pointer, is_mapping, next index or the pending key (None: a key is next)]
+    stack: list[list[Any]] = []
+    for event in yaml.parse(text, Loader=_LOADER) if text.strip() else ():
+        kind = type(event)
+        if kind in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
+            stack.pop()
+            continue
+        if not isinstance(event, yaml.ScalarEvent | yaml.MappingStartEvent | yaml.SequenceStartEvent):
+            continue
+        line = event.start_mark.line if event.start_mark is not None else 0
+        pointer = ""
+        if stack:
+            top = stack[-1]
+            if top[1]:  # in a mapping: a key, then its value
+                if top[2] is None and isinstance(event, yaml.ScalarEvent):
+                    key = f"{top[0]}/{jsonutil.escape_pointer(str(event.value))}"
+                    top[2] = starts[line] = key
+                    continue
+                pointer, top[2] = top[2] or top[0], None
+            else:
+                pointer = f"{top[0]}/{top[3]}"
+                top[3] += 1
+                if line not in starts or len(starts[line]) < len(pointer):
+                    starts[line] = pointer
+        if kind is yaml.MappingStartEvent:
+            stack.append([pointer, True, None, 0])
+        elif kind is yaml.SequenceStartEvent:
+            stack.append([pointer, False, None, 0])
     out: list[str] = []
     current = ""
-    for number in range(len(lines)):
+    for number in range(lines):
         current = starts.get(number, current)
         out.append(current)
     return out
-
-
-def _walk(node: yaml.Node, pointer: str, starts: dict[int, str]) -> None:
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            child = f"{pointer}/{jsonutil.escape_pointer(str(key.value))}"
-            starts[key.start_mark.line] = child
-            _walk(value, child, starts)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            child = f"{pointer}/{index}"
-            line = item.start_mark.line
-            if line not in starts or len(starts[line]) < len(child):
-                starts[line] = child
-            _walk(item, child, starts)
 
 
 def _ancestors(pointer: str) -> list[str]:
@@ -98,9 +118,11 @@ def rows(before: Any, after: Any, applied: Sequence[AppliedMutation]) -> list[Ro
     """The side-by-side rows: ``tag`` (equal, insert, delete, replace), ``left``/``right`` (line
     number, text, pointer; absent on the side without a line) and ``by`` (indices into ``applied``:
     the mutations that wrote the line's field; ``kept`` when they wrote the value it already had)."""
-    left_text, right_text = dump(before), dump(after)
+    left_text = dump(before)
+    right_text = left_text if after is before or after == before else dump(after)
     left, right = left_text.splitlines(), right_text.splitlines()
-    left_pointers, right_pointers = line_pointers(left_text), line_pointers(right_text)
+    left_pointers = line_pointers(left_text)
+    right_pointers = left_pointers if right_text is left_text else line_pointers(right_text)
     index = _Index(applied)
     out: list[Row] = []
 

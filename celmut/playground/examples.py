@@ -1,18 +1,29 @@
-"""The Examples menu: the repository's ready policies and presets, each with resources to try them on.
+"""The catalog: examples (the repository's ready policies and presets, each with resources to try them
+on), and every shipped policy and preset on its own.
 
 Each example names files of a checkout (``policies/``, ``presets/``, ``examples/``); those found under
 the root (``--examples DIR``; by default the checkout this package runs from, else the current
-directory) are listed, with the text of each pane. The page asks for an example by its id only, so a
-request never names a path on the server.
+directory) are listed, with the text of each pane. The policies and presets are the YAML files under
+``policies/`` and ``presets/``, each with the comment it opens with (what it does) and the kinds and
+names it holds, for the page's search; choosing one fills the policies pane only. The page asks for
+an entry by its id only, so a request never names a path on the server.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from celmut.compile.presets.base import GENERATED_BY
 from celmut.limits import MAX_REQUEST_BYTES
+from celmut.sources.documents import DocumentError, parse_text
+
+CATALOG_FOLDERS = ("policies", "presets")
+MAX_CATALOG_FILES = 200
+_COMMENT = re.compile(r"^#\s?(.*)$")
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,13 @@ CATALOGUE: tuple[Example, ...] = (
         ("examples/spot-custom-values.yaml",),
         ("examples/preset-pods/spot-pods.yaml",),
         ("examples/preset-cluster.yaml",),
+    ),
+    Example(
+        "spot-partial-workload",
+        "Spot preset partialSpot on a Deployment of 10 replicas, run as its pods (presets/spot-partial.yaml)",
+        ("presets/spot-partial.yaml",),
+        ("examples/workloads/web-deployment.yaml",),
+        ("examples/cluster.yaml",),
     ),
     Example(
         "gpu-slicing",
@@ -102,3 +120,53 @@ def available(root: Path) -> list[dict[str, Any]]:
         state = {"policies": policies, "resources": resources, "cluster": cluster, "operation": example.operation}
         out.append({"id": example.id, "title": example.title, "state": state})
     return out
+
+
+def catalog(root: Path) -> list[dict[str, Any]]:
+    """The examples, then every policy and preset file under ``policies/`` and ``presets/``: ``id``,
+    ``group`` (Examples, Policies, Presets), ``title``, ``description`` and ``state`` (the panes it fills)."""
+    out = [
+        {**example, "group": "Examples", "description": "", "id": f"example:{example['id']}"}
+        for example in available(root)
+    ]
+    for folder in CATALOG_FOLDERS:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        files = sorted(p for p in base.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        for path in files[:MAX_CATALOG_FILES]:
+            entry = _file_entry(root, path, "Presets" if folder == "presets" else "Policies")
+            if entry is not None:
+                out.append(entry)
+    return out
+
+
+def _file_entry(root: Path, path: Path, group: str) -> dict[str, Any] | None:
+    relative = path.relative_to(root).as_posix()
+    text = _text(root, (relative,))
+    if text is None:
+        return None
+    leading = itertools.takewhile(lambda line: line.startswith("#"), text.splitlines())
+    description = " ".join(found[1].strip() for line in leading if (found := _COMMENT.match(line)))[:400]
+    try:
+        documents = parse_text(text, relative)
+    except DocumentError:
+        return None
+    names = []
+    for document in documents:
+        if isinstance(document, dict):
+            kind = str(document.get("kind") or ("spot webhook values" if "staticConfig" in document else "document"))
+            name = str(
+                (document.get("metadata") or {}).get("name") or (document.get("staticConfig") or {}).get("preset", "")
+            )
+            names.append(f"{kind} {name}".strip())
+            origin = ((document.get("metadata") or {}).get("annotations") or {}).get(GENERATED_BY)
+            if origin and not description:
+                description = f"Compiled from the {origin}"
+    return {
+        "id": f"file:{relative}",
+        "group": group,
+        "title": f"{relative}: {', '.join(names)}" if names else relative,
+        "description": description,
+        "state": {"policies": text},
+    }

@@ -14,7 +14,9 @@ requests there. So, before any route runs (a plain ASGI middleware, docs/securit
 * **Size** — a body over the API server's 3 MiB (:data:`celmut.limits.MAX_REQUEST_BYTES`, the
   webhook's limit) is refused with 413 as soon as its length is known or counted.
 * **The page itself** runs only its own script (``Content-Security-Policy``: no inline script, no
-  other origin, not framed), sends no referrer and is never sniffed as another type.
+  other origin, not framed), sends no referrer and is never sniffed as another type. Its editor
+  (CodeMirror) writes its styles into a ``<style>`` element: the page allows exactly those with a
+  nonce made for each load of the page (:func:`page_csp`), no other inline style.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+
+
+def page_csp(style_nonce: str) -> str:
+    """The page's policy: :data:`CSP` with the ``<style>`` elements carrying ``style_nonce`` allowed."""
+    return CSP.replace("style-src 'self'", f"style-src 'self' 'nonce-{style_nonce}'")
 SECURITY_HEADERS = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),

@@ -15,14 +15,12 @@ import yaml
 
 from celmut import cel
 from celmut.cel.evalcontext import Budget
-from celmut.cel.lookups import ResourceNotFound
 from celmut.compile.pipeline import compile_documents
 from celmut.compile.presets import registry as presets
 from celmut.compile.presets.yaml_format import readable
 from celmut.playground.inputs import PaneError, PaneProblem
-from celmut.playground.session import ADMISSION_SECONDS, State, load
+from celmut.playground.session import ADMISSION_SECONDS, State, load, namespace_object
 from celmut.policy.errors import PolicyError, caret_snippet
-from celmut.service.static_resources import StaticResources
 
 PROFILES = ("kyverno", "kubernetes")
 MAX_EXPRESSION_CHARS = 100_000  # cel-go's expressionSizeCodePointLimit; the CEL layer refuses longer too
@@ -36,7 +34,7 @@ def evaluate(state: State, expression: str, resource: int, profile: str = "kyver
     if len(expression) > MAX_EXPRESSION_CHARS:
         return {"error": f"the expression is over {MAX_EXPRESSION_CHARS} characters", "kind": "input"}
     try:
-        loaded = load(State(**{**state.__dict__, "policies": state.policies or _ANY_POLICY}))
+        loaded = load(state, with_policies=False)
     except PaneError as ex:
         return {"errors": [p.to_dict() for p in ex.problems]}
     bound: dict[str, Any] = {}
@@ -49,7 +47,7 @@ def evaluate(state: State, expression: str, resource: int, profile: str = "kyver
             "object": request.object,
             "old_object": request.old_object,
             "request": request.cel_request(),
-            "namespace_object": _namespace(loaded.offline.cluster, namespace),
+            "namespace_object": namespace_object(loaded.offline.cluster, namespace),
         }
     services = cel.Services(resources=loaded.offline.cluster)
     try:
@@ -72,31 +70,12 @@ def evaluate(state: State, expression: str, resource: int, profile: str = "kyver
     return {"result": value, "variables": variables}
 
 
-def _namespace(cluster: StaticResources, name: str) -> dict[str, Any] | None:
-    """The Namespace object among the cluster objects, as the engine gives ``namespaceObject``."""
-    if not name:
-        return None
-    try:
-        return cluster.get("v1", "namespaces", "", name)
-    except ResourceNotFound:
-        return None
-
-
 _CEL_NAMES = {
     "object": "object",
     "old_object": "oldObject",
     "request": "request",
     "namespace_object": "namespaceObject",
 }
-# The scratch pad needs no policy of its own; a run does. A policy matching nothing lets the panes load.
-_ANY_POLICY = """apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {name: scratch-pad}
-spec:
-  matchConstraints:
-    resourceRules: [{apiGroups: [none.invalid], apiVersions: [v1], operations: [CREATE], resources: [none]}]
-  mutations: []
-"""
 
 
 def compile_presets(text: str) -> dict[str, Any]:

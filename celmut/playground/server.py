@@ -22,6 +22,7 @@ from celmut.kube import certs
 from celmut.playground.app import PlaygroundSettings, create_app, guarded
 from celmut.playground.examples import default_root
 from celmut.playground.guard import Origins, is_loopback
+from celmut.playground.live import LiveCluster
 
 MAX_CONNECTIONS = 64
 KEEP_ALIVE_SECONDS = 30
@@ -37,6 +38,8 @@ class ServerConfig:
     self_signed: bool = False
     allowed_hosts: tuple[str, ...] = ()
     examples: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -68,6 +71,7 @@ def tls_files(config: ServerConfig) -> tuple[str, str] | None:
 
 
 def serve(config: ServerConfig) -> int:
+    live = LiveCluster.connect(config.kubeconfig, config.context) if config.kubeconfig else None
     tls = tls_files(config)
     sock = bind(config.host, config.port)
     port = sock.getsockname()[1]
@@ -75,7 +79,8 @@ def serve(config: ServerConfig) -> int:
     names = () if is_loopback(config.host) else (socket.gethostname(), socket.getfqdn())
     extra = (*config.allowed_hosts, *names)
     origins = Origins.of(config.host, port, tls=tls is not None, extra=extra)
-    settings = PlaygroundSettings(examples_root=Path(config.examples) if config.examples else default_root())
+    root = Path(config.examples) if config.examples else default_root()
+    settings = PlaygroundSettings(examples_root=root, live=live)
     app = guarded(create_app(settings), origins)
     shown_host = "127.0.0.1" if config.host in ("0.0.0.0", "::") else config.host
     url = f"{origins.scheme}://{'[' + shown_host + ']' if ':' in shown_host else shown_host}:{port}/"
@@ -89,7 +94,11 @@ def serve(config: ServerConfig) -> int:
         server_header=False,
     )
     server = uvicorn.Server(uvicorn_config)
-    print(f"celmut playground: {url}  (Ctrl+C stops it; nothing leaves this machine)", flush=True)
+    if live is not None:
+        print(f"celmut playground: connected to context {live.connection.context} ({live.connection.server}), "
+              "read-only", flush=True)  # fmt: skip
+    said = "nothing is written to the cluster" if live is not None else "nothing leaves this machine"
+    print(f"celmut playground: {url}  (Ctrl+C stops it; {said})", flush=True)
     if config.open_browser:
         threading.Thread(target=_open_when_started, args=(server, url), daemon=True).start()
     try:

@@ -24,9 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from celmut.cel.lookups import ResourceLookup, ResourceNotFound
 from celmut.errors import CelmutError
 from celmut.playground import diffview, native
 from celmut.playground.inputs import Pane, PaneError, PaneProblem, located, objects_of, read_pane, single
+from celmut.playground.layered import Layered
+from celmut.playground.workloads import is_workload, replicas
 from celmut.policy.errors import PolicyError
 from celmut.runtime.mutate_existing import TargetResult
 from celmut.runtime.provenance import AppliedMutation, from_outcomes, selects_resource, summary
@@ -87,13 +90,19 @@ class Loaded:
     notes: list[str]
 
 
-def load(state: State) -> Loaded:
-    """Read the panes and compile; raises :class:`PaneError` with every problem, located."""
+def load(state: State, *, with_policies: bool = True, lookups: ResourceLookup | None = None) -> Loaded:
+    """Read the panes and compile; raises :class:`PaneError` with every problem, located.
+
+    ``with_policies=False`` leaves the policies pane out (empty, broken or not): the CEL scratch pad needs
+    the resources and the cluster, never a policy. ``lookups`` serves ``resource.Get/List`` and
+    ``namespaceObject`` instead of the cluster pane alone (a live cluster, read-only, behind the pane's
+    objects: :class:`celmut.playground.live.Layered`)."""
     panes = {
         name: read_pane(name, text)
         for name, text in (
-            ("policies", state.policies), ("resources", state.resources), ("cluster", state.cluster),
-            ("context", state.context), ("userInfo", state.user_info), ("oldObjects", state.old_objects),
+            ("policies", state.policies if with_policies else ""), ("resources", state.resources),
+            ("cluster", state.cluster), ("context", state.context), ("userInfo", state.user_info),
+            ("oldObjects", state.old_objects),
         )
     }  # fmt: skip
     resources, old_objects = objects_of(panes["resources"]), objects_of(panes["oldObjects"])
@@ -118,8 +127,11 @@ def load(state: State) -> Loaded:
             images=images,
             global_context=entries,
             user_info=user_info,
+            lookups=lookups,
             timeout_seconds=ADMISSION_SECONDS,
         )
+        if isinstance(lookups, Layered):
+            lookups.local = offline.cluster  # the pane's objects, and what a run admits, before the cluster's
     except DocumentError as ex:
         pane = "context" if ex.path.startswith("context") else "userInfo" if ex.path == "userInfo" else "cluster"
         raise PaneError([PaneProblem(pane, ex.message)]) from None
@@ -127,7 +139,7 @@ def load(state: State) -> Loaded:
         raise PaneError([PaneProblem("cluster", str(ex))]) from None
     if offline.compilation.errors:
         raise PaneError([_policy_problem(panes["policies"], e) for e in offline.compilation.errors])
-    if not offline.compilation.compiled.policies:
+    if with_policies and not offline.compilation.compiled.policies:
         raise PaneError([PaneProblem("policies", "no policy here: paste a MutatingPolicy, a preset or an example")])
     if len(resources) > MAX_RESOURCES:
         raise PaneError([PaneProblem("resources", f"{len(resources)} resources: at most {MAX_RESOURCES} per run")])
@@ -136,6 +148,16 @@ def load(state: State) -> Loaded:
     old_objects = [kyverno_files.default_namespace(r, table) for r in old_objects]
     notes += [str(w) for w in offline.compilation.compiled.warnings]
     return Loaded(panes, offline, resources, old_objects, notes)
+
+
+def namespace_object(lookups: ResourceLookup, name: str) -> dict[str, Any] | None:
+    """The Namespace ``name`` as the engine gives ``namespaceObject``: from the lookups, or None."""
+    if not name:
+        return None
+    try:
+        return lookups.get("v1", "namespaces", "", name)
+    except ResourceNotFound:
+        return None
 
 
 def _cluster_documents(pane: Pane) -> list[Document]:
@@ -167,11 +189,11 @@ def _policy_problem(pane: Pane, error: Exception) -> PaneProblem:
     return located(pane, document, first.path, error.render(), first.line, first.column, first.snippet())
 
 
-def run(state: State) -> dict[str, Any]:
+def run(state: State, lookups: ResourceLookup | None = None) -> dict[str, Any]:
     """The page's whole result for ``state`` (see the module); ``errors`` when it cannot run."""
     started = time.perf_counter()
     try:
-        loaded = load(state)
+        loaded = load(state, lookups=lookups)
     except PaneError as ex:
         return {"errors": [p.to_dict() for p in ex.problems]}
     offline, policies_pane = loaded.offline, loaded.panes["policies"]
@@ -184,7 +206,10 @@ def run(state: State) -> dict[str, Any]:
             break
         old = loaded.old_objects[index] if index < len(loaded.old_objects) else None
         (admitted,) = offline.admit([resource], state.operation, [old], explain=True)
-        objects.append({"resource": index, **_admitted(resource, admitted.result, policies_pane, sources)})
+        shown = {"resource": index, **admitted_object(resource, admitted.result, policies_pane, sources)}
+        if is_workload(resource):  # offered to run as its pods
+            shown["workload"] = {"kind": resource["kind"], "replicas": replicas(resource)}
+        objects.append(shown)
         objects += [_target(t, policies_pane, sources) for t in admitted.targets if t.changed]
     objects += [_target(t, policies_pane, sources) for t in offline.scan() if t.changed]
     return {
@@ -194,19 +219,20 @@ def run(state: State) -> dict[str, Any]:
     }
 
 
-def natives(state: State) -> dict[str, Any]:
+def natives(state: State, lookups: ResourceLookup | None = None) -> dict[str, Any]:
     """``{"policies": [...]}``: each MutatingPolicy of the panes as a native MAP, or why not
     (:func:`celmut.playground.native.policies`); ``errors`` when the panes cannot be read."""
     try:
-        loaded = load(state)
+        loaded = load(state, lookups=lookups)
     except PaneError as ex:
         return {"errors": [p.to_dict() for p in ex.problems]}
     return {"policies": native.policies(loaded.offline.compilation)}
 
 
-def _admitted(
+def admitted_object(
     resource: dict[str, Any], result: AdmissionResult, pane: Pane, sources: Mapping[str, str]
 ) -> dict[str, Any]:
+    """What the page shows of one admission: the diff with who wrote each line, outcomes, patch."""
     after = result.object if result.allowed else None
     provenance = from_outcomes(result.outcomes, after)
     shown_after = after if after is not None else resource
@@ -220,7 +246,6 @@ def _admitted(
         "patch": result.patch,
         "warnings": list(result.warnings),
         "auditAnnotations": dict(result.audit_annotations),
-        "mutated": diffview.dump(shown_after),
     }
 
 
@@ -237,7 +262,6 @@ def _target(target: TargetResult, pane: Pane, sources: Mapping[str, str]) -> dic
         "patch": target.patch,
         "warnings": [],
         "auditAnnotations": dict(target.outcome.audit_annotations),
-        "mutated": diffview.dump(target.mutated),
     }
 
 

@@ -215,6 +215,15 @@ class Schema:
     def declares_fields(self) -> bool:
         return bool(self._node.get("properties")) and not isinstance(self._node.get("additionalProperties"), dict)
 
+    @cached_property
+    def properties(self) -> tuple[str, ...]:
+        """The declared field names, in the schema's order (what an editor offers after ``object.``)."""
+        return tuple(self._node.get("properties") or ())
+
+    @cached_property
+    def description(self) -> str:
+        return str(self._node.get("description") or "")
+
 
 class SchemaRegistry:
     """Schemas by apiVersion and kind: the CRDs it was built with, then built-in kinds.

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from celmut.cli import output
-from celmut.cli.yaml_dumper import ObjectDumper
+from celmut.sources.yaml_dumper import ObjectDumper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from workloads import realistic_pod

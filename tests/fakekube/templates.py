@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
+from celmut.playground.workloads import template_hash
+
 Obj = dict[str, Any]
-_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand alphanums
 
 
 def compute_hash(template: Obj, collision_count: int | None) -> str:
     """A deterministic hash of a pod template and the collision count (``controller.ComputeHash``:
-    FNV-32a, then ``rand.SafeEncodeString``; not byte-identical to Go's, which hashes the Go struct)."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
-    if collision_count is not None:
-        data += collision_count.to_bytes(4, "little")
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in str(value))
+    FNV-32a, then ``rand.SafeEncodeString``; not byte-identical to Go's, which hashes the Go struct): the
+    one the playground names a Deployment's ReplicaSet with, so both make the same names."""
+    return template_hash(template, collision_count)
 
 
 def controller_of(obj: Obj) -> Obj | None:

@@ -42,6 +42,13 @@ def missing() -> str:
     return ""
 
 
+def requires_browser() -> Any:
+    """The mark of a browser test module: skipped, saying why, where no browser is installed."""
+    import pytest
+
+    return pytest.mark.skipif(bool(missing()), reason=f"no browser for the playground's browser tests: {missing()}")
+
+
 def artifacts(area: str = "playground") -> Path:
     base = Path(os.environ.get("CELMUT_TEST_ARTIFACTS") or ROOT / "test-artifacts")
     directory = base / area
@@ -81,6 +88,25 @@ class Browser:
         self.driver.save_screenshot(str(path))
         return path
 
+    def resize(self, width: int, height: int, *, mobile: bool = False) -> None:
+        """The viewport the page lays itself out for (a phone: ``mobile``, 3x pixels as most are)."""
+        metrics = {"width": width, "height": height, "deviceScaleFactor": 3 if mobile else 1, "mobile": mobile}
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+
+    @contextmanager
+    def viewport(self, width: int, height: int, *, mobile: bool = False) -> Iterator[None]:
+        """The page at another size for the block, then at 1280×800 again."""
+        self.resize(width, height, mobile=mobile)
+        try:
+            yield
+        finally:
+            self.resize(WIDTH, HEIGHT)
+
+    def emulate_dark(self, dark: bool) -> None:
+        """The system's colour scheme as the page sees it (``prefers-color-scheme``)."""
+        features = [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]
+        self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": features})
+
 
 @contextmanager
 def chromium(width: int = WIDTH, height: int = HEIGHT, area: str = "playground") -> Iterator[Browser]:
@@ -102,12 +128,12 @@ def chromium(width: int = WIDTH, height: int = HEIGHT, area: str = "playground")
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
         mobile = width < 600
-        metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+        opened = Browser(driver, downloads, area)
+        opened.resize(width, height, mobile=mobile)
         if mobile:
             driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True})
         driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
-        yield Browser(driver, downloads, area)
+        yield opened
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)

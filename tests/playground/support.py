@@ -24,7 +24,7 @@ START_SECONDS = 60  # a fresh interpreter loading FastAPI on a loaded 2-core mac
 class Playground:
     url: str
     process: subprocess.Popen[str]
-    said: list[str]  # the lines it printed before its URL (the self-signed CA's path)
+    said: list[str]  # the lines it printed before its URL (the self-signed CA's path, the cluster)
 
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=60, **kwargs)
@@ -61,7 +61,7 @@ def _started(errors: IO[str], flags: tuple[str, ...], scheme: str) -> Iterator[P
                 errors.seek(0)
                 raise AssertionError(f"playground exited {process.returncode}: {errors.read()}")
             assert time.monotonic() < deadline, "playground did not start"
-            if line.startswith("celmut playground: "):
+            if line.startswith("celmut playground: ") and "://" in line.split()[2]:
                 url = line.split()[2]
             else:
                 said.append(line)
@@ -74,3 +74,24 @@ def _started(errors: IO[str], flags: tuple[str, ...], scheme: str) -> Iterator[P
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n  containers: [{name: app, image: nginx}]\n"
+
+
+def pod_policy(name: str, expression: str, *, style: str = "|") -> str:
+    """A MutatingPolicy (failurePolicy Fail) on Pod CREATE with one JSONPatch ``expression``, written as a
+    block scalar of ``style`` (``|`` or ``>-``) at the line the tests locate errors on."""
+    body = "".join(f"          {line}\n" for line in expression.splitlines())
+    return f"""apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {{name: {name}}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: {style}
+{body}"""

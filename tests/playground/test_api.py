@@ -8,26 +8,21 @@ import io
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from celmut.main import main
-from tests.playground.support import Playground
+from tests.playground.support import POD, Playground, pod_policy
 
 State = dict[str, str]
 
-EXPENSIVE = """apiVersion: policies.kyverno.io/v1
-kind: MutatingPolicy
-metadata: {name: too-costly}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
-  mutations:
-    - patchType: JSONPatch
-      jsonPatch:
-        expression: |
-          [JSONPatch{op: "add", path: "/metadata/labels/n",
-            value: string([1,2,3,4,5,6,7,8,9,10].map(a, [1,2,3,4,5,6,7,8,9,10].map(b, [1,2,3,4,5,6,7,8,9,10].map(c, [1,2,3,4,5,6,7,8,9,10].map(d, [1,2,3,4,5,6,7,8,9,10].map(e, [1,2,3,4,5,6,7,8,9,10].map(f, a + b + c + d + e + f)))))).size())}]
-"""
-POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n  containers: [{name: app, image: nginx}]\n"
+NESTED = "[1,2,3,4,5,6,7,8,9,10]"
+EXPENSIVE = pod_policy(
+    "too-costly",
+    '[JSONPatch{op: "add", path: "/metadata/labels/n",\n'
+    f"  value: string({NESTED}.map(a, {NESTED}.map(b, {NESTED}.map(c, {NESTED}.map(d, {NESTED}.map(e, "
+    f"{NESTED}.map(f, a + b + c + d + e + f)))))).size())}}]",
+)
+CALLS_OUT = pod_policy("calls-out", 'http.Get("http://127.0.0.1:1/").items')
 
 
 def run(served: Playground, state: State) -> dict:
@@ -126,10 +121,7 @@ def test_nothing_in_a_pane_reads_a_file_of_the_server(served: Playground, exampl
 
 
 def test_cel_makes_no_outbound_http(served: Playground) -> None:
-    policy = EXPENSIVE.replace("too-costly", "calls-out").replace(
-        EXPENSIVE.split("expression: |\n")[1], '          http.Get("http://127.0.0.1:1/").items\n'
-    )
-    (pod,) = run(served, {"policies": policy, "resources": POD})["objects"]
+    (pod,) = run(served, {"policies": CALLS_OUT, "resources": POD})["objects"]
     assert "denied" in pod["message"] and "allow-list is empty" in pod["message"]
 
 
@@ -141,6 +133,15 @@ def test_the_scratch_pad_binds_the_selected_resource_and_its_namespace(served: P
     assert served.post("/api/eval", body).json()["result"] == "web-7d4b9c@payments"
     broken = served.post("/api/eval", {**body, "expression": "object.metadata.name +"}).json()
     assert broken["kind"] == "compile" and (broken["line"], broken["column"]) == (1, 22)
+
+
+@pytest.mark.parametrize("policies", ["", "kind: [broken", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"])
+def test_the_scratch_pad_needs_no_policy_and_ignores_a_broken_one(
+    served: Playground, examples: dict, policies: str
+) -> None:
+    state = {**examples["team-label"], "policies": policies}
+    answer = served.post("/api/eval", {"state": state, "expression": "object.metadata.name"}).json()
+    assert answer == {"result": "web-7d4b9c", "variables": answer["variables"]} and answer["variables"]["object"]
 
 
 def test_the_preset_compiler_prints_the_policies_a_preset_becomes(served: Playground, examples: dict) -> None:

@@ -64,6 +64,50 @@ def test_a_field_and_a_position_in_its_expression_become_a_place_in_the_pane(
     assert POLICY.splitlines()[problem.line - 1][problem.column - 1 :].startswith(text_at)
 
 
+FOLDED = """\
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: p}
+spec:
+  variables:
+    - name: folded
+      expression: >-
+        object.metadata.labels.filter(k,
+        k.startsWith("team") &&
+        k.size() > 2 +)
+    - name: plain
+      expression: object.metadata.name +
+        " and " + ) + x
+    - name: quoted
+      expression: "\\"a\\" + object.metadata.name\\
+        \\ + )"
+    - name: literal
+      expression: |
+        [
+          object.nope +)
+        ]
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "column", "text_at"),
+    [
+        # CEL sees a folded scalar as one line: column 72 of line 1 is on the third line of the pane
+        ("spec.variables[0].expression", 1, 72, ")"),
+        ("spec.variables[0].expression", 1, 1, "object.metadata.labels"),
+        ("spec.variables[1].expression", 1, 34, ") + x"),  # a plain scalar folds as well
+        ("spec.variables[2].expression", 1, 30, ')"'),  # escapes and an escaped line break
+        ("spec.variables[3].expression", 2, 16, ")"),  # a literal block keeps its lines
+    ],
+)
+def test_a_position_in_a_folded_or_escaped_expression_is_found_on_its_own_line(
+    path: str, line: int, column: int, text_at: str
+) -> None:
+    pane = read_pane("policies", FOLDED)
+    problem = located(pane, 0, path, "message", line, column)
+    assert FOLDED.splitlines()[problem.line - 1][problem.column - 1 :].startswith(text_at), problem
+
+
 def test_invalid_yaml_is_located_and_nothing_is_read() -> None:
     with pytest.raises(PaneError) as raised:
         read_pane("resources", "a: 1\nb: [\n")

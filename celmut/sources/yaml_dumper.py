@@ -1,6 +1,7 @@
-"""The YAML dumper of printed objects: PyYAML's safe dumper (libyaml's emitter where PyYAML was built
-with it), with the shortcuts that make ``apply -o yaml`` of 2,000 Pods twice as fast (issue 30) and
-print the same bytes (``tests/cli/test_yaml_dumper.py`` compares them).
+"""The YAML dumper of printed and shown objects (``celmut apply -o yaml``, the playground's diff):
+PyYAML's safe dumper (libyaml's emitter where PyYAML was built with it), with the shortcuts that make
+``apply -o yaml`` of 2,000 Pods twice as fast (issue 30) and print the same bytes
+(``tests/cli/test_yaml_dumper.py`` compares them).
 
 * JSON-shaped values (dicts, lists, strings, integers, booleans, null: every Kubernetes object) become
   nodes in one tight walk, instead of PyYAML's general representer (a type lookup, an alias check and
