@@ -5,7 +5,8 @@ Each example names files of a checkout (``policies/``, ``presets/``, ``examples/
 the root (``--examples DIR``; by default the checkout this package runs from, else the current
 directory) are listed, with the text of each pane. The policies and presets are the YAML files under
 ``policies/`` and ``presets/``, each with the comment it opens with (what it does) and the kinds and
-names it holds, for the page's search; choosing one fills the policies pane only. The page asks for
+names it holds, for the page's search (and the compiled spot presets of ``examples/spot-presets/``,
+alternatives to each other); choosing one fills the policies pane only. The page asks for
 an entry by its id only, so a request never names a path on the server.
 """
 
@@ -21,7 +22,8 @@ from celmut.compile.presets.base import GENERATED_BY
 from celmut.limits import MAX_REQUEST_BYTES
 from celmut.sources.documents import DocumentError, parse_text
 
-CATALOG_FOLDERS = ("policies", "presets")
+# the compiled spot presets are alternatives to each other, kept apart from policies/ (which loads as a set)
+CATALOG_FOLDERS = ("policies", "examples/spot-presets", "presets")
 MAX_CATALOG_FILES = 200
 _COMMENT = re.compile(r"^#\s?(.*)$")
 
