@@ -49,14 +49,19 @@ COMPILED_DIST := build/compiled-dist
 COMPILED_STAMP := $(COMPILED_VENV)/.compiled-stamp
 COMPILED_TESTS ?= tests/native tests/runtime tests/server tests/cel
 
-$(COMPILED_STAMP): pyproject.toml setup.py build_backend/celmut_build.py $(shell find celmut -type f -not -name '*.pyc')
+# The dependencies at the versions the dev virtualenv has (its pip freeze as constraints): the builds
+# compared run on the same libraries, and the pip cache already holds them.
+$(COMPILED_STAMP): pyproject.toml setup.py build_backend/celmut_build.py $(shell find celmut -type f -not -name '*.pyc') \
+		$(DEV_STAMP)
 	test -x $(COMPILED_VENV)/bin/python || $(PYTHON) -m venv $(COMPILED_VENV)
-	rm -rf $(COMPILED_DIST)
-	CELMUT_MYPYC=1 $(COMPILED_VENV)/bin/python -m pip wheel -qq --disable-pip-version-check --no-deps \
-		-w $(COMPILED_DIST) .
+	rm -rf $(COMPILED_DIST) build/lib.*  # no module a past build left behind goes into the wheel
+	mkdir -p $(COMPILED_DIST)
+	$(BIN)/python -m pip freeze --exclude-editable --disable-pip-version-check > $(COMPILED_DIST)/constraints.txt
+	CELMUT_MYPYC=1 PIP_CONSTRAINT=$(abspath $(COMPILED_DIST))/constraints.txt $(COMPILED_VENV)/bin/python -m pip wheel \
+		-qq --disable-pip-version-check --no-deps -w $(COMPILED_DIST) .
 	$(COMPILED_VENV)/bin/python -m pip install -qq --disable-pip-version-check --force-reinstall --no-deps \
 		$(COMPILED_DIST)/celmut-*.whl
-	$(COMPILED_VENV)/bin/python -m pip install -qq --disable-pip-version-check \
+	$(COMPILED_VENV)/bin/python -m pip install -qq --disable-pip-version-check -c $(COMPILED_DIST)/constraints.txt \
 		"$$(echo $(COMPILED_DIST)/celmut-*.whl)[dev,fast,tracing]"
 	touch $@
 
