@@ -25,20 +25,41 @@ PURE_VARIABLE = "CELMUT_PURE"
 #: The environment variable that makes ``setup.py`` compile :data:`COMPILED_MODULES` (off: a pure wheel).
 BUILD_VARIABLE = "CELMUT_MYPYC"
 
-#: What the compiled build compiles: every module an admission, an offline apply or a reconcile spends
-#: its per-object time in (``benchmarks/leaf_floor_bench.py`` measures each). Add a module here only
-#: with the figure that shows it pays.
+#: What the compiled build compiles: the modules an admission spends its per-request time in, found by
+#: profiling ``benchmarks/serve_loop_bench.py`` (``benchmarks/instructions_bench.py --baseline DIR``
+#: counts what they save: docs/performance.md). Add a module only with the figure that shows it pays.
+#: Left out, measured or read: ``celmut.cel.activation`` (its activations are weakly referenced, which
+#: mypyc's native classes do not allow) and ``celmut.runtime.no_annotations`` (a dict subclass).
 COMPILED_MODULES: tuple[str, ...] = (
     "celmut.jsonutil",
+    # the CEL layer's per-evaluation work: the cost budget, the evaluation context, the compiled
+    # engine's entry point and the helpers its generated code calls
+    "celmut.cel.costs",
+    "celmut.cel.evalcontext",
+    "celmut.cel.backends.celpy_backend",
+    "celmut.cel.backends.pycode_runtime",
+    # the runtime: candidates, conditions, mutations, JSON Patch and merge, the patch, attribution
+    "celmut.runtime.candidates",
+    "celmut.runtime.context",
     "celmut.runtime.engine",
     "celmut.runtime.evaluate",
     "celmut.runtime.jsonpatch_v4",
+    "celmut.runtime.matching",
     "celmut.runtime.merge",
     "celmut.runtime.mutation_step",
+    "celmut.runtime.mutations",
     "celmut.runtime.patch",
     "celmut.runtime.provenance",
     "celmut.runtime.request",
+    "celmut.runtime.results",
+    "celmut.runtime.schemas",
+    "celmut.runtime.semantics",
     "celmut.runtime.shared",
+    "celmut.runtime.typenames",
+    # the webhook's per-request work: the review, the admission, its audit annotations and metrics
+    "celmut.server.admission",
+    "celmut.server.audit",
+    "celmut.server.policy_metrics",
     "celmut.server.review",
 )
 

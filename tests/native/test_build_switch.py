@@ -41,8 +41,11 @@ def test_compiled_modules_are_found_beside_their_sources(tmp_path: Path) -> None
 
 def test_celmut_pure_names_itself_as_the_reason() -> None:
     build = current_build({"CELMUT_PURE": "1"})
-    assert build.kind == "pure" and "CELMUT_PURE is set" in build.reason
-    assert current_build({"CELMUT_PURE": "0"}).kind == current_build({}).kind  # 0 does not ask for it
+    if any(name in sys.modules for name in installed_extensions()):  # too late for this process: it says so
+        assert build.kind == "compiled" and "CELMUT_PURE was set after" in build.reason
+    else:
+        assert build.kind == "pure" and "CELMUT_PURE is set" in build.reason
+    assert current_build({"CELMUT_PURE": "0"}) == current_build({})  # 0 does not ask for it
 
 
 def test_celmut_version_says_which_build_runs(capsys: pytest.CaptureFixture[str]) -> None:
