@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install -qq --disable-pip-version-check
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: demo test check lint bench crds docs docs-serve docs-reference playground-editor clean
+.PHONY: demo test test-compiled check lint bench crds docs docs-serve docs-reference playground-editor clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,35 @@ demo: $(RUNTIME_STAMP)
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory check
+
+# The compiled build (docs/performance.md): the wheel with the hot path compiled by mypyc
+# (CELMUT_MYPYC=1, setup.py) installed into its own virtualenv, and the tests of what it compiles run
+# against it; tests/native compares its answers byte for byte with the same install's pure-Python
+# modules (CELMUT_PURE=1). `python -P` and `-p celmut.native` import the installed celmut before
+# pytest puts the checkout on sys.path; the suite's conftest checks that the compiled build ran.
+COMPILED_VENV ?= .venv-compiled
+COMPILED_DIST := build/compiled-dist
+COMPILED_STAMP := $(COMPILED_VENV)/.compiled-stamp
+COMPILED_TESTS ?= tests/native tests/runtime tests/server tests/cel
+
+# The dependencies at the versions the dev virtualenv has (its pip freeze as constraints): the builds
+# compared run on the same libraries, and the pip cache already holds them.
+$(COMPILED_STAMP): pyproject.toml setup.py build_backend/celmut_build.py $(shell find celmut -type f -not -name '*.pyc') \
+		$(DEV_STAMP)
+	test -x $(COMPILED_VENV)/bin/python || $(PYTHON) -m venv $(COMPILED_VENV)
+	rm -rf $(COMPILED_DIST) build/lib.*  # no module a past build left behind goes into the wheel
+	mkdir -p $(COMPILED_DIST)
+	$(BIN)/python -m pip freeze --exclude-editable --disable-pip-version-check > $(COMPILED_DIST)/constraints.txt
+	CELMUT_MYPYC=1 PIP_CONSTRAINT=$(abspath $(COMPILED_DIST))/constraints.txt $(COMPILED_VENV)/bin/python -m pip wheel \
+		-qq --disable-pip-version-check --no-deps -w $(COMPILED_DIST) .
+	$(COMPILED_VENV)/bin/python -m pip install -qq --disable-pip-version-check --force-reinstall --no-deps \
+		$(COMPILED_DIST)/celmut-*.whl
+	$(COMPILED_VENV)/bin/python -m pip install -qq --disable-pip-version-check -c $(COMPILED_DIST)/constraints.txt \
+		"$$(echo $(COMPILED_DIST)/celmut-*.whl)[dev,tracing]"
+	touch $@
+
+test-compiled: $(COMPILED_STAMP)
+	CELMUT_EXPECT_BUILD=compiled $(COMPILED_VENV)/bin/python -P -m pytest -q -p celmut.native $(COMPILED_TESTS)
 
 check: $(DEV_STAMP)
 	$(BIN)/ruff check celmut tests benchmarks scripts
@@ -71,4 +100,4 @@ playground-editor:
 	cd playground-src && npm ci --no-audit --no-fund && node build.mjs
 
 clean:
-	rm -rf $(VENV) build site *.egg-info
+	rm -rf $(VENV) $(COMPILED_VENV) build site *.egg-info

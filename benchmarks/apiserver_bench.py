@@ -23,7 +23,12 @@ not for ``none``), measured, and removed; the configurations run in A-B-…-B-A 
 figures, asserts nothing.
 
     python benchmarks/apiserver_bench.py --kubeconfig KUBECONFIG \\
-        [--pods 400] [--rounds 2] [--baseline DIR] [--only none,celmut-1,...]
+        [--pods 400] [--rounds 2] [--baseline DIR] [--only none,celmut-1,...] [--prefix NAME]
+
+Every webhook configuration and MutatingAdmissionPolicyBinding it installs is scoped to its own
+namespace (a namespaceSelector on ``kubernetes.io/metadata.name``), and its namespace and
+cluster-scoped objects are named after ``--prefix``: on a cluster others use, it changes only its own
+Pods.
 
 Needs the kubeconfig's user to be allowed everything (the rig's admin), and the API server to reach
 ``127.0.0.1`` (where the webhooks listen): a kube-apiserver on this machine.
@@ -182,6 +187,22 @@ def celmut_command(*arguments: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
+def scoped(objects: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """``objects`` named after ``prefix`` and applied to Pods of the benchmark's namespace only."""
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
+    for obj in objects:
+        metadata = obj.setdefault("metadata", {})
+        if not metadata["name"].startswith(prefix):
+            metadata["name"] = f"{prefix}-{metadata['name']}"
+        if obj["kind"] == "MutatingWebhookConfiguration":
+            for webhook in obj.get("webhooks", []):
+                webhook["namespaceSelector"] = selector
+        elif obj["kind"] == "MutatingAdmissionPolicyBinding":
+            obj["spec"]["policyName"] = f"{prefix}-{obj['spec']['policyName']}"
+            obj["spec"].setdefault("matchResources", {})["namespaceSelector"] = selector
+    return objects
+
+
 def webhook_configuration(name: str, policies: Path, port: int, ca_file: Path) -> list[dict[str, Any]]:
     """What ``celmut webhook-config`` registers for ``policies``, at this server's URL."""
     documents = celmut_command(
@@ -197,7 +218,7 @@ def floor_configuration(celmut_objects: list[dict[str, Any]], port: int) -> list
     """celmut's webhook configuration pointed at the floor server (named ``bench-floor``)."""
     objects = copy.deepcopy(celmut_objects)
     for document in objects:
-        document["metadata"]["name"] = "bench-floor"
+        document["metadata"]["name"] = f"{NAMESPACE}-floor"
         for webhook in document.get("webhooks", []):
             webhook["clientConfig"]["url"] = f"https://127.0.0.1:{port}/mutate"
     return objects
@@ -312,6 +333,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
+    global NAMESPACE
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--kubeconfig", type=Path, default=os.environ.get("KUBECONFIG"), required="KUBECONFIG" not in os.environ
@@ -320,7 +342,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="A-B-…-B-A passes over the configurations (default 2)")
     parser.add_argument("--baseline", type=Path, help="a directory holding another celmut package to serve beside")
     parser.add_argument("--only", help="comma-separated configurations to run (none is always run)")
+    parser.add_argument("--prefix", default=NAMESPACE, help=f"namespace and object names (default {NAMESPACE})")
     args = parser.parse_args()
+    NAMESPACE = args.prefix
 
     work = Path(tempfile.mkdtemp(prefix="celmut-apiserver-bench-"))
     client = client_from_kubeconfig(args.kubeconfig.expanduser(), work)
@@ -347,9 +371,9 @@ def main() -> None:
                 servers.append(process)
                 wait_serving(process, port, tls, log)
                 name = f"{tree_name}-{size}"
-                objects = webhook_configuration(f"bench-{name}", directory, port, tls.ca_file)
+                objects = scoped(webhook_configuration(name, directory, port, tls.ca_file), args.prefix)
                 configurations.append(Configuration(name, objects, server=(port, tls.ca_file)))
-            configurations.append(Configuration(f"map-{size}", native_policies(directory)))
+            configurations.append(Configuration(f"map-{size}", scoped(native_policies(directory), args.prefix)))
         port = free_port()
         log = work / "floor.log"
         floor = serve_floor(port, tls, log)
@@ -379,6 +403,7 @@ def main() -> None:
         for process in servers:
             process.terminate()
             process.wait(timeout=10)
+        client.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}")  # nothing of the run is left behind
     report(latencies, args)
     if moved:
         print(

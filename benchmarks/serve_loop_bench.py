@@ -117,6 +117,8 @@ def serve_loop(policy_set: str, requests: int, shared_metrics: bool) -> float:
             assert answer is not None and answer.status == 200
 
     heap.tune()  # what serve does before loading
+    first = admission.inline(bodies[0], engine, cel.Budget.with_timeout(10.0), None, time.perf_counter(), 0.5)
+    assert first is not None and b"internal error" not in first.body, first  # a failing tree measures nothing
     run(300)
     heap.settle()  # and once loaded
     return _min_cpu_us(run, requests)

@@ -13,14 +13,21 @@ The public API (everything else is internal)::
     celmut.eval("object.metadata.name", object=pod)
 
 The names load on first use (PEP 562 ``__getattr__``): ``import celmut`` and ``celmut --version``
-load no CEL, policy or cluster code.
+load no CEL, policy or cluster code. ``CELMUT_PURE=1`` makes an install that carries the compiled
+(mypyc) hot path run its pure-Python modules instead (:mod:`celmut.native`).
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from celmut.lazy import lazy_attributes
+
+if os.environ.get("CELMUT_PURE", "") not in ("", "0"):  # before any compiled module can be imported
+    from celmut.native import prefer_source
+
+    prefer_source()
 
 if TYPE_CHECKING:
     from celmut.api import Policies, eval, load

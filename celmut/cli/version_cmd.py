@@ -1,10 +1,11 @@
 """``celmut version``: the client's version and, with ``--from-cluster``, what the cluster runs.
 
 Like ``kyverno version`` (and ``kubectl version``: client first, then the server side), this prints
-the version of this celmut; ``--from-cluster`` then lists each celmut Deployment of the current
-kubeconfig context (label ``app.kubernetes.io/name=celmut``, set by the Helm chart and by ``celmut
-manifests``): namespace/name, component, the image tag of its celmut container, the
-``app.kubernetes.io/version`` label and ready/desired replicas. Read-only: one list request.
+the version of this celmut and which build of its hot path runs (compiled with mypyc, or pure
+Python, and why: ``CELMUT_PURE=1`` forces the pure one); ``--from-cluster`` then lists each celmut
+Deployment of the current kubeconfig context (label ``app.kubernetes.io/name=celmut``, set by the
+Helm chart and by ``celmut manifests``): namespace/name, component, the image tag of its celmut
+container, the ``app.kubernetes.io/version`` label and ready/desired replicas. Read-only: one list request.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from celmut import __version__
 from celmut.cli.help import BAD_INPUT, EXIT_BAD_INPUT, EXIT_OK
+from celmut.native import current_build
 
 EXIT_CODES = {EXIT_OK: "printed", EXIT_BAD_INPUT: BAD_INPUT + "; no cluster connection with --from-cluster"}
 SELECTOR = "app.kubernetes.io/name=celmut"
@@ -33,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     print(f"Client Version: celmut {__version__}")
+    print(f"Build: {current_build().describe()}")
     if not args.from_cluster:
         for flag in ("kubeconfig", "context", "namespace"):
             if getattr(args, flag) is not None:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from celmut.runtime.no_annotations import NO_AUDIT_ANNOTATIONS
 from celmut.runtime.patch import diff
 
 Status = Literal["applied", "unchanged", "skipped", "excepted", "error"]
@@ -101,19 +102,6 @@ class PolicyOutcome:
         return out
 
 
-class _NoAuditAnnotations(dict[str, str]):
-    """An empty dict that refuses to change: one serves every outcome that evaluated nothing. A dict
-    still, so ``dataclasses.asdict``, ``copy.deepcopy``, pickle and JSON treat it as the empty dict."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("these audit annotations are shared by outcomes that evaluated nothing: copy them to change")
-
-    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _refuse
-
-
-NO_AUDIT_ANNOTATIONS: dict[str, str] = _NoAuditAnnotations()
 
 
 def outcome_maker(**fields: Any) -> Callable[[], PolicyOutcome]:

@@ -45,32 +45,34 @@ class Review:
 
 def parse_review(body: bytes) -> Review:
     """Decode and validate an AdmissionReview body; a :class:`ReviewError` carries the uid when the
-    body has a readable one."""
+    body has a readable one. A review as kube-apiserver sends it pays the checks only: every message
+    is built when it is raised."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as ex:
         raise ReviewError(f"request body is not valid JSON: {ex.args[0].split(':')[0]}") from None
-    if not isinstance(document, dict):
+    if type(document) is not dict:
         raise ReviewError("request body must be a JSON object (an AdmissionReview)")
     request = document.get("request")
-    uid = request.get("uid") if isinstance(request, dict) else None
-    uid = uid if isinstance(uid, str) else ""
-
-    def require(condition: bool, message: str, field: str) -> None:
-        if not condition:
-            raise ReviewError(message, field, uid)
-
+    uid = request.get("uid") if type(request) is dict else None
+    uid = uid if type(uid) is str else ""
     api_version = document.get("apiVersion")
-    require(document.get("kind") == "AdmissionReview", "kind must be AdmissionReview", "kind")
-    require(api_version in API_VERSIONS, f"apiVersion must be one of {', '.join(API_VERSIONS)}", "apiVersion")
-    if not isinstance(request, dict):
+    if document.get("kind") != "AdmissionReview":
+        raise ReviewError("kind must be AdmissionReview", "kind", uid)
+    if api_version not in API_VERSIONS:
+        raise ReviewError(_API_VERSION_MESSAGE, "apiVersion", uid)
+    if type(request) is not dict:
         raise ReviewError("request is missing", "request", uid)
-    require(bool(uid), "request.uid is missing", "request.uid")
+    if not uid:
+        raise ReviewError("request.uid is missing", "request.uid", uid)
     try:
         admission = AdmissionInput.from_admission_request(request, input_size=len(body))
     except InvalidRequest as ex:
         raise ReviewError(str(ex), ex.field, uid) from None
     return Review(str(api_version), uid, admission)
+
+
+_API_VERSION_MESSAGE = f"apiVersion must be one of {', '.join(API_VERSIONS)}"
 
 
 def _warnings(result: AdmissionResult) -> list[str]:

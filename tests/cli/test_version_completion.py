@@ -14,6 +14,7 @@ import pytest
 
 from celmut import __version__
 from celmut.main import main
+from celmut.native import current_build
 from tests.fakekube import FakeApiServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,8 @@ def _deployment(namespace: str, name: str, component: str, image: str, labels: d
 
 def test_version_prints_the_client_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["version"]) == 0
-    assert capsys.readouterr().out == f"Client Version: celmut {__version__}\n"
+    build = current_build().describe()  # which build of the hot path runs, and why (tests/native: the wording)
+    assert capsys.readouterr().out == f"Client Version: celmut {__version__}\nBuild: {build}\n"
 
 
 def test_version_from_cluster_lists_the_celmut_deployments_and_their_versions(
@@ -61,6 +63,7 @@ def test_version_from_cluster_lists_the_celmut_deployments_and_their_versions(
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         f"Client Version: celmut {__version__}",
+        f"Build: {current_build().describe()}",
         "Server:",
         "  DEPLOYMENT                COMPONENT   IMAGE TAG   VERSION LABEL  READY",
         "  celmut/celmut-controller  controller  sha256:abc  0.3.1          0/2",

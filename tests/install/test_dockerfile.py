@@ -1,6 +1,7 @@
 """The Dockerfile (Docker is not available to the tests: its instructions are read instead): a slim
-Python 3.11 base, tracing installed, a numeric non-root user matching the chart's
-runAsUser, and a build context that leaves out what the image does not need."""
+Python 3.11 base, tracing installed, the hot path compiled by mypyc with the compiler in the build
+stage only, a numeric non-root user matching the chart's runAsUser, and a build context that leaves
+out what the image does not need.
 
 from __future__ import annotations
 
@@ -33,11 +34,22 @@ def test_every_stage_is_slim_python_3_11() -> None:
 
 def test_tracing_is_installed_from_the_project() -> None:
     installs = [args for op, args in instructions() if op == "RUN" and "pip install" in args]
-    extras = [m.group(1).split(",") for args in installs if (m := re.search(r"""\.\[([a-z,]+)\]""", args))]
+    extras = [m.group(1).split(",") for args in installs if (m := re.search(r"""\[([a-z,]+)\]""", args))]
     assert any("tracing" in found for found in extras), installs
     # pip only warns about an extra the project does not declare (such as the removed ``fast``)
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert {extra for found in extras for extra in found} <= set(declared), extras
+
+
+def test_the_image_runs_the_compiled_wheel_and_carries_no_compiler() -> None:
+    steps = instructions()
+    last_from = max(i for i, (op, _) in enumerate(steps) if op == "FROM")
+    build, final = steps[:last_from], steps[last_from:]
+    assert any(op == "RUN" and "CELMUT_MYPYC=1 pip wheel" in args for op, args in build)
+    assert any(op == "RUN" and "apt-get install" in args and "gcc" in args for op, args in build)
+    assert not any("gcc" in args or "apt-get install" in args for _, args in final)
+    # the image refuses to build unless `celmut version` reports the compiled build
+    assert any(op == "RUN" and "celmut version" in args and "Build: compiled" in args for op, args in final)
 
 
 def test_the_image_runs_as_the_charts_non_root_user() -> None:
@@ -57,5 +69,5 @@ def test_the_build_context_excludes_the_virtualenv_and_tests_but_not_the_sources
     }
     assert {".venv", ".git", "tests"} <= ignored
     copied = " ".join(args for op, args in instructions() if op == "COPY")
-    for needed in ("pyproject.toml", "README.md", "celmut"):
+    for needed in ("pyproject.toml", "setup.py", "build_backend", "README.md", "celmut"):
         assert needed in copied and needed not in ignored

@@ -20,7 +20,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("cel.lib.std")
+LIBRARY: Library = Library("cel.lib.std")
 fn, method = LIBRARY.function, LIBRARY.method
 
 UintType = v.UintType

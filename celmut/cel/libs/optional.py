@@ -16,7 +16,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("cel.lib.optional")
+LIBRARY: Library = Library("cel.lib.optional")
 fn, method = LIBRARY.function, LIBRARY.method
 
 

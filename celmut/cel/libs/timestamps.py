@@ -22,7 +22,7 @@ from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError, describe
 
-LIBRARY = Library("cel.lib.std.time")
+LIBRARY: Library = Library("cel.lib.std.time")
 fn, method = LIBRARY.function, LIBRARY.method
 
 # A year of five or more digits parses so that it is refused as out of range, as cel-spec wants

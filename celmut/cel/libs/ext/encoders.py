@@ -17,7 +17,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("cel.lib.ext.encoders")
+LIBRARY: Library = Library("cel.lib.ext.encoders")
 fn = LIBRARY.function
 
 _ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")

@@ -32,7 +32,7 @@ from celmut.cel.errors import CelEvaluationError
 from celmut.cel.evalcontext import EvalContext
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("cel.lib.ext.lists")
+LIBRARY: Library = Library("cel.lib.ext.lists")
 fn, method = LIBRARY.function, LIBRARY.method
 
 MAX_RANGE_SIZE = 10_000_000

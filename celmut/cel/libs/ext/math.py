@@ -30,7 +30,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("cel.lib.ext.math")
+LIBRARY: Library = Library("cel.lib.ext.math")
 fn = LIBRARY.function
 
 _NUMERIC = ("int", "uint", "double")

@@ -25,7 +25,7 @@ from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs import golang
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("cel.lib.ext.regex")
+LIBRARY: Library = Library("cel.lib.ext.regex")
 fn = LIBRARY.function
 
 _UNANCHORED = re2._Anchor.UNANCHORED

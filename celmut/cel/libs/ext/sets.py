@@ -18,7 +18,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.evalcontext import EvalContext
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("cel.lib.ext.sets")
+LIBRARY: Library = Library("cel.lib.ext.sets")
 fn = LIBRARY.function
 
 

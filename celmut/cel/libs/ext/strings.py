@@ -42,7 +42,7 @@ from celmut.cel.libs import golang
 from celmut.cel.libs.core import to_string
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("cel.lib.ext.strings")
+LIBRARY: Library = Library("cel.lib.ext.strings")
 fn, method = LIBRARY.function, LIBRARY.method
 
 # Go's unicode.IsSpace: ASCII and Latin-1 spaces plus the Unicode White_Space property (no U+200B).

@@ -39,7 +39,7 @@ from celmut.cel.lookups import AuthorizationAttributes, AuthorizationDecision, L
 from celmut.cel.values import no_such_overload
 from celmut.names import is_dns_label, is_dns_subdomain
 
-LIBRARY = Library("kubernetes.authz")
+LIBRARY: Library = Library("kubernetes.authz")
 method = LIBRARY.method
 
 AUTHORIZER = "kubernetes.authorization.Authorizer"

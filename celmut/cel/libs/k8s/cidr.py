@@ -43,7 +43,7 @@ from celmut.cel.libs.k8s.ip import IP, parse_ip
 from celmut.cel.libs.k8s.support import string_cost, typed
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("net.cidr")
+LIBRARY: Library = Library("net.cidr")
 fn, method = LIBRARY.function, LIBRARY.method
 LIBRARY.constants["net.CIDR"] = v.TypeValue("net.CIDR")
 

@@ -29,7 +29,7 @@ from celmut.cel.libs.k8s import neturl
 from celmut.cel.libs.k8s.support import regex_cost, typed
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("format")
+LIBRARY: Library = Library("format")
 fn, method = LIBRARY.function, LIBRARY.method
 
 FTYPE = "kubernetes.NamedFormat"

@@ -40,7 +40,7 @@ from celmut.cel.libs.golang import quote
 from celmut.cel.libs.k8s import netip
 from celmut.cel.libs.k8s.support import string_cost, typed
 
-LIBRARY = Library("kubernetes.net.ip")
+LIBRARY: Library = Library("kubernetes.net.ip")
 fn, method = LIBRARY.function, LIBRARY.method
 LIBRARY.constants["net.IP"] = v.TypeValue("net.IP")
 

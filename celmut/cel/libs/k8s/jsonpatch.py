@@ -11,7 +11,7 @@ from celmut import jsonutil
 from celmut.cel.declarations import Library
 from celmut.cel.libs.k8s.support import string_cost, typed
 
-LIBRARY = Library("kubernetes.jsonpatch")
+LIBRARY: Library = Library("kubernetes.jsonpatch")
 fn = LIBRARY.function
 
 

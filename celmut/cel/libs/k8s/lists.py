@@ -29,7 +29,7 @@ from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs import core
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kubernetes.lists")
+LIBRARY: Library = Library("kubernetes.lists")
 fn, method = LIBRARY.function, LIBRARY.method
 
 # Kubernetes' declaration order, which is also its run-time dispatch order.

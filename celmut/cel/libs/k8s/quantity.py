@@ -35,7 +35,7 @@ from celmut.cel.libs.k8s import resource
 from celmut.cel.libs.k8s.support import string_cost, typed
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kubernetes.quantity")
+LIBRARY: Library = Library("kubernetes.quantity")
 fn, method = LIBRARY.function, LIBRARY.method
 
 QTYPE = "kubernetes.Quantity"

@@ -26,7 +26,7 @@ from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs.k8s.support import regex_cost
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kubernetes.regex")
+LIBRARY: Library = Library("kubernetes.regex")
 fn, method = LIBRARY.function, LIBRARY.method
 
 _UNANCHORED = re2._Anchor.UNANCHORED

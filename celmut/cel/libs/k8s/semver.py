@@ -27,7 +27,7 @@ from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs.golang import UINT64_MAX, quote, wrap_int64
 from celmut.cel.libs.k8s.support import typed
 
-LIBRARY = Library("kubernetes.Semver")
+LIBRARY: Library = Library("kubernetes.Semver")
 fn, method = LIBRARY.function, LIBRARY.method
 
 _NUMBERS = frozenset("0123456789")

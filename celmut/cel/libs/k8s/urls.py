@@ -32,7 +32,7 @@ from celmut.cel.errors import CelEvaluationError
 from celmut.cel.libs.k8s import neturl
 from celmut.cel.libs.k8s.support import string_cost, typed
 
-LIBRARY = Library("kubernetes.urls")
+LIBRARY: Library = Library("kubernetes.urls")
 fn, method = LIBRARY.function, LIBRARY.method
 
 

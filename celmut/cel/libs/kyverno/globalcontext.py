@@ -21,7 +21,7 @@ from celmut.cel.libs.kyverno.json import to_cel_value
 from celmut.cel.lookups import LookupFailed, LookupUnavailable, before_blocking
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.globalcontext")
+LIBRARY: Library = Library("kyverno.globalcontext")
 fn = LIBRARY.function
 
 

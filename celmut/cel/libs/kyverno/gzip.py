@@ -28,7 +28,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.gzip")
+LIBRARY: Library = Library("kyverno.gzip")
 fn = LIBRARY.function
 
 MAX_DECOMPRESSED_BYTES = 8 * 1024 * 1024

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from celmut.cel.declarations import Library
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.hash")
+LIBRARY: Library = Library("kyverno.hash")
 fn = LIBRARY.function
 
 

@@ -52,7 +52,7 @@ from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import encoding_cost, go_decode_first, go_json
 from celmut.cel.lookups import HttpPolicy, LookupFailed, before_blocking
 
-LIBRARY = Library("kyverno.http")
+LIBRARY: Library = Library("kyverno.http")
 fn, method = LIBRARY.function, LIBRARY.method
 
 _HEADERS = "map(string, string)"

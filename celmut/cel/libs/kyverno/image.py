@@ -46,7 +46,7 @@ from celmut.cel.libs.kyverno.json import to_cel_value
 from celmut.cel.lookups import PULL_SECRETS, LookupFailed, LookupUnavailable, before_blocking
 from celmut.cel.values import no_such_overload, to_plain
 
-LIBRARY = Library("kyverno.image")
+LIBRARY: Library = Library("kyverno.image")
 fn, method = LIBRARY.function, LIBRARY.method
 
 DEFAULT_REGISTRY = "index.docker.io"

@@ -38,7 +38,7 @@ from celmut.cel import values as v
 from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 
-LIBRARY = Library("kyverno.json")
+LIBRARY: Library = Library("kyverno.json")
 fn = LIBRARY.function
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}

@@ -20,7 +20,7 @@ from typing import Any
 from celmut.cel.declarations import Library
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.math")
+LIBRARY: Library = Library("kyverno.math")
 fn = LIBRARY.function
 
 

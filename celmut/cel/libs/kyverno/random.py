@@ -26,7 +26,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.random")
+LIBRARY: Library = Library("kyverno.random")
 fn = LIBRARY.function
 
 DEFAULT_PATTERN = "[0-9a-z]{8}"

@@ -49,7 +49,7 @@ from celmut.cel.libs.kyverno.json import encoding_cost, to_cel_value
 from celmut.cel.lookups import LookupFailed, LookupUnavailable, ResourceLookup
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.resource")
+LIBRARY: Library = Library("kyverno.resource")
 fn = LIBRARY.function
 
 _OBJECT = "map(string, dyn)"

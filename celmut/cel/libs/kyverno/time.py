@@ -31,7 +31,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.time")
+LIBRARY: Library = Library("kyverno.time")
 fn = LIBRARY.function
 
 _GO_ZERO_NS = v.Timestamp.from_datetime(datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)).ns

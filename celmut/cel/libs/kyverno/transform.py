@@ -17,7 +17,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.transform")
+LIBRARY: Library = Library("kyverno.transform")
 fn = LIBRARY.function
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from celmut.cel.declarations import Library
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.user")
+LIBRARY: Library = Library("kyverno.user")
 fn = LIBRARY.function
 
 _PREFIX = "system:serviceaccount:"

@@ -38,7 +38,7 @@ from celmut.cel.declarations import Library
 from celmut.cel.errors import CelEvaluationError
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.x509")
+LIBRARY: Library = Library("kyverno.x509")
 fn = LIBRARY.function
 
 _PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----", re.S)

@@ -26,7 +26,7 @@ from celmut.cel.errors import CelEvaluationError, describe
 from celmut.cel.libs.kyverno.json import go_float
 from celmut.cel.values import no_such_overload
 
-LIBRARY = Library("kyverno.yaml")
+LIBRARY: Library = Library("kyverno.yaml")
 fn = LIBRARY.function
 
 _MAX_NODES = 200_000  # refuses "billion laughs" alias expansion
