@@ -38,7 +38,7 @@ test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory check
 
-# The compiled build (docs/performance.md): the wheel with the hot path compiled by mypyc
+# The compiled build (docs/development/compiled-build.md): the wheel with the hot path compiled by mypyc
 # (CELMUT_MYPYC=1, setup.py) installed into its own virtualenv, and the tests of what it compiles run
 # against it; tests/native compares its answers byte for byte with the same install's pure-Python
 # modules (CELMUT_PURE=1). `python -P` and `-p celmut.native` import the installed celmut before

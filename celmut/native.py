@@ -27,7 +27,7 @@ BUILD_VARIABLE = "CELMUT_MYPYC"
 
 #: What the compiled build compiles: the modules an admission spends its per-request time in, found by
 #: profiling ``benchmarks/serve_loop_bench.py`` (``benchmarks/instructions_bench.py --baseline DIR``
-#: counts what they save: docs/performance.md). Add a module only with the figure that shows it pays.
+#: counts what they save: docs/development/compiled-build.md). Add a module only with the figure that shows it pays.
 #: Left out, measured or read: ``celmut.cel.activation`` (its activations are weakly referenced, which
 #: mypyc's native classes do not allow) and ``celmut.runtime.no_annotations`` (a dict subclass).
 COMPILED_MODULES: tuple[str, ...] = (

@@ -56,7 +56,7 @@ def collector_off() -> Iterator[None]:
 @pytest.mark.xfail(
     current_build().kind == "compiled",
     reason="open: in the compiled build this request reaches its deadline before its cost limit "
-    "(docs/performance.md); the pure build is the reference",
+    "(docs/development/compiled-build.md); the pure build is the reference",
     strict=False,
 )
 def test_the_memory_of_a_request_stopped_by_its_budget_is_returned(tmp_path: Path, collector_off: None) -> None:
