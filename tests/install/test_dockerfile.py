@@ -1,7 +1,7 @@
 """The Dockerfile (Docker is not available to the tests: its instructions are read instead): a slim
 Python 3.11 base, tracing installed, the hot path compiled by mypyc with the compiler in the build
 stage only, a numeric non-root user matching the chart's runAsUser, and a build context that leaves
-out what the image does not need.
+out what the image does not need."""
 
 from __future__ import annotations
 
