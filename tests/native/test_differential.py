@@ -142,7 +142,7 @@ def _kyverno_suite(directory: Path) -> tuple[list[dict[str, Any]], list[dict[str
 RECORDED = {
     "shipped policies on the example resources": (
         _documents(*sorted((ROOT / "policies" / "examples").glob("*.yaml")), ROOT / "policies" / "presets" / "gpu-slicing.yaml",
-                   ROOT / "policies" / "presets" / "spot-all-except-kube-system.yaml", ROOT / "examples" / "pinning-plan.yaml"),
+                   ROOT / "examples" / "spot-presets" / "spot-all-except-kube-system.yaml", ROOT / "examples" / "pinning-plan.yaml"),
         _documents(*sorted((ROOT / "examples" / "resources").glob("*.yaml")), *sorted((ROOT / "examples" / "preset-pods").glob("*.yaml"))),
     ),
     "audit attribution policies on their pod": (
