@@ -41,7 +41,7 @@ from .handler import ApiHandler
 from .resources import Registry
 from .store import Store
 from .tls import tls_material
-from .watch import Watcher
+from .watch import Watcher, WatchHold
 
 if TYPE_CHECKING:  # celmut's runtime loads only for tests that enable native MAP evaluation
     from .native_map import NativeAdmissionPolicies
@@ -158,7 +158,7 @@ class FakeApiServer:
         self._requests: list[RequestRecord] = []
         self._faults: list[Fault] = []
         self._latency = 0.0
-        self.held_watches: set[str] = set()  # resources whose watch events wait (watches_behind)
+        self.held_watches: dict[str, WatchHold] = {}  # resources whose watch events wait (watches_behind)
         self._streams: set[Watcher] = set()
         self._connections: set[socket.socket] = set()
         self._httpd: _HttpServer | None = None
@@ -335,14 +335,16 @@ class FakeApiServer:
         self._latency = seconds
 
     @contextlib.contextmanager
-    def watches_behind(self, resource: str) -> Iterator[None]:
+    def watches_behind(self, resource: str) -> Iterator[WatchHold]:
         """Hold the events of every watch on ``resource`` (a plural: ``pods``) until the block ends, then
-        send them in order: a watcher that is behind, as a busy client is behind the API server."""
-        self.held_watches.add(resource)
+        send them in order: a watcher that is behind, as a busy client is behind the API server. A watch
+        opened during the block is behind too: the events it replays wait as well. The
+        :class:`WatchHold` yielded lets events through one at a time (``release``)."""
+        hold = self.held_watches[resource] = WatchHold()
         try:
-            yield
+            yield hold
         finally:
-            self.held_watches.discard(resource)
+            del self.held_watches[resource]
 
     def _record(
         self,

@@ -216,6 +216,36 @@ def test_drop_watches_cleanly_the_client_resumes(core: CoreV1Api, fake_apiserver
     ]
 
 
+def test_a_watch_opened_while_watches_are_behind_is_behind_for_its_replay_too(
+    core: CoreV1Api, fake_apiserver: FakeApiServer
+) -> None:
+    """``watches_behind`` holds every event a watch has to send, the ones it replays when it opens during the
+    hold too, and lets them through one at a time (``release``), then all as the hold ends."""
+    start = core.list_namespaced_config_map("default").metadata.resource_version
+    received: list[dict[str, Any]] = []
+
+    def follow() -> None:
+        for event in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=600
+        ):
+            received.append(event)
+            if len(received) == 2:
+                return
+
+    with fake_apiserver.watches_behind("configmaps") as behind:
+        core.create_namespaced_config_map("default", config_map("a"))
+        core.delete_namespaced_config_map("a", "default")
+        thread = threading.Thread(target=follow)
+        thread.start()  # opens after both changes: it replays them
+        assert fake_apiserver.wait_for_watchers("configmaps")
+        assert received == []
+        behind.release(1)
+        assert _wait(lambda: received)
+        assert _summary(received) == [("ADDED", "a")]  # the deletion is still behind
+    thread.join()
+    assert _summary(received) == [("ADDED", "a"), ("DELETED", "a")]
+
+
 def _wait(condition: Any, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
