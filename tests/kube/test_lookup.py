@@ -245,6 +245,37 @@ def test_an_admitted_pod_stands_for_its_stored_pod_until_that_is_deleted(
         assert decide() == []  # deleted: its entry is gone too
 
 
+def test_a_pod_deleted_before_the_list_that_the_watch_delivers_late_is_not_counted(
+    fake_apiserver: FakeApiServer, lookup: ClusterLookup
+) -> None:
+    """The watch is behind: a pod stored and deleted before a decision's list reaches the cache (its creation,
+    not yet its deletion) after the decision read that list, while it waits for the workload's lock. The
+    list's resourceVersion is newer than the pod's: the pod was gone before the list, not stored after it."""
+    hash_label = {"pod-template-hash": "5d9c"}
+    lookup.list("v1", "pods", "shop", hash_label)
+    cache = lookup.caches.existing("v1", "pods")
+    assert cache is not None
+    seen: list[list[str]] = []
+
+    def decide() -> None:
+        with AdmissionScope(time.monotonic() + 600):
+            seen.append(names(lookup.list("v1", "pods", "shop", hash_label)))
+
+    with fake_apiserver.watches_behind("pods") as behind:
+        fake_apiserver.store.create(owned_pod("web-5d9c-x", labels=hash_label))
+        fake_apiserver.store.delete("pods", "web-5d9c-x", "shop")
+        with AdmissionScope(time.monotonic() + 600):  # an earlier decision about the workload holds its lock
+            assert names(lookup.list("v1", "pods", "shop", hash_label)) == []
+            fake_apiserver.clear_requests()
+            decision = threading.Thread(target=decide)
+            decision.start()
+            eventually(lambda: fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$"), what="its list")
+            behind.release(1)  # the creation, not the deletion
+            eventually(lambda: cache.get("shop", "web-5d9c-x") is not None, what="the late creation")
+        decision.join()
+    assert seen == [[]]
+
+
 def test_one_read_serves_the_requests_that_arrived_before_it(
     fake_apiserver: FakeApiServer, lookup: ClusterLookup
 ) -> None:
