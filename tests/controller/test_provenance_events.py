@@ -12,6 +12,7 @@ from celmut.controller.reconcile import Change, Outcome, TargetKey
 from celmut.controller.status import ControllerMetrics
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
+from tests.waiting import HANG_SECONDS
 
 from .support import RULE_PODS, configmap, policy, running, write_policies
 
@@ -73,7 +74,7 @@ def test_the_event_names_the_policy_its_mutations_and_the_fields(fake_apiserver:
     policies = write_policies(tmp_path / "policies", *POLICIES)
     with running(fake_apiserver, tmp_path, policies, events="per-object") as controller:
         eventually(lambda: fake_apiserver.store.list("events", "shop"), what="the Event about the pod")
-        assert controller.wait_idle(5)
+        assert controller.wait_idle(HANG_SECONDS)
         (event,) = fake_apiserver.store.list("events", "shop")
         assert (event["reason"], event["involvedObject"]["name"]) == ("Mutated", "web")
         assert event["message"] == (

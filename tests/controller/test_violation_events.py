@@ -12,9 +12,10 @@ import pytest
 
 from celmut.controller.report_loop import ReportingConfig
 from tests.controller.support import add_label, configmap, policy, running, write_policies
-from tests.controller.test_policy_reports import install_report_crds, results, wait_for
+from tests.controller.test_policy_reports import install_report_crds, results
 from tests.fakekube import FakeApiServer
 from tests.kube.crds import policy_crds
+from tests.waiting import eventually
 
 
 def violations(fake: FakeApiServer) -> list[tuple[str, str, str]]:
@@ -36,8 +37,8 @@ def test_a_resource_that_becomes_failing_gets_one_pair_of_violation_events(
     no_files = write_policies(tmp_path / "none")
     settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True, "events": "per-object"}
     with running(fake, tmp_path, no_files, **settings) as controller:
-        wait_for(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
-        wait_for(lambda: len(violations(fake)) == 2)
+        eventually(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
+        eventually(lambda: len(violations(fake)) == 2)
         assert violations(fake) == [("default", "ConfigMap", "cm"), ("default", "MutatingPolicy", "add-foo")]
         event: dict[str, Any] = next(
             e for e in fake.store.list("events", "default") if e["involvedObject"]["kind"] == "MutatingPolicy"
@@ -48,19 +49,19 @@ def test_a_resource_that_becomes_failing_gets_one_pair_of_violation_events(
         assert controller.reports is not None
         for _ in range(2):  # rescans that find the same post nothing more
             controller.reports.scan_due()
-            wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+            eventually(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
         controller.reports.scan_due()
-        wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+        eventually(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
         assert len(violations(fake)) == 2
 
         cm = fake.store.get("configmaps", "cm", "default")
         cm["metadata"]["labels"] = {"foo": "bar"}
         fake.store.update(cm)  # now it passes ...
-        wait_for(lambda: results(fake, "cm") == [("add-foo", "pass", "success")])
+        eventually(lambda: results(fake, "cm") == [("add-foo", "pass", "success")])
         cm = fake.store.get("configmaps", "cm", "default")
         cm["metadata"]["labels"] = {}
         fake.store.update(cm)  # ... and fails again: a new pair
-        wait_for(lambda: len(violations(fake)) == 4)
+        eventually(lambda: len(violations(fake)) == 4)
 
 
 @pytest.mark.fakekube(garbage_collection=True)
@@ -85,7 +86,7 @@ def test_by_default_the_violations_of_a_namespace_are_one_counted_event_on_the_p
                 (e["metadata"]["namespace"], e["involvedObject"]["kind"], e["reason"], e["count"]) for e in found
             )
 
-        wait_for(lambda: folded() == [("default", "MutatingPolicy", "PolicyViolation", 6)] * 2)
+        eventually(lambda: folded() == [("default", "MutatingPolicy", "PolicyViolation", 6)] * 2)
         messages = sorted(e["message"] for e in fake.store.list("events", "default"))
         assert all(m.startswith("(combined from similar events): ConfigMap ") for m in messages)
         assert [m.split("ConfigMap ")[1].split("/")[0] for m in messages] == ["default", "shop"]

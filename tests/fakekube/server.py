@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 import kubernetes.client
 import yaml
 
+from tests.waiting import HANG_SECONDS
+
 from .admission import AdmissionChain, ApiWrites
 from .controllers import ControllerManager
 from .errors import DEFAULT_REASONS, ApiError
@@ -404,7 +406,7 @@ class FakeApiServer:
         rtype = self.store.resolve(resource)
         return [w for w in streams if w.rtype.gvr == rtype.gvr]
 
-    def wait_for_watchers(self, resource: str, count: int = 1, timeout: float = 5.0) -> bool:
+    def wait_for_watchers(self, resource: str, count: int = 1, timeout: float = HANG_SECONDS) -> bool:
         """Wait until at least ``count`` watch streams on ``resource`` are open."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

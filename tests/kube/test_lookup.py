@@ -12,6 +12,7 @@ from celmut.cel.lookups import AdmissionScope, ResourceNotFound
 from celmut.kube.client import Cluster
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
 
 from .conftest import eventually, namespace, pod
 
@@ -157,7 +158,7 @@ def test_a_decision_waits_for_the_one_in_flight_and_counts_its_pod(lookup: Clust
         thread.start()
         assert not second_listed.wait(0.3)  # held back while this admission is in flight
         lookup.remember_admitted(placed(owned_pod("", labels=hash_label), "spot"))
-    thread.join(10)
+    thread.join(HANG_SECONDS)
     assert seen == [["(admitted)"]]
 
 
@@ -178,7 +179,7 @@ def test_other_workloads_and_lookups_outside_an_admission_do_not_wait(lookup: Cl
     with AdmissionScope(time.monotonic() + 30):
         lookup.list("v1", "pods", "shop", {"pod-template-hash": "5d9c"})
         threading.Thread(target=other).start()
-        assert done.wait(10)
+        assert done.wait(HANG_SECONDS)
 
 
 def test_a_decision_waits_no_longer_than_its_deadline(lookup: ClusterLookup) -> None:
@@ -193,7 +194,7 @@ def test_a_decision_waits_no_longer_than_its_deadline(lookup: ClusterLookup) -> 
         lookup.list("v1", "pods", "shop", {"pod-template-hash": "5d9c"})
         thread = threading.Thread(target=late)
         thread.start()
-        thread.join(10)
+        thread.join(HANG_SECONDS)
     assert outcome == [0]
 
 
@@ -272,7 +273,7 @@ def test_a_pod_deleted_before_the_list_that_the_watch_delivers_late_is_not_count
             eventually(lambda: fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$"), what="its list")
             behind.release(1)  # the creation, not the deletion
             eventually(lambda: cache.get("shop", "web-5d9c-x") is not None, what="the late creation")
-        decision.join()
+        decision.join(HANG_SECONDS)
     assert seen == [[]]
 
 
@@ -321,7 +322,7 @@ def test_decisions_that_arrive_together_share_the_read_under_way(
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(10)
+        thread.join(HANG_SECONDS)
     fake_apiserver.set_latency(0)
     assert seen == [["web-5d9c-a"]] * 4
     assert len(fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$")) == 1

@@ -16,6 +16,7 @@ from celmut.policy.selection import OWNER_LABEL, PolicySelection
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicyStore
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
 
 from .conftest import eventually, label_policy, policy_documents
 from .crds import crds_next_to_kyverno, kyvernos_webhooks
@@ -144,7 +145,7 @@ def test_an_explicit_selector_holds_with_or_without_kyverno(with_crds: FakeApiSe
     with_crds.store.create(team)
     source = ClusterPolicySource(cluster, selection=PolicySelection("team=b"), rediscover_seconds=0.05).start()
     try:
-        assert source.wait_synced(5)
+        assert source.wait_synced(HANG_SECONDS)
         store = PolicyStore([source], EngineSettings())
         eventually(lambda: served(store) == {"b"}, what="the selected policy alone")
     finally:
