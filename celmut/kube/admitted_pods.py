@@ -18,7 +18,9 @@ the cache and the entries at one moment (:meth:`snapshot`, under the cache's loc
 API server has stored, and :func:`reconcile` counts:
 
 * the cached pods in their stored version (a ``deletionTimestamp`` the watch has not delivered shows;
-  a pod no longer stored is gone);
+  a pod no longer stored is gone). A cached pod the list does not show is counted only when the cache
+  got it after the list started *and* its resourceVersion is newer than the list's: the watch, behind,
+  may deliver the creation of a pod that was deleted before the list was read;
 * every stored pod the cache does not hold yet, once. An entry of the same key admitted before the list
   was answered *claims* such a pod (it is this process's pod, or interchangeable with it): from then on the
   entry stands for that pod — it is dropped when the pod is no longer stored, and when the cache
@@ -98,12 +100,14 @@ def reconcile(
     started: float | None = None,
     finished: float | None = None,
     in_flight: float = IN_FLIGHT_SECONDS,
+    version: str = "",
 ) -> Reconciled:
     """The pods to count from ``cached`` and ``entries`` (read at one moment) and ``stored``, a list read
     after the cache held ``known`` (default: what ``cached`` holds, read just before it), requested at
-    ``started`` and answered at ``finished`` (``time.perf_counter()``; the server listed in between).
-    An entry admitted after ``finished`` cannot be in it: in flight; one admitted more than
-    ``in_flight`` seconds before ``started`` that finds no stored pod is gone."""
+    ``started`` and answered at ``finished`` (``time.perf_counter()``; the server listed in between) at
+    resourceVersion ``version`` ('' when unknown). An entry admitted after ``finished`` cannot be in it:
+    in flight; one admitted more than ``in_flight`` seconds before ``started`` that finds no stored pod
+    is gone."""
     out = Reconciled(finished if finished is not None else started)
     by_name = {_name(pod): pod for pod in stored}
     cached_by_name = {_name(pod): pod for pod in cached}
@@ -112,9 +116,10 @@ def reconcile(
         if name in by_name:  # stored: its stored version, unless the cache has since seen it Terminating
             newer = "deletionTimestamp" in (pod.get("metadata") or {})
             out.pods.append(pod if newer else by_name[name])
-        elif name not in known:
+        elif name not in known and not _listed_after(pod, version):
             out.pods.append(pod)  # stored after the list was read
-        # else: cached when the list was read, and not in it: deleted
+        # else: cached when the list was read (or the watch, behind, delivered a version the list is
+        # newer than), and not in it: deleted
     # stored pods the cache does not show: not delivered yet (a pod it held then dropped is gone)
     unseen = {name: pod for name, pod in by_name.items() if name not in cached_by_name and name not in known}
     represented: set[tuple[str, str]] = set()
@@ -146,6 +151,24 @@ def reconcile(
                 out.pods.append(entry.pod)  # in flight
     out.pods += list(unseen.values())
     return out
+
+
+def _listed_after(pod: Mapping[str, Any], version: str) -> bool:
+    """Whether a list at resourceVersion ``version`` was read after ``pod``'s version was stored: a pod
+    the watch delivered late (stored, then deleted before the list) is not one stored after the list.
+
+    Resource versions of one resource compare as integers (Kubernetes' own rule:
+    k8s.io/apimachinery/pkg/util/resourceversion ``CompareResourceVersion``: well formed when a positive
+    integer without leading zeros); False when either is not well formed (the pod then counts, as before
+    the list's version was known)."""
+    mine = str((pod.get("metadata") or {}).get("resourceVersion") or "")
+    if not (_well_formed(mine) and _well_formed(version)):
+        return False
+    return (len(mine), mine) <= (len(version), version)
+
+
+def _well_formed(version: str) -> bool:
+    return version.isascii() and version.isdigit() and not version.startswith("0")
 
 
 def _stands_for(entry: Entry, tier: int, key: tuple[str, ...], name: tuple[str, str], decided: bool) -> bool:

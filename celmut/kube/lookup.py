@@ -293,7 +293,9 @@ class ClusterLookup:
                 counted = cached + [entry.pod for entry in entries]
             else:
                 selected = [e for e in entries if _labelled(e.pod, labels)]  # those the stored list can show
-                result = reconcile(cached, selected, read.pods, read.known, read.started, read.finished)
+                result = reconcile(
+                    cached, selected, read.pods, read.known, read.started, read.finished, version=read.version
+                )
                 self.admitted.settle(result)
                 counted = result.pods
             if view is None or self.ledger is None:

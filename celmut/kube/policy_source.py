@@ -152,11 +152,14 @@ def document_path(kind: str, obj: dict[str, Any]) -> str:
 
 
 def _revision(obj: dict[str, Any]) -> str:
-    """What changes when the object's meaning changes (not when only its status does)."""
+    """What changes when the object's meaning changes (not when only its status does): its spec (the
+    generation, which metadata changes leave alone), its annotations, and its labels, which decide who
+    serves it (``celmut.io/owner``, the policy selector, :mod:`celmut.policy.selection`)."""
     meta = obj.get("metadata") or {}
     if "generation" in meta and obj.get("kind") not in ("ConfigMap", *ADMISSION_POLICY_KINDS):
+        labels = sorted((meta.get("labels") or {}).items())
         annotations = sorted((meta.get("annotations") or {}).items())
-        return f"{meta['generation']}:{annotations}"
+        return f"{meta['generation']}:{labels}:{annotations}"
     return str(meta.get("resourceVersion") or "")
 
 

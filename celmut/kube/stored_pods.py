@@ -45,9 +45,10 @@ Obj = dict[str, Any]
 
 def stored_pods(
     cluster: Cluster, namespace: str, labels: Mapping[str, str] | None, metadata_only: bool
-) -> list[Obj] | None:
-    """The pods the API server has stored now (a consistent read), as the pod cache projects them; None
-    (logged) when it cannot be read: the decision then falls back to the watched cache."""
+) -> tuple[list[Obj], str] | None:
+    """The pods the API server has stored now (a consistent read), as the pod cache projects them, and the
+    list's resourceVersion; None (logged) when it cannot be read: the decision then falls back to the
+    watched cache."""
     selector = ",".join(f"{k}={v}" for k, v in sorted((labels or {}).items()))
     fields = METADATA_FIELD_SELECTORS[("v1", "pods")] if metadata_only else ""
     try:
@@ -68,19 +69,21 @@ def stored_pods(
             items.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata})
         else:
             items.append({"apiVersion": "v1", "kind": "Pod", **item})
-    return items
+    return items, str((listed.get("metadata") or {}).get("resourceVersion") or "")
 
 
 @dataclass(frozen=True)
 class StoredRead:
-    """One list of stored pods: when it started and finished (``time.perf_counter()``), the pods, and the pods the
+    """One list of stored pods: when it started and finished (``time.perf_counter()``), the pods, the pods the
     cache held just before it (``known``: a cached pod the list lacks was deleted; one the cache got
-    later was stored after it)."""
+    later was stored after it, unless ``version`` says it is older than the list), and the list's
+    resourceVersion."""
 
     started: float
     pods: list[Obj]
     known: frozenset[tuple[str, str]]
     finished: float = 0.0  # when its answer came: the server listed somewhere between the two
+    version: str = ""  # the list's resourceVersion ('' when the server gave none)
 
 
 ReadKey = tuple[str, tuple[tuple[str, str], ...], bool]  # namespace, labels, metadata-only
@@ -127,9 +130,10 @@ class StoredReads:
         try:
             seen = known()
             namespace, labels, metadata_only = key
-            pods = stored_pods(self.cluster, namespace, dict(labels), metadata_only)
-            if pods is not None:
-                mine.read = StoredRead(mine.started, pods, seen, time.perf_counter())
+            listed = stored_pods(self.cluster, namespace, dict(labels), metadata_only)
+            if listed is not None:
+                pods, version = listed
+                mine.read = StoredRead(mine.started, pods, seen, time.perf_counter(), version)
                 self._keep(key, mine.read)
             return mine.read
         finally:

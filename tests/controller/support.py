@@ -69,6 +69,15 @@ def labels_of(server: FakeApiServer, name: str, namespace: str = "default") -> d
     return dict(server.store.get("configmaps", name, namespace)["metadata"].get("labels") or {})
 
 
+def cached_as_stored(controller: Controller, server: FakeApiServer, name: str, namespace: str = "default") -> bool:
+    """Whether the controller's ConfigMap cache holds ``name`` as the API server stores it (its watch has
+    delivered every write to it, the controller's own included)."""
+    cache = controller.caches.existing("v1", "configmaps")
+    cached = cache.get(namespace, name) if cache is not None else None
+    stored = server.store.get("configmaps", name, namespace)
+    return cached is not None and cached["metadata"].get("resourceVersion") == stored["metadata"]["resourceVersion"]
+
+
 def write_policies(directory: Path, *documents: dict[str, Any]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for document in documents:

@@ -21,6 +21,7 @@ from celmut.controller.reconcile import Change, Outcome, TargetKey
 from celmut.controller.report import Progress, table
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
+from tests.waiting import HANG_SECONDS
 
 from .support import add_label, configmap, labels_of, policy, write_policies
 
@@ -53,7 +54,7 @@ def test_the_controller_process_mutates_serves_tls_status_and_stops_cleanly(
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     verify = ssl.create_default_context(cafile=str(material.ca_file))
     try:
-        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true", timeout=30, what="the scan")
+        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true", what="the scan")
 
         def ready() -> bool:
             try:
@@ -61,7 +62,7 @@ def test_the_controller_process_mutates_serves_tls_status_and_stops_cleanly(
             except httpx.HTTPError:
                 return False
 
-        eventually(ready, timeout=15, what="/readyz over TLS")
+        eventually(ready, what="/readyz over TLS")
         metrics = httpx.get(f"https://127.0.0.1:{port}/metrics", verify=verify).text
         assert 'celmut_controller_targets_total{action="patched"} 1.0' in metrics
         assert "celmut_controller_queue_depth 0.0" in metrics
@@ -159,10 +160,9 @@ def test_a_default_install_writes_its_serving_secret_and_ca_bundle(
             configuration = fake_apiserver.store.get("mutatingwebhookconfigurations", "celmut")
             return str(configuration["webhooks"][0]["clientConfig"].get("caBundle", ""))
 
-        eventually(lambda: process.poll() is not None or bundle(), timeout=30, what="the CA bundle")
+        eventually(lambda: process.poll() is not None or bundle(), what="the CA bundle")
         eventually(
             lambda: process.poll() is not None or fake_apiserver.store.list("secrets", "celmut")[1:],
-            timeout=30,
             what="the serving Secret",
         )
         assert process.poll() is None, "the controller stopped"
@@ -188,7 +188,7 @@ def test_a_background_thread_that_dies_stops_the_controller_with_code_70(
     policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
 
     def a_thread_dies_once_the_controller_runs() -> None:
-        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true", timeout=30, what="the scan")
+        eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true", what="the scan")
         raise RuntimeError("a bug in a background thread")
 
     threading.Thread(target=a_thread_dies_once_the_controller_runs, name="doomed").start()
@@ -219,6 +219,6 @@ def test_the_status_endpoints_name_a_dead_thread(monkeypatch: pytest.MonkeyPatch
 
     thread = threading.Thread(target=doomed, name="doomed")
     thread.start()
-    thread.join(5)
+    thread.join(HANG_SECONDS)
     reason = "background thread doomed died: RuntimeError: a bug in a background thread"
     assert answers() == [(503, f"not alive: {reason}"), (503, f"not ready: {reason}")]

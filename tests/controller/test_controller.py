@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from celmut.controller.reconcile import Reconciler, TargetKey, Task
@@ -13,8 +12,9 @@ from celmut.runtime.mutate_existing import Target
 from celmut.service.settings import ServiceSettings
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
+from tests.waiting import HANG_SECONDS
 
-from .support import add_label, configmap, connect, labels_of, policy, running, write_policies
+from .support import add_label, cached_as_stored, configmap, connect, labels_of, policy, running, write_policies
 
 COUNTER = (
     '[JSONPatch{op: "add", path: "/metadata/annotations", value: {"count": '
@@ -51,10 +51,13 @@ def test_nothing_is_written_when_nothing_changes(fake_apiserver: FakeApiServer, 
     policies = write_policies(tmp_path / "policies", policy("scanned", add_label("scanned")))
     with running(fake_apiserver, tmp_path, policies) as controller:
         eventually(lambda: labels_of(fake_apiserver, "one").get("scanned") == "true")
-        assert controller.wait_idle(5)
+        # the scan lists the controller's cache: it must show the write (the echo of a write can come late;
+        # a scan of the older copy tries a write the API server refuses, 409, then reads and finds no change)
+        eventually(lambda: cached_as_stored(controller, fake_apiserver, "one"), what="the cache to show the write")
+        assert controller.wait_idle(HANG_SECONDS)
         fake_apiserver.clear_requests()
         controller.scan(reason="again")
-        assert controller.wait_idle(5)
+        assert controller.wait_idle(HANG_SECONDS)
         assert controller.scan_progress() == (1, 1)
         assert not fake_apiserver.requests_matching("PATCH")
         assert controller.report.outcomes()[0].action == "unchanged"
@@ -93,7 +96,7 @@ def test_watches_survive_disconnects_and_expired_versions(fake_apiserver: FakeAp
         fake_apiserver.drop_watches(abrupt=True)
         fake_apiserver.compact()  # resuming from the old resourceVersion gets 410 Gone: relist
         fake_apiserver.store.create(configmap("trigger-after-410"))
-        eventually(lambda: labels_of(fake_apiserver, "target").get("triggered-by") == "trigger-after-410", timeout=10)
+        eventually(lambda: labels_of(fake_apiserver, "target").get("triggered-by") == "trigger-after-410")
 
 
 def test_its_own_writes_do_not_trigger_it_again(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
@@ -102,9 +105,11 @@ def test_its_own_writes_do_not_trigger_it_again(fake_apiserver: FakeApiServer, t
         fake_apiserver.wait_for_watchers("configmaps", 1)
         fake_apiserver.store.create(configmap("counter"))
         eventually(lambda: fake_apiserver.store.get("configmaps", "counter", "default")["metadata"].get("annotations"))
-        assert controller.wait_idle(5)
-        time.sleep(0.5)  # time for the echo of the write to arrive (and, were it a trigger, to be processed)
-        assert controller.wait_idle(5)
+        # the watch delivers changes in order: once the controller has handled a later change, it has handled
+        # the echo of its write (and, were that a trigger, queued the pass it causes)
+        fake_apiserver.store.create(configmap("later"))
+        eventually(lambda: fake_apiserver.store.get("configmaps", "later", "default")["metadata"].get("annotations"))
+        assert controller.wait_idle(HANG_SECONDS)
         annotations = fake_apiserver.store.get("configmaps", "counter", "default")["metadata"]["annotations"]
         assert annotations == {"count": "1"}
         assert len(fake_apiserver.requests_matching("PATCH", r"/configmaps/counter$")) == 1
@@ -189,7 +194,7 @@ def test_only_the_leader_writes_and_a_standby_takes_over(fake_apiserver: FakeApi
         leader.elector.stop(release=False)  # the leader dies: its lease must expire first
         assert not leader.is_leader()
         fake_apiserver.store.create(configmap("two"))
-        eventually(standby.is_leader, timeout=5, what="the standby to take over")
+        eventually(standby.is_leader, what="the standby to take over")
         eventually(lambda: labels_of(fake_apiserver, "two").get("scanned") == "true", what="the new leader's scan")
         assert standby.metrics.scans.labels("leader")._value.get() >= 1
 
@@ -236,7 +241,7 @@ def test_a_deleted_trigger_mutates_the_targets_of_its_expression(fake_apiserver:
         target_expression='resource.Get("v1", "configmaps", object.metadata.namespace, "target")',
     )
     with running(fake_apiserver, tmp_path, write_policies(tmp_path / "policies", on_delete)) as controller:
-        assert controller.wait_idle(5)
+        assert controller.wait_idle(HANG_SECONDS)
         assert "deleted" not in labels_of(fake_apiserver, "target")
         fake_apiserver.store.delete("configmaps", "trigger-1", "default")
         eventually(lambda: labels_of(fake_apiserver, "target").get("deleted") == "trigger-1", what="the target patched")

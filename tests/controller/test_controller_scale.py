@@ -22,6 +22,7 @@ from celmut.controller.report_loop import ReportingConfig
 from celmut.runtime.mutate_existing import Target
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
+from tests.waiting import HANG_SECONDS
 
 from .support import configmap, connect, labels_of, running, write_policies
 
@@ -126,12 +127,12 @@ def test_a_pass_patches_each_target_once_and_posts_one_event_per_policy_and_name
     posted = {"events": "aggregated", "omit_events": frozenset()}  # PolicyApplied, folded per policy and namespace
     with running(fake_apiserver, tmp_path, policies, workers=4, page_size=25, **posted) as controller:
         eventually(lambda: patched(fake_apiserver, "one") == 120, timeout=60, what="every pod patched")
-        assert controller.wait_idle(10)
+        assert controller.wait_idle(HANG_SECONDS)
 
         def events() -> list[dict[str, Any]]:
             return fake_apiserver.store.list("events", "default")
 
-        eventually(lambda: sorted(e["count"] for e in events()) == [40, 40, 40], timeout=20, what="the counts")
+        eventually(lambda: sorted(e["count"] for e in events()) == [40, 40, 40], what="the counts")
     requests = fake_apiserver.requests
     assert len([r for r in requests if r.method == "PATCH" and "/pods/" in r.path]) == 120
     assert not [r for r in requests if r.method == "GET" and "/pods/" in r.path]  # no pod read before its patch
@@ -172,11 +173,11 @@ def test_what_the_controller_keeps_does_not_grow_with_the_targets_it_patched(
     try:
         with running(fake_apiserver, tmp_path, policies, workers=2, reports=off, scan_interval=0.0) as controller:
             eventually(lambda: cached(controller, "first") == 150, timeout=120, what="a quarter patched")
-            assert controller.wait_idle(30)
+            assert controller.wait_idle(HANG_SECONDS)
             few = retained_by_celmut(fake_apiserver)
             write_policies(policies, label_pods("second"))  # now every pod: 600 patched
             eventually(lambda: cached(controller, "second") == 600, timeout=240, what="every pod patched")
-            assert controller.wait_idle(30)
+            assert controller.wait_idle(HANG_SECONDS)
             many = retained_by_celmut(fake_apiserver)
     finally:
         tracemalloc.stop()

@@ -8,6 +8,7 @@ from typing import Any
 from celmut.policy.mutating_policy import RESTART_POLICY_ANNOTATION
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
+from tests.waiting import HANG_SECONDS
 
 from .support import RULE_PODS, policy, running, write_policies
 
@@ -89,7 +90,6 @@ def test_immediate_evicts_one_pod_per_workload_and_patches_what_it_can(
         fake_apiserver.store.update_status(created)
         eventually(
             lambda: len(fake_apiserver.requests_matching("POST", r"/eviction$")) == 2,
-            timeout=10,
             what="the second eviction",
         )
 
@@ -117,7 +117,7 @@ def test_deferred_leaves_running_pods_alone(fake_apiserver: FakeApiServer, tmp_p
     fake_apiserver.store.create(replica("web-a"))
     policies = write_policies(tmp_path / "policies", drift_policy("deferred"))
     with running(fake_apiserver, tmp_path, policies) as controller:
-        assert controller.wait_idle(5)
+        assert controller.wait_idle(HANG_SECONDS)
         assert not fake_apiserver.requests_matching("POST", r"/eviction$")
         assert not fake_apiserver.requests_matching("PATCH", r"/pods/")
         assert "placed" not in pod_or_none(fake_apiserver, "web-a")["metadata"]["labels"]  # type: ignore[index]

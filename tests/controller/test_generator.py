@@ -417,7 +417,7 @@ def test_an_exception_leaves_the_map_when_it_expires(cluster_crds: FakeApiServer
         eventually(lambda: generated(fake), what="the MAP")
         if datetime.datetime.now(datetime.UTC) < soon - datetime.timedelta(milliseconds=500):
             assert folded()  # (on a slow machine it may have expired already: only the end state is certain)
-        eventually(lambda: generated(fake) and not folded(), timeout=15, what="the expired exception taken out")
+        eventually(lambda: generated(fake) and not folded(), what="the expired exception taken out")
 
 
 def test_two_celmut_webhooks_of_one_name_leave_the_policy_in_the_webhook(

@@ -35,7 +35,7 @@ def test_a_standby_takes_over_when_the_leader_dies(fake_apiserver: FakeApiServer
         eventually(lambda: first.is_leader() != second.is_leader(), what="one leader")
         leader, standby = (first, second) if first.is_leader() else (second, first)
         leader.stop(release=False)  # dies without releasing: the standby waits out the lease
-        eventually(standby.is_leader, timeout=5, what="the standby to take over")
+        eventually(standby.is_leader, what="the standby to take over")
         assert holder(fake_apiserver) == standby.identity
         lease = fake_apiserver.store.get("leases.coordination.k8s.io", "celmut-controller", "default")
         assert lease["spec"]["leaseTransitions"] == 1
@@ -50,7 +50,7 @@ def test_a_released_lease_is_taken_at_once(fake_apiserver: FakeApiServer, tmp_pa
     assert not second.try_acquire_or_renew()
     first.stop(release=True)
     assert not first.is_leader()
-    eventually(second.try_acquire_or_renew, timeout=3, what="takeover of the released lease")
+    eventually(second.try_acquire_or_renew, what="takeover of the released lease")
 
 
 def test_losing_the_lease_stops_leading_at_once(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_leadership_lapses_when_renewals_fail(fake_apiserver: FakeApiServer, tmp
     try:
         eventually(first.is_leader, what="leadership")
         fake_apiserver.fail_next("*", r"/leases", 500, times=None)
-        eventually(lambda: not first.is_leader(), timeout=3, what="leadership to lapse")
+        eventually(lambda: not first.is_leader(), what="leadership to lapse")
     finally:
         fake_apiserver.clear_faults()
         first.stop(release=False)

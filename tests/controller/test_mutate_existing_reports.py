@@ -14,8 +14,9 @@ import pytest
 
 from celmut.controller.report_loop import ReportingConfig
 from tests.controller.support import configmap, running, write_policies
-from tests.controller.test_policy_reports import install_report_crds, report_of, wait_for
+from tests.controller.test_policy_reports import install_report_crds, report_of
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS, eventually
 
 NAMESPACE_TRIGGER_POLICY: dict[str, Any] = {
     "apiVersion": "policies.kyverno.io/v1",
@@ -69,7 +70,7 @@ def test_a_target_patched_by_mutate_existing_is_reported_with_the_patched_target
         namespace = fake.store.get("namespaces", "team")
         namespace["metadata"]["labels"] = {"test": "enabled"}
         fake.store.update(namespace)  # the trigger: its ConfigMaps are now targets
-        report = wait_for(lambda: report_of(fake, "cm", "team"))
+        report = eventually(lambda: report_of(fake, "cm", "team"))
         assert fake.store.get("configmaps", "cm", "team")["metadata"]["labels"] == {"foo": "bar"}
         [result] = report["results"]
         assert {k: v for k, v in result.items() if k != "timestamp"} == {
@@ -89,14 +90,14 @@ def test_a_target_patched_by_mutate_existing_is_reported_with_the_patched_target
         assert controller.reports is not None
         before = len(fake.requests_matching("DELETE", "policyreports"))
         controller.reports.scan_due()
-        wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+        eventually(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
         controller.reports.scan_due()
-        wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+        eventually(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
         assert report_of(fake, "cm", "team") is not None
         assert len(fake.requests_matching("DELETE", "policyreports")) == before
 
         fake.store.delete("configmaps", "cm", "team")  # the report goes with its target (ownerReference)
-        wait_for(lambda: not fake.store.list("policyreports", "team"))
+        eventually(lambda: not fake.store.list("policyreports", "team"))
 
 
 @pytest.mark.fakekube(garbage_collection=True)
@@ -115,14 +116,14 @@ def test_a_target_an_earlier_run_patched_keeps_its_result_through_the_next_runs_
     policies = write_policies(tmp_path / "p", NAMESPACE_TRIGGER_POLICY)
     settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05)}
     with running(fake, tmp_path, policies, **settings):
-        wait_for(lambda: report_of(fake, "cm", "team"))  # the start scan patched it and reported it
+        eventually(lambda: report_of(fake, "cm", "team"))  # the start scan patched it and reported it
     fake.clear_requests()
     with running(fake, tmp_path, policies, identity="second", **settings) as controller:
         assert controller.reports is not None
         for _ in range(2):
             controller.reports.scan_due()
-            wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
-        assert controller.wait_idle(5)
+            eventually(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+        assert controller.wait_idle(HANG_SECONDS)
         [result] = (report_of(fake, "cm", "team") or {})["results"]
         assert result["properties"]["patched-target"] == "/v1, Kind=ConfigMap Name=cm Namespace=team"
         report_writes = [

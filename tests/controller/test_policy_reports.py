@@ -13,7 +13,6 @@ reporting/*`` assert of Kyverno, asserted of celmut.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from tests.controller.support import add_label, configmap, policy, running, write_policies
 from tests.fakekube import FakeApiServer
 from tests.kube.crds import report_crds
+from tests.waiting import eventually
 
 POLR = "policyreports"
 
@@ -30,16 +30,6 @@ def _settings(**extra: Any) -> dict[str, Any]:
     from celmut.controller.report_loop import ReportingConfig
 
     return {"reports": ReportingConfig(interval=0.05), **extra}
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {check.__doc__ or check}")
 
 
 def report_of(server: FakeApiServer, name: str, namespace: str = "default") -> dict[str, Any] | None:
@@ -79,8 +69,8 @@ def test_existing_resources_fail_pass_or_skip_as_kyverno_reports_them(
         conditions=["!has(object.metadata.labels) || !('skip' in object.metadata.labels)"],
     )
     with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", pol), **_settings()):
-        wait_for(lambda: report_of(fake_apiserver, "left-out"))
-        report = wait_for(lambda: report_of(fake_apiserver, "unmutated"))
+        eventually(lambda: report_of(fake_apiserver, "left-out"))
+        report = eventually(lambda: report_of(fake_apiserver, "unmutated"))
     cm = fake_apiserver.store.get("configmaps", "unmutated", "default")
     assert report["apiVersion"] == "wgpolicyk8s.io/v1alpha2" and report["kind"] == "PolicyReport"
     assert report["metadata"]["name"] == cm["metadata"]["uid"]  # Kyverno names it after the resource UID
@@ -117,8 +107,8 @@ def test_fail_becomes_pass_once_mutate_existing_applied_it(fake_apiserver: FakeA
     fake_apiserver.store.create(configmap("target"))
     pol = policy("add-foo", LABEL, admission=True, mutate_existing=True)
     with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", pol), **_settings()):
-        wait_for(lambda: fake_apiserver.store.get("configmaps", "target", "default")["metadata"].get("labels"))
-        wait_for(lambda: results(fake_apiserver, "target") == [("add-foo", "pass", "success")])
+        eventually(lambda: fake_apiserver.store.get("configmaps", "target", "default")["metadata"].get("labels"))
+        eventually(lambda: results(fake_apiserver, "target") == [("add-foo", "pass", "success")])
 
 
 @pytest.mark.fakekube(garbage_collection=True)
@@ -135,7 +125,7 @@ def test_an_exception_skips_and_a_deleted_policy_takes_its_results_away(
         policy("add-baz", add_label("baz"), admission=True, mutate_existing=False),
     )
     with running(fake_apiserver, tmp_path, policies, **_settings()):
-        wait_for(lambda: len(results(fake_apiserver, "b")) == 2)
+        eventually(lambda: len(results(fake_apiserver, "b")) == 2)
         assert results(fake_apiserver, "b") == [
             ("add-baz", "fail", "mutation is not applied"),
             ("add-foo", "fail", "mutation is not applied"),
@@ -150,7 +140,7 @@ def test_an_exception_skips_and_a_deleted_policy_takes_its_results_away(
             },
         }
         write_policies(policies, exception)
-        wait_for(
+        eventually(
             lambda: (
                 ("add-foo", "skip", "rule is skipped due to policy exception: default/spare-b")
                 in results(fake_apiserver, "b")
@@ -166,9 +156,9 @@ def test_an_exception_skips_and_a_deleted_policy_takes_its_results_away(
         ]
 
         (policies / "add-baz.yaml").unlink()
-        wait_for(lambda: [r[0] for r in results(fake_apiserver, "a")] == ["add-foo"])
+        eventually(lambda: [r[0] for r in results(fake_apiserver, "a")] == ["add-foo"])
         (policies / "add-foo.yaml").unlink()
-        wait_for(lambda: report_of(fake_apiserver, "a") is None and report_of(fake_apiserver, "b") is None)
+        eventually(lambda: report_of(fake_apiserver, "a") is None and report_of(fake_apiserver, "b") is None)
 
 
 @pytest.mark.fakekube(garbage_collection=True)
@@ -185,9 +175,9 @@ def test_a_report_goes_with_its_resource_and_cluster_scoped_resources_get_cluste
         policy("label-ns", add_label("team"), rule=rule_ns, admission=True, mutate_existing=False),
     )
     with running(fake_apiserver, tmp_path, policies, **_settings()):
-        uid = wait_for(lambda: report_of(fake_apiserver, "doomed"))["metadata"]["name"]
+        uid = eventually(lambda: report_of(fake_apiserver, "doomed"))["metadata"]["name"]
         ns_uid = fake_apiserver.store.get("namespaces", "team-a")["metadata"]["uid"]
-        cluster_report = wait_for(
+        cluster_report = eventually(
             lambda: (
                 fake_apiserver.store.exists("clusterpolicyreports", ns_uid)
                 and fake_apiserver.store.get("clusterpolicyreports", ns_uid)
@@ -215,7 +205,7 @@ def test_reports_disabled_by_label_or_background_off_are_not_written(
     no_background["spec"]["evaluation"]["background"] = {"enabled": False}
     loud = policy("loud", add_label("y"), admission=True, mutate_existing=False)
     with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", quiet, no_background, loud), **_settings()):
-        wait_for(lambda: results(fake_apiserver, "cm"))
+        eventually(lambda: results(fake_apiserver, "cm"))
         time.sleep(0.2)
         assert [r[0] for r in results(fake_apiserver, "cm")] == ["loud"]
 
@@ -242,7 +232,7 @@ def test_many_resources_and_policies_get_one_report_each_in_one_write_each(
     policies.append(policy("pass", add_label("done"), admission=True, mutate_existing=False))
     with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", *policies), **_settings()) as controller:
         assert controller.reports is not None
-        wait_for(
+        eventually(
             lambda: len(fake_apiserver.store.list(POLR, None)) == count and not controller.reports.writer.pending()
         )
         writes = [r for m in ("POST", "PUT", "DELETE") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
@@ -258,7 +248,7 @@ def test_many_resources_and_policies_get_one_report_each_in_one_write_each(
         assert "celmut_policy_report_pending 0.0" in metrics
         fake_apiserver.clear_requests()
         controller.reports.scan_due()
-        wait_for(lambda: not controller.reports.scan_pending())
+        eventually(lambda: not controller.reports.scan_pending())
         time.sleep(0.3)
         assert not [r for m in ("POST", "PUT", "DELETE") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
 
@@ -275,10 +265,10 @@ def test_a_policy_without_background_processing_is_reported_from_admissions(
     with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", admission_only), **_settings()) as controller:
         # the watch reports creations it sees after its first list; one inside the list is an existing
         # object (a controller started after an admission cannot tell), as "before" is
-        wait_for(lambda: controller.caches.synced_now("v1", "configmaps"))
+        eventually(lambda: controller.caches.synced_now("v1", "configmaps"))
         # as if the webhook had mutated it at admission (the fake API server calls no webhook here)
         fake_apiserver.store.create(configmap("created", foo="bar"))
-        report = wait_for(lambda: report_of(fake_apiserver, "created"))
+        report = eventually(lambda: report_of(fake_apiserver, "created"))
         time.sleep(0.2)
         assert report_of(fake_apiserver, "before") is None
     [result] = report["results"]
@@ -332,7 +322,7 @@ def test_a_mutating_admission_policy_with_a_binding_is_reported_as_kyverno_repor
     }
     policies = write_policies(tmp_path / "p", not_opted_in, not_opted_in_binding, admission_policy, binding)
     with running(fake_apiserver, tmp_path, policies, **_settings()) as controller:
-        report = wait_for(lambda: report_of(fake_apiserver, "labelled"))
+        report = eventually(lambda: report_of(fake_apiserver, "labelled"))
         assert controller.reports is not None and controller.reports.scanner.keys() == ["add-label"]
     [result] = report["results"]  # none of not-opted-in, whatever the order the two were scanned in
     assert {k: v for k, v in result.items() if k != "timestamp"} == {
@@ -365,8 +355,8 @@ def test_only_the_leader_writes_reports_and_a_new_leader_adopts_them(
         running(fake_apiserver, tmp_path, policies, identity="a", **election, **_settings()) as first,
         running(fake_apiserver, tmp_path, policies, identity="b", **election, **_settings()) as second,
     ):
-        wait_for(lambda: first.is_leader() != second.is_leader())
-        wait_for(lambda: report_of(fake_apiserver, "one"))
+        eventually(lambda: first.is_leader() != second.is_leader())
+        eventually(lambda: report_of(fake_apiserver, "one"))
         leader, standby = (first, second) if first.is_leader() else (second, first)
         assert (
             standby.reports is not None
@@ -377,10 +367,10 @@ def test_only_the_leader_writes_reports_and_a_new_leader_adopts_them(
         )  # the standby computed and holds nothing
         assert leader.elector is not None
         leader.elector.stop(release=False)
-        wait_for(standby.is_leader)
+        eventually(standby.is_leader)
         fake_apiserver.clear_requests()
         fake_apiserver.store.create(configmap("two"))
-        wait_for(lambda: report_of(fake_apiserver, "two"))
+        eventually(lambda: report_of(fake_apiserver, "two"))
         time.sleep(0.3)
         written = [r.path for m in ("POST", "PUT") for r in fake_apiserver.requests_matching(m, "wgpolicyk8s")]
         assert len(written) == 1  # the new report only: "one" was adopted, not rewritten
@@ -396,15 +386,15 @@ def test_a_requested_scan_is_pending_until_what_it_found_is_written(
     pol = policy("add-foo", add_label("foo"), admission=True, mutate_existing=False)
     with running(fake_apiserver, tmp_path, write_policies(tmp_path / "p", pol), **_settings()) as controller:
         assert controller.reports is not None
-        wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+        eventually(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
         for name in ("a", "b", "c"):
             fake_apiserver.store.create(configmap(name))
         configmaps = controller.caches.cache("v1", "configmaps")
-        wait_for(lambda: configmaps is not None and len(configmaps.items()) == 3)  # the scan will see them
+        eventually(lambda: configmaps is not None and len(configmaps.items()) == 3)  # the scan will see them
         fake_apiserver.set_latency(0.1)
         try:
             controller.reports.scan_due()
-            wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+            eventually(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
             assert len(fake_apiserver.store.list(POLR, "default")) == 3
         finally:
             fake_apiserver.set_latency(0)

@@ -12,7 +12,7 @@ from typing import Any
 from celmut.controller.reconcile import Change, Outcome, TargetKey
 from celmut.controller.status import ControllerMetrics
 from tests.fakekube import FakeApiServer
-from tests.kube.conftest import eventually
+from tests.waiting import HANG_SECONDS, eventually
 
 from .support import RULE_PODS, configmap, policy, running, write_policies
 
@@ -78,7 +78,7 @@ def test_the_event_names_the_policy_its_mutations_and_the_fields(fake_apiserver:
             return [e for e in fake_apiserver.store.list("events", "shop") if e["reason"] == "PolicyApplied"]
 
         eventually(applied, what="the Event about the pod")
-        assert controller.wait_idle(5)
+        assert controller.wait_idle(HANG_SECONDS)
         (event,) = applied()
         assert (event["involvedObject"]["name"], event["type"], event["action"]) == (
             "web",

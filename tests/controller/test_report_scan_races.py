@@ -31,6 +31,7 @@ from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
 from tests.kube.crds import report_crds
 from tests.runtime.helpers import compile_text
+from tests.waiting import HANG_SECONDS
 
 POLR = "policyreports"
 
@@ -105,7 +106,7 @@ def test_a_resource_created_while_a_full_scan_runs_keeps_the_results_the_scan_fo
         """Called as the scan evaluates "one", the only object of its page: "two" comes after the page."""
         if not created:
             created.append(fake_apiserver.store.create(configmap("two"))["metadata"]["name"])
-            assert heard.wait(10), "the watch did not deliver the new ConfigMap"
+            assert heard.wait(HANG_SECONDS), "the watch did not deliver the new ConfigMap"
 
     with scanning(fake_apiserver, tmp_path, "add-foo") as scan:
         scan.on_result = create_two_once
@@ -136,7 +137,7 @@ def test_a_resource_deleted_while_a_full_scan_runs_gets_no_report_from_the_page_
             if not deleted:
                 deleted.append(later)
                 fake_apiserver.store.delete("configmaps", later["metadata"]["name"], "default")
-                assert heard.wait(10), "the watch did not deliver the deletion"
+                assert heard.wait(HANG_SECONDS), "the watch did not deliver the deletion"
 
         scan.on_result = delete_the_later_one_once
         scan.configmaps.add_handler(lambda event, obj, old: heard.set() if event == "DELETED" else None)
@@ -186,7 +187,7 @@ def test_a_resource_deleted_while_its_kind_is_listed_again_gets_no_report(
             if not deleted:
                 deleted.append(fake_apiserver.store.get("configmaps", "z-last", "default")["metadata"]["uid"])
                 fake_apiserver.store.delete("configmaps", "z-last", "default")
-                assert heard.wait(10), "the watch did not deliver the deletion"
+                assert heard.wait(HANG_SECONDS), "the watch did not deliver the deletion"
 
         scan.configmaps.add_handler(lambda event, obj, old: heard.set() if event == "DELETED" else None)
         eventually(lambda: len(scan.configmaps.items()) == 2, what="both ConfigMaps in the cache")

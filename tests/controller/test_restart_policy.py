@@ -15,6 +15,7 @@ from celmut.main import main
 from tests.fakekube import FakeApiServer
 from tests.kube.conftest import eventually
 from tests.kube.crds import policy_crds
+from tests.waiting import HANG_SECONDS
 
 from .support import running, write_policies
 from .test_evictions import drift_policy, pod_or_none, replica
@@ -42,7 +43,7 @@ def test_immediate_without_the_opt_in_evicts_and_patches_nothing(fake_apiserver:
     fake_apiserver.store.create(replica("web-a"))
     policies = write_policies(tmp_path / "policies", drift_policy("immediate"))
     with running(fake_apiserver, tmp_path, policies) as controller:
-        assert controller.wait_idle(5)
+        assert controller.wait_idle(HANG_SECONDS)
         assert not fake_apiserver.requests_matching("POST", r"/eviction$")
         assert not fake_apiserver.requests_matching("PATCH", r"/pods/")
     assert "placed" not in pod_or_none(fake_apiserver, "web-a")["metadata"]["labels"]  # type: ignore[index]

@@ -13,7 +13,8 @@ import pytest
 
 from celmut.controller.report_loop import ReportingConfig
 from tests.controller.support import add_label, configmap, policy, running, write_policies
-from tests.controller.test_policy_reports import install_report_crds, results, wait_for
+from tests.controller.test_policy_reports import install_report_crds, results
+from tests.waiting import eventually
 from tests.fakekube import FakeApiServer
 from tests.kube.crds import policy_crds
 
@@ -43,8 +44,8 @@ def test_a_resource_that_becomes_failing_gets_kyvernos_pair_of_violation_events(
     _cluster(fake, configmap("cm"))
     settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
     with running(fake, tmp_path, write_policies(tmp_path / "none"), **settings) as controller:
-        wait_for(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
-        wait_for(lambda: len(violations(fake)) == 2)
+        eventually(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
+        eventually(lambda: len(violations(fake)) == 2)
         on_resource, on_policy = violations(fake)
         # pkg/event/events.go NewResourceViolationEvent and NewPolicyFailEvent, from the scan's component
         assert (on_resource["involvedObject"]["kind"], on_resource["involvedObject"]["name"]) == ("ConfigMap", "cm")
@@ -69,17 +70,17 @@ def test_a_resource_that_becomes_failing_gets_kyvernos_pair_of_violation_events(
         assert controller.reports is not None
         for _ in range(2):  # rescans that find the same post nothing more
             controller.reports.scan_due()
-            wait_for(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
+            eventually(lambda: not controller.reports.scan_pending())  # type: ignore[union-attr]
         assert [e["count"] for e in violations(fake)] == [1, 1]
 
         cm = fake.store.get("configmaps", "cm", "default")
         cm["metadata"]["labels"] = {"foo": "bar"}
         fake.store.update(cm)  # now it passes ...
-        wait_for(lambda: results(fake, "cm") == [("add-foo", "pass", "success")])
+        eventually(lambda: results(fake, "cm") == [("add-foo", "pass", "success")])
         cm = fake.store.get("configmaps", "cm", "default")
         cm["metadata"]["labels"] = {}
         fake.store.update(cm)  # ... and fails again: the same two Events, counted (client-go's eventLogger)
-        wait_for(lambda: [e["count"] for e in violations(fake)] == [2, 2])
+        eventually(lambda: [e["count"] for e in violations(fake)] == [2, 2])
         assert len(violations(fake)) == 2
 
 
@@ -94,8 +95,8 @@ def test_many_violations_of_one_policy_fold_on_the_policy_and_each_resource_keep
     _cluster(fake, *(configmap(f"cm-{index:02d}") for index in range(14)))
     settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
     with running(fake, tmp_path, write_policies(tmp_path / "none"), **settings) as controller:
-        wait_for(lambda: len([e for e in violations(fake) if e["involvedObject"]["kind"] == "ConfigMap"]) == 14)
-        wait_for(lambda: controller.events is not None and controller.events.pending() == 0)
+        eventually(lambda: len([e for e in violations(fake) if e["involvedObject"]["kind"] == "ConfigMap"]) == 14)
+        eventually(lambda: controller.events is not None and controller.events.pending() == 0)
         on_policy = [e for e in violations(fake) if e["involvedObject"]["kind"] == "MutatingPolicy"]
         combined = [e for e in on_policy if e["message"].startswith("(combined from similar events): ConfigMap ")]
         assert len(on_policy) == 9 + 1 and len(combined) == 1
@@ -119,7 +120,7 @@ def test_aggregated_the_violations_of_a_namespace_are_one_counted_event_on_the_p
                 (e["metadata"]["namespace"], e["involvedObject"]["kind"], e["reason"], e["count"]) for e in found
             )
 
-        wait_for(lambda: folded() == [("default", "MutatingPolicy", "PolicyViolation", 6)] * 2)
+        eventually(lambda: folded() == [("default", "MutatingPolicy", "PolicyViolation", 6)] * 2)
         messages = sorted(e["message"] for e in fake.store.list("events", "default"))
         assert all(m.startswith("(combined from similar events): ConfigMap ") for m in messages)
         assert [m.split("ConfigMap ")[1].split("/")[0] for m in messages] == ["default", "shop"]
@@ -133,7 +134,7 @@ def test_omit_events_policy_violation_posts_none(fake_apiserver: FakeApiServer, 
     settings: dict[str, Any] = {"reports": ReportingConfig(interval=0.05), "from_cluster": True}
     omitted = frozenset({"PolicyViolation"})
     with running(fake, tmp_path, write_policies(tmp_path / "none"), omit_events=omitted, **settings) as controller:
-        wait_for(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
+        eventually(lambda: results(fake, "cm") == [("add-foo", "fail", "mutation is not applied")])
         assert controller.events is not None
-        wait_for(lambda: controller.events.pending() == 0)  # type: ignore[union-attr]
+        eventually(lambda: controller.events.pending() == 0)  # type: ignore[union-attr]
         assert violations(fake) == []

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from celmut.controller.workqueue import TokenBucket, WorkQueue
+from tests.waiting import HANG_SECONDS
 
 
 def union(a: set[str], b: set[str]) -> set[str]:
@@ -45,13 +46,13 @@ def test_retries_back_off_and_give_up() -> None:
     queue.add("a", {"w"})
     key, work = queue.get(0)  # type: ignore[misc]
     queue.done(key)
+    started = time.monotonic()  # before the retry is scheduled: a thread descheduled here only waits longer
     assert queue.retry(key, work)
-    started = time.monotonic()
-    assert queue.get(1) == ("a", {"w"})
+    assert queue.get(HANG_SECONDS) == ("a", {"w"})
     assert time.monotonic() - started >= 0.04  # the first retry waits base_delay
     queue.done("a")
     assert queue.retry("a", {"w"})
-    assert queue.get(1) is not None
+    assert queue.get(HANG_SECONDS) is not None
     queue.done("a")
     assert not queue.retry("a", {"w"})  # the third failure gives up
 
@@ -62,12 +63,12 @@ def test_a_blocked_get_wakes_on_add_and_on_shutdown() -> None:
     thread = threading.Thread(target=lambda: got.append(queue.get()))
     thread.start()
     queue.add("a", {"w"})
-    thread.join(2)
+    thread.join(HANG_SECONDS)
     assert got == [("a", {"w"})]
     thread = threading.Thread(target=lambda: got.append(queue.get()))
     thread.start()
     queue.shutdown()
-    thread.join(2)
+    thread.join(HANG_SECONDS)
     assert got[-1] is None
 
 

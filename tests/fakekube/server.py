@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 import kubernetes.client
 import yaml
 
+from tests.waiting import HANG_SECONDS
+
 from .admission import AdmissionChain, ApiWrites
 from .controllers import ControllerManager
 from .errors import DEFAULT_REASONS, ApiError
@@ -41,7 +43,7 @@ from .handler import ApiHandler
 from .resources import Registry
 from .store import Store
 from .tls import tls_material
-from .watch import Watcher
+from .watch import Watcher, WatchHold
 
 if TYPE_CHECKING:  # celmut's runtime loads only for tests that enable native MAP evaluation
     from .native_map import NativeAdmissionPolicies
@@ -184,7 +186,7 @@ class FakeApiServer:
         self._faults: list[Fault] = []
         self._holds: list[Hold] = []
         self._latency = 0.0
-        self.held_watches: set[str] = set()  # resources whose watch events wait (watches_behind)
+        self.held_watches: dict[str, WatchHold] = {}  # resources whose watch events wait (watches_behind)
         self._streams: set[Watcher] = set()
         self._connections: set[socket.socket] = set()
         self._httpd: _HttpServer | None = None
@@ -373,14 +375,16 @@ class FakeApiServer:
         return held
 
     @contextlib.contextmanager
-    def watches_behind(self, resource: str) -> Iterator[None]:
+    def watches_behind(self, resource: str) -> Iterator[WatchHold]:
         """Hold the events of every watch on ``resource`` (a plural: ``pods``) until the block ends, then
-        send them in order: a watcher that is behind, as a busy client is behind the API server."""
-        self.held_watches.add(resource)
+        send them in order: a watcher that is behind, as a busy client is behind the API server. A watch
+        opened during the block is behind too: the events it replays wait as well. The
+        :class:`WatchHold` yielded lets events through one at a time (``release``)."""
+        hold = self.held_watches[resource] = WatchHold()
         try:
-            yield
+            yield hold
         finally:
-            self.held_watches.discard(resource)
+            del self.held_watches[resource]
 
     def _record(
         self,
@@ -448,7 +452,7 @@ class FakeApiServer:
         rtype = self.store.resolve(resource)
         return [w for w in streams if w.rtype.gvr == rtype.gvr]
 
-    def wait_for_watchers(self, resource: str, count: int = 1, timeout: float = 5.0) -> bool:
+    def wait_for_watchers(self, resource: str, count: int = 1, timeout: float = HANG_SECONDS) -> bool:
         """Wait until at least ``count`` watch streams on ``resource`` are open."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -92,13 +92,13 @@ class WatchStreamMixin:
             for entry in current:
                 line = watcher.initial_line(entry)
                 if line:
-                    self._write_chunk(line)
+                    self._write_event(watcher, line)
             if initial:
                 self._write_chunk(bookmark_line(rtype, watcher.position, initial_events_end=True))
-            for event in replay:
+            for event in replay:  # a watch opened while watches are behind is behind for these too
                 line = watcher.render(event)
                 if line:
-                    self._write_chunk(line)
+                    self._write_event(watcher, line)
             self._stream(watcher, deadline, bookmarks)
         except WatchClosed as closed:
             if closed.abrupt:
@@ -118,6 +118,12 @@ class WatchStreamMixin:
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
+    def _write_event(self, watcher: Watcher, line: bytes) -> None:
+        """Write one event's line once no hold keeps it back (FakeApiServer.watches_behind)."""
+        while (hold := self.api.held_watches.get(watcher.rtype.plural)) is not None and not hold.take(watcher):
+            time.sleep(0.01)
+        self._write_chunk(line)
+
     def _stream(self, watcher: Watcher, deadline: float, bookmarks: bool) -> None:
         store, rtype = self.api.store, watcher.rtype
         interval = self.api.bookmark_interval
@@ -131,12 +137,9 @@ class WatchStreamMixin:
                         self._write_chunk(bookmark_line(rtype, rv))
                 self._write_chunk(b"")
                 return
-            if rtype.plural in self.api.held_watches:  # FakeApiServer.watches_behind
-                time.sleep(0.01)
-                continue
+            if rtype.plural in self.api.held_watches:  # behind: no bookmark either while events wait
+                next_bookmark = time.monotonic() + interval
             event = watcher.next(min(0.2, deadline - now))
-            while event is not None and rtype.plural in self.api.held_watches:  # taken while the hold began
-                time.sleep(0.01)
             if event is None:
                 if self._client_gone():
                     self.close_connection = True
@@ -149,4 +152,4 @@ class WatchStreamMixin:
                 continue
             line = watcher.render(event)
             if line:
-                self._write_chunk(line)
+                self._write_event(watcher, line)

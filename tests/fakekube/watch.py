@@ -111,6 +111,31 @@ def error_line(status: Obj) -> bytes:
 _CLOSE = object()
 
 
+class WatchHold:
+    """What :meth:`FakeApiServer.watches_behind` holds back: each watch on the resource sends, of the
+    events it has to send from the moment the hold began (live or replayed), only the first
+    :attr:`released` until the hold ends."""
+
+    def __init__(self) -> None:
+        self.released = 0
+        self._sent: dict[Watcher, int] = {}
+        self._lock = threading.Lock()
+
+    def release(self, events: int = 1) -> None:
+        """Let each watch on the resource send ``events`` more of its held events (in order)."""
+        with self._lock:
+            self.released += events
+
+    def take(self, watcher: Watcher) -> bool:
+        """Whether ``watcher`` may send its next event now (counted as sent when it may)."""
+        with self._lock:
+            sent = self._sent.get(watcher, 0)
+            if sent >= self.released:
+                return False
+            self._sent[watcher] = sent + 1
+            return True
+
+
 @dataclass(eq=False)
 class Watcher:
     """A registered watch on one resource type (and optionally one namespace)."""

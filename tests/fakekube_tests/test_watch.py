@@ -15,6 +15,7 @@ from kubernetes import watch
 from kubernetes.client import ApiException, CoreV1Api
 
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
 
 from .manifests import config_map, pod
 
@@ -25,10 +26,10 @@ def core(fake_api_client: kubernetes.client.ApiClient) -> CoreV1Api:
 
 
 def _take(func: Any, count: int, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-    """The first ``count`` events of a watch (the stream is stopped then; 5 s at most)."""
+    """The first ``count`` events of a watch (the stream is stopped then; the hang guard at most)."""
     watcher = watch.Watch()
     events: list[dict[str, Any]] = []
-    for event in watcher.stream(func, *args, timeout_seconds=5, **kwargs):
+    for event in watcher.stream(func, *args, timeout_seconds=int(HANG_SECONDS), **kwargs):
         events.append(event)
         if len(events) == count:
             watcher.stop()
@@ -81,7 +82,7 @@ def test_live_events_and_stop(core: CoreV1Api, fake_apiserver: FakeApiServer) ->
     core.create_namespaced_pod("default", pod("p"))
     core.patch_namespaced_pod("p", "default", {"metadata": {"labels": {"k": "v"}}})
     core.delete_namespaced_pod("p", "default")
-    thread.join(timeout=5)
+    thread.join(timeout=HANG_SECONDS)
     assert not thread.is_alive()
     assert _summary(received) == [("ADDED", "p"), ("MODIFIED", "p"), ("DELETED", "p")]
     assert received[1]["object"].metadata.labels == {"k": "v"}
@@ -183,7 +184,7 @@ def test_drop_watches_abruptly(core: CoreV1Api, fake_apiserver: FakeApiServer) -
     thread.start()
     assert fake_apiserver.wait_for_watchers("configmaps")
     assert fake_apiserver.drop_watches() == 1
-    thread.join(timeout=5)
+    thread.join(timeout=HANG_SECONDS)
     assert not thread.is_alive()
     assert isinstance(received[-1], urllib3.exceptions.ProtocolError)
 
@@ -197,17 +198,13 @@ def test_drop_watches_cleanly_the_client_resumes(core: CoreV1Api, fake_apiserver
     thread.start()
     assert fake_apiserver.wait_for_watchers("configmaps")
     core.create_namespaced_config_map("default", config_map("one"))
-    deadline = time.monotonic() + 5
-    while not received and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert _wait(lambda: received)
     fake_apiserver.drop_watches(abrupt=False)
     core.create_namespaced_config_map("default", config_map("two"))  # happens while nobody watches
-    deadline = time.monotonic() + 5
-    while len(received) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert _wait(lambda: len(received) >= 2)
     watcher.stop()
     core.create_namespaced_config_map("default", config_map("three"))
-    thread.join(timeout=5)
+    thread.join(timeout=HANG_SECONDS)
     assert _summary(received[:2]) == [("ADDED", "one"), ("ADDED", "two")]
     watches = fake_apiserver.requests_matching("GET", "/configmaps$")
     resumed = [r for r in watches if r.query.get("watch") == ["true"]]
@@ -216,7 +213,37 @@ def test_drop_watches_cleanly_the_client_resumes(core: CoreV1Api, fake_apiserver
     ]
 
 
-def _wait(condition: Any, timeout: float = 5.0) -> bool:
+def test_a_watch_opened_while_watches_are_behind_is_behind_for_its_replay_too(
+    core: CoreV1Api, fake_apiserver: FakeApiServer
+) -> None:
+    """``watches_behind`` holds every event a watch has to send, the ones it replays when it opens during the
+    hold too, and lets them through one at a time (``release``), then all as the hold ends."""
+    start = core.list_namespaced_config_map("default").metadata.resource_version
+    received: list[dict[str, Any]] = []
+
+    def follow() -> None:
+        for event in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=start, timeout_seconds=600
+        ):
+            received.append(event)
+            if len(received) == 2:
+                return
+
+    with fake_apiserver.watches_behind("configmaps") as behind:
+        core.create_namespaced_config_map("default", config_map("a"))
+        core.delete_namespaced_config_map("a", "default")
+        thread = threading.Thread(target=follow)
+        thread.start()  # opens after both changes: it replays them
+        assert fake_apiserver.wait_for_watchers("configmaps")
+        assert received == []
+        behind.release(1)
+        assert _wait(lambda: received)
+        assert _summary(received) == [("ADDED", "a")]  # the deletion is still behind
+    thread.join(HANG_SECONDS)
+    assert _summary(received) == [("ADDED", "a"), ("DELETED", "a")]
+
+
+def _wait(condition: Any, timeout: float = HANG_SECONDS) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():

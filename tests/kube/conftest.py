@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,8 @@ from celmut.kube.client import Cluster
 from celmut.kube.policy_source import ClusterPolicySource
 from celmut.sources.documents import Document
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
+from tests.waiting import eventually as eventually  # watches deliver asynchronously
 
 from .crds import policy_crds
 
@@ -25,14 +26,6 @@ def cluster(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Cluster]:
         yield connected
     finally:
         connected.close()
-
-
-def eventually(check: Callable[[], object], timeout: float = 5.0, what: str = "condition") -> None:
-    """Wait until ``check()`` is truthy (watches deliver asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def namespace(name: str, **labels: str) -> dict[str, object]:
@@ -113,7 +106,7 @@ def with_crds(fake_apiserver: FakeApiServer) -> FakeApiServer:
 @pytest.fixture
 def source(cluster: Cluster) -> Iterator[ClusterPolicySource]:
     started = ClusterPolicySource(cluster, rediscover_seconds=0.05).start()
-    assert started.wait_synced(5)
+    assert started.wait_synced(HANG_SECONDS)
     try:
         yield started
     finally:

@@ -84,6 +84,36 @@ def test_reconcile_with_a_list_read_for_an_earlier_request(
     assert sum(bool(p["metadata"].get("deletionTimestamp")) for p in result.pods) == terminating
 
 
+def versioned(name: str, version: str) -> Obj:
+    return pod(name, resourceVersion=version)
+
+
+LATE: dict[str, tuple[Obj, str, list[str]]] = {
+    # a pod the cache got after the read started, not in the list (read at resourceVersion "90")
+    "created after the list: counted": (versioned("b", "95"), "90", ["a", "b"]),
+    "stored, then deleted before the list (the watch delivered it late): not counted": (
+        versioned("b", "85"),
+        "90",
+        ["a"],
+    ),
+    "versions compare as integers, not as text": (versioned("b", "100"), "90", ["a", "b"]),
+    "a version that is not an integer cannot be compared: counted": (versioned("b", "x85"), "90", ["a", "b"]),
+    "a list without a version: counted": (versioned("b", "85"), "", ["a", "b"]),
+}
+
+
+@pytest.mark.parametrize(("late", "version", "expected"), LATE.values(), ids=LATE.keys())
+def test_a_pod_the_cache_got_after_the_read_counts_only_if_newer_than_the_list(
+    late: Obj, version: str, expected: list[str]
+) -> None:
+    """Resource versions of one resource are integers that grow with every write (Kubernetes compares them:
+    k8s.io/apimachinery/pkg/util/resourceversion CompareResourceVersion). A pod absent from a list whose
+    version is newer than the pod's was gone when the list was read."""
+    stored = [versioned("a", "80")]
+    result = reconcile([versioned("a", "80"), late], [], stored, known("a"), version=version)
+    assert counted(result.pods) == expected
+
+
 def test_a_claim_is_kept_and_a_gone_pod_drops_its_entry() -> None:
     admitted = AdmittedPods(60)
     admitted.remember(pod(), None)

@@ -9,6 +9,7 @@ import pytest
 from celmut.kube.cache import WatchedCache
 from celmut.kube.client import Cluster
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
 
 from .conftest import eventually, pod
 
@@ -16,7 +17,7 @@ from .conftest import eventually, pod
 @pytest.fixture
 def pods(cluster: Cluster) -> Iterator[WatchedCache]:
     cache = WatchedCache(cluster, "v1", "pods", max_backoff=0.2).start()
-    assert cache.wait_synced(5)
+    assert cache.wait_synced(HANG_SECONDS)
     try:
         yield cache
     finally:
@@ -34,7 +35,7 @@ def test_lists_then_follows_changes(fake_apiserver: FakeApiServer, cluster: Clus
     cache.add_handler(lambda kind, obj, _old: events.append((kind, obj["metadata"]["name"])))
     cache.start()
     try:
-        assert cache.wait_synced(5)
+        assert cache.wait_synced(HANG_SECONDS)
         assert names(cache) == {"before"}
         item = cache.get("default", "before")
         assert item is not None and item["kind"] == "Pod" and item["apiVersion"] == "v1"  # typed lists omit them
@@ -89,7 +90,7 @@ def test_the_cache_is_bounded(fake_apiserver: FakeApiServer, cluster: Cluster) -
         fake_apiserver.store.create(pod(f"p{index}"))
     cache = WatchedCache(cluster, "v1", "pods", max_objects=3).start()
     try:
-        assert cache.wait_synced(5)
+        assert cache.wait_synced(HANG_SECONDS)
         assert len(cache) == 3 and cache.overflowed
     finally:
         cache.stop()
@@ -98,7 +99,7 @@ def test_the_cache_is_bounded(fake_apiserver: FakeApiServer, cluster: Cluster) -
 def test_an_unserved_resource_is_absent_not_an_error(cluster: Cluster) -> None:
     cache = WatchedCache(cluster, "example.com/v1", "widgets").start()
     try:
-        assert cache.wait_synced(5)
+        assert cache.wait_synced(HANG_SECONDS)
         assert cache.absent and cache.items() == []
     finally:
         cache.stop()

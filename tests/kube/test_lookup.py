@@ -12,6 +12,7 @@ from celmut.cel.lookups import AdmissionScope, ResourceNotFound
 from celmut.kube.client import Cluster
 from celmut.kube.lookup import CacheSet, ClusterLookup
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
 
 from .conftest import eventually, namespace, pod
 
@@ -157,7 +158,7 @@ def test_a_decision_waits_for_the_one_in_flight_and_counts_its_pod(lookup: Clust
         thread.start()
         assert not second_listed.wait(0.3)  # held back while this admission is in flight
         lookup.remember_admitted(placed(owned_pod("", labels=hash_label), "spot"))
-    thread.join(10)
+    thread.join(HANG_SECONDS)
     assert seen == [["(admitted)"]]
 
 
@@ -178,7 +179,7 @@ def test_other_workloads_and_lookups_outside_an_admission_do_not_wait(lookup: Cl
     with AdmissionScope(time.monotonic() + 30):
         lookup.list("v1", "pods", "shop", {"pod-template-hash": "5d9c"})
         threading.Thread(target=other).start()
-        assert done.wait(10)
+        assert done.wait(HANG_SECONDS)
 
 
 def test_a_decision_waits_no_longer_than_its_deadline(lookup: ClusterLookup) -> None:
@@ -193,7 +194,7 @@ def test_a_decision_waits_no_longer_than_its_deadline(lookup: ClusterLookup) -> 
         lookup.list("v1", "pods", "shop", {"pod-template-hash": "5d9c"})
         thread = threading.Thread(target=late)
         thread.start()
-        thread.join(10)
+        thread.join(HANG_SECONDS)
     assert outcome == [0]
 
 
@@ -245,6 +246,37 @@ def test_an_admitted_pod_stands_for_its_stored_pod_until_that_is_deleted(
         assert decide() == []  # deleted: its entry is gone too
 
 
+def test_a_pod_deleted_before_the_list_that_the_watch_delivers_late_is_not_counted(
+    fake_apiserver: FakeApiServer, lookup: ClusterLookup
+) -> None:
+    """The watch is behind: a pod stored and deleted before a decision's list reaches the cache (its creation,
+    not yet its deletion) after the decision read that list, while it waits for the workload's lock. The
+    list's resourceVersion is newer than the pod's: the pod was gone before the list, not stored after it."""
+    hash_label = {"pod-template-hash": "5d9c"}
+    lookup.list("v1", "pods", "shop", hash_label)
+    cache = lookup.caches.existing("v1", "pods")
+    assert cache is not None
+    seen: list[list[str]] = []
+
+    def decide() -> None:
+        with AdmissionScope(time.monotonic() + 600):
+            seen.append(names(lookup.list("v1", "pods", "shop", hash_label)))
+
+    with fake_apiserver.watches_behind("pods") as behind:
+        fake_apiserver.store.create(owned_pod("web-5d9c-x", labels=hash_label))
+        fake_apiserver.store.delete("pods", "web-5d9c-x", "shop")
+        with AdmissionScope(time.monotonic() + 600):  # an earlier decision about the workload holds its lock
+            assert names(lookup.list("v1", "pods", "shop", hash_label)) == []
+            fake_apiserver.clear_requests()
+            decision = threading.Thread(target=decide)
+            decision.start()
+            eventually(lambda: fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$"), what="its list")
+            behind.release(1)  # the creation, not the deletion
+            eventually(lambda: cache.get("shop", "web-5d9c-x") is not None, what="the late creation")
+        decision.join(HANG_SECONDS)
+    assert seen == [[]]
+
+
 def test_one_read_serves_the_requests_that_arrived_before_it(
     fake_apiserver: FakeApiServer, lookup: ClusterLookup
 ) -> None:
@@ -290,7 +322,7 @@ def test_decisions_that_arrive_together_share_the_read_under_way(
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(10)
+        thread.join(HANG_SECONDS)
     fake_apiserver.set_latency(0)
     assert seen == [["web-5d9c-a"]] * 4
     assert len(fake_apiserver.requests_matching("GET", r"/namespaces/shop/pods$")) == 1

@@ -19,6 +19,7 @@ from celmut.service.assembly import EngineSettings, assemble_engine
 from celmut.service.lookup_needs import METADATA_RESOURCES, metadata_only_resources
 from celmut.sources.documents import Document
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
 
 from .conftest import eventually, pod
 
@@ -36,7 +37,7 @@ def test_a_metadata_only_cache_asks_for_and_keeps_only_metadata(
     fake_apiserver.store.create(pod("listed", labels={"app": "web"}, ownerReferences=[owner]))
     cache = WatchedCache(cluster, "v1", "pods", metadata_only=True).start()
     try:
-        assert cache.wait_synced(5)
+        assert cache.wait_synced(HANG_SECONDS)
         fake_apiserver.store.create(pod("watched", annotations={"celmut.io/placement": "spot"}))
         eventually(lambda: cache.get("default", "watched") is not None, what="the watched pod")
         listed, watched = cache.get("default", "listed"), cache.get("default", "watched")
@@ -56,7 +57,7 @@ def test_a_whole_cache_asks_for_whole_objects(fake_apiserver: FakeApiServer, clu
     fake_apiserver.store.create(pod("web"))
     cache = WatchedCache(cluster, "v1", "pods").start()
     try:
-        assert cache.wait_synced(5)
+        assert cache.wait_synced(HANG_SECONDS)
         assert cache.get("default", "web")["spec"]["containers"][0]["image"] == "nginx"  # type: ignore[index]
     finally:
         cache.stop()
@@ -78,7 +79,7 @@ def test_a_relist_is_paged_with_continue(fake_apiserver: FakeApiServer, cluster:
         fake_apiserver.store.create(pod(f"p{i}"))
     cache = WatchedCache(cluster, "v1", "pods", metadata_only=True).start()
     try:
-        assert cache.wait_synced(30)
+        assert cache.wait_synced(HANG_SECONDS)
         assert len(cache) == 1203
     finally:
         cache.stop()
@@ -161,7 +162,7 @@ def test_a_lookup_by_the_indexed_label_reads_the_same_pods_as_a_scan(
         )
 
     try:
-        assert cache.wait_synced(5)
+        assert cache.wait_synced(HANG_SECONDS)
         assert indexed("h1") == scanned("h1") == ["a", "b"] and indexed("h2") == ["c"]
         fake_apiserver.store.patch(
             "pods", "b", {"metadata": {"labels": {"pod-template-hash": "h2"}}}, namespace="default"

@@ -16,6 +16,7 @@ from celmut.policy.selection import OWNER_LABEL, PolicySelection
 from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicyStore
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
 
 from .conftest import eventually, label_policy, policy_documents
 from .crds import crds_next_to_kyverno, kyvernos_webhooks
@@ -137,6 +138,22 @@ def test_celmut_takes_its_condition_back_from_a_policy_it_no_longer_serves(
     assert status_of(with_crds, "moving")["conditionStatus"]["ready"] is True  # Kyverno's field, untouched
 
 
+def test_a_policy_relabelled_for_kyverno_alone_is_handed_over(
+    next_to_kyverno: FakeApiServer, source: ClusterPolicySource
+) -> None:
+    """Only the owner label changes: no spec change bumps the generation, nothing else in the cluster moves
+    (before, the policy stayed in service until some other change made celmut reload)."""
+    next_to_kyverno.store.create(owned(label_policy("moving")))
+    store = PolicyStore([source], EngineSettings())
+    eventually(lambda: served(store) == {"moving"}, what="the policy in service")
+    generation = next_to_kyverno.store.get(MPOL, "moving")["metadata"]["generation"]
+    next_to_kyverno.store.patch(MPOL, "moving", {"metadata": {"labels": {OWNER_LABEL: "kyverno"}}})
+    assert next_to_kyverno.store.get(MPOL, "moving")["metadata"]["generation"] == generation
+    eventually(lambda: served(store) == set(), what="the policy handed over")
+    next_to_kyverno.store.patch(MPOL, "moving", {"metadata": {"labels": {OWNER_LABEL: "celmut"}}})
+    eventually(lambda: served(store) == {"moving"}, what="the policy taken back")
+
+
 def test_an_explicit_selector_holds_with_or_without_kyverno(with_crds: FakeApiServer, cluster: Cluster) -> None:
     with_crds.store.create(label_policy("a"))
     team = label_policy("b")
@@ -144,7 +161,7 @@ def test_an_explicit_selector_holds_with_or_without_kyverno(with_crds: FakeApiSe
     with_crds.store.create(team)
     source = ClusterPolicySource(cluster, selection=PolicySelection("team=b"), rediscover_seconds=0.05).start()
     try:
-        assert source.wait_synced(5)
+        assert source.wait_synced(HANG_SECONDS)
         store = PolicyStore([source], EngineSettings())
         eventually(lambda: served(store) == {"b"}, what="the selected policy alone")
     finally:

@@ -12,6 +12,7 @@ from celmut.service.assembly import EngineSettings
 from celmut.service.store import PolicyStore
 from celmut.sources.files import FileSource
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS
 
 from .conftest import admission_policy, binding, eventually, label_policy, policy_documents
 from .crds import crd, policy_crds, spec_of
@@ -172,7 +173,7 @@ def test_mutating_admission_policies_are_left_to_the_api_server_unless_asked(
     default = ClusterPolicySource(cluster, rediscover_seconds=0.05).start()
     serving = ClusterPolicySource(cluster, rediscover_seconds=0.05, admission_policies=True).start()
     try:
-        assert default.wait_synced(5) and serving.wait_synced(5)
+        assert default.wait_synced(HANG_SECONDS) and serving.wait_synced(HANG_SECONDS)
         eventually(lambda: policy_names(store_of(serving)) == {"kyverno", "native"}, what="the MAP served")
         assert policy_names(store_of(default)) == {"kyverno"}
     finally:

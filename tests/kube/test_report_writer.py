@@ -5,8 +5,6 @@ never a report another owner wrote, and renaming when Kyverno arrives (celmut-<u
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from celmut.kube.client import Cluster
@@ -15,6 +13,7 @@ from celmut.runtime.report_objects import ResourceRef
 from celmut.runtime.report_results import ReportResult
 from tests.fakekube import FakeApiServer
 from tests.kube.crds import report_crds
+from tests.waiting import eventually
 
 REF = ResourceRef("v1", "ConfigMap", "default", "cm", "uid-1")
 
@@ -127,7 +126,7 @@ def test_a_report_dirty_again_while_being_written_is_written_after_by_its_writer
     first = threading.Thread(target=writer.flush)
     first.start()
     try:
-        wait_until(lambda: fake_apiserver.requests_matching("POST", "policyreports"))
+        eventually(lambda: fake_apiserver.requests_matching("POST", "policyreports"))
         writer.put(REF, "a", [result("a", "pass")])  # changed while its creation is in flight
         second = writer.flush()  # another flush meanwhile: the report is not its to write
     finally:
@@ -139,8 +138,3 @@ def test_a_report_dirty_again_while_being_written_is_written_after_by_its_writer
     assert writes(fake_apiserver) == 2 and writer.pending() == 0  # created, then updated; no 409
 
 
-def wait_until(condition: Callable[[], object], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)

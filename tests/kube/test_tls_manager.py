@@ -22,6 +22,7 @@ from celmut.kube import certs
 from celmut.kube.client import Cluster
 from celmut.kube.tls_manager import TlsConfig, TlsManager
 from tests.fakekube import FakeApiServer
+from tests.waiting import HANG_SECONDS, eventually
 
 CONFIG = TlsConfig(
     namespace="celmut",
@@ -102,7 +103,7 @@ def handshake(serving: dict[str, bytes], bundle: bytes, hostname: str, tmp_path:
     thread.start()
     with client_context.wrap_socket(right, server_hostname=hostname) as tls:
         tls.sendall(b"x")
-    thread.join(5)
+    thread.join(HANG_SECONDS)
     assert not errors, errors
 
 
@@ -218,11 +219,7 @@ def test_only_the_leader_manages_tls_and_a_new_leader_starts_at_once(
         stop.wait(0.1)
         assert fake_apiserver.store.list("secrets", "celmut") == []  # a standby writes nothing
         leading.set()
-        for _ in range(200):
-            if len(fake_apiserver.store.list("secrets", "celmut")) == 2:
-                break
-            stop.wait(0.02)
-        assert len(fake_apiserver.store.list("secrets", "celmut")) == 2
+        eventually(lambda: len(fake_apiserver.store.list("secrets", "celmut")) == 2, what="the leader's two Secrets")
     finally:
         stop.set()
         thread.join(5)

@@ -98,7 +98,7 @@ def wait_for_policies(servers: list[RunningServer], *names: str) -> None:
                 return False
         return True
 
-    eventually(loaded, timeout=10, what=f"policies {names} in service")
+    eventually(loaded, what=f"policies {names} in service")
 
 
 def seen_by(servers: list[RunningServer]) -> Callable[[list[Obj]], None]:

@@ -27,6 +27,9 @@ from celmut.server.run import ServeConfig, bind, build_store, connect_cluster, m
 from celmut.service.store import PolicyStore
 from tests.service.settings_support import take_service
 
+#: What a test's client waits for an answer beyond the server's deadline before it calls the server hung.
+ANSWER_GRACE_SECONDS = 60.0
+
 
 @dataclass
 class RunningServer:
@@ -36,10 +39,16 @@ class RunningServer:
     store: PolicyStore
     metrics: Metrics
     cluster: ClusterConnection | None = None  # with from_cluster=True: its caches and policy source
+    # how long the client waits for an answer: the server's own deadline decides what it answers, this only
+    # guards against a hang (a loaded machine may take many times longer than a quiet one)
+    answer_timeout: float = ANSWER_GRACE_SECONDS
 
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(
-            base_url=self.url, verify=ssl.create_default_context(cafile=str(self.ca_file)), timeout=10, **kwargs
+            base_url=self.url,
+            verify=ssl.create_default_context(cafile=str(self.ca_file)),
+            timeout=self.answer_timeout,
+            **kwargs,
         )
 
     def review(
@@ -77,13 +86,19 @@ def running_server(
     port = sock.getsockname()[1]
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + ANSWER_GRACE_SECONDS  # a hang guard: a loaded machine starts it late
     while not server.started:
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.01)
     try:
         yield RunningServer(
-            f"https://127.0.0.1:{port}", material.ca_file, material.ca_file.parent, store, metrics, cluster
+            f"https://127.0.0.1:{port}",
+            material.ca_file,
+            material.ca_file.parent,
+            store,
+            metrics,
+            cluster,
+            answer_timeout=config.timeout_seconds + ANSWER_GRACE_SECONDS,
         )
     finally:
         server.should_exit = True

@@ -143,7 +143,7 @@ def test_the_serve_command_connects_with_a_kubeconfig(fake_apiserver: FakeApiSer
             except httpx.HTTPError:
                 return False
 
-        eventually(ready, timeout=30, what="celmut serve to become ready")
+        eventually(ready, what="celmut serve to become ready")
         body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": admission_request(pod())}
         response = httpx.post(f"https://127.0.0.1:{port}/mutate", json=body, verify=verify)
         assert response.status_code == 200, response.text

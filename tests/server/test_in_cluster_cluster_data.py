@@ -27,6 +27,7 @@ from tests.kube.conftest import eventually
 from tests.kube.crds import crds_next_to_kyverno, policy_crds
 from tests.kube.gctx_support import JsonService, api_entry, configmap, install_gce_crd, resource_entry
 from tests.kube.registry_support import PushedImage, Registry, oci_registry  # noqa: F401 (the fixture)
+from tests.waiting import HANG_SECONDS
 
 from .in_cluster import celmut_in_cluster, wait_for_policies
 
@@ -195,7 +196,6 @@ def test_the_controller_gives_the_object_celmut_test_gives(
     with running(world.fake, tmp_path, world.policies, **settings):
         eventually(
             lambda: written(world.fake.store.get("pods", "web", "default")) == written(expected),
-            timeout=15,
             what="the controller's mutation",
         )
 
@@ -214,7 +214,7 @@ def test_the_controller_leader_writes_entry_status_only_while_kyverno_is_absent(
     policies = tmp_path / "policies"
     policies.mkdir()
     with running(fake_apiserver, tmp_path, policies, from_cluster=True) as controller:
-        controller.global_context.wait_ready(10.0)  # the entry's call was made and its outcome recorded
+        controller.global_context.wait_ready(HANG_SECONDS)  # the entry's call was made and its outcome recorded
         source = controller.policy_source
         assert source is not None
         eventually(lambda: source.ownership is not None, what="Kyverno's presence known")

@@ -105,7 +105,7 @@ def test_existing_daemonsets_are_picked_up_by_the_controller_and_rolled_once(
                 spec = fake.store.get("daemonsets.apps", "node-exporter", "monitoring")["spec"]["template"]["spec"]
                 return bool(spec.get("tolerations"))
 
-            eventually(tolerated, timeout=20, what="the controller to patch the existing DaemonSet")
+            eventually(tolerated, what="the controller to patch the existing DaemonSet")
         assert fake.controllers.settle().stable
         fake.controllers.end_grace_periods()  # the rolled pods' kubelets finish them
         assert fake.controllers.settle().stable

@@ -102,7 +102,7 @@ def test_the_policy_is_applied_once_by_the_webhook_then_by_its_map_then_by_the_w
         assert fake.native_map is not None
         # 1. No controller yet: no MAP, celmut's webhook serves the policy.
         fake.store.create(POLICY)
-        eventually(lambda: "spot" in served(servers), timeout=10, what="the webhook serving the policy")
+        eventually(lambda: "spot" in served(servers), what="the webhook serving the policy")
         assert create_pod(fake, "before") == once
         assert fake.native_map.invocations == 0
 
@@ -112,7 +112,7 @@ def test_the_policy_is_applied_once_by_the_webhook_then_by_its_map_then_by_the_w
             eventually(
                 lambda: fake.store.exists("mutatingadmissionpolicybindings", "mpol-spot-binding"), what="the MAP"
             )
-            eventually(lambda: all(sees_binding(s) for s in servers), timeout=10, what="the webhooks seeing it")
+            eventually(lambda: all(sees_binding(s) for s in servers), what="the webhooks seeing it")
             served(servers)  # every replica reloaded with the MAP in view
             assert create_pod(fake, "native") == once
             assert "spot" not in served(servers)
@@ -136,7 +136,7 @@ def test_the_policy_is_applied_once_by_the_webhook_then_by_its_map_then_by_the_w
             }
             fake.store.update(policy)
             eventually(lambda: not fake.store.list("mutatingadmissionpolicies"), what="the MAP deleted")
-            eventually(lambda: serves_pods_in_default(fake, servers), timeout=10, what="every webhook serving it again")
+            eventually(lambda: serves_pods_in_default(fake, servers), what="every webhook serving it again")
             assert create_pod(fake, "after") == once
             assert fake.native_map.invocations == 1
             message = fake.store.get(MPOL, "spot")["status"]["conditionStatus"]["message"]
@@ -160,7 +160,7 @@ def test_a_binding_the_api_server_refuses_leaves_the_policy_in_the_webhook_appli
         with running(fake, tmp_path, tmp_path / "none", from_cluster=True):
             eventually(lambda: "refused by the test" in str(fake.store.get(MPOL, "spot").get("status")), what="status")
             assert fake.store.exists("mutatingadmissionpolicies", "mpol-spot")  # inert: no binding
-            eventually(lambda: "spot" in served(servers), timeout=10, what="the webhook serving the policy")
+            eventually(lambda: "spot" in served(servers), what="the webhook serving the policy")
             assert create_pod(fake, "pod") == [{"key": "spot", "operator": "Exists"}]
             assert fake.native_map.invocations == 0
             assert fake.store.get(MPOL, "spot")["status"]["generated"] is False
@@ -174,13 +174,13 @@ def test_the_map_reaches_no_namespace_the_webhook_was_never_sent(fake_apiserver:
     fake = fake_apiserver
     with celmut_in_cluster(fake, tmp_path, replicas=1) as servers:
         fake.store.create(POLICY)
-        eventually(lambda: "spot" in served(servers), timeout=10, what="the webhook serving the policy")
+        eventually(lambda: "spot" in served(servers), what="the webhook serving the policy")
         assert not create_pod_in(fake, "kube-system", "before")
         (tmp_path / "none").mkdir()
         with running(fake, tmp_path, tmp_path / "none", from_cluster=True):
             eventually(lambda: fake.store.exists("mutatingadmissionpolicybindings", "mpol-spot-binding"), what="MAP")
-            eventually(lambda: all(sees_binding(s) for s in servers), timeout=10, what="the webhooks seeing it")
-            eventually(lambda: "spot" not in served(servers), timeout=10, what="the webhook leaving the policy")
+            eventually(lambda: all(sees_binding(s) for s in servers), what="the webhooks seeing it")
+            eventually(lambda: "spot" not in served(servers), what="the webhook leaving the policy")
             webhook = next(
                 w
                 for c in fake.store.list("mutatingwebhookconfigurations")

@@ -109,7 +109,7 @@ def test_admissions_are_reported_as_the_webhook_decided_them_in_one_report(
             reports.pass_once()
             return len(results(fake, "cm")) == 3
 
-        eventually(report_complete, timeout=20, what="the report of cm")
+        eventually(report_complete, what="the report of cm")
         assert results(fake, "cm") == {
             "adds-label": ("pass", "admission review", "success"),
             "excepted": ("skip", "admission review", "rule is skipped due to policy exception: default/spare-all"),
@@ -207,6 +207,6 @@ def test_a_new_leader_does_not_put_an_old_error_on_a_later_state(fake_apiserver:
             reports.pass_once()
             return bool(reports._error_events is not None and reports._error_events.items())
 
-        eventually(event_seen, timeout=20, what="the error Event in the controller's watch")
+        eventually(event_seen, what="the error Event in the controller's watch")
         reports.pass_once()
     assert results(fake, "cm") == {}

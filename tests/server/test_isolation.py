@@ -20,6 +20,7 @@ import pytest
 from celmut import cel
 from tests.server.support import JsonHandler, RunningServer, admission_request, pod, running_server
 from tests.server.test_webhook import write
+from tests.waiting import HANG_SECONDS
 
 
 class _Gate(http.server.ThreadingHTTPServer):
@@ -119,11 +120,11 @@ def test_an_admission_waiting_inside_cel_delays_neither_probes_nor_other_admissi
     finished: list[str] = []
     with _serve(tmp_path, gate, 0) as server:
         slow = _slow_admission(server, finished)
-        assert gate.entered.wait(30), "the slow admission never reached its HTTP call"
+        assert gate.entered.wait(HANG_SECONDS), "the slow admission never reached its HTTP call"
         _benign_requests(server, finished)
         assert finished == ["healthz", "readyz", "benign"]  # the slow one is still waiting for the gate
         gate.release.set()
-        slow.join(30)
+        slow.join(HANG_SECONDS)
     assert finished == ["healthz", "readyz", "benign", "slow"]
 
 
@@ -137,7 +138,7 @@ def test_an_admission_burning_its_cpu_budget_delays_neither_probes_nor_other_adm
     finished: list[str] = []
     with _serve(tmp_path, gate, BURNERS) as server:
         slow = _slow_admission(server, finished)
-        assert gate.entered.wait(30), "the slow admission never started"
+        assert gate.entered.wait(HANG_SECONDS), "the slow admission never started"
         _benign_requests(server, finished)
-        slow.join(60)
+        slow.join(HANG_SECONDS)
     assert finished == ["healthz", "readyz", "benign", "slow"]

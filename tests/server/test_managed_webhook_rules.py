@@ -167,7 +167,7 @@ def test_policies_on_configmap_update_a_crd_ephemeralcontainers_and_service_dele
             ("fail.mutate.celmut.io", "pods/ephemeralcontainers", "UPDATE"),
             ("fail.mutate.celmut.io", "services", "DELETE"),
         }
-        eventually(lambda: registered(fake) == wanted, timeout=15, what="the policies' rules registered")
+        eventually(lambda: registered(fake) == wanted, what="the policies' rules registered")
         config = configuration(fake)
         assert config is not None
         webhook = config["webhooks"][0]
@@ -226,17 +226,15 @@ def test_removing_a_policy_removes_its_rules_and_the_last_leaves_none(
     )
     with managed(fake, tmp_path):
         both = {("fail.mutate.celmut.io", "configmaps", "CREATE"), ("ignore.mutate.celmut.io", "services", "CREATE")}
-        eventually(lambda: registered(fake) == both, timeout=15, what="both rules")
+        eventually(lambda: registered(fake) == both, what="both rules")
         fake.store.delete(MPOL, "cm")
         eventually(
             lambda: registered(fake) == {("ignore.mutate.celmut.io", "services", "CREATE")},
-            timeout=15,
             what="the ConfigMap rule gone",
         )
         fake.store.delete(MPOL, "svc")
         eventually(
             lambda: [w["rules"] for w in (configuration(fake) or {}).get("webhooks") or []] == [[], []],
-            timeout=15,
             what="no rule left (the two default webhooks stay, matching nothing)",
         )
 
@@ -249,7 +247,7 @@ def test_a_burst_of_100_policy_changes_gives_a_bounded_number_of_writes(
     the reloads fall, and never again once in line."""
     fake = with_policy_crds(fake_apiserver)
     with managed(fake, tmp_path) as (_, [controller]):
-        eventually(lambda: configuration(fake) is not None, timeout=15, what="the configuration")
+        eventually(lambda: configuration(fake) is not None, what="the configuration")
         writer = controller.webhook_rules
         assert writer is not None
         for index in range(50):
@@ -259,9 +257,9 @@ def test_a_burst_of_100_policy_changes_gives_a_bounded_number_of_writes(
             policy["spec"]["matchConstraints"]["resourceRules"].append(rule("", "v1", "secrets", "CREATE"))
             fake.store.update(policy)
         wanted = {("fail.mutate.celmut.io", "configmaps", "CREATE"), ("fail.mutate.celmut.io", "secrets", "CREATE")}
-        eventually(lambda: registered(fake) == wanted, timeout=30, what="the burst's rules")
+        eventually(lambda: registered(fake) == wanted, what="the burst's rules")
         eventually(
-            lambda: controller.store.engine is not None and len(controller.store.engine.policies) == 50, timeout=30
+            lambda: controller.store.engine is not None and len(controller.store.engine.policies) == 50
         )
         settled = writer.writes
         print(f"\n[managed webhook rules] {settled} writes for 100 policy changes")
@@ -284,7 +282,6 @@ def test_two_controllers_and_a_leader_change_converge_on_one_configuration(
     with managed(fake, tmp_path, controllers=2, webhooks=2) as (servers, controllers):
         eventually(
             lambda: registered(fake) == {("fail.mutate.celmut.io", "configmaps", "CREATE")},
-            timeout=15,
             what="the first leader's configuration",
         )
         leader = next(c for c in controllers if c.is_leader())
@@ -292,9 +289,9 @@ def test_two_controllers_and_a_leader_change_converge_on_one_configuration(
         assert standby.webhook_rules is not None and standby.webhook_rules.writes == 0  # only the leader writes
         leader.stop()
         fake.store.create(mutating_policy("svc", rule("", "v1", "services", "DELETE"), "[]"))
-        eventually(standby.is_leader, timeout=15, what="the standby to take over")
+        eventually(standby.is_leader, what="the standby to take over")
         wanted = {("fail.mutate.celmut.io", "configmaps", "CREATE"), ("fail.mutate.celmut.io", "services", "DELETE")}
-        eventually(lambda: registered(fake) == wanted, timeout=15, what="the new leader's configuration")
+        eventually(lambda: registered(fake) == wanted, what="the new leader's configuration")
         wait_for_policies(servers, "cm")
         cluster = client(fake, tmp_path)
         try:  # both webhook replicas behind the Service serve what the configuration sends
@@ -321,7 +318,7 @@ def test_a_resource_not_served_is_reported_then_registered_once_its_crd_exists(
         return found[0] if found else None
 
     with managed(fake, tmp_path):
-        eventually(lambda: condition() is not None, timeout=15, what="the policy's condition")
+        eventually(lambda: condition() is not None, what="the policy's condition")
         found = condition()
         assert found is not None and found["status"] == "False" and found["reason"] == "ResourceNotServed"
         assert "example.com/v1/widgets not served" in found["message"]
@@ -331,10 +328,9 @@ def test_a_resource_not_served_is_reported_then_registered_once_its_crd_exists(
         fake.store.create(WIDGETS_CRD)
         eventually(
             lambda: registered(fake) == {("fail.mutate.celmut.io", "widgets", "CREATE")},
-            timeout=15,
             what="the rule once the CRD is served",
         )
-        eventually(lambda: condition() is None, timeout=15, what="the condition gone")
+        eventually(lambda: condition() is None, what="the condition gone")
 
 
 def test_uninstall_deleting_the_owner_cluster_role_garbage_collects_the_configuration(
@@ -345,9 +341,9 @@ def test_uninstall_deleting_the_owner_cluster_role_garbage_collects_the_configur
     fake = with_policy_crds(fake_apiserver)
     fake.store.create(mutating_policy("cm", rule("", "v1", "configmaps", "CREATE"), add_label("a")))
     with managed(fake, tmp_path):
-        eventually(lambda: registered(fake) != set(), timeout=15, what="the configuration")
+        eventually(lambda: registered(fake) != set(), what="the configuration")
     fake.store.delete("rbac.authorization.k8s.io/v1/clusterroles", OWNER)
-    eventually(lambda: configuration(fake) is None, timeout=15, what="the configuration collected")
+    eventually(lambda: configuration(fake) is None, what="the configuration collected")
 
 
 def test_a_configuration_of_that_name_that_is_not_the_controllers_is_left_alone(
@@ -365,11 +361,11 @@ def test_a_configuration_of_that_name_that_is_not_the_controllers_is_left_alone(
     fake.store.create(mutating_policy("cm", rule("", "v1", "configmaps", "CREATE"), add_label("a")))
     with managed(fake, tmp_path) as (_, [controller]):
         wait_for_policies([], "cm")
-        eventually(lambda: controller.store.engine is not None and controller.store.engine.policies, timeout=15)
+        eventually(lambda: controller.store.engine is not None and controller.store.engine.policies)
         controller.sync_webhook_rules()
         assert configuration(fake)["webhooks"] == []  # type: ignore[index]
         fake.store.delete(MWC, "celmut")  # Helm removes it after the upgrade
-        eventually(lambda: registered(fake) != set(), timeout=15, what="the controller's own configuration")
+        eventually(lambda: registered(fake) != set(), what="the controller's own configuration")
 
 
 def append(key: str, suffix: str) -> str:
@@ -398,7 +394,7 @@ def test_a_request_two_webhooks_match_is_mutated_once_by_each_policy(
             ("fail.mutate.celmut.io", "configmaps", "CREATE"),
             ("fail-timeout-4.mutate.celmut.io", "configmaps", "CREATE"),
         }
-        eventually(lambda: registered(fake) == wanted, timeout=15, what="two webhooks")
+        eventually(lambda: registered(fake) == wanted, what="two webhooks")
         timed = next(w for w in configuration(fake)["webhooks"] if w["name"].startswith("fail-timeout-4"))  # type: ignore[index]
         assert timed["timeoutSeconds"] == 4 and timed["clientConfig"]["service"]["path"] == "/mutate/fail/timeout-4"
         cluster = client(fake, tmp_path)
@@ -419,7 +415,7 @@ def test_a_webhook_served_outside_the_cluster_is_wired_at_its_url(
     with managed(fake, tmp_path, outside=True) as (servers, _):
         wait_for_policies(servers, "cm")
         wanted = {("fail.mutate.celmut.io", "configmaps", "CREATE")}
-        eventually(lambda: registered(fake) == wanted, timeout=15, what="the rule registered")
+        eventually(lambda: registered(fake) == wanted, what="the rule registered")
         config = configuration(fake)
         assert config is not None
         client_config = config["webhooks"][0]["clientConfig"]

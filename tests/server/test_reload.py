@@ -6,13 +6,13 @@ from __future__ import annotations
 import shutil
 import ssl
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from celmut.kube import certs
 from tests.server.support import admission_request, decoded_patch, pod, running_server
+from tests.waiting import eventually
 
 LABEL_POLICY = """
 apiVersion: policies.kyverno.io/v1
@@ -27,13 +27,6 @@ spec:
     jsonPatch:
       expression: '[JSONPatch{{op: "add", path: "/metadata/labels/version", value: "{version}"}}]'
 """
-
-
-def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def label_value(server) -> str | None:  # type: ignore[no-untyped-def]
