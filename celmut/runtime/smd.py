@@ -24,7 +24,7 @@ from typing import Any
 
 from celmut.cel.values import format_double
 from celmut.runtime.go_values import go_quote, go_type, value_sharp_v, value_v
-from celmut.runtime.typed import BOOLEAN, KEY_DEFAULTS, NUMERIC, STRING, UNTYPED, TypedNode
+from celmut.runtime.typed import BOOLEAN, NUMERIC, STRING, UNTYPED, TypedNode
 
 _Errors = list[tuple[str, str]]  # (path, message), as ValidationErrors
 # Where the walk is: ``()`` at the root, ``(parent, ".field")`` or ``(parent, "[key]")`` below; rendered
@@ -52,14 +52,15 @@ def type_errors(value: dict[str, Any], node: TypedNode) -> str | None:
 
 
 def _is_scalar(value: Any) -> bool:
-    # what IsFloat/IsInt/IsString/IsBool accept: not a CEL uint (uint64), bytes, or null (NullValue)
+    # what IsFloat/IsInt/IsString/IsBool accept: not a CEL uint (uint64), bytes, structpb.NullValue, a
+    # []ref.Val or map[ref.Val]ref.Val (go_values), nor a Go nil
     cls = type(value)
     return cls is str or cls is int or cls is float or cls is bool
 
 
 def _validate(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
     """``resolveSchema``: ``deduceAtom`` picks the atom's part matching the value, ``handleAtom`` runs
-    the map, else the scalar, else the list check."""
+    the map, else the scalar, else the list check (for a null, or a value no part takes)."""
     cls = type(value)
     if cls is dict:
         if node.has_map:
@@ -81,7 +82,9 @@ def _validate(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None
 
 
 def _scalar(value: Any, scalar: str, path: _Path, errors: _Errors) -> None:
-    """``validateScalar``."""
+    """``validateScalar`` (a Go nil is any scalar)."""
+    if value is None:
+        return
     cls = type(value)
     if scalar == NUMERIC:
         if cls is not int and cls is not float:
@@ -97,7 +100,10 @@ def _scalar(value: Any, scalar: str, path: _Path, errors: _Errors) -> None:
 
 
 def _map(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
-    """``doMap`` and ``visitMapItems``: an undeclared field stops the walk of its map."""
+    """``doMap`` (``mapValue``: a Go nil is a map) and ``visitMapItems``: an undeclared field stops
+    the walk of its map."""
+    if value is None:
+        return
     if type(value) is not dict:
         errors.append((_render(path), f"expected map, got {value_v(value)}"))
         return
@@ -110,8 +116,10 @@ def _map(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
 
 
 def _list(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
-    """``doList`` and ``visitListItems``: an item without a usable key ends the list's walk; a key
-    seen twice is an error on the list."""
+    """``doList`` (``listValue``: a Go nil is a list) and ``visitListItems``: an item without a usable
+    key ends the list's walk; a key seen twice is an error on the list."""
+    if value is None:
+        return
     if type(value) is not list:
         errors.append((_render(path), f"expected list, got {value_v(value)}"))
         return
@@ -136,17 +144,18 @@ def _path_element(item: Any, node: TypedNode) -> tuple[str, str | None]:
     """``listItemToPathElement`` rendered by ``PathElement.String``: ``[name="web"]`` for a keyed
     item, ``[="a"]`` for a set's value; or the reason there is none."""
     keys = node.keys
+    cls = type(item)
     if keys:
         if item is None:
             return "", "associative list with keys may not have a null element"
-        if type(item) is not dict:
+        if cls is not dict:
             return "", "associative list with keys may not have non-map elements"
         parts = []
         for key in sorted(keys):  # keyMap.Sort()
             if key in item:
                 parts.append(f"{key}={_to_string(item[key])}")
-            elif key in KEY_DEFAULTS:
-                parts.append(f"{key}={_to_string(KEY_DEFAULTS[key])}")
+            elif key in node.key_defaults:
+                parts.append(f"{key}={_to_string(node.key_defaults[key])}")
         if not parts:
             quoted = " ".join(go_quote(k) for k in keys)
             return "", (
@@ -154,16 +163,20 @@ def _path_element(item: Any, node: TypedNode) -> tuple[str, str | None]:
                 "(and doesn't have default values for any key fields)"
             )
         return "[" + ",".join(parts) + "]", None
-    if type(item) is dict:
+    if cls is dict:
         return "", "associative list without keys has an element that's a map type"
-    if type(item) is list:
+    if cls is list:
         return "", "not supported: associative list with lists as elements"
+    if item is None:
+        return "", "associative list without keys has an element that's an explicit null"
     return f"[={_to_string(item)}]", None
 
 
 def _to_string(value: Any) -> str:
     """structured-merge-diff ``value.ToString``."""
     cls = type(value)
+    if value is None:
+        return "null"
     if cls is bool:
         return "true" if value else "false"
     if cls is int:
