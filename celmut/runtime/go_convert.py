@@ -25,9 +25,11 @@ What a field is in Go comes from :attr:`TypedNode.go <celmut.runtime.typed.Typed
 The scalar conversions are :mod:`celmut.runtime.go_scalars`, which the strict decoding after a
 JSONPatch shares.
 
-Go converts struct fields in declaration order and stops at the first error; the OpenAPI schema
-does not keep that order, so when several fields are wrong celmut reports the first in the object's
-order. ``metav1.Time`` fields are kept as written.
+Go converts struct fields in declaration order and stops at the first error, so of two wrong
+fields the one declared first is reported: the bundled schemas list fields alphabetically, and
+:data:`~celmut.runtime.go_field_order.GO_FIELD_ORDER` keeps the declaration order where it differs
+(a map's entries are converted in Go's random order; celmut takes the object's). ``metav1.Time``
+fields are kept as written.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import math
 from typing import Any
 
 from celmut.runtime import go_scalars
+from celmut.runtime.go_field_order import GO_FIELD_ORDER
 from celmut.runtime.typed import (
     GO_BYTES,
     GO_FLOAT64,
@@ -67,7 +70,9 @@ def convert(value: Any, node: TypedNode, previous: Any = None) -> Any:
             return convert_scalar(value, node.go)
         old = previous if type(previous) is dict else None
         out: dict[str, Any] | None = None
-        for key, item in value.items():
+        schema = node.schema
+        items = value.items() if schema is None or not node.closed else _in_go_order(value, schema.definition)
+        for key, item in items:
             before = old.get(key, _ABSENT) if old is not None else _ABSENT
             if item is before or item is None:
                 continue
@@ -93,6 +98,14 @@ def convert(value: Any, node: TypedNode, previous: Any = None) -> Any:
         ]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return convert_scalar(value, node.go) if node.go else value
+
+
+def _in_go_order(struct: dict[str, Any], definition: str) -> list[tuple[str, Any]]:
+    """A struct's fields in the order ``structFromUnstructured`` converts them (its declaration order,
+    which decides which of two bad fields is reported)."""
+    order = GO_FIELD_ORDER.get(definition, ())
+    rank = {name: index for index, name in enumerate(order)}
+    return sorted(struct.items(), key=lambda item: (rank.get(item[0], len(order)), item[0]))
 
 
 def convert_scalar(value: Any, go: str) -> Any:
