@@ -93,6 +93,13 @@ def dry_run(obj: dict[str, Any]) -> tuple[str, str, Any]:
     return "invalid", "", message
 
 
+def field_of(obj: Any, path: str) -> Any:
+    try:
+        return at(obj, path)
+    except (KeyError, IndexError, TypeError):
+        return "<absent>"
+
+
 def wait_until_active(namespace: str, values: dict[str, str], seconds: float = 120) -> None:
     """Until both canaries (applied last) mutate their objects: the API server loads new policies
     asynchronously, and learns a new custom resource's schema from its OpenAPI every few seconds."""
@@ -101,7 +108,7 @@ def wait_until_active(namespace: str, values: dict[str, str], seconds: float = 1
     while pending and time.monotonic() < deadline:
         canary = pending[0]
         outcome, _, answer = dry_run(labelled(canary, namespace, values[canary.id]))
-        if outcome == "allowed" and at(answer, canary.expect[1]) == canary.expect[2]:
+        if outcome == "allowed" and field_of(answer, canary.expect[1]) == canary.expect[2]:
             pending.pop(0)
             continue
         time.sleep(1)
@@ -110,16 +117,14 @@ def wait_until_active(namespace: str, values: dict[str, str], seconds: float = 1
     time.sleep(2)
 
 
-def answer_of(case: Case, namespace: str, value: str, repeat: int) -> dict[str, Any]:
-    """The API server's answer to ``case``, sent ``repeat`` times when its message may vary."""
+def answer_of(case: Case, namespace: str, value: str, name: str, repeat: int) -> dict[str, Any]:
+    """The API server's answer to ``case``, sent ``repeat`` times when its message may vary; the
+    run's own policy name reads ``typed-apply-case`` in the recorded message."""
     answers = [dry_run(labelled(case, namespace, value)) for _ in range(repeat if case.varies else 1)]
     outcome, _, first = answers[0]
     fields: dict[str, Any] = {}
     if outcome == "allowed" and case.expect[0] != "error":
-        try:
-            fields = {case.expect[1]: at(first, case.expect[1])}
-        except (KeyError, IndexError, TypeError):
-            fields = {case.expect[1]: "<absent>"}
+        fields = {case.expect[1]: field_of(first, case.expect[1])}
     record: dict[str, Any] = {
         "id": case.id,
         "family": case.family,
@@ -129,7 +134,7 @@ def answer_of(case: Case, namespace: str, value: str, repeat: int) -> dict[str, 
         "expression": case.expression,
         "outcome": outcome,
         "reasons": sorted({cause for _, cause, _ in answers if cause}),
-        "message": "" if outcome == "allowed" else str(first),
+        "message": "" if outcome == "allowed" else str(first).replace(name, "typed-apply-case"),
         "fields": fields,
     }
     if case.obj is not None:
@@ -164,7 +169,7 @@ def main() -> int:
         wait_until_active(namespace, values)
         answers, agreed = [], collections.Counter[str]()
         for case in cases:
-            record = answer_of(case, namespace, values[case.id], args.repeat)
+            record = answer_of(case, namespace, values[case.id], names[case.id], args.repeat)
             answers.append(record)
             result = run("MutatingAdmissionPolicy", case)
             same = agrees(result, record)

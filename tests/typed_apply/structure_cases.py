@@ -272,6 +272,10 @@ ORDER = [
         spec('unknownA: 1, count: "x"'),
         ("error", TYPED + ".spec.unknownA: field not declared in schema"),
         varies=True,
+        also=(
+            TYPED + "errors:\n  .spec.count: expected numeric (int or float), got string\n"
+            "  .spec.unknownA: field not declared in schema",
+        ),
     ),
     Case(
         "go-conversion-stops-at-the-first-field-in-go-order",
