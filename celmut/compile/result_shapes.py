@@ -115,14 +115,14 @@ class _Walk:
 
     def shape(self, node: ast.Node, scope: dict[str, Shape]) -> Shape:
         if isinstance(node, ast.CreateStruct):
-            return Struct(tuple((init.name, self.shape(init.value, scope)) for init in node.fields))
+            return Struct(tuple((init.name, self.entry(init.value, init.optional, scope)) for init in node.fields))
         if isinstance(node, ast.CreateList):
-            items = [self.shape(element.value, scope) for element in node.elements]
+            items = [self.entry(element.value, element.optional, scope) for element in node.elements]
             if any(element.optional for element in node.elements):  # absent items shift the rest
                 return Built(LIST, (_join(items),)) if items else Built(LIST)
             return Built(LIST, (tuple(items),))
         if isinstance(node, ast.CreateMap):
-            values = [self.shape(e.value, scope) for e in node.entries]
+            values = [self.entry(e.value, e.optional, scope) for e in node.entries]
             keys = [e.key.value for e in node.entries if isinstance(e.key, ast.Literal)]
             if len(keys) == len(values):
                 return Built(MAP, entries=tuple(zip(keys, values, strict=True)))
@@ -145,6 +145,18 @@ class _Walk:
             if node.function == "_+_":
                 return self._concat(node.args[0], node.args[1], scope)
         return None  # read from the input, returned by a function, …: a plain Go value
+
+    def entry(self, node: ast.Node, optional: bool, scope: dict[str, Shape]) -> Shape:
+        """The shape of a field, item or map value; an optional one (``?f: optional.of(x)``) is x's."""
+        if not optional:
+            return self.shape(node, scope)
+        if (
+            isinstance(node, ast.Call)
+            and node.target is None
+            and node.function in ("optional.of", "optional.ofNonZeroValue")
+        ):
+            return self.shape(node.args[0], scope)
+        return None
 
     def _comprehension(self, node: ast.Comprehension, scope: dict[str, Shape]) -> Shape:
         items = _items(self.shape(node.range, scope))

@@ -26,6 +26,12 @@ NOTE_NULL = {
     "metadata": {"name": "typed", "namespace": "default", "labels": {"app": "typed"}},
     "spec": {"note": None, "count": 3, "config": {"x": {"y": None, "z": [1, {"w": 2}]}}},
 }
+GO_NILS = {  # config holds nulls for spec fields that hold values: ``Object{spec: object.spec.config}`` applies them
+    "apiVersion": f"{GROUP}/v1",
+    "kind": "TypedApplyCase",
+    "metadata": {"name": "typed", "namespace": "default", "labels": {"app": "typed"}},
+    "spec": {"note": "hello", "labels": {"a": "b"}, "config": {"note": None, "labels": None}},
+}
 ENV_TWICE = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -267,6 +273,33 @@ NULLS = [
         "typedapplycases",
         spec('config: {"a": null}'),
         ("error", TYPED + ".spec.config.a: expected map, got &{NULL_VALUE}"),
+    ),
+    Case(
+        "crd-go-nil-read-into-a-new-field-stays-null",
+        "nulls",
+        MERGE + " (an empty pair is a leaf: the applied nil)",
+        "typedapplycases",
+        "Object{spec: Object.spec{config: Object.spec.config{copy: object.spec.config.x}}}",
+        ("ok", "spec.config.copy.y", None),
+        obj=NOTE_NULL,
+    ),
+    Case(
+        "crd-go-nil-replaces-a-live-scalar",
+        "nulls",
+        MERGE + " doScalar (ruleKeepRHS: the applied nil)",
+        "typedapplycases",
+        "Object{spec: object.spec.config}",
+        ("ok", "spec.note", None),
+        obj=GO_NILS,
+    ),
+    Case(
+        "crd-go-nil-keeps-a-live-map",
+        "nulls",
+        MERGE + " doMap (a nil map merged with the live one keeps it)",
+        "typedapplycases",
+        "Object{spec: object.spec.config}",
+        ("ok", "spec.labels.a", "b"),
+        obj=GO_NILS,
     ),
 ]
 

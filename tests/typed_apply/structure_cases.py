@@ -209,6 +209,62 @@ BUILT_VALUES = [
         template_spec(f'containers: object.spec.template.spec.containers + [{T}.containers{{name: "d", image: "y"}}]'),
         ("ok", "spec.template.spec.containers.1.name", "d"),
     ),
+    Case(
+        "map-literals-in-both-branches-of-a-conditional",
+        "built-values",
+        OBJECTS_GO,
+        "pods",
+        spec('tolerations: object.metadata.name == "typed" ? [{"key": "a"}] : [{"key": "b"}]'),
+        ("error", TYPED + ".spec.tolerations[0]: expected map, got &{map[key:a]}"),
+    ),
+    Case(
+        "map-literal-as-an-optional-item",
+        "built-values",
+        OBJECTS_GO + " (an optional list item)",
+        "pods",
+        spec('tolerations: [?optional.of({"key": "a"})]'),
+        ("error", TYPED + ".spec.tolerations[0]: expected map, got &{map[key:a]}"),
+    ),
+    Case(
+        "map-literals-through-two-variables",
+        "built-values",
+        OBJECTS_GO,
+        "pods",
+        spec("tolerations: variables.chosen"),
+        ("error", TYPED + ".spec.tolerations[0]: expected map, got &{map[key:a]}"),
+        variables=(("tolerations", '[{"key": "a"}]'), ("chosen", "variables.tolerations")),
+    ),
+    Case(
+        "map-literals-after-an-empty-list",
+        "built-values",
+        OBJECTS_GO + " (cel-go baseList.Add returns the other list)",
+        "pods",
+        spec('tolerations: [] + [{"key": "a"}]'),
+        ("error", TYPED + ".spec.tolerations[0]: expected map, got &{map[key:a]}"),
+    ),
+    Case(
+        "concatenation-in-a-list-is-a-go-list",
+        "built-values",
+        OBJECTS_GO + " (concatList.Value() is []any)",
+        "pods",
+        pod_container('args: [["a"] + ["b"]]'),
+        (
+            "error",
+            TYPED + '.spec.containers[name="nginx"].args[0]: expected string, got '
+            '&value.valueUnstructured{Value:[]interface {}{"a", "b"}}',
+        ),
+    ),
+    Case(
+        "split-in-a-map-literal",
+        "built-values",
+        OBJECTS_GO + " (cel-go strings: []string)",
+        "configmaps",
+        'Object{metadata: Object.metadata{annotations: {"a": "x,y".split(",")}}}',
+        (
+            "error",
+            TYPED + '.metadata.annotations.a: expected string, got &value.valueUnstructured{Value:[]string{"x", "y"}}',
+        ),
+    ),
 ]
 
 ORDER = [
