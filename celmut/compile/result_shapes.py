@@ -21,7 +21,7 @@ plain_configuration` follows it on each result.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from celmut.cel import ast
@@ -34,15 +34,13 @@ STRINGS = "strings"  # ``s.split(sep)``: cel-go's string list, whose Value() is 
 
 @dataclass(frozen=True)
 class Struct:
-    """An ``Object.x{…}`` construction and the shapes of its fields."""
+    """An ``Object.x{…}`` construction and the shapes of its fields (``by_name``: the same, looked up)."""
 
     fields: tuple[tuple[str, Shape], ...]
+    by_name: dict[str, Shape] = field(init=False, compare=False, repr=False)
 
-    def field(self, name: str) -> Shape:
-        for key, shape in self.fields:
-            if key == name:
-                return shape
-        return None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_name", dict(self.fields))
 
 
 @dataclass(frozen=True)
@@ -55,11 +53,17 @@ class Built:
     segments: tuple[tuple[Shape, ...] | Shape, ...] = ()
     entries: tuple[tuple[Any, Shape], ...] = ()
     every: Shape = None
+    _counts: tuple[int, int] = field(init=False, compare=False, repr=False)  # items written out, runs
+
+    def __post_init__(self) -> None:
+        written = sum(len(s) for s in self.segments if isinstance(s, tuple))
+        object.__setattr__(self, "_counts", (written, sum(1 for s in self.segments if not isinstance(s, tuple))))
 
     def item(self, index: int, length: int) -> Shape:
         """The shape of item ``index`` of a list of ``length`` items."""
-        written = sum(len(s) for s in self.segments if isinstance(s, tuple))
-        runs = sum(1 for s in self.segments if not isinstance(s, tuple))
+        if len(self.segments) == 1 and not isinstance(self.segments[0], tuple):
+            return self.segments[0]  # one run: every item alike (a comprehension's result)
+        written, runs = self._counts
         start = 0
         for segment in self.segments:
             if isinstance(segment, tuple):

@@ -35,6 +35,7 @@ fields are kept as written.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from celmut.runtime import go_scalars
@@ -69,22 +70,13 @@ def convert(value: Any, node: TypedNode, previous: Any = None) -> Any:
         if node.go:  # IntOrString: its UnmarshalJSON is handed the whole map (and refuses it)
             return convert_scalar(value, node.go)
         old = previous if type(previous) is dict else None
-        out: dict[str, Any] | None = None
-        schema = node.schema
-        items = value.items() if schema is None or not node.closed else _in_go_order(value, schema.definition)
-        for key, item in items:
-            before = old.get(key, _ABSENT) if old is not None else _ABSENT
-            if item is before or item is None:
-                continue
-            child = node.field(key)
-            if child is None:
-                continue
-            new = convert(item, child, before)
-            if new is not item:
-                if out is None:
-                    out = dict(value)
-                out[key] = new
-        return value if out is None else out
+        try:
+            return _fields(value, node, old, value.items())
+        except ConversionError:
+            if node.schema is None or not node.closed:
+                raise  # a map: Go's random order (the object's here)
+            _fields(value, node, old, _in_go_order(value, node.schema.definition))  # the error Go meets first
+            raise
     if cls is list:
         if not node.has_list:
             return value
@@ -98,6 +90,26 @@ def convert(value: Any, node: TypedNode, previous: Any = None) -> Any:
         ]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return convert_scalar(value, node.go) if node.go else value
+
+
+def _fields(
+    value: dict[str, Any], node: TypedNode, old: dict[str, Any] | None, items: Iterable[tuple[str, Any]]
+) -> Any:
+    """``value``'s fields converted, taken in the order of ``items``."""
+    out: dict[str, Any] | None = None
+    for key, item in items:
+        before = old.get(key, _ABSENT) if old is not None else _ABSENT
+        if item is before or item is None:
+            continue
+        child = node.field(key)
+        if child is None:
+            continue
+        new = convert(item, child, before)
+        if new is not item:
+            if out is None:
+                out = dict(value)
+            out[key] = new
+    return value if out is None else out
 
 
 def _in_go_order(struct: dict[str, Any], definition: str) -> list[tuple[str, Any]]:

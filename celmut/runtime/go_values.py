@@ -48,7 +48,7 @@ class _NullValue:
 
 
 CEL_NULL: Any = _NullValue()
-_SCALARS = (str, int, float, bool)
+_SCALARS = frozenset((str, int, float, bool))
 
 
 def from_cel(result: dict[str, Any], shape: Shape) -> dict[str, Any]:
@@ -57,12 +57,20 @@ def from_cel(result: dict[str, Any], shape: Shape) -> dict[str, Any]:
 
 
 def _object(value: dict[Any, Any], shape: Struct | None) -> dict[str, Any]:
-    return {_key(k): _field(v, shape.field(k) if shape is not None else None) for k, v in value.items()}
+    fields = shape.by_name if shape is not None else _NO_FIELDS
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        cls = type(item)
+        out[key if type(key) is str else _key(key)] = item if cls in _SCALARS else _field(item, fields.get(key))
+    return out
+
+
+_NO_FIELDS: dict[str, Shape] = {}
 
 
 def _field(value: Any, shape: Shape) -> Any:
     """``convertField``: a built list or map gives ``[]any``/``map[string]any`` of its items' ``Value()``."""
-    if isinstance(shape, Built) and shape.kind in (LIST, MAP):
+    if type(shape) is Built and shape.kind in (LIST, MAP):
         if isinstance(value, list | tuple):
             size = len(value)
             return [_value(item, shape.item(index, size)) for index, item in enumerate(value)]
@@ -73,11 +81,14 @@ def _field(value: Any, shape: Shape) -> Any:
 
 def _value(value: Any, shape: Shape) -> Any:
     """``ref.Val.Value()``."""
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
     if value is None:
         return CEL_NULL
-    if isinstance(shape, Struct) or type(value) is StructValue:
-        return _object(value, shape if isinstance(shape, Struct) else None)
-    if isinstance(shape, Built):
+    if type(shape) is Struct or cls is StructValue:
+        return _object(value, shape if type(shape) is Struct else None)
+    if type(shape) is Built:
         if isinstance(value, list | tuple):
             size = len(value)
             if shape.kind == CONCAT:  # concatList.Value(): []any of its items' Value()

@@ -85,6 +85,7 @@ class TypedNode:
         "preserve",
         "scalar",
         "schema",
+        "sorted_keys",
     )
 
     def __init__(self, schema: Schema | None, preserve: bool) -> None:
@@ -98,6 +99,7 @@ class TypedNode:
         self.list_atomic = False
         self.associative = False
         self.keys: tuple[str, ...] = ()
+        self.sorted_keys: tuple[str, ...] = ()  # keyMap.Sort(): a path element names its keys sorted
         self.key_defaults: dict[str, Any] = {}  # the keys an item may omit, and what it then has
         self.go = ""
         self._fields: dict[str, TypedNode | None] = {}
@@ -213,6 +215,7 @@ def _compile(schema: Schema, inherited: bool) -> TypedNode:
             node.associative = True
             node.keys = (schema.patch_merge_key,) if schema.patch_merge_key else ()
         node.list_atomic = not node.associative
+        node.sorted_keys = tuple(sorted(node.keys))
         if node.keys and schema.items is not None:
             node.key_defaults = key_defaults(schema.items, node.keys)
     if declared == "":
