@@ -142,7 +142,9 @@ def _element(item: Any, schema: Schema, before: Any, from_input: bool = False) -
         return _zero(schema, _ZERO_DEPTH)
     kind = schema.go_kind
     if kind == "struct":
-        return _struct(item, schema, before if type(before) is dict else None, from_input) if type(item) is dict else item
+        return (
+            _struct(item, schema, before if type(before) is dict else None, from_input) if type(item) is dict else item
+        )
     if kind == "map" and type(item) is dict and schema.values is not None:
         values = schema.values
         old = before if type(before) is dict else {}
