@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from celmut.kinds import bundled_definitions
+from celmut.runtime.go_field_order import GO_FIELD_ORDER
 from tests.runtime.helpers import admit, applyconfig, engine, map_policy, mpol
 from tests.typed_apply.cases import CASES
 from tests.typed_apply.model import SEMANTICS, Case, agrees, base_object, check, run
@@ -114,3 +116,15 @@ def test_random_well_typed_apply_configurations_are_never_refused(semantics: str
         policy = mpol("typed", mutation, resources="deployments").replace("apiGroups: ['']", "apiGroups: ['apps']")
     result = admit(engine(policy), base_object("deployments"))
     assert result.allowed, result.message
+
+
+def test_the_go_field_order_names_fields_of_the_bundled_schemas() -> None:
+    """tools/go_field_order.py's table is read against the bundled schemas: every field it names is a
+    field of its struct in the schemas it was generated from and, where the struct still exists, in
+    the newest bundled ones (else the table is stale and must be generated again)."""
+    for version in ("1.36.0", None):
+        definitions = bundled_definitions(version)
+        for name, fields in GO_FIELD_ORDER.items():
+            assert name in definitions or version is None, name
+            if name in definitions:
+                assert set(fields) <= set(definitions[name].get("properties") or {}), (version, name)
