@@ -89,6 +89,14 @@ results:
 """
 
 
+def kyverno_test(tmp_path: Path, kind: str, replicas: str, expected: str) -> str:
+    """A kyverno-test.yaml whose policy sets ``replicas`` and whose patched resource expects ``expected``."""
+    files(tmp_path, kind, replicas)
+    (tmp_path / "patched.yaml").write_text(DEPLOYMENT.replace("replicas: 1", f"replicas: {expected}"))
+    (tmp_path / "kyverno-test.yaml").write_text(TEST_FILE)
+    return str(tmp_path)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_kyverno_test_expecting_an_ill_typed_value_fails_with_the_api_servers_message(
     kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -96,10 +104,7 @@ def test_a_kyverno_test_expecting_an_ill_typed_value_fails_with_the_api_servers_
     """``celmut test``: the patched resource the test expects (``replicas: three``) is one the API server
     never stores; the result fails (a Resource diff, as kyverno test reports it) and says why the
     policy left the resource unpatched."""
-    files(tmp_path, kind, '"three"')
-    (tmp_path / "patched.yaml").write_text(DEPLOYMENT.replace("replicas: 1", "replicas: three"))
-    (tmp_path / "kyverno-test.yaml").write_text(TEST_FILE)
-    code, out, _ = run(capsys, "test", str(tmp_path))
+    code, out, _ = run(capsys, "test", kyverno_test(tmp_path, kind, '"three"', "three"))
     assert code == 1
     assert "Resource diff" in out and "0 tests passed and 1 tests failed" in out
     assert (
@@ -113,8 +118,5 @@ def test_a_kyverno_test_expecting_the_go_typed_value_passes(
     kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An integral double in an int32 field is well typed (numeric), so the test expecting it passes."""
-    files(tmp_path, kind, "3.0")
-    (tmp_path / "patched.yaml").write_text(DEPLOYMENT.replace("replicas: 1", "replicas: 3"))
-    (tmp_path / "kyverno-test.yaml").write_text(TEST_FILE)
-    code, out, _ = run(capsys, "test", str(tmp_path))
+    code, out, _ = run(capsys, "test", kyverno_test(tmp_path, kind, "3.0", "3"))
     assert code == 0, out

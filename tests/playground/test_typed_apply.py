@@ -4,6 +4,7 @@ shown as the API server stores it."""
 
 from __future__ import annotations
 
+from tests.cli.test_typed_apply_cli import DEPLOYMENT
 from tests.playground.support import Playground
 from tests.playground.test_api import run
 
@@ -27,16 +28,6 @@ apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicyBinding
 metadata: {name: limits-binding}
 spec: {policyName: limits}
-"""
-DEPLOYMENT = """apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: shop}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: nginx}]}
 """
 
 
