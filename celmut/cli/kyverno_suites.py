@@ -437,6 +437,7 @@ class _SuiteRunner:
                     expected_doc=wanted,
                     actual_doc=actual,
                     patched_file=expected.patched,
+                    policy_error=message if status == "error" else "",
                 )
         if status != expected.result:
             return self.row(expected, display, FAIL, f"Want {expected.result}, got {status}", message=message)

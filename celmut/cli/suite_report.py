@@ -68,6 +68,8 @@ def test_details(run: TestRun, colors: Palette) -> str:
         diff = row_diff(row, colors)
         if diff:
             out.append(f"{colors.red(row.reason)} in row {row.id}: {row.resource} differs from {row.patched_file}:\n")
+            if row.policy_error:
+                out.append(f"(the policy failed, so the resource is not patched: {row.policy_error})\n")
             out.append(diff)
     return "".join(out)
 

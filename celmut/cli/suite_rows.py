@@ -31,6 +31,7 @@ class Row:
     actual_doc: dict[str, Any] | None = None
     patched_file: str = ""
     json_docs: tuple[Any, Any] | None = None  # for a JSON document's Resource diff: (expected, actual)
+    policy_error: str = ""  # for a Resource diff: why the policy failed, when it did (the resource is unpatched)
 
     @property
     def failed(self) -> bool:

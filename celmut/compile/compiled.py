@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from celmut.cel.backends.base import Program
+from celmut.compile.result_shapes import Shape
 from celmut.policy.match import MatchResources
 
 Semantics = Literal["kyverno", "kubernetes"]
@@ -35,6 +36,7 @@ class CompiledMutation:
     patch_type: str  # ApplyConfiguration | JSONPatch
     program: Program
     path: str
+    shape: Shape = None  # an ApplyConfiguration's: which lists and maps its result builds (result_shapes)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from celmut.compile.compiled import (
     CompiledPolicySet,
     CompiledTarget,
 )
+from celmut.compile.result_shapes import Shape, result_shape
 from celmut.policy.admission_policy import MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding
 from celmut.policy.errors import FieldError, PolicyError
 from celmut.policy.exception import PolicyException
@@ -46,6 +47,7 @@ class _Compiler:
         self.env = self.base
         self.errors: list[FieldError] = []
         self.variable_types: dict[str, t.CelType] = {}
+        self.variable_shapes: dict[str, Shape] = {}  # which lists and maps each variable builds
         self.programs: list[tuple[Program, str]] = []  # every program compiled, with its field path
 
     def expression(
@@ -69,6 +71,7 @@ class _Compiler:
             self.variable_types[variable.name] = program.result_type if program is not None else t.DYN
             if program is not None:
                 programs[variable.name] = program
+                self.variable_shapes[variable.name] = result_shape(program.checked.expr, self.variable_shapes)
         self.env = self.base.with_variables(self.variable_types)
         return programs
 
@@ -98,7 +101,10 @@ class _Compiler:
             program = self.expression(mutation.expression, mutation.path, expect, kyverno=kyverno)
             if program is None:
                 continue
-            out.append(CompiledMutation(mutation.patch_type, program, mutation.path))
+            shape = (
+                result_shape(program.checked.expr, self.variable_shapes) if mutation.patch_type != "JSONPatch" else None
+            )
+            out.append(CompiledMutation(mutation.patch_type, program, mutation.path, shape))
         return tuple(out)
 
 

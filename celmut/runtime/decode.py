@@ -22,9 +22,12 @@ plugin/policy/mutating/patch/json_patch.go``, ``jsonPatcher.Patch``). Custom res
   map or slice) and zeroes a required one; ``metav1.Time`` keeps ``null`` (its ``MarshalJSON`` writes
   the zero time as null, e.g. ``creationTimestamp: null``). A ``null`` field already present in the
   input is kept: Go writes null only for fields without ``omitempty``;
-* scalars are kept as they are: whether a zero scalar (``0``, ``false``, ``""``) is an omitted
-  non-pointer or a kept pointer is not in the schema, and the API server's own encoding of its input
-  never contains a zero it would omit.
+* a scalar a mutation wrote is written back as its Go type writes it (a quantity canonical, a
+  ``[]byte``'s base64 padded, an integral float in an integer field an integer:
+  :mod:`celmut.runtime.go_scalars`, shared with the ApplyConfiguration path); scalars of the input
+  are kept as they are (the API server's own encoding already is). Whether a zero scalar (``0``,
+  ``false``, ``""``) is an omitted non-pointer or a kept pointer is not in the schema, and the API
+  server's own encoding of its input never contains a zero it would omit.
 
 Given the object the patch started from (``previous``), only what the patch changed is walked: an
 object the API server encoded is already its own round trip, so a no-op mutation yields the same
@@ -41,7 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from celmut.runtime import typed
+from celmut.runtime import go_scalars, typed
 from celmut.runtime.schemas import Schema
 from celmut.runtime.typed import node_of
 
@@ -107,7 +110,7 @@ def _struct(value: dict[str, Any], schema: Schema, previous: dict[str, Any] | No
 
 def _field(item: Any, schema: Schema, required: bool, before: Any, from_input: bool) -> Any:
     if item is not None and type(item) is not dict and type(item) is not list:
-        return item  # a scalar is kept as it is, whatever the field
+        return item if from_input else _scalar(item, schema)
     kind = schema.go_kind
     if kind == "opaque":
         return item
@@ -122,28 +125,32 @@ def _field(item: Any, schema: Schema, required: bool, before: Any, from_input: b
             _struct(item, schema, before if type(before) is dict else None, from_input) if type(item) is dict else item
         )
     if kind in ("map", "slice"):
-        encoded = _element(item, schema, before)
+        encoded = _element(item, schema, before, from_input)
         if not encoded and not required and isinstance(encoded, dict | list):
             return _OMIT
         return encoded
     return item
 
 
-def _element(item: Any, schema: Schema, before: Any) -> Any:
+def _element(item: Any, schema: Schema, before: Any, from_input: bool = False) -> Any:
     """A map value, list item or the map/list itself: never omitted, nulls become zero values."""
-    if item is before or (item is not None and type(item) is not dict and type(item) is not list):
+    if item is before:
         return item
+    if item is not None and type(item) is not dict and type(item) is not list:
+        return item if from_input else _scalar(item, schema)
     if item is None:
         return _zero(schema, _ZERO_DEPTH)
     kind = schema.go_kind
     if kind == "struct":
-        return _struct(item, schema, before if type(before) is dict else None, False) if type(item) is dict else item
+        return (
+            _struct(item, schema, before if type(before) is dict else None, from_input) if type(item) is dict else item
+        )
     if kind == "map" and type(item) is dict and schema.values is not None:
         values = schema.values
         old = before if type(before) is dict else {}
         out: dict[str, Any] | None = None
         for key, entry in item.items():
-            new = _element(entry, values, old.get(key, _ABSENT))
+            new = _element(entry, values, old.get(key, _ABSENT), from_input)
             if new is not entry:
                 if out is None:
                     out = dict(item)
@@ -153,10 +160,31 @@ def _element(item: Any, schema: Schema, before: Any) -> Any:
         items = schema.items
         old_items = before if type(before) is list else []
         encoded = [
-            _element(entry, items, old_items[index] if index < len(old_items) else _ABSENT)
+            _element(entry, items, old_items[index] if index < len(old_items) else _ABSENT, from_input)
             for index, entry in enumerate(item)
         ]
         return item if all(a is b for a, b in zip(encoded, item, strict=True)) else encoded
+    return item
+
+
+def _scalar(item: Any, schema: Schema) -> Any:
+    """A scalar a mutation wrote, as its Go type writes it back (:mod:`celmut.runtime.go_scalars`): a
+    Quantity canonical (``1.5`` → ``1500m``), a ``[]byte``'s base64 padded, an integer field's
+    integral float an integer; as it is when it does not convert (:func:`decode_error` says why)."""
+    go = node_of(schema).go
+    if not go or go in (typed.GO_STRING, typed.GO_BOOL, typed.GO_FLOAT64, typed.GO_TIME):
+        return item
+    try:
+        if go in (typed.GO_INT32, typed.GO_INT64):
+            return int(item) if type(item) is float and item.is_integer() else item
+        if go == typed.GO_BYTES:
+            return go_scalars.base64_bytes(item) if type(item) is str else item
+        if go == typed.GO_QUANTITY:
+            return go_scalars.quantity(item)
+        if go == typed.GO_INT_OR_STRING:
+            return go_scalars.int_or_string(item)
+    except go_scalars.ScalarError:
+        pass
     return item
 
 
@@ -190,17 +218,29 @@ def decode_error(value: Any, schema: Schema | None, previous: Any = None) -> str
     """The strict decoder's error for ``value`` decoded into the kind's Go type, or None.
 
     Subtrees shared with ``previous`` (the object the patch started from, which came out of a
-    decode) are not checked again.
+    decode) are not checked again. The decoder reads the patched JSON in document order, and
+    json-patch v4 writes every object it touched, and the values it added, with their keys sorted (a
+    Go map): the keys are walked sorted. An error of a type's own ``UnmarshalJSON`` (IntOrString,
+    Quantity) ends the decoding and is the answer; a plain type mismatch or bad base64 is kept
+    while decoding goes on (the first one kept is the answer); unknown fields count only when neither
+    happened (``sigs.k8s.io/json`` ``UnmarshalStrict``).
     """
     if schema is None or not isinstance(value, dict):
         return None
     check = _Decoder()
-    check.struct(value, schema, _go_struct_name(schema), (), "", previous if type(previous) is dict else None)
+    try:
+        check.struct(value, schema, _go_struct_name(schema), (), "", previous if type(previous) is dict else None)
+    except _Returned as returned:
+        return str(returned)
     if check.type_error is not None:
         return check.type_error
     if check.unknown:
         return "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in check.unknown)
     return None
+
+
+class _Returned(Exception):
+    """An ``UnmarshalJSON`` failed: the decoding stops with its error."""
 
 
 class _Decoder:
@@ -215,7 +255,8 @@ class _Decoder:
         self, value: dict[str, Any], schema: Schema, struct: str, fields: tuple[str, ...], path: str, before: Any
     ) -> None:
         old = before if type(before) is dict else _EMPTY
-        for key, item in value.items():
+        for key in sorted(value):
+            item = value[key]
             previous = old.get(key, _ABSENT)
             if item is previous:
                 continue
@@ -228,12 +269,14 @@ class _Decoder:
             self.value(item, child, struct, (*fields, key), item_path, previous)
 
     def value(self, item: Any, schema: Schema, struct: str, fields: tuple[str, ...], path: str, before: Any) -> None:
-        if item is None or item is before or self.type_error is not None:
+        if item is None or item is before:
             return
         kind = schema.go_kind
-        if kind in ("opaque", "custom", "time"):
-            return  # their own UnmarshalJSON (Quantity, IntOrString, Time) or any JSON
-        if kind == "struct":
+        if kind == "custom":
+            self.custom(item, schema, struct, fields)
+        elif kind in ("opaque", "time"):
+            return  # any JSON, or metav1.Time's own UnmarshalJSON (not checked here)
+        elif kind == "struct":
             if type(item) is dict:
                 self.struct(item, schema, _go_struct_name(schema), fields, path, before)
             else:
@@ -243,8 +286,8 @@ class _Decoder:
                 self.mismatch(item, schema, struct, fields)
             elif schema.values is not None:
                 old = before if type(before) is dict else _EMPTY
-                for key, entry in item.items():
-                    self.value(entry, schema.values, struct, fields, f"{path}[{key}]", old.get(key, _ABSENT))
+                for key in sorted(item):
+                    self.value(item[key], schema.values, struct, fields, f"{path}[{key}]", old.get(key, _ABSENT))
         elif kind == "slice":
             if type(item) is not list:
                 self.mismatch(item, schema, struct, fields)
@@ -255,14 +298,34 @@ class _Decoder:
                     self.value(entry, schema.items, struct, fields, f"{path}[{index}]", previous)
         elif not _scalar_fits(item, schema):
             self.mismatch(item, schema, struct, fields)
+        elif type(item) is str and node_of(schema).go == typed.GO_BYTES and self.type_error is None:
+            try:
+                go_scalars.base64_bytes(item)
+            except go_scalars.CorruptBase64 as ex:
+                self.type_error = str(ex)  # literalStore keeps it (saveError) and decodes on
+
+    def custom(self, item: Any, schema: Schema, struct: str, fields: tuple[str, ...]) -> None:
+        """A type with its own ``UnmarshalJSON`` (:mod:`celmut.runtime.go_scalars`): its error is
+        returned, with the struct field added to a type error (``addErrorContext``)."""
+        go = node_of(schema).go
+        try:
+            if go == typed.GO_INT_OR_STRING:
+                go_scalars.int_or_string(item)
+            elif go == typed.GO_QUANTITY:
+                go_scalars.quantity(item)
+        except go_scalars.UnmarshalTypeError as ex:
+            raise _Returned(ex.in_field(struct, ".".join(fields))) from None
+        except go_scalars.ScalarError as ex:
+            raise _Returned(str(ex)) from None
 
     def mismatch(self, item: Any, schema: Schema, struct: str, fields: tuple[str, ...]) -> None:
         """Go's ``UnmarshalTypeError`` text: JSON kind, innermost struct, JSON field path (no
-        indexes), Go type."""
-        self.type_error = (
-            f"json: cannot unmarshal {_json_kind(item, schema)} into Go struct field "
-            f"{struct}.{'.'.join(fields)} of type {_go_type(schema)}"
-        )
+        indexes), Go type; only the first is kept."""
+        if self.type_error is None:
+            self.type_error = (
+                f"json: cannot unmarshal {_json_kind(item, schema)} into Go struct field "
+                f"{struct}.{'.'.join(fields)} of type {_go_type(schema)}"
+            )
 
 
 def _scalar_fits(item: Any, schema: Schema) -> bool:
@@ -295,7 +358,7 @@ def _json_kind(item: Any, schema: Schema) -> str:
     if isinstance(item, str):
         return "string"
     if node_of(schema).go in (typed.GO_INT32, typed.GO_INT64):
-        return f"number {item!r}"  # Go: "number 1.5", "number 4294967296" for an int that does not fit
+        return f"number {go_scalars.json_text(item)}"  # Go: "number 1.5", "number 4294967296" (too big)
     return "number"
 
 

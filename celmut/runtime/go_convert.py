@@ -17,23 +17,29 @@ What a field is in Go comes from :attr:`TypedNode.go <celmut.runtime.typed.Typed
 * an integer into a ``float64`` field becomes a float;
 * a ``[]byte`` field (``format: byte``, e.g. ConfigMap ``binaryData``) is base64 decoded
   (``error decoding from json: illegal base64 data at input byte 4``) and encoded again, padded;
-* ``IntOrString`` and ``Quantity`` go through their ``UnmarshalJSON``: ``json: cannot unmarshal
-  number 1.5 into Go value of type int32``, ``quantities must match the regular expression …``; a
-  quantity is then written in its canonical form (``1.5`` → ``1500m``).
+* ``IntOrString`` (handed the whole value: a map too) and ``Quantity`` go through their
+  ``UnmarshalJSON``: ``json: cannot unmarshal number 1.5 into Go value of type int32``,
+  ``quantities must match the regular expression …``; a quantity is then written in its canonical
+  form (``1.5`` → ``1500m``).
 
-Go converts struct fields in declaration order and stops at the first error; the OpenAPI schema
-does not keep that order, so when several fields are wrong celmut reports the first in the object's
-order. ``metav1.Time`` fields are kept as written.
+The scalar conversions are :mod:`celmut.runtime.go_scalars`, which the strict decoding after a
+JSONPatch shares.
+
+Go converts struct fields in declaration order and stops at the first error, so of two wrong
+fields the one declared first is reported: the bundled schemas list fields alphabetically, and
+:data:`~celmut.runtime.go_field_order.GO_FIELD_ORDER` keeps the declaration order where it differs
+(a map's entries are converted in Go's random order; celmut takes the object's). ``metav1.Time``
+fields are kept as written.
 """
 
 from __future__ import annotations
 
-import base64
 import math
+from collections.abc import Iterable
 from typing import Any
 
-from celmut.cel.libs.k8s import resource
-from celmut.cel.libs.kyverno.json import go_float
+from celmut.runtime import go_scalars
+from celmut.runtime.go_field_order import GO_FIELD_ORDER
 from celmut.runtime.typed import (
     GO_BYTES,
     GO_FLOAT64,
@@ -61,24 +67,21 @@ def convert(value: Any, node: TypedNode, previous: Any = None) -> Any:
     if cls is dict:
         if not node.has_map:
             return value
+        if node.go:  # IntOrString: its UnmarshalJSON is handed the whole map (and refuses it)
+            return convert_scalar(value, node.go)
         old = previous if type(previous) is dict else None
-        out: dict[str, Any] | None = None
-        for key, item in value.items():
-            before = old.get(key, _ABSENT) if old is not None else _ABSENT
-            if item is before or item is None:
-                continue
-            child = node.field(key)
-            if child is None:
-                continue
-            new = convert(item, child, before)
-            if new is not item:
-                if out is None:
-                    out = dict(value)
-                out[key] = new
-        return value if out is None else out
+        try:
+            return _fields(value, node, old, value.items())
+        except ConversionError:
+            if node.schema is None or not node.closed:
+                raise  # a map: Go's random order (the object's here)
+            _fields(value, node, old, _in_go_order(value, node.schema.definition))  # the error Go meets first
+            raise
     if cls is list:
         if not node.has_list:
             return value
+        if node.go:
+            return convert_scalar(value, node.go)
         item_node = node.item
         old_items = previous if type(previous) is list else []
         items = [
@@ -87,6 +90,34 @@ def convert(value: Any, node: TypedNode, previous: Any = None) -> Any:
         ]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return convert_scalar(value, node.go) if node.go else value
+
+
+def _fields(
+    value: dict[str, Any], node: TypedNode, old: dict[str, Any] | None, items: Iterable[tuple[str, Any]]
+) -> Any:
+    """``value``'s fields converted, taken in the order of ``items``."""
+    out: dict[str, Any] | None = None
+    for key, item in items:
+        before = old.get(key, _ABSENT) if old is not None else _ABSENT
+        if item is before or item is None:
+            continue
+        child = node.field(key)
+        if child is None:
+            continue
+        new = convert(item, child, before)
+        if new is not item:
+            if out is None:
+                out = dict(value)
+            out[key] = new
+    return value if out is None else out
+
+
+def _in_go_order(struct: dict[str, Any], definition: str) -> list[tuple[str, Any]]:
+    """A struct's fields in the order ``structFromUnstructured`` converts them (its declaration order,
+    which decides which of two bad fields is reported)."""
+    order = GO_FIELD_ORDER.get(definition, ())
+    rank = {name: index for index, name in enumerate(order)}
+    return sorted(struct.items(), key=lambda item: (rank.get(item[0], len(order)), item[0]))
 
 
 def convert_scalar(value: Any, go: str) -> Any:
@@ -105,12 +136,17 @@ def convert_scalar(value: Any, go: str) -> Any:
         return value
     if go == GO_FLOAT64:
         return float(value) if cls is int else value
-    if go == GO_BYTES:
-        return _bytes(value) if cls is str else value
-    if go == GO_INT_OR_STRING:
-        return _int_or_string(value)
-    if go == GO_QUANTITY:
-        return _quantity(value)
+    try:
+        if go == GO_BYTES:
+            return go_scalars.base64_bytes(value) if cls is str else value
+        if go == GO_INT_OR_STRING:
+            return go_scalars.int_or_string(value)
+        if go == GO_QUANTITY:
+            return go_scalars.quantity(value)
+    except go_scalars.CorruptBase64 as ex:
+        raise ConversionError(f"error decoding from json: {ex}") from None  # sliceFromUnstructured
+    except go_scalars.ScalarError as ex:
+        raise ConversionError(str(ex)) from None
     return value
 
 
@@ -118,112 +154,3 @@ def _wrap(value: int, bits: int) -> int:
     """Go's integer conversion: the low ``bits`` bits, two's complement."""
     half = 1 << (bits - 1)
     return ((value + half) % (1 << bits)) - half
-
-
-def _json_text(value: Any) -> str:
-    """``json.Marshal`` of a scalar (what ``TypeReflectCacheEntry.FromUnstructured`` hands to UnmarshalJSON)."""
-    if type(value) is bool:
-        return "true" if value else "false"
-    if type(value) is float:
-        return go_float(value)
-    if type(value) is int:
-        return str(value)
-    if type(value) is dict:
-        return "{...}"
-    if type(value) is list:
-        return "[...]"
-    return '"' + str(value) + '"'
-
-
-def _int_or_string(value: Any) -> Any:
-    """``intstr.IntOrString.UnmarshalJSON``: a string, else ``json.Unmarshal`` into ``int32``."""
-    if type(value) is str:
-        return value
-    text = _json_text(value)
-    kind = {"t": "bool", "f": "bool", "{": "object", "[": "array"}.get(text[0])
-    if kind is not None:
-        raise ConversionError(f"json: cannot unmarshal {kind} into Go value of type int32")
-    if any(ch in text for ch in ".eE") or not -(1 << 31) <= int(text) < 1 << 31:
-        raise ConversionError(f"json: cannot unmarshal number {text} into Go value of type int32")
-    return int(text)
-
-
-def _quantity(value: Any) -> Any:
-    """``resource.Quantity.UnmarshalJSON``: parsed (quotes and spaces trimmed), written canonical."""
-    text = _json_text(value)
-    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
-        text = text[1:-1]
-    try:
-        return resource.parse_quantity(text.strip()).string()
-    except resource.QuantityError as ex:
-        raise ConversionError(str(ex)) from None
-
-
-_STD = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-_DECODE = {c: i for i, c in enumerate(_STD)}
-
-
-def _bytes(text: str) -> str:
-    """A ``[]byte`` field: ``base64.StdEncoding`` decoded as ``encoding/json`` does, then encoded."""
-    if not text:
-        return text
-    decoded = go_base64_decode(text.encode("utf-8"))
-    return base64.b64encode(decoded).decode("ascii")
-
-
-def go_base64_decode(src: bytes) -> bytes:
-    """Go's ``base64.StdEncoding.Decode`` (``decodeQuantum``): newlines skipped, padding required;
-    raises :class:`ConversionError` ``error decoding from json: illegal base64 data at input byte N``."""
-    out = bytearray()
-    si = 0
-    while si < len(src):
-        si, chunk = _quantum(src, si)
-        out += chunk
-    return bytes(out)
-
-
-def _corrupt(at: int) -> ConversionError:
-    return ConversionError(f"error decoding from json: illegal base64 data at input byte {at}")
-
-
-def _quantum(src: bytes, si: int) -> tuple[int, bytes]:
-    dbuf = [0, 0, 0, 0]
-    dlen = 4
-    j = 0
-    trailing: int | None = None
-    while j < 4:
-        if si == len(src):
-            if j == 0:
-                return si, b""
-            raise _corrupt(si - j)
-        ch = src[si]
-        si += 1
-        decoded = _DECODE.get(ch)
-        if decoded is not None:
-            dbuf[j] = decoded
-            j += 1
-            continue
-        if ch in (0x0A, 0x0D):
-            continue
-        if ch != 0x3D:  # '='
-            raise _corrupt(si - 1)
-        if j in (0, 1):
-            raise _corrupt(si - 1)
-        if j == 2:
-            while si < len(src) and src[si] in (0x0A, 0x0D):
-                si += 1
-            if si == len(src):
-                raise _corrupt(len(src))
-            if src[si] != 0x3D:
-                raise _corrupt(si - 1)
-            si += 1
-        while si < len(src) and src[si] in (0x0A, 0x0D):
-            si += 1
-        if si < len(src):
-            trailing = si
-        dlen = j
-        break
-    if trailing is not None:
-        raise _corrupt(trailing)
-    val = dbuf[0] << 18 | dbuf[1] << 12 | dbuf[2] << 6 | dbuf[3]
-    return si, val.to_bytes(3, "big")[: dlen - 1]

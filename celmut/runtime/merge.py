@@ -7,7 +7,10 @@ Rules, driven by the object's schema (:mod:`celmut.runtime.schemas`):
   structured-merge-diff's order, collapsing a duplicated live key the applied list names
   (:func:`_merge_items`);
 * atomic lists, maps and structs (including lists with no list type) are replaced whole;
-* ``null`` in the applied object means "no opinion".
+* a ``null`` in the applied object (a Go nil: one read from the input, see
+  :mod:`celmut.runtime.go_values`; CEL's own ``null`` is refused before) keeps a non-empty granular
+  map or associative list as it is and sets anything else to null (structured-merge-diff's merge:
+  ``mapValue``/``listValue`` take a nil for empty, and an empty pair is a leaf the applied side wins).
 
 The applied object was typed against the schema before (:func:`celmut.runtime.mutations.
 check_configuration`: fields it does not declare, values of the wrong type and atomic fields are
@@ -15,7 +18,9 @@ refused there, as structured-merge-diff's ``ObjectToTyped`` and the API server's
 refuse them before merging), so the merge itself meets no error but a duplicated applied key.
 
 Fallback without a schema (a custom resource whose CRD is not known, or a subtree with
-``x-kubernetes-preserve-unknown-fields``): maps merge key by key and lists are replaced whole.
+``x-kubernetes-preserve-unknown-fields``): maps merge key by key and lists are replaced whole. Where
+no schema types the object at all, celmut drops the applied nulls first (:func:`strip_nulls`): the
+API server always has one.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import orjson
 from celmut.jsonutil import json_copy
 from celmut.runtime.failures import MergeError
 from celmut.runtime.schemas import Schema
-from celmut.runtime.typed import KEY_DEFAULTS
+from celmut.runtime.typed import node_of
 
 
 def apply_configuration(
@@ -70,20 +75,32 @@ def _merge_map(
     live: Any, applied: dict[str, Any], schema: Schema | None, path: _Path, replace_atomic: bool
 ) -> dict[str, Any]:
     if schema is not None and not schema.preserve_unknown_fields and schema.map_type == "atomic":
-        return _strip_map_nulls(applied)
+        return json_copy(applied)  # an atomic map, taken whole (a copy: a literal's is shared)
     result = dict(live) if isinstance(live, dict) else {}
     for key, value in applied.items():
-        if value is None:
-            continue
-        child_path = (path, key)
         child_schema = schema.field(key) if schema is not None and not schema.preserve_unknown_fields else None
-        result[key] = _merge(result.get(key), value, child_schema, child_path, replace_atomic)
+        if value is None:
+            if not _nil_keeps(result.get(key), child_schema):
+                result[key] = None
+            continue
+        result[key] = _merge(result.get(key), value, child_schema, (path, key), replace_atomic)
     return result
+
+
+def _nil_keeps(live: Any, schema: Schema | None) -> bool:
+    """Whether an applied Go nil leaves ``live`` as it is: a non-empty granular map or associative
+    list merged with nothing (structured-merge-diff typed/merge.go ``doMap``/``doList``)."""
+    node = node_of(schema)
+    if type(live) is dict and live:
+        return node.has_map and not node.map_atomic
+    if type(live) is list and live:
+        return node.has_list and not node.list_atomic
+    return False
 
 
 def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: _Path, replace_atomic: bool) -> Any:
     if schema is None or schema.preserve_unknown_fields:
-        return [_strip_nulls(item) for item in applied]
+        return json_copy(applied)  # an atomic list, taken whole
     list_type = schema.list_type
     existing = list(live) if isinstance(live, list) else []
     if list_type == "set":
@@ -91,18 +108,23 @@ def _merge_list(live: Any, applied: list[Any], schema: Schema | None, path: _Pat
         return _merge_items(existing, applied, _set_key, lambda key, old, new: json_copy(new), path, ("value",))
     if list_type == "map":
         keys = schema.list_map_keys
+        defaults = node_of(schema).key_defaults
 
         def merge_item(key: tuple[Any, ...], old: Any, new: Any) -> Any:
             return _merge(old, new, schema.items, (path, keys, key), replace_atomic)
 
-        return _merge_items(existing, applied, lambda item: _key_of(item, keys), merge_item, path, keys)
-    return [_strip_nulls(item) for item in applied]
+        return _merge_items(existing, applied, lambda item: _key_of(item, keys, defaults), merge_item, path, keys)
+    return json_copy(applied)
 
 
-def _key_of(item: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
+_NO_KEY: Any = object()  # a key field an item omits and that has no default
+
+
+def _key_of(item: Any, keys: tuple[str, ...], defaults: dict[str, Any]) -> tuple[Any, ...]:
+    """The item's key: each key field's value, else its default (typed/helpers.go ``getAssociativeKeyDefault``)."""
     if not isinstance(item, dict):
         return (item,)
-    return tuple(item.get(k, KEY_DEFAULTS.get(k)) for k in keys)
+    return tuple(item[k] if k in item else defaults.get(k, _NO_KEY) for k in keys)
 
 
 def _set_key(item: Any) -> tuple[Any, ...]:
@@ -216,13 +238,10 @@ def _interleave(
     return out
 
 
-def _strip_nulls(value: Any) -> Any:
+def strip_nulls(value: Any) -> Any:
+    """``value`` without the nulls of its maps (for the merge where no schema types the object)."""
     if isinstance(value, dict):
-        return _strip_map_nulls(value)
+        return {k: strip_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_strip_nulls(v) for v in value]
+        return [strip_nulls(v) for v in value]
     return value
-
-
-def _strip_map_nulls(value: dict[str, Any]) -> dict[str, Any]:
-    return {k: _strip_nulls(v) for k, v in value.items() if v is not None}

@@ -8,6 +8,7 @@ from celmut import cel
 from celmut.cel.backends.base import Folded
 from celmut.cel.costs import json_nbytes
 from celmut.compile.compiled import CompiledExpression, CompiledPolicy
+from celmut.compile.result_shapes import Shape
 from celmut.jsonutil import PointerTokens
 from celmut.runtime import decode, go_convert, mutations
 from celmut.runtime.failures import DecodeFailure, MergeError, MutationError, PolicyFailure
@@ -76,7 +77,7 @@ def apply_mutation(
                 if problem is not None:
                     raise DecodeFailure(mutation.path, f"Internal error occurred: {problem}")
         else:
-            plain = literal.configuration() if literal is not None else None
+            plain = literal.configuration(mutation.shape) if literal is not None else None
             if plain is None:
                 check_type_names([result])
             schema = schemas.for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
@@ -86,7 +87,13 @@ def apply_mutation(
                 literal.check(plain, schema, replace_atomic)  # typed once per schema; a failure raises each time
                 checked = True
             patched = mutations.apply_object(
-                source, result, schema, replace_atomic=replace_atomic, plain=plain, checked=checked
+                source,
+                result,
+                schema,
+                replace_atomic=replace_atomic,
+                shape=mutation.shape,
+                plain=plain,
+                checked=checked,
             )
             if typed is not None:
                 patched = _to_go_type(patched, typed, source)
@@ -155,10 +162,11 @@ class _Literal:
             self._operations = _operations(self.value)
         return self._operations
 
-    def configuration(self) -> dict[str, Any] | None:
-        """The plain ApplyConfiguration (None: not one the merge takes; apply_object then says why)."""
+    def configuration(self, shape: Shape) -> dict[str, Any] | None:
+        """The plain ApplyConfiguration (None: not one the merge takes; apply_object then says why);
+        ``shape``: the mutation's, the same for every request."""
         if self._configuration is None:
-            plain = mutations.plain_configuration(self.value)
+            plain = mutations.plain_configuration(self.value, shape)
             if plain is None:
                 return None
             check_type_names([self.value])

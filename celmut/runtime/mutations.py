@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from celmut.cel import values
+from celmut.compile.result_shapes import Shape
 from celmut.jsonutil import PointerTokens, escape_pointer, json_copy
-from celmut.runtime import jsonpatch_v4, smd, typed
+from celmut.runtime import go_values, jsonpatch_v4, smd, typed
 from celmut.runtime.failures import MergeError, MutationError
-from celmut.runtime.merge import apply_configuration
+from celmut.runtime.merge import apply_configuration, strip_nulls
 from celmut.runtime.schemas import Schema
 
 _OPS = ("add", "remove", "replace", "move", "copy", "test")
@@ -101,13 +102,15 @@ def apply_object(
     schema: Schema | None,
     *,
     replace_atomic: bool,
+    shape: Shape = None,
     plain: Any = None,
     checked: bool = False,
 ) -> dict[str, Any]:
     """Merge an ApplyConfiguration (``Object{…}``) into a copy of ``obj`` in the API server's order
     (``patch/smd.go`` ``ApplyStructuredMergeDiff``): the patch typed against the kind's schema
     (:func:`celmut.runtime.smd.type_errors`), its atomic fields refused unless ``replace_atomic``
-    (Kyverno's ``useServerSideApply``), then merged. ``plain``, when given, is
+    (Kyverno's ``useServerSideApply``), then merged. ``shape``: which lists and maps the mutation's
+    expression builds (:mod:`celmut.compile.result_shapes`). ``plain``, when given, is
     :func:`plain_configuration` of ``applied``, worked out before (a literal's, once); ``checked``:
     it was typed against ``schema`` before (:func:`check_configuration`, a literal's once).
 
@@ -115,7 +118,7 @@ def apply_object(
     """
     try:
         if plain is None:
-            plain = plain_configuration(applied)
+            plain = plain_configuration(applied, shape)
             if plain is None:
                 raise MutationError(
                     f"ApplyConfiguration expression must return an Object, got {values.type_name(applied)}"
@@ -124,7 +127,7 @@ def apply_object(
             if not checked:
                 check_configuration(plain, schema, replace_atomic=replace_atomic)
         else:
-            plain = values.to_plain(plain)  # no schema types it: CEL bytes become base64, as JSON does
+            plain = strip_nulls(go_values.to_json(plain))  # no schema types it: JSON, nulls "no opinion"
         merged = apply_configuration(obj, plain, schema, replace_atomic=replace_atomic)
     except MergeError as ex:
         raise MutationError(f"error applying patch: {ex}") from None
@@ -145,34 +148,13 @@ def check_configuration(plain: dict[str, Any], schema: Schema, *, replace_atomic
             raise MergeError(f"invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {where}")
 
 
-def plain_configuration(applied: Any) -> dict[str, Any] | None:
-    """An ApplyConfiguration result as the API server hands it to structured-merge-diff: plain dicts
-    and lists, with the Go values JSON lacks kept as they are (CEL ``bytes``, ``uint``; ``null`` is
-    None) so that the typed conversion refuses them as the API server does; None when it is not an
-    Object (:func:`apply_object` says why)."""
+def plain_configuration(applied: Any, shape: Shape = None) -> dict[str, Any] | None:
+    """An ApplyConfiguration result as the API server hands it to structured-merge-diff: its Go
+    values (:func:`celmut.runtime.go_values.from_cel`), so that the typed conversion refuses what the
+    API server refuses; None when it is not an Object (:func:`apply_object` says why)."""
     if not isinstance(applied, dict):
         return None
-    native: dict[str, Any] = _go_native(applied)
-    return native
-
-
-def _go_native(value: Any) -> Any:
-    cls = type(value)
-    if cls is str or cls is int or cls is float or cls is bool or value is None:
-        return value
-    if isinstance(value, dict):
-        return {k if isinstance(k, str) else _key(k): _go_native(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_go_native(v) for v in value]
-    if isinstance(value, bytes | values.UintType):
-        return value
-    return values.to_plain(value)
-
-
-def _key(key: Any) -> str:
-    """A CEL map key as JSON writes it (``true``, ``1``)."""
-    plain: dict[str, Any] = values.to_plain({key: None})
-    return next(iter(plain))
+    return go_values.from_cel(applied, shape)
 
 
 def written_pointers(patch_type: str, result: Any) -> list[str]:

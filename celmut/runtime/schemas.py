@@ -21,6 +21,7 @@ from typing import Any
 from celmut import kinds
 
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+NO_DEFAULT: Any = object()  # Schema.default of a node without one
 
 
 class Schema:
@@ -196,6 +197,12 @@ class Schema:
         if self.is_scalar:
             return "scalar"
         return "opaque"
+
+    @cached_property
+    def default(self) -> Any:
+        """The node's ``default`` (a CRD's structural schema keeps it; the bundled built-in schemas
+        drop it, see :data:`celmut.runtime.typed.MARKED_KEY_DEFAULTS`), or :data:`NO_DEFAULT`."""
+        return self._node.get("default", NO_DEFAULT)
 
     @cached_property
     def format(self) -> str:

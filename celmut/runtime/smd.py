@@ -24,19 +24,31 @@ from typing import Any
 
 from celmut.cel.values import format_double
 from celmut.runtime.go_values import go_quote, go_type, value_sharp_v, value_v
-from celmut.runtime.typed import BOOLEAN, KEY_DEFAULTS, NUMERIC, STRING, UNTYPED, TypedNode
+from celmut.runtime.typed import BOOLEAN, NUMERIC, STRING, UNTYPED, TypedNode
 
 _Errors = list[tuple[str, str]]  # (path, message), as ValidationErrors
-# Where the walk is: ``()`` at the root, ``(parent, ".field")`` or ``(parent, "[key]")`` below; rendered
-# only for an error (structured-merge-diff builds its prefixes lazily too: ``WithLazyPrefix``).
+# Where the walk is: ``()`` at the root, ``(parent, segment)`` below, a segment being a field name, a
+# list index or a list item's :class:`_Element`; rendered only for an error (structured-merge-diff
+# builds its prefixes lazily too: ``WithLazyPrefix``).
 _Path = tuple[Any, ...]
+
+
+class _Element(tuple[tuple[str, Any], ...]):
+    """An associative list item's ``PathElement``: its key fields and values (a set's item: one pair
+    named ""), hashable when the values are; rendered ``[name="web"]`` or ``[="a"]``."""
+
+    def render(self) -> str:
+        if len(self) == 1 and self[0][0] == "":
+            return f"[={_to_string(self[0][1])}]"
+        return "[" + ",".join(f"{name}={_to_string(value)}" for name, value in self) + "]"
 
 
 def _render(path: _Path) -> str:
     segments: list[str] = []
     while path:
         path, segment = path
-        segments.append(segment)
+        cls = type(segment)
+        segments.append("." + segment if cls is str else f"[{segment}]" if cls is int else segment.render())
     return "".join(reversed(segments))
 
 
@@ -52,14 +64,15 @@ def type_errors(value: dict[str, Any], node: TypedNode) -> str | None:
 
 
 def _is_scalar(value: Any) -> bool:
-    # what IsFloat/IsInt/IsString/IsBool accept: not a CEL uint (uint64), bytes, or null (NullValue)
+    # what IsFloat/IsInt/IsString/IsBool accept: not a CEL uint (uint64), bytes, structpb.NullValue, a
+    # []ref.Val or map[ref.Val]ref.Val (go_values), nor a Go nil
     cls = type(value)
     return cls is str or cls is int or cls is float or cls is bool
 
 
 def _validate(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
     """``resolveSchema``: ``deduceAtom`` picks the atom's part matching the value, ``handleAtom`` runs
-    the map, else the scalar, else the list check."""
+    the map, else the scalar, else the list check (for a null, or a value no part takes)."""
     cls = type(value)
     if cls is dict:
         if node.has_map:
@@ -80,8 +93,17 @@ def _validate(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None
         _list(value, node, path, errors)
 
 
+_SCALAR_OF: dict[str, type] = {NUMERIC: int, STRING: str, BOOLEAN: bool}
+
+
+def _numeric(scalar: str, cls: type) -> bool:
+    return scalar == NUMERIC and cls is float
+
+
 def _scalar(value: Any, scalar: str, path: _Path, errors: _Errors) -> None:
-    """``validateScalar``."""
+    """``validateScalar`` (a Go nil is any scalar)."""
+    if value is None:
+        return
     cls = type(value)
     if scalar == NUMERIC:
         if cls is not int and cls is not float:
@@ -97,73 +119,94 @@ def _scalar(value: Any, scalar: str, path: _Path, errors: _Errors) -> None:
 
 
 def _map(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
-    """``doMap`` and ``visitMapItems``: an undeclared field stops the walk of its map."""
+    """``doMap`` (``mapValue``: a Go nil is a map) and ``visitMapItems``: an undeclared field stops
+    the walk of its map."""
+    if value is None:
+        return
     if type(value) is not dict:
         errors.append((_render(path), f"expected map, got {value_v(value)}"))
         return
+    field = node.field
     for key, item in value.items():
-        child = node.field(key)
+        child = field(key)
         if child is None:
-            errors.append((_render(path) + f".{key}", "field not declared in schema"))
+            errors.append((_render((path, key)), "field not declared in schema"))
             return
-        _validate(item, child, (path, f".{key}"), errors)
+        cls = type(item)
+        if (cls is str or cls is int or cls is float or cls is bool) and child.scalar is not None:
+            if child.scalar != UNTYPED and _SCALAR_OF[child.scalar] is not cls and not _numeric(child.scalar, cls):
+                _scalar(item, child.scalar, (path, key), errors)
+            continue  # a scalar that fits: nothing to walk
+        _validate(item, child, (path, key), errors)
 
 
 def _list(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
-    """``doList`` and ``visitListItems``: an item without a usable key ends the list's walk; a key
-    seen twice is an error on the list."""
+    """``doList`` (``listValue``: a Go nil is a list) and ``visitListItems``: an item without a usable
+    key ends the list's walk; a key seen twice is an error on the list."""
+    if value is None:
+        return
     if type(value) is not list:
         errors.append((_render(path), f"expected list, got {value_v(value)}"))
         return
     item_node = node.item
     if not node.associative:
         for index, item in enumerate(value):
-            _validate(item, item_node, (path, f"[{index}]"), errors)
+            _validate(item, item_node, (path, index), errors)
         return
-    seen: set[str] = set()
+    seen: set[Any] = set()
     for index, item in enumerate(value):
         element, problem = _path_element(item, node)
-        if problem is not None:
+        if element is None:
             errors.append((_render(path), f"element {index}: {problem}"))
             return
-        if element in seen:
-            errors.append((_render(path), f"duplicate entries for key {element}"))
-        seen.add(element)
+        identity: Any = tuple((name, type(value) is bool, value) for name, value in element)  # true is not 1
+        try:
+            hash(identity)
+        except TypeError:  # a key value that is a map or list: compared by its rendering
+            identity = element.render()
+        if identity in seen:
+            errors.append((_render(path), f"duplicate entries for key {element.render()}"))
+        seen.add(identity)
         _validate(item, item_node, (path, element), errors)
 
 
-def _path_element(item: Any, node: TypedNode) -> tuple[str, str | None]:
-    """``listItemToPathElement`` rendered by ``PathElement.String``: ``[name="web"]`` for a keyed
-    item, ``[="a"]`` for a set's value; or the reason there is none."""
+def _path_element(item: Any, node: TypedNode) -> tuple[_Element | None, str]:
+    """``listItemToPathElement``: the item's key fields (sorted, ``keyMap.Sort()``) or a set's value;
+    or None and the reason there is none."""
     keys = node.keys
+    cls = type(item)
     if keys:
         if item is None:
-            return "", "associative list with keys may not have a null element"
-        if type(item) is not dict:
-            return "", "associative list with keys may not have non-map elements"
-        parts = []
-        for key in sorted(keys):  # keyMap.Sort()
-            if key in item:
-                parts.append(f"{key}={_to_string(item[key])}")
-            elif key in KEY_DEFAULTS:
-                parts.append(f"{key}={_to_string(KEY_DEFAULTS[key])}")
+            return None, "associative list with keys may not have a null element"
+        if cls is not dict:
+            return None, "associative list with keys may not have non-map elements"
+        defaults = node.key_defaults
+        parts = [
+            (key, item[key] if key in item else defaults[key])
+            for key in node.sorted_keys
+            if key in item or key in defaults
+        ]
         if not parts:
             quoted = " ".join(go_quote(k) for k in keys)
-            return "", (
+            return None, (
                 f"associative list with keys has an element that omits all key fields [{quoted}] "
                 "(and doesn't have default values for any key fields)"
             )
-        return "[" + ",".join(parts) + "]", None
-    if type(item) is dict:
-        return "", "associative list without keys has an element that's a map type"
-    if type(item) is list:
-        return "", "not supported: associative list with lists as elements"
-    return f"[={_to_string(item)}]", None
+        return _Element(parts), ""
+    if cls is dict:
+        return None, "associative list without keys has an element that's a map type"
+    if cls is list:
+        return None, "not supported: associative list with lists as elements"
+    if item is None:
+        return None, "associative list without keys has an element that's an explicit null"
+    return _Element((("", item),)), ""
 
 
 def _to_string(value: Any) -> str:
     """structured-merge-diff ``value.ToString``."""
     cls = type(value)
+    if value is None:
+        return "null"
     if cls is bool:
         return "true" if value else "false"
     if cls is int:
@@ -193,13 +236,14 @@ def _atomics(value: Any, node: TypedNode, path: _Path, found: list[str]) -> None
         if node.map_atomic:
             found.append(_render(path))
         for key, item in value.items():
-            if node.is_field(key):
+            kind = type(item)
+            if (kind is dict or kind is list) and node.is_field(key):
                 child = node.field(key)
                 if child is not None:
-                    _atomics(item, child, (path, f".{key}"), found)
+                    _atomics(item, child, (path, key), found)
     if cls is list and node.has_list:
         if node.list_atomic:
             found.append(_render(path))
         item_node = node.item
         for index, item in enumerate(value):
-            _atomics(item, item_node, (path, f"[{index}]"), found)
+            _atomics(item, item_node, (path, index), found)

@@ -10,9 +10,10 @@ and kept with the node (a registry, and so every node, lives as long as its poli
 
 * ``integer`` and ``number`` are *numeric* (an int or a float), ``string`` with no format or
   ``format: byte`` is *string*, ``boolean`` is *boolean*; every other string format
-  (``date-time``, ``int-or-string``, a CRD's ``uri``) and ``Quantity`` take *any scalar*;
-* a node without a type (a CRD's ``x-kubernetes-int-or-string`` or preserved field) takes any scalar,
-  list or map; ``RawExtension`` any atomic value;
+  (``date-time``, a CRD's ``uri``) and ``Quantity`` (hard-coded) take *any scalar*;
+* a node without a type (``IntOrString``, whose published schema is a ``oneOf``, a CRD's
+  ``x-kubernetes-int-or-string`` or preserved field) takes any scalar, list or map; ``RawExtension``
+  any atomic value;
 * an object with properties and no ``additionalProperties`` refuses other fields, unless
   ``x-kubernetes-preserve-unknown-fields`` is set on it or on an inlined ancestor;
 * a list is associative with ``x-kubernetes-list-type`` ``map`` (its keys) or ``set``, or with a
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from celmut.runtime.schemas import Schema
+from celmut.runtime.schemas import NO_DEFAULT, Schema
 
 # structured-merge-diff schema.Scalar values
 NUMERIC = "numeric"
@@ -48,9 +49,18 @@ GO_INT_OR_STRING = "IntOrString"
 GO_QUANTITY = "Quantity"
 GO_TIME = "Time"
 
-# Key fields defaulted by the OpenAPI schema (kubernetes-validate's copy drops ``default``): an item
-# without them still has a key (typed/helpers.go ``getAssociativeKeyDefault``).
-KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
+# An item of a keyed list that omits a key field takes the field's OpenAPI ``default`` as its key
+# (structured-merge-diff typed/helpers.go ``getAssociativeKeyDefault``). The bundled built-in schemas
+# drop ``default``; what kube-apiserver publishes has one for (kube-openapi generators/openapi.go
+# ``mustEnforceDefault``, ``generateDefault``): every required scalar, its Go zero value (a field
+# without ``omitempty``), and the fields marked ``+default=`` — among list keys, these three
+# (checked against a v1.36 API server's /openapi/v3: every other list key is required or has no default).
+MARKED_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
+    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
+    ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
+    ("io.k8s.api.core.v1.LocalObjectReference", "name"): "",
+}
+_ZERO = {"string": "", "integer": 0, "number": 0, "boolean": False}
 
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
@@ -68,12 +78,14 @@ class TypedNode:
         "go",
         "has_list",
         "has_map",
+        "key_defaults",
         "keys",
         "list_atomic",
         "map_atomic",
         "preserve",
         "scalar",
         "schema",
+        "sorted_keys",
     )
 
     def __init__(self, schema: Schema | None, preserve: bool) -> None:
@@ -87,6 +99,8 @@ class TypedNode:
         self.list_atomic = False
         self.associative = False
         self.keys: tuple[str, ...] = ()
+        self.sorted_keys: tuple[str, ...] = ()  # keyMap.Sort(): a path element names its keys sorted
+        self.key_defaults: dict[str, Any] = {}  # the keys an item may omit, and what it then has
         self.go = ""
         self._fields: dict[str, TypedNode | None] = {}
         self._item: TypedNode | None = None
@@ -171,7 +185,11 @@ def _compile(schema: Schema, inherited: bool) -> TypedNode:
         node.scalar, node.go = UNTYPED, GO_QUANTITY  # hard-coded in ToSchemaFromOpenAPI
         return node
     if definition == _INT_OR_STRING or schema.alternatives:
-        node.scalar, node.go = UNTYPED, GO_INT_OR_STRING  # an OpenAPI string of format int-or-string
+        # the published IntOrString has no ``type`` (``format: int-or-string`` and a ``oneOf``): parseSchema
+        # makes it any scalar, an atomic list of untyped items and a granular map of deduced values, so
+        # only the Go conversion refuses a map (``json: cannot unmarshal object into Go value of type int32``)
+        node.scalar, node.go = UNTYPED, GO_INT_OR_STRING
+        node.has_list = node.list_atomic = node.has_map = True
         return node
     declared = schema.declared_type
     additional = schema.additional_properties
@@ -197,6 +215,9 @@ def _compile(schema: Schema, inherited: bool) -> TypedNode:
             node.associative = True
             node.keys = (schema.patch_merge_key,) if schema.patch_merge_key else ()
         node.list_atomic = not node.associative
+        node.sorted_keys = tuple(sorted(node.keys))
+        if node.keys and schema.items is not None:
+            node.key_defaults = key_defaults(schema.items, node.keys)
     if declared == "":
         node.scalar = UNTYPED
     elif declared in ("integer", "number"):
@@ -211,3 +232,20 @@ def _compile(schema: Schema, inherited: bool) -> TypedNode:
         else:
             node.scalar, node.go = UNTYPED, (GO_TIME if fmt == "date-time" else GO_STRING)
     return node
+
+
+def key_defaults(item: Schema, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The default of each key field of a keyed list's ``item`` that has one (see
+    :data:`MARKED_KEY_DEFAULTS`)."""
+    found: dict[str, Any] = {}
+    for key in keys:
+        field = item.field(key) if key in item.properties else None
+        if field is None:
+            continue
+        if field.default is not NO_DEFAULT:
+            found[key] = field.default
+        elif (item.definition, key) in MARKED_KEY_DEFAULTS:
+            found[key] = MARKED_KEY_DEFAULTS[(item.definition, key)]
+        elif item.definition and key in item.required and field.declared_type in _ZERO:
+            found[key] = _ZERO[field.declared_type]  # a built-in's required scalar (CRDs publish their own)
+    return found

@@ -86,7 +86,9 @@ def test_a_pod_changed_while_it_waits_in_the_queue_is_patched_in_the_version_the
         fake_apiserver.store.update(waiting)
         # a pod created after it: once the watch delivered this one, it delivered (and handled) that change
         spec = {"containers": [{"name": "app", "image": "nginx:1.27"}]}
-        fake_apiserver.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "z", "namespace": "blog"}, "spec": spec})
+        fake_apiserver.store.create(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "z", "namespace": "blog"}, "spec": spec}
+        )
         cache = controller.caches.cache("v1", "pods", wait=False)
         eventually(lambda: cache is not None and cache.get("blog", "z") is not None, timeout=30, what="the watch")
         writes.release()

@@ -14,9 +14,9 @@ import pytest
 from celmut.controller.report_loop import ReportingConfig
 from tests.controller.support import add_label, configmap, policy, running, write_policies
 from tests.controller.test_policy_reports import install_report_crds, results
-from tests.waiting import eventually
 from tests.fakekube import FakeApiServer
 from tests.kube.crds import policy_crds
+from tests.waiting import eventually
 
 
 def violations(fake: FakeApiServer, *namespaces: str) -> list[dict[str, Any]]:
