@@ -163,6 +163,18 @@ class ResourceLookup(Protocol):
         ...
 
 
+class SharedListLookup(ResourceLookup, Protocol):
+    """A :class:`ResourceLookup` whose lists ``resource.List`` reads without copying each object."""
+
+    def list_values(
+        self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`list`'s answer already in CEL's value form (what ``to_cel_value`` makes of it), its items
+        the lookup's own objects rather than copies: nobody changes them (CEL only reads, and the lookup
+        replaces an object, never edits it), so a list costs the objects it selects, not a copy of each."""
+        ...
+
+
 class GlobalContextLookup(Protocol):
     def get(self, entry: str, projection: str = "") -> Any: ...
 

@@ -3,11 +3,12 @@
 The presets that split a workload's pods (the spot webhook presets, PodMutation's spot percentage and
 distribution groups; :mod:`celmut.compile.presets.placement`) decide in CEL variables: ``placement``
 (spot or on-demand, from the split ``cel.bind(percent, …)`` over ``siblings``, the other live pods of
-the same owner) and ``group``. After a pod is admitted, and before it is stored (so it is not its own
-sibling), those variables are evaluated again for it, with the object the policy received and the
-cluster as it was: the same values the admission used. What decided is then said in words, with the
-counts of the split, for example: "40 % on spot: 2 of the 5 pods before it are on spot; 6 × 40 % =
-2.4, rounded down 2: on-demand".
+the same owner) and ``group``. After a pod is admitted, those variables are read as the admission
+computed them (:attr:`~celmut.runtime.results.PolicyOutcome.variables`, recorded when explaining):
+nothing is listed or counted twice. One the admission did not need is evaluated then, before the pod
+is stored (so it is not its own sibling), with the object the policy received and the cluster as it
+was. What decided is then said in words, with the counts of the split, for example: "40 % on spot: 2
+of the 5 pods before it are on spot; 6 × 40 % = 2.4, rounded down 2: on-demand".
 
 The spot webhook preset's steps (:func:`celmut.compile.presets.spot.decision_variables`) are named
 variables; the first that decides is the rule.
@@ -64,6 +65,16 @@ def received_objects(original: Any, outcomes: Sequence[PolicyOutcome]) -> dict[s
     return received
 
 
+def computed_variables(outcomes: Sequence[PolicyOutcome]) -> dict[str, dict[str, Any]]:
+    """The variables each policy's evaluation computed, by display name (of its first evaluation: the
+    one :func:`received_objects` gives the object of)."""
+    computed: dict[str, dict[str, Any]] = {}
+    for outcome in outcomes:
+        if outcome.policy not in computed:
+            computed[outcome.policy] = outcome.variables or {}
+    return computed
+
+
 def explain(
     policies: Sequence[Any],
     outcomes: Sequence[PolicyOutcome],
@@ -75,6 +86,7 @@ def explain(
     """One row per placement policy that took part: ``policy``, ``rule`` (words), ``numbers`` and the
     ``placement``/``group`` it chose; policies without a placement or group variable give none."""
     received = received_objects(original, outcomes)
+    computed = computed_variables(outcomes)
     statuses = {o.policy: o.status for o in outcomes}
     rows: list[Row] = []
     for policy in policies:
@@ -92,6 +104,7 @@ def explain(
             request=request,
             namespace_object=namespace_object,
             variables=variables,
+            variable_values=computed.get(policy.display_name),
             services=services,
             budget=Budget.with_timeout(),
         )

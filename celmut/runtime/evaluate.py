@@ -346,6 +346,8 @@ class PolicyEvaluator:
         if stage.changed_steps and steps is not None:
             steps = [step for step in steps if step.after is not step.before and step.patch]
         extra: dict[str, Any] = {"binding": binding, "steps": steps}
+        if context.explain and policy.variables:
+            extra["variables"] = activation.variables.evaluated()
         if stage.audits:
             extra["audit_annotations"] = audit
         if result is current or result == current:

@@ -69,6 +69,8 @@ class PolicyOutcome:
     cause: Cause = ""  # why it did not apply, as a code (``reason`` says it in prose)
     cause_name: str = ""  # the matchCondition or PolicyException named by ``cause``
     steps: list[MutationStep] | None = field(default=None, repr=False)  # per mutation, when explaining
+    # when explaining: the policy's variables as its evaluation computed them (those it used), by name
+    variables: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def patch(self) -> list[dict[str, Any]]:

@@ -223,11 +223,6 @@ class Schema:
         return bool(self._node.get("properties")) and not isinstance(self._node.get("additionalProperties"), dict)
 
     @cached_property
-    def properties(self) -> tuple[str, ...]:
-        """The declared field names, in the schema's order (what an editor offers after ``object.``)."""
-        return tuple(self._node.get("properties") or ())
-
-    @cached_property
     def description(self) -> str:
         return str(self._node.get("description") or "")
 

@@ -5,16 +5,30 @@ fake context), and tests use it as the cluster. Objects are matched the way the 
 serve them: by ``apiVersion``, plural resource name (derived from ``kind``), namespace, name and an
 equality label selector. A missing object raises :class:`ResourceNotFound` with the API server's
 message (``configmaps "x" not found``), which ``resource.Get`` turns into ``null`` as Kyverno does.
+
+Offline runs admit objects one after the other, each stored for the next one's lookups, and a
+workload's pods each list the pods before them (the spot presets' split): a list must cost what it
+selects, not what is stored. So each resource keeps its objects in list order, (namespace, name), and
+by label, like the webhook's watched caches (:mod:`celmut.kube.cache`); and ``resource.List`` reads
+them without a copy (:meth:`StaticResources.list_values`), each object converted to CEL's value form
+once per version. Other readers get copies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from celmut import kinds
+from celmut.cel.libs.kyverno.json import shared_cel_value
 from celmut.cel.lookups import ResourceConflict, ResourceNotFound
 from celmut.jsonutil import json_copy
+
+Key = tuple[str, str]  # (namespace, name): also the order a list answers in
+ResourceKey = tuple[str, str]  # (apiVersion, plural resource)
+Keys = list[Key]  # (``list`` names a method in the class below)
+Items = list[Any]
 
 
 def kind_to_resource(kind: str) -> str:
@@ -22,11 +36,71 @@ def kind_to_resource(kind: str) -> str:
     return kinds.guess_resource(kind)
 
 
+def _labels(obj: Mapping[str, Any]) -> Mapping[Any, Any]:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels if isinstance(labels, Mapping) else {}
+
+
+class _Objects:
+    """The stored objects of one resource: by (namespace, name), the keys in that order (a list's), the
+    keys under each string label value (in that order too), and each object's CEL value form once read.
+    An object is replaced, never edited."""
+
+    __slots__ = ("by_key", "by_label", "order", "values")
+
+    def __init__(self) -> None:
+        self.by_key: dict[Key, dict[str, Any]] = {}
+        self.order: list[Key] = []
+        self.by_label: dict[tuple[Any, str], list[Key]] = {}
+        self.values: dict[Key, Any] = {}
+
+    def put(self, key: Key, obj: dict[str, Any]) -> None:
+        old = self.by_key.get(key)
+        if old is None:
+            insort(self.order, key)
+        else:
+            self.values.pop(key, None)
+            for pair in _label_pairs(old):
+                keys = self.by_label[pair]
+                del keys[bisect_left(keys, key)]
+        self.by_key[key] = obj
+        for pair in _label_pairs(obj):
+            insort(self.by_label.setdefault(pair, []), key)
+
+    def candidates(self, labels: Mapping[str, str] | None) -> tuple[Keys, Mapping[str, str]]:
+        """The keys, in order, of the objects that may carry ``labels`` (all when there are none): those
+        under the selector's least used label; and the labels they must still be checked for."""
+        if not labels or not all(isinstance(value, str) for value in labels.values()):
+            return self.order, labels or {}
+        label, value = min(labels.items(), key=lambda pair: len(self.by_label.get(pair, ())))
+        rest = {k: v for k, v in labels.items() if k != label}
+        return self.by_label.get((label, value), []), rest
+
+    def value(self, key: Key) -> Any:
+        """The object of ``key`` as a CEL value, made on its first read."""
+        found = self.values.get(key)
+        if found is None:
+            found = self.values[key] = shared_cel_value(self.by_key[key])
+        return found
+
+
+def _namespace_range(keys: Keys, namespace: str) -> Keys:
+    """The keys of ``namespace`` among sorted ``keys`` (any later namespace sorts at or after
+    ``namespace`` followed by NUL)."""
+    return keys[bisect_left(keys, (namespace, "")) : bisect_left(keys, (namespace + "\0", ""))]
+
+
+def _label_pairs(obj: Mapping[str, Any]) -> Iterator[tuple[Any, str]]:
+    """The (label, value) pairs an equality selector can match: string values."""
+    return ((label, value) for label, value in _labels(obj).items() if isinstance(value, str))
+
+
 class StaticResources:
     """Kubernetes objects in memory, served like an API server (reads, creates and upserts).
 
-    Objects are indexed by (apiVersion, resource) then (namespace, name), so lookups do not scan;
-    reads return copies, so callers cannot change what is stored.
+    Objects are indexed by (apiVersion, resource), then (namespace, name) and label, so lookups do not
+    scan; reads return copies, so callers cannot change what is stored, except :meth:`list_values`
+    (``resource.List``: CEL only reads).
     """
 
     def __init__(
@@ -40,14 +114,14 @@ class StaticResources:
         "gateways"}``)."""
         self._plurals = dict(plurals or {})
         self._kind_table = kind_table
-        self._index: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
-        self._kinds: dict[tuple[str, str], str] = {}
+        self._index: dict[ResourceKey, _Objects] = {}
+        self._kinds: dict[ResourceKey, str] = {}
         for obj in objects:
             self.add(obj)
 
     # --- loading ----------------------------------------------------------------------------------
 
-    def _key(self, obj: Mapping[str, Any]) -> tuple[tuple[str, str], tuple[str, str]]:
+    def _key(self, obj: Mapping[str, Any]) -> tuple[ResourceKey, Key]:
         api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
         meta = obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "")
@@ -78,11 +152,17 @@ class StaticResources:
             return
         resource_key, object_key = self._key(obj)
         stored = json_copy(dict(obj)) if copy or type(obj) is not dict else obj
-        self._index.setdefault(resource_key, {})[object_key] = stored
+        self._objects(resource_key).put(object_key, stored)
+
+    def _objects(self, resource_key: ResourceKey) -> _Objects:
+        found = self._index.get(resource_key)
+        if found is None:
+            found = self._index[resource_key] = _Objects()
+        return found
 
     @property
     def objects(self) -> list[dict[str, Any]]:
-        return [json_copy(o) for objects in self._index.values() for o in objects.values()]
+        return [json_copy(o) for objects in self._index.values() for o in objects.by_key.values()]
 
     # --- naming ---------------------------------------------------------------------------------
 
@@ -106,10 +186,11 @@ class StaticResources:
         return not stored and wanted == "default" and self._kind_table.is_namespaced(api_version, kind)
 
     def get(self, api_version: str, resource: str, namespace: str, name: str) -> dict[str, Any]:
-        objects = self._index.get((api_version, resource), {})
-        obj = objects.get((namespace, name))
+        objects = self._index.get((api_version, resource))
+        stored = objects.by_key if objects is not None else {}
+        obj = stored.get((namespace, name))
         if obj is None and self._namespace_matches(api_version, resource, "", namespace):
-            obj = objects.get(("", name))
+            obj = stored.get(("", name))
         if obj is None:
             raise ResourceNotFound(f'{kinds.qualified_resource(api_version, resource)} "{name}" not found')
         return json_copy(obj)
@@ -117,26 +198,49 @@ class StaticResources:
     def list(
         self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
-        items = []
-        for (object_namespace, _), obj in self._index.get((api_version, resource), {}).items():
-            if namespace and not self._namespace_matches(api_version, resource, object_namespace, namespace):
-                continue
-            object_labels = (obj.get("metadata") or {}).get("labels") or {}
-            if labels and any(object_labels.get(k) != val for k, val in labels.items()):
-                continue
-            items.append(obj)
-        items.sort(
-            key=lambda o: (
-                (o.get("metadata") or {}).get("namespace") or "",
-                (o.get("metadata") or {}).get("name") or "",
+        objects = self._index.get((api_version, resource))
+        keys = self._selected(api_version, resource, objects, namespace, labels)
+        return self._list_of(api_version, resource, [json_copy(objects.by_key[k]) for k in keys] if objects else [])
+
+    def list_values(
+        self, api_version: str, resource: str, namespace: str, labels: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`list` for ``resource.List``: the stored objects themselves, as CEL values (see
+        :class:`celmut.cel.lookups.SharedListLookup`)."""
+        objects = self._index.get((api_version, resource))
+        keys = self._selected(api_version, resource, objects, namespace, labels)
+        return self._list_of(api_version, resource, [objects.value(k) for k in keys] if objects else [])
+
+    def _selected(
+        self,
+        api_version: str,
+        resource: str,
+        objects: _Objects | None,
+        namespace: str,
+        labels: Mapping[str, str] | None,
+    ) -> Keys:
+        """The keys of the objects a list answers, in its order: (namespace, name)."""
+        if objects is None:
+            return []
+        keys, rest = objects.candidates(labels)
+        if namespace:  # keys are in (namespace, name) order: a namespace's are together
+            within = _namespace_range(keys, namespace)
+            keys = (
+                _namespace_range(keys, "") + within
+                if self._namespace_matches(api_version, resource, "", namespace)
+                else within
             )
-        )
+        if not rest:
+            return keys
+        return [key for key in keys if all(_labels(objects.by_key[key]).get(k) == v for k, v in rest.items())]
+
+    def _list_of(self, api_version: str, resource: str, items: Items) -> dict[str, Any]:
         kind = self._kind_for(api_version, resource)
         return {
             "apiVersion": api_version,
             "kind": f"{kind}List" if kind else "List",
             "metadata": {"resourceVersion": ""},
-            "items": [json_copy(i) for i in items],
+            "items": items,
         }
 
     def post(self, api_version: str, resource: str, namespace: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -162,9 +266,10 @@ class StaticResources:
                 )
             meta["namespace"] = namespace
         resource_key, object_key = self._key(obj)
-        if object_key in self._index.get(resource_key, {}):
+        objects = self._objects(resource_key)
+        if object_key in objects.by_key:
             raise ResourceConflict(f'{qualified} "{meta["name"]}" already exists')
-        self._index.setdefault(resource_key, {})[object_key] = obj
+        objects.put(object_key, obj)
         return json_copy(obj)
 
     def resource_for_kind(self, api_version: str, kind: str) -> str | None:

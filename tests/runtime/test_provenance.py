@@ -254,3 +254,29 @@ def test_describe_names_each_mutation_and_counts_the_fields_that_do_not_fit() ->
     assert len(short) <= 120 and short.endswith("more fields") and short.startswith("add-team spec.mutations[0]")
     shown = short.count("/spec/containers/")
     assert short.endswith(f"… and {30 - shown} more fields")
+
+
+VARIABLES = """
+  variables:
+  - {name: team, expression: 'object.metadata.labels.app + "-team"'}
+  - {name: unused, expression: '1 / 0'}
+  - {name: later, expression: 'object.metadata.labels.?team.orValue("none")'}
+"""
+
+
+@pytest.mark.parametrize("explain", [True, False])
+def test_an_explained_outcome_carries_the_variables_its_evaluation_computed(explain: bool) -> None:
+    """What an explanation reads instead of evaluating again (the playground says why each pod of a
+    workload was placed where it was): each variable as the admission computed it, when it was first
+    used; a variable nothing used is not there (nor evaluated: ``1 / 0`` would have failed the policy)."""
+    policy = mpol(
+        "team",
+        jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/team", value: variables.team}]')
+        + jsonpatch('[JSONPatch{op: "add", path: "/metadata/labels/seen", value: variables.later}]'),
+        extra=VARIABLES,
+    )
+    result = engine(policy).admit(AdmissionInput.from_object(pod()), explain=explain)
+    (outcome,) = result.outcomes
+    assert outcome.status == "applied"
+    # ``later`` was first used by the second mutation, on the object the first one had changed
+    assert outcome.variables == ({"team": "web-team", "later": "web-team"} if explain else None)

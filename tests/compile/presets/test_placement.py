@@ -209,6 +209,8 @@ class ForbiddenLookups(StaticResources):
     def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise Forbidden('pods is forbidden: User "celmut" cannot list resource')
 
+    list_values = list  # resource.List's read (SharedListLookup)
+
 
 @pytest.mark.parametrize(
     ("variables", "patches"),

@@ -20,7 +20,7 @@ json.marshal(<dyn>) -> <string>
         json.marshal('<x>') == '"\\u003cx\\u003e"'
 
 :func:`go_json` and :func:`to_cel_value` are shared with the other Kyverno libraries (HTTP bodies,
-provider results).
+provider results); :func:`shared_cel_value` with the lookups that keep their objects in that form.
 """
 
 from __future__ import annotations
@@ -185,6 +185,26 @@ def to_cel_value(value: Any) -> Any:
     if isinstance(value, datetime.datetime):
         return v.Timestamp.from_datetime(value)
     return value
+
+
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def is_cel_value(value: Any) -> bool:
+    """Whether ``value`` already is what :func:`to_cel_value` makes of it: dicts with string keys,
+    lists and JSON scalars (and bytes) only, so that :func:`to_cel_value` would answer an equal copy."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and is_cel_value(item) for key, item in value.items())
+    if kind is list:
+        return all(is_cel_value(item) for item in value)
+    return kind in _SCALARS
+
+
+def shared_cel_value(value: Any) -> Any:
+    """:func:`to_cel_value` of a value nobody changes any more (an object a lookup stores and replaces,
+    never edits): ``value`` itself when it already is a CEL value, which CEL only reads."""
+    return value if is_cel_value(value) else to_cel_value(value)
 
 
 def encoding_cost(value: Any) -> int:

@@ -41,6 +41,7 @@ namespace are refused there, so a namespaced policy cannot read other namespaces
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from celmut.cel.declarations import Library
@@ -170,6 +171,9 @@ def do_list(ctx: Any, function: str, api_version: Any, resource: Any, namespace:
         return None
     resources = _provider(ctx, function)
     try:
+        shared: Callable[..., dict[str, Any]] | None = getattr(resources, "list_values", None)  # SharedListLookup
+        if shared is not None:
+            return shared(api_version, resource, namespace, selector)
         return to_cel_value(resources.list(api_version, resource, namespace, selector))
     except LookupUnavailable:
         raise
