@@ -273,7 +273,8 @@ def main() -> None:
             ]
         )
     print(
-        f"controller workload (20 namespaces, one mutateExisting policy), fake API server; --rate {args.rate:g}, {args.workers or 'auto'} workers, "
+        "controller workload (20 namespaces, one mutateExisting policy), fake API server; "
+        f"--rate {args.rate:g}, {args.workers or 'auto'} workers, "
         f"reports {'on' if args.reports else 'off'}{'; a trigger wave meets the pass' if args.wave else ''}; MiB; "
         "CPU: the controller's during the pass; writes and GETs: PATCHes and GETs of one pod, per pod"
     )
