@@ -24,18 +24,7 @@ from typing import Any
 from celmut.cel import values
 from celmut.cel.values import StructValue, UintType, format_double
 from celmut.compile.result_shapes import CONCAT, LIST, MAP, STRINGS, Built, Shape, Struct
-
-
-class RefValList(list[Any]):
-    """A ``[]ref.Val``: a list the expression built, nested in another built list or map."""
-
-
-class RefValMap(dict[Any, Any]):
-    """A ``map[ref.Val]ref.Val``: a map the expression built, nested in another built list or map."""
-
-
-class GoStrings(list[str]):
-    """A Go ``[]string`` (what ``split`` returns): structured-merge-diff takes only ``[]any`` for a list."""
+from celmut.runtime.go_containers import GoStrings, RefValList, RefValMap
 
 
 class _NullValue:

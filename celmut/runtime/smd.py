@@ -23,24 +23,22 @@ from __future__ import annotations
 from typing import Any
 
 from celmut.cel.values import format_double
+from celmut.runtime.go_containers import PathElement
 from celmut.runtime.go_values import go_quote, go_type, value_sharp_v, value_v
 from celmut.runtime.typed import BOOLEAN, NUMERIC, STRING, UNTYPED, TypedNode
 
 _Errors = list[tuple[str, str]]  # (path, message), as ValidationErrors
 # Where the walk is: ``()`` at the root, ``(parent, segment)`` below, a segment being a field name, a
-# list index or a list item's :class:`_Element`; rendered only for an error (structured-merge-diff
+# list index or a list item's :class:`PathElement`; rendered only for an error (structured-merge-diff
 # builds its prefixes lazily too: ``WithLazyPrefix``).
 _Path = tuple[Any, ...]
 
 
-class _Element(tuple[tuple[str, Any], ...]):
-    """An associative list item's ``PathElement``: its key fields and values (a set's item: one pair
-    named ""), hashable when the values are; rendered ``[name="web"]`` or ``[="a"]``."""
-
-    def render(self) -> str:
-        if len(self) == 1 and self[0][0] == "":
-            return f"[={_to_string(self[0][1])}]"
-        return "[" + ",".join(f"{name}={_to_string(value)}" for name, value in self) + "]"
+def _render_element(element: PathElement) -> str:
+    """``PathElement.String``: ``[name="web"]``, or ``[="a"]`` for a set's item."""
+    if len(element) == 1 and element[0][0] == "":
+        return f"[={_to_string(element[0][1])}]"
+    return "[" + ",".join(f"{name}={_to_string(value)}" for name, value in element) + "]"
 
 
 def _render(path: _Path) -> str:
@@ -48,7 +46,7 @@ def _render(path: _Path) -> str:
     while path:
         path, segment = path
         cls = type(segment)
-        segments.append("." + segment if cls is str else f"[{segment}]" if cls is int else segment.render())
+        segments.append("." + segment if cls is str else f"[{segment}]" if cls is int else _render_element(segment))
     return "".join(reversed(segments))
 
 
@@ -163,14 +161,14 @@ def _list(value: Any, node: TypedNode, path: _Path, errors: _Errors) -> None:
         try:
             hash(identity)
         except TypeError:  # a key value that is a map or list: compared by its rendering
-            identity = element.render()
+            identity = _render_element(element)
         if identity in seen:
-            errors.append((_render(path), f"duplicate entries for key {element.render()}"))
+            errors.append((_render(path), f"duplicate entries for key {_render_element(element)}"))
         seen.add(identity)
         _validate(item, item_node, (path, element), errors)
 
 
-def _path_element(item: Any, node: TypedNode) -> tuple[_Element | None, str]:
+def _path_element(item: Any, node: TypedNode) -> tuple[PathElement | None, str]:
     """``listItemToPathElement``: the item's key fields (sorted, ``keyMap.Sort()``) or a set's value;
     or None and the reason there is none."""
     keys = node.keys
@@ -192,14 +190,14 @@ def _path_element(item: Any, node: TypedNode) -> tuple[_Element | None, str]:
                 f"associative list with keys has an element that omits all key fields [{quoted}] "
                 "(and doesn't have default values for any key fields)"
             )
-        return _Element(parts), ""
+        return PathElement(parts), ""
     if cls is dict:
         return None, "associative list without keys has an element that's a map type"
     if cls is list:
         return None, "not supported: associative list with lists as elements"
     if item is None:
         return None, "associative list without keys has an element that's an explicit null"
-    return _Element((("", item),)), ""
+    return PathElement((("", item),)), ""
 
 
 def _to_string(value: Any) -> str:
