@@ -52,7 +52,7 @@ from timing import table  # noqa: E402
 
 from tests.playground.browser import chromium, missing  # noqa: E402
 from tests.playground.page import by_id, choose_example, set_pane  # noqa: E402
-from tests.playground.support import Playground, playground  # noqa: E402
+from tests.playground.support import Playground, playground, without_timings  # noqa: E402
 
 PAGE_LIMIT = 500  # the most pods the page runs (celmut.playground.workloads.MAX_PODS)
 POD = """apiVersion: v1
@@ -143,14 +143,6 @@ def in_page(served: Playground, runs: int, state: dict[str, str], replicas: int)
                 by_id(browser, "run-pods").click()
             pods_ms.append((time.perf_counter() - started) * 1000)
     return run_ms, pods_ms
-
-
-def without_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: without_timings(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [without_timings(v) for v in value]
-    return value
 
 
 def workload_state(examples: dict[str, dict[str, str]], replicas: int) -> dict[str, str]:

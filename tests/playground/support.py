@@ -20,6 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 60  # a fresh interpreter loading FastAPI on a loaded 2-core machine
 
 
+def without_timings(value: Any) -> Any:
+    """An answer with its ``seconds`` left out, to compare two runs of the same panes."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
 @dataclass
 class Playground:
     url: str
