@@ -20,6 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 60  # a fresh interpreter loading FastAPI on a loaded 2-core machine
 
 
+def without_timings(value: Any) -> Any:
+    """An answer with its ``seconds`` left out, to compare two runs of the same panes."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
 @dataclass
 class Playground:
     url: str
@@ -35,19 +44,20 @@ class Playground:
 
 
 @contextmanager
-def playground(*flags: str, scheme: str = "http") -> Iterator[Playground]:
-    """Start ``celmut playground --port 0 FLAGS`` and wait for its first line, which names its URL."""
+def playground(*flags: str, scheme: str = "http", package: Path = ROOT) -> Iterator[Playground]:
+    """Start ``celmut playground --port 0 FLAGS`` and wait for its first line, which names its URL;
+    ``package``: the directory holding the ``celmut`` package to run (a benchmark's other version)."""
     with tempfile.TemporaryFile("w+") as errors:  # a file, not a pipe: nothing blocks however much it logs
-        yield from _started(errors, flags, scheme)
+        yield from _started(errors, flags, scheme, package)
 
 
-def _started(errors: IO[str], flags: tuple[str, ...], scheme: str) -> Iterator[Playground]:
+def _started(errors: IO[str], flags: tuple[str, ...], scheme: str, package: Path) -> Iterator[Playground]:
     process = subprocess.Popen(
         [sys.executable, "-m", "celmut", "playground", "--port", "0", "--examples", str(ROOT), *flags],
         stdout=subprocess.PIPE,
         stderr=errors,
         text=True,
-        cwd=ROOT,
+        cwd=package,  # ``-m`` imports from the working directory first
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:

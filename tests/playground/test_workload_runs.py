@@ -19,6 +19,7 @@ import pytest
 from celmut.playground import session, workload_run
 from celmut.playground.layered import Layered
 from celmut.service.static_resources import StaticResources
+from tests.playground.support import without_timings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOYMENT = (ROOT / "examples" / "workloads" / "web-deployment.yaml").read_text()
@@ -54,14 +55,6 @@ def state(policies: str, replicas: int, percent: int | None) -> session.State:
         resources = resources.replace("        app: web\n    spec:", f"        app: web\n{PERCENTAGE}    spec:")
         assert PERCENTAGE in resources
     return session.State(policies=policies, resources=resources, cluster=CLUSTER)
-
-
-def without_timings(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: without_timings(v) for k, v in value.items() if k != "seconds"}
-    if isinstance(value, list):
-        return [without_timings(v) for v in value]
-    return value
 
 
 def check_reasons(answer: dict[str, Any], percent: int | None) -> None:
