@@ -69,9 +69,9 @@ test-compiled: $(COMPILED_STAMP)
 
 # Kyverno's chainsaw cases on a real API server (development only: CI has none), with celmut's webhook and
 # controller in process: KUBECONFIG must reach it, and the webhook certificates for 127.0.0.1 its API server
-# trusts are read from $$KUBE_RIG_HOME/kube/pki (docs/operations/reports.md). CASES= runs some of them.
+# trusts are read from PKI= (default $$KUBE_RIG_HOME/kube/pki; docs/operations/reports.md). CASES= picks some.
 chainsaw-real: $(DEV_STAMP)
-	$(BIN)/python -m tests.chainsaw.real_cluster $(CASES)
+	$(BIN)/python -m tests.chainsaw.real_cluster $(if $(PKI),--pki $(PKI)) $(CASES)
 
 check: $(DEV_STAMP)
 	$(BIN)/ruff check celmut tests benchmarks scripts

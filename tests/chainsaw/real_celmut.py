@@ -46,6 +46,7 @@ from celmut.install.webhook_config import WebhookSettings
 from celmut.kube import certs
 from celmut.kube.client import Cluster
 from celmut.service.settings import ServiceSettings
+from tests.chainsaw.celmut_cluster import report_pass
 from tests.chainsaw.shared_cluster import POLICY_KINDS, RunScope
 from tests.server.support import RunningServer, running_server
 
@@ -164,12 +165,7 @@ class RealCelmut:
         return ""
 
     def report_pass(self) -> int:
-        cluster = self.webhook.cluster
-        if cluster is not None and cluster.admission_errors is not None:
-            cluster.admission_errors.flush()
-        reports = self.controller.reports
-        assert reports is not None
-        return reports.pass_once().writes
+        return report_pass(self.webhook, self.controller)
 
     def settle(self, timeout: float = 180.0) -> None:
         deadline = time.monotonic() + timeout
