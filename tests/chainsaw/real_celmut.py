@@ -280,6 +280,10 @@ def real_celmut(client: DynamicClient, kubeconfig: Path, pki: Pki, scope: RunSco
             controller = Controller(config, cluster)
             controller.policies.webhook_rules = ScopedWebhookRules(cluster, rules, scope)
             controller.policies.policy_validation = ScopedPolicyValidation(cluster, validation, scope)
+            # no MutatingAdmissionPolicy generator: the run's policies all have an objectSelector (none would be
+            # generated), and it deletes every celmut-generated MAP whose policy it does not serve — another
+            # celmut's, on a shared cluster
+            controller.policies.generator = None
             stack.enter_context(_started(controller))
             _wait_registered(client, (mutating, validating))
             yield RealCelmut(client, server, controller, scope, (mutating, validating))

@@ -161,6 +161,12 @@ def run_case(case: str, client: DynamicClient, kubeconfig: Path, pki: Pki, scope
     declaration = declared().get(case, Declared())
     if declaration.skipped:
         return "skipped", declaration.skipped
+    others = scope.others_celmut()
+    if others:
+        return "failed", (
+            f"shared cluster: another celmut's objects are on the cluster ({', '.join(others[:3])}"
+            f"{', ...' if len(others) > 3 else ''}), which a celmut of this run would take over: not run now"
+        )
     scope.next_case()
     namespace = namespace_for(case, "celmut-chainsaw-")
     outlived: set[str] = {"default"}

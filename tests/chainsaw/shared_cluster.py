@@ -10,6 +10,11 @@ A run has a label, ``celmut-chainsaw=<random>`` (:class:`RunScope`):
   name their cluster-scoped objects and some namespaces (``default``, ``isolated-ns``) themselves, and an
   object of that name may be someone else's;
 * everything celmut registers is scoped by it too (:mod:`tests.chainsaw.real_celmut`);
+* a case does not start while the cluster holds what another celmut wrote and a celmut of the run would
+  take for its own (:meth:`RunScope.others_celmut`): reports labelled ``managed-by: celmut`` (a controller
+  adopts them at start and drops the results of policies it does not serve) and generated
+  MutatingAdmissionPolicies (the run's controller does not generate any: every run policy has an
+  objectSelector, which keeps a policy in the webhook);
 * after a case, the Events about its objects that outlive its namespaces (those on cluster-scoped objects
   and on objects in ``default``) are deleted, found by the uid of each object the case wrote
   (:meth:`RunScope.remove_events`), and so are the ClusterPolicyReports about them.
@@ -30,6 +35,14 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 Obj = dict[str, Any]
 POLICY_KINDS = ("MutatingPolicy", "NamespacedMutatingPolicy")
 LABEL = "celmut-chainsaw"
+MANAGED_BY_CELMUT = "app.kubernetes.io/managed-by=celmut"
+#: What a celmut controller takes over from any other celmut on the cluster: (apiVersion, kind).
+TAKEN_OVER = (
+    ("wgpolicyk8s.io/v1alpha2", "PolicyReport"),
+    ("wgpolicyk8s.io/v1alpha2", "ClusterPolicyReport"),
+    ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding"),
+)
 
 
 class ForeignObject(AssertionError):
@@ -135,6 +148,20 @@ class RunScope:
                 accounts.create(body={"metadata": {"name": "default"}}, namespace=namespace)
                 return
             time.sleep(0.1)
+
+    def others_celmut(self) -> list[str]:
+        """What another celmut wrote on the cluster that a celmut of this run would take over (none is left
+        between the run's cases): ``Kind namespace/name`` each."""
+        found = []
+        for api_version, kind in TAKEN_OVER:
+            try:
+                resource = self.client.resources.get(api_version=api_version, kind=kind)
+            except ResourceNotFoundError:
+                continue
+            for item in resource.get(label_selector=MANAGED_BY_CELMUT).items:
+                where = f"{item.metadata.namespace}/" if item.metadata.namespace else ""
+                found.append(f"{kind} {where}{item.metadata.name}")
+        return found
 
     # --- after a case -------------------------------------------------------------------------------
 

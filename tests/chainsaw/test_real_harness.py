@@ -12,6 +12,8 @@ import pytest
 from kubernetes.dynamic import DynamicClient
 
 from celmut.kube import certs
+from celmut.runtime.report_objects import ResourceRef, build_report
+from celmut.runtime.report_results import ReportResult
 from tests.chainsaw.real_cluster import real_run
 from tests.chainsaw.shared_cluster import ForeignObject, RunScope
 from tests.fakekube import FakeApiServer
@@ -91,3 +93,28 @@ def test_a_runs_policies_select_only_the_runs_objects(fake_apiserver: FakeApiSer
         "matchExpressions": [run_label],
     }
     assert policy["spec"]["targetMatchConstraints"]["objectSelector"] == {"matchExpressions": [run_label]}
+
+
+@pytest.mark.fakekube(webhooks=True, native_map=True, garbage_collection=True)
+def test_a_case_does_not_start_while_another_celmuts_reports_are_there(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """A celmut controller adopts every report labelled managed-by celmut and drops the results of policies
+    it does not serve: a run's would rewrite another engineer's reports."""
+    kubeconfig = fake_apiserver.kubeconfig(tmp_path / "kubeconfig")
+    with real_run(kubeconfig, _pki(tmp_path / "pki")) as run:
+        theirs = fake_apiserver.store.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "theirs", "namespace": "default"}}
+        )
+        ref = ResourceRef("v1", "ConfigMap", "default", "theirs", theirs["metadata"]["uid"])
+        their_result = ReportResult("their-policy", "pass", "success", "KyvernoMutatingPolicy", timestamp=1)
+        fake_apiserver.store.create(build_report(ref, [their_result]))
+        outcome, detail = run.case("mutating-policies/reporting/events-violation")
+        assert (outcome, detail) == (
+            "failed",
+            f"shared cluster: another celmut's objects are on the cluster (PolicyReport default/{ref.uid}), which "
+            "a celmut of this run would take over: not run now",
+        )
+        stored = fake_apiserver.store.get("wgpolicyk8s.io/v1alpha2/policyreports", ref.uid, namespace="default")
+        assert stored["results"] == [their_result.to_dict()]
+        fake_apiserver.store.delete("configmaps", "theirs", namespace="default")
