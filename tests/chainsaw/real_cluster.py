@@ -1,6 +1,7 @@
 """Kyverno's chainsaw tests against a real API server (a development control plane, possibly shared), with
-celmut's webhook and controller in the loop — what CI's fake API server cannot show. Not part of the test
-suite (it needs the control plane); ``make chainsaw-real`` runs it.
+celmut's webhook and controller in the loop — what CI's fake API server cannot show. CI does not run it (it
+needs the control plane): ``make chainsaw-real`` does, and so does the opt-in
+``test_kyverno_real_cluster.py``; ``test_real_harness.py`` runs the harness itself against the fake in CI.
 
     KUBECONFIG=... python -m tests.chainsaw.real_cluster [--pki DIR] [CASE ...]   # default: every case
 
