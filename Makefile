@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install -qq --disable-pip-version-check
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: demo test test-compiled check lint bench crds docs docs-serve docs-reference playground-editor clean
+.PHONY: demo test test-compiled chainsaw-real check lint bench crds docs docs-serve docs-reference playground-editor clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,12 @@ $(COMPILED_STAMP): pyproject.toml setup.py build_backend/celmut_build.py $(shell
 
 test-compiled: $(COMPILED_STAMP)
 	CELMUT_EXPECT_BUILD=compiled $(COMPILED_VENV)/bin/python -P -m pytest -q -p celmut.native $(COMPILED_TESTS)
+
+# Kyverno's chainsaw cases on a real API server (development only: CI has none), with celmut's webhook and
+# controller in process: KUBECONFIG must reach it, and the webhook certificates for 127.0.0.1 its API server
+# trusts are read from PKI= (default $$KUBE_RIG_HOME/kube/pki; docs/operations/reports.md). CASES= picks some.
+chainsaw-real: $(DEV_STAMP)
+	$(BIN)/python -m tests.chainsaw.real_cluster $(if $(PKI),--pki $(PKI)) $(CASES)
 
 check: $(DEV_STAMP)
 	$(BIN)/ruff check celmut tests benchmarks scripts

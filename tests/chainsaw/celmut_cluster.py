@@ -42,6 +42,17 @@ POLICY_RESOURCES = (
 )
 
 
+def report_pass(webhook: RunningServer, controller: Controller) -> int:
+    """One reporting pass of the controller (the webhook's pending admission errors first); the number of
+    report writes it made."""
+    cluster = webhook.cluster
+    if cluster is not None and cluster.admission_errors is not None:
+        cluster.admission_errors.flush()
+    reports = controller.reports
+    assert reports is not None
+    return reports.pass_once().writes
+
+
 @dataclass
 class CelmutCluster:
     fake: FakeApiServer
@@ -84,14 +95,7 @@ class CelmutCluster:
         return True
 
     def report_pass(self) -> int:
-        """One reporting pass of the controller (the webhook's pending admission errors first); the
-        number of report writes it made."""
-        cluster = self.webhook.cluster
-        if cluster is not None and cluster.admission_errors is not None:
-            cluster.admission_errors.flush()
-        reports = self.controller.reports
-        assert reports is not None
-        return reports.pass_once().writes
+        return report_pass(self.webhook, self.controller)
 
     def settle(self, timeout: float = 30.0) -> None:
         """Until celmut has done all it will do with what is stored: policies served, caches current,

@@ -1,27 +1,35 @@
-"""Kyverno's chainsaw tests against a real API server (the shared v1.36 control plane of development), with
-celmut's controller in this process — what CI's fake API server cannot show. Not part of the test suite.
+"""Kyverno's chainsaw tests against a real API server (a development control plane, possibly shared), with
+celmut's webhook and controller in the loop — what CI's fake API server cannot show. CI does not run it (it
+needs the control plane): ``make chainsaw-real`` does, and so does the opt-in
+``test_kyverno_real_cluster.py``; ``test_real_harness.py`` runs the harness itself against the fake in CI.
 
-    KUBECONFIG=... python -m tests.chainsaw.real_cluster [CASE ...]   # default: events-violation and existing/*
+    KUBECONFIG=... python -m tests.chainsaw.real_cluster [--pki DIR] [CASE ...]   # default: every case
 
-The controller runs as the chart runs it (``--from-cluster``, reports, Events, default flags), except that it
-serves only the policies this run labels (``--policy-selector celmut-chainsaw=<run>``): the cluster is shared,
-so every object a test writes gets that label, and every MutatingPolicy an objectSelector for it in its match
-and target constraints (declared adjustments, printed): nothing of anyone else's is scanned, reported on or
-touched. No webhook is registered: the cases run here are the controller's (mutateExisting,
-background scans, Events). A namespace a test creates gets a ``default`` ServiceAccount when the control
-plane has no controller-manager to make one (pods need it). What a case created is deleted after it, as
-chainsaw does; the policy and report CRDs are installed if missing and removed at the end only if this run
-installed them and nothing of theirs is left. Prints one line per case: passed, failed (where), skipped.
+Every case the fake API server runs (``tests/chainsaw/test_kyverno_reporting.py`` and
+``test_kyverno_existing.py``) runs here the same way, with the same declared skips, skipped operations,
+expected failures and refusals, each against a celmut of its own (:mod:`tests.chainsaw.real_celmut`: the
+webhook served on 127.0.0.1 with TLS, its configurations registered by the controller) scoped to the
+run's label (:mod:`tests.chainsaw.shared_cluster`). ``--pki``: the directory of the control plane's
+``webhook.crt``/``webhook.key`` (serving 127.0.0.1) and ``ca.crt`` (default
+``$KUBE_RIG_HOME/kube/pki``). After each case, what it created is deleted and waited for (as chainsaw
+does), then celmut's configurations and ClusterRoles, and the Events and ClusterPolicyReports about the
+case's objects that would outlive it; the policy and report CRDs are installed if missing and removed at
+the end only if this run installed them and nothing of theirs is left.
+
+Prints one line per case as it ends — passed, xfail (failed where and as the fake run declares), failed
+(where), skipped (why) — then the table of each case's verdict on the fake API server (as declared) and here.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
 import time
 import traceback
-import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,206 +39,259 @@ import yaml
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from celmut.controller.report_loop import ReportingConfig
-from celmut.controller.run import Controller, ControllerConfig
-from celmut.kube.client import Cluster
-from celmut.service.settings import ServiceSettings
+from tests.chainsaw import test_kyverno_existing as existing
+from tests.chainsaw import test_kyverno_reporting as reporting
 from tests.chainsaw.cases import namespace_for
+from tests.chainsaw.real_celmut import Pki, real_celmut
 from tests.chainsaw.runner import CHAINSAW, Run
-from tests.chainsaw.test_kyverno_existing import CASES as EXISTING
-from tests.chainsaw.test_kyverno_existing import SKIPPED
+from tests.chainsaw.shared_cluster import RunScope
 
 ROOT = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]
-DEFAULT_CASES = ["mutating-policies/reporting/events-violation", *EXISTING]
-POLICY_KINDS = ("MutatingPolicy", "NamespacedMutatingPolicy")
+CRD_FILES = ("policies.kyverno.io_", "wgpolicyk8s.io_")
+
+#: Cases that pass on the fake API server and fail here at one known assertion, because of what this rig
+#: lacks (a kubelet, a scheduler...) or what a real cluster does that the fake does not: (where, why). Failing
+#: anywhere else, or not failing, is a failure (fixing the rig or celmut must update this table).
+REAL_ONLY: dict[str, tuple[str, str]] = {}
 
 
-class RealCluster:
-    """The API server and the in-process controller, waited on as :class:`CelmutCluster` waits on the fake."""
+@dataclass(frozen=True)
+class Declared:
+    """What the fake run of a case declares (its test module's tables)."""
 
-    def __init__(self, client: DynamicClient, controller: Controller, selector: tuple[str, str]) -> None:
-        self.client = client
-        self.controller = controller
-        self.selector = selector
+    skipped: str = ""
+    expected_failure: tuple[str, str] | None = None  # where, why
+    skipped_operations: dict[str, str] = field(default_factory=dict)
+    refusal: str | None = None
+    real_only: tuple[str, str] | None = None  # where, why it fails on a real cluster only
 
-    def _stored_policies(self) -> set[str]:
-        key, value = self.selector
-        names: set[str] = set()
-        for kind in POLICY_KINDS:
-            resource = self.client.resources.get(api_version="policies.kyverno.io/v1", kind=kind)
-            for item in resource.get(label_selector=f"{key}={value}").items:
-                names.add(item.metadata.name)
-        return names
+    @property
+    def on_fake(self) -> str:
+        return "skipped" if self.skipped else "xfail" if self.expected_failure else "passed"
 
-    def settle(self, timeout: float = 180.0) -> None:
-        deadline = time.monotonic() + timeout
-        quiet = 0
-        why = ""
-        while quiet < 2:
-            assert time.monotonic() < deadline, f"celmut did not settle: {why}"
-            loaded = self.controller.policies.loaded
-            served = {p.name for p in loaded.all.policies} if loaded is not None else set()
-            events = self.controller.events
-            pending = events.pending() if events is not None else 0
-            why = (
-                f"idle={self.controller.idle()} events pending={pending} "
-                f"stored={sorted(self._stored_policies())} served={sorted(served)}"
-            )
-            busy = not self.controller.idle() or pending > 0
-            if busy or not self._stored_policies() <= served:
-                quiet = 0
-                time.sleep(0.1)
-                continue
-            reports = self.controller.reports
-            writes = reports.pass_once().writes if reports is not None else 0
-            quiet = quiet + 1 if writes == 0 else 0
-            time.sleep(0.2)  # watches of a real API server deliver a little later
+    @property
+    def expected_here(self) -> tuple[str, str] | None:
+        """Where and why the case fails on a real cluster (the fake's declaration unless the rig's overrides)."""
+        return self.real_only or self.expected_failure
 
 
-def _prepare(client: DynamicClient, selector: tuple[str, str]) -> Any:
-    key, value = selector
-
-    def prepare(document: Obj) -> str | None:
-        document.setdefault("metadata", {}).setdefault("labels", {})[key] = value
-        if document.get("kind") == "Namespace":
-            _service_account_after(client, document)
-        if document.get("kind") not in POLICY_KINDS:
-            return f"shared cluster: every object a test writes labelled {key}={value}"
-        spec = document.setdefault("spec", {})
-        for field in ("matchConstraints", "targetMatchConstraints"):
-            constraints = spec.get(field)
-            if isinstance(constraints, dict) and constraints.get("resourceRules"):
-                selector = constraints.setdefault("objectSelector", {})
-                selector.setdefault("matchExpressions", []).append({"key": key, "operator": "In", "values": [value]})
-        return (
-            f"shared cluster: the run's controller serves only the policies labelled {key}={value}, their "
-            f"match/targetMatchConstraints limited to objects labelled so (never anyone else's objects)"
+def declared() -> dict[str, Declared]:
+    """Every case, with what its test module declares."""
+    out: dict[str, Declared] = {}
+    for case in reporting.CASES:
+        out[case] = Declared(
+            reporting.SKIPPED.get(case, ""),
+            reporting.EXPECTED_FAILURES.get(case),
+            reporting.SKIPPED_OPERATIONS.get(case, {}),
+            real_only=REAL_ONLY.get(case),
         )
-
-    return prepare
-
-
-def _service_account_after(client: DynamicClient, namespace: Obj) -> None:
-    """No controller-manager, no ``default`` ServiceAccount: one is made right after the namespace is written
-    (``run_case`` calls what is queued here after each write)."""
-    name = namespace["metadata"]["name"]
-    accounts = client.resources.get(api_version="v1", kind="ServiceAccount")
-
-    def make() -> None:
-        for _ in range(50):
-            try:
-                accounts.get(name="default", namespace=name)
-                return
-            except NotFoundError:
-                pass
-            with contextlib.suppress(Exception):
-                accounts.create(body={"metadata": {"name": "default"}}, namespace=name)
-                return
-            time.sleep(0.1)
-
-    _after_write.append(make)
+    for case in existing.CASES:
+        out[case] = Declared(
+            existing.SKIPPED.get(case, ""),
+            existing.EXPECTED_FAILURES.get(case),
+            refusal=existing.REFUSALS.get(case),
+            real_only=REAL_ONLY.get(case),
+        )
+    return out
 
 
-_after_write: list[Any] = []
+# --- the policy and report CRDs --------------------------------------------------------------------
 
 
-def _ensure_crds(client: DynamicClient) -> list[str]:
+def ensure_crds(client: DynamicClient) -> list[str]:
+    """Install celmut's copies of the policy and report CRDs that are missing; the names installed."""
     crds = client.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
     installed = []
     for path in sorted((ROOT / "crds").glob("*.yaml")):
-        if not path.name.startswith(("policies.kyverno.io_", "wgpolicyk8s.io_")):
-            continue
-        definition = yaml.safe_load(path.read_text())
-        try:
-            crds.get(name=definition["metadata"]["name"])
-        except NotFoundError:
-            crds.create(body=definition)
-            installed.append(definition["metadata"]["name"])
-    time.sleep(2 if installed else 0)  # established
+        if path.name.startswith(CRD_FILES):
+            definition = yaml.safe_load(path.read_text())
+            try:
+                crds.get(name=definition["metadata"]["name"])
+            except NotFoundError:
+                crds.create(body=definition)
+                installed.append(definition["metadata"]["name"])
+    for name in installed:  # established: served
+        deadline = time.monotonic() + 30
+        while not any(
+            c.type == "Established" and c.status == "True" for c in crds.get(name=name).status.conditions or []
+        ):
+            assert time.monotonic() < deadline, f"CRD {name} not established"
+            time.sleep(0.2)
     return installed
 
 
-def _remove_crds(client: DynamicClient, names: list[str]) -> None:
+def remove_crds(client: DynamicClient, names: list[str]) -> list[str]:
+    """Delete the CRDs this run installed that hold no object (someone else may use them since); the kept."""
     crds = client.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
+    kept = []
     for name in names:
         spec = crds.get(name=name).spec
         version = next(v.name for v in spec.versions if v.served)
         items = client.resources.get(api_version=f"{spec.group}/{version}", kind=spec.names.kind).get().items
-        if not items:
+        if items:
+            kept.append(name)
+        else:
             crds.delete(name=name)
+    return kept
 
 
-def run_case(case: str, client: DynamicClient, cluster: RealCluster, kubeconfig: Path, prepare: Any) -> tuple[str, str]:
-    if case in SKIPPED:
-        return "skipped", SKIPPED[case]
-    run = Run(CHAINSAW / case, cluster, namespace=namespace_for(case, "celmut-chainsaw-"), kubeconfig=kubeconfig)
-    run.prepare = prepare
-    own = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": run.namespace}}
-    prepare(own)
-    client.resources.get(api_version="v1", kind="Namespace").create(body=own)
-    while _after_write:
-        _after_write.pop()()
-    original = run._write
+# --- one case --------------------------------------------------------------------------------------
 
-    def write(verb: str, document: Obj) -> None:
-        original(verb, document)
-        while _after_write:
-            _after_write.pop()()
 
-    run._write = write  # type: ignore[method-assign]
+def verdict(case: str, run: Run, declaration: Declared) -> tuple[str, str]:
+    """Run the case and judge it as the fake run does: (passed | xfail | failed, detail)."""
     try:
         run.run()
-        outcome = ("passed", "; ".join(run.notes))
     except AssertionError as ex:
-        outcome = ("failed", str(ex).splitlines()[0] + " | " + "; ".join(str(ex).splitlines()[1:3]))
-    except Exception as ex:  # reported as the case's failure; the run goes on
-        outcome = ("failed", f"{type(ex).__name__}: {ex}".splitlines()[0] + "\n" + traceback.format_exc(limit=3))
-    finally:
-        _own_policies.update(name for _, kind, name, _ns in run.created if kind in POLICY_KINDS)
-        run.cleanup()
+        text = str(ex)
+        expected = declaration.expected_here
+        if expected and text.startswith(expected[0]):
+            return "xfail", expected[1]
+        return "failed", text.splitlines()[0] + " | " + "; ".join(text.splitlines()[1:4])
+    if declaration.refusal is not None:
+        refused = [e.split(": ", 1)[1] for e in run.errors]
+        if refused != [declaration.refusal]:
+            return "failed", f"refusals {refused}, expected [{declaration.refusal!r}]"
+    if declaration.expected_here:
+        return "failed", f"passed, where it is declared to fail at {declaration.expected_here[0]!r}"
+    return "passed", "; ".join(run.notes)
+
+
+def run_case(case: str, client: DynamicClient, kubeconfig: Path, pki: Pki, scope: RunScope) -> tuple[str, str]:
+    declaration = declared().get(case, Declared())
+    if declaration.skipped:
+        return "skipped", declaration.skipped
+    others = scope.others_celmut()
+    if others:
+        return "failed", (
+            f"shared cluster: another celmut's objects are on the cluster ({', '.join(others[:3])}"
+            f"{', ...' if len(others) > 3 else ''}), which a celmut of this run would take over: not run now"
+        )
+    scope.next_case()
+    namespace = namespace_for(case, "celmut-chainsaw-")
+    outlived: set[str] = {"default"}
+    try:
+        with real_celmut(client, kubeconfig, pki, scope) as celmut:
+            run = Run(CHAINSAW / case, celmut, namespace=namespace, kubeconfig=kubeconfig)
+            run.skipped_operations.update(declaration.skipped_operations)
+            run.prepare = scope.prepare
+            _guard(run, scope)
+            try:
+                own = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+                scope.prepare(own)
+                client.resources.get(api_version="v1", kind="Namespace").create(body=own)
+                run.created.append(("v1", "Namespace", namespace, None))
+                scope.written(own, None)
+                outcome = verdict(case, run, declaration)
+            except Exception as ex:  # the case's failure (a refused foreign object, an API error); the run goes on
+                outcome = (
+                    "failed",
+                    f"{type(ex).__name__}: {ex}".splitlines()[0] + "\n" + traceback.format_exc(limit=4),
+                )
+            finally:
+                created_namespaces = {name for _, kind, name, _ns in run.created if kind == "Namespace"}
+                outlived |= {ns for _, _kind, _name, ns in run.created if ns and ns not in created_namespaces}
+                run.cleanup()
+    finally:  # celmut stopped: no Event is written after these are removed
+        scope.remove_events(outlived)
+        scope.remove_cluster_reports()
     return outcome
 
 
-_own_policies: set[str] = set()
+def _guard(run: Run, scope: RunScope) -> None:
+    """The run's writes remember what they wrote; its deletes never reach an object that is not the run's."""
+    write, delete = run._write, run._delete
+
+    def written(verb: str, document: Obj) -> None:
+        write(verb, document)
+        scope.written(document, run._namespace_of(run._resource(document), document))
+
+    def deleted(document: Obj) -> None:
+        namespace = run._namespace_of(run._resource(document), document)
+        scope.refuse_foreign({**document, "metadata": {**document["metadata"], "namespace": namespace}})
+        delete(document)
+
+    run._write = written  # type: ignore[method-assign]
+    run._delete = deleted  # type: ignore[method-assign]
 
 
-def _remove_policy_events(client: DynamicClient) -> None:
-    """The Events about the run's cluster-wide policies live in ``default``, which outlives the cases."""
-    events = client.resources.get(api_version="v1", kind="Event")
-    for event in events.get(namespace="default").items:
-        involved = event.involvedObject
-        if involved.kind in POLICY_KINDS and involved.name in _own_policies:
-            with contextlib.suppress(NotFoundError):
-                events.delete(name=event.metadata.name, namespace="default")
+# --- the run ---------------------------------------------------------------------------------------
+
+
+def reachable(kubeconfig: str | None) -> str:
+    """'' when ``kubeconfig`` names a file whose API server answers, else why not."""
+    if not kubeconfig or not Path(kubeconfig).is_file():
+        return f"KUBECONFIG {kubeconfig!r} is not a file" if kubeconfig else "no KUBECONFIG"
+    try:
+        with kubernetes.config.new_client_from_config(kubeconfig) as api:
+            kubernetes.client.VersionApi(api).get_code(_request_timeout=5)
+    except Exception as ex:  # any failure to reach it is the answer
+        return f"the API server of {kubeconfig} does not answer: {type(ex).__name__}"
+    return ""
+
+
+@dataclass
+class RealRun:
+    """A run on the API server of ``kubeconfig``: its client, label and the control plane's certificates."""
+
+    kubeconfig: Path
+    pki: Pki
+    client: DynamicClient
+    scope: RunScope
+
+    def case(self, case: str) -> tuple[str, str]:
+        """Run ``case``: (passed | xfail | failed | skipped, detail)."""
+        return run_case(case, self.client, self.kubeconfig, self.pki, self.scope)
+
+
+@contextlib.contextmanager
+def real_run(kubeconfig: Path, pki_dir: Path) -> Iterator[RealRun]:
+    """The policy and report CRDs installed where missing (removed afterwards if this run installed them and
+    nothing of theirs is left), and a run label."""
+    api = kubernetes.config.new_client_from_config(str(kubeconfig))
+    client = DynamicClient(api)
+    installed = ensure_crds(client)
+    try:
+        yield RealRun(kubeconfig, Pki.of(pki_dir), client, RunScope(client))
+    finally:
+        kept = remove_crds(client, installed)
+        if kept:
+            print(f"CRDs kept (objects of them exist): {', '.join(kept)}")
+        api.close()
+
+
+def default_pki() -> Path:
+    """The development control plane's certificates (``$KUBE_RIG_HOME/kube/pki``)."""
+    return Path(os.environ.get("KUBE_RIG_HOME", Path.home() / ".cache" / "kube-rig")) / "kube" / "pki"
 
 
 def main(argv: list[str]) -> int:
-    cases = argv or DEFAULT_CASES
-    kubeconfig = Path(os.environ["KUBECONFIG"])
-    api = kubernetes.config.new_client_from_config(str(kubeconfig))
-    client = DynamicClient(api)
-    installed = _ensure_crds(client)
-    selector = ("celmut-chainsaw", uuid.uuid4().hex[:8])
-    cluster_client = Cluster.connect(str(kubeconfig), timeout=30)
-    service = ServiceSettings(from_cluster=True, policy_selector=f"{selector[0]}={selector[1]}")
-    config = ControllerConfig(service, reports=ReportingConfig(interval=3600), reload_interval=0.5, scan_interval=0)
-    controller = Controller(config, cluster_client).start()
+    parser = argparse.ArgumentParser(prog="python -m tests.chainsaw.real_cluster", description=__doc__.split("\n")[0])
+    parser.add_argument("--pki", type=Path, default=default_pki(), help="webhook.crt, webhook.key, ca.crt")
+    parser.add_argument("cases", nargs="*", help="cases (folders under the chainsaw tests); default: all")
+    args = parser.parse_args(argv)
+    declarations = declared()
+    cases = args.cases or sorted(declarations)
+    unknown = [c for c in cases if c not in declarations]
+    if unknown:
+        parser.error(f"not a stored case: {', '.join(unknown)}")
+    why_not = reachable(os.environ.get("KUBECONFIG"))
+    if why_not:
+        parser.error(why_not)
     results: list[tuple[str, str, str]] = []
-    try:
-        cluster = RealCluster(client, controller, selector)
+    with real_run(Path(os.environ["KUBECONFIG"]), args.pki) as run:
         for case in cases:
-            verdict, detail = run_case(case, client, cluster, kubeconfig, _prepare(client, selector))
-            results.append((case, verdict, detail))
-            print(f"{verdict:7} {case}: {detail}", flush=True)
-    finally:
-        controller.stop()
-        cluster_client.close()
-        _remove_policy_events(client)
-        _remove_crds(client, installed)
-    counts = {v: sum(1 for _, verdict, _ in results if verdict == v) for v in ("passed", "failed", "skipped")}
-    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
-    return 0 if not counts["failed"] else 1
+            outcome, detail = run.case(case)
+            results.append((case, outcome, detail))
+            print(f"{outcome:7} {case}: {detail}", flush=True)
+    width = max(len(c) for c, _, _ in results) if results else 4
+    print(f"\n{'case':{width}}  fake     real")
+    for case, outcome, _ in results:
+        print(f"{case:{width}}  {declarations[case].on_fake:7}  {outcome}")
+    counts = {v: sum(1 for _, o, _ in results if o == v) for v in ("passed", "xfail", "failed", "skipped")}
+    print(", ".join(f"{n} {v}" for v, n in counts.items()))
+    return 1 if counts["failed"] else 0
 
 
 if __name__ == "__main__":
