@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from celmut.native import current_build
 from tests.server.support import admission_request, decoded_patch, pod, running_server
 from tests.server.test_webhook import write
 
@@ -55,12 +54,6 @@ def collector_off() -> Iterator[None]:
         gc.enable()
 
 
-@pytest.mark.xfail(
-    current_build().kind == "compiled",
-    reason="open: in the compiled build this request reaches its deadline before its cost limit "
-    "(docs/development/compiled-build.md); the pure build is the reference",
-    strict=False,
-)
 def test_the_memory_of_a_request_stopped_by_its_budget_is_returned(tmp_path: Path, collector_off: None) -> None:
     write(tmp_path, "hog", HOG.format(a=BIG.format(pad="a" * 60), b=BIG.format(pad="b" * 60)))
     # the cost limit must stop the request, not the wall-clock deadline: on a loaded machine (tracemalloc
