@@ -218,7 +218,13 @@ class AdmissionPolicyGenerator:
             self._next = time.monotonic() + self.retry_seconds
             return outcome
         wanted: set[tuple[str, str]] = set()
-        for policy in source.objects_of("MutatingPolicy"):
+        policies = source.objects_of("MutatingPolicy")
+        # another celmut install's policies (a fixed --policy-selector leaves them out): what that install
+        # generated for them, and their status, are its own
+        others = {str(p["metadata"]["name"]) for p in policies if ownership.belongs_to_another("MutatingPolicy", p)}
+        for policy in policies:
+            if str(policy["metadata"]["name"]) in others:
+                continue
             if not ownership.selects("MutatingPolicy", policy):
                 if _has_condition(policy):  # celmut generated for it before: its MAPs go (below), say so
                     self._write_status(source, policy, Decision([], False, None, None), outcome)
@@ -228,7 +234,13 @@ class AdmissionPolicyGenerator:
             decision = self._apply(decision, existing, outcome)
             wanted |= {(n.binding["kind"], n.binding_name) for n in decision.natives}
             self._write_status(source, policy, decision, outcome)
-        unwanted = [k for k, o in existing.items() if _celmuts(o) and k not in wanted]
+        # deleted: what this install generated for a policy it no longer serves, or for a policy that no longer
+        # exists — never what is generated for an existing policy another install serves (as Kyverno's
+        # generator removes a MAP only when its own policy stops asking for one or is deleted:
+        # kyverno/kyverno pkg/controllers/admissionpolicygenerator/controller.go, generate-map.go)
+        unwanted = [
+            k for k, o in existing.items() if _celmuts(o) and k not in wanted and _source_policy(o) not in others
+        ]
         for key in sorted(unwanted, key=lambda k: k[0] != "MutatingAdmissionPolicyBinding"):  # bindings first
             self._delete(existing[key], outcome)
         self._next = time.monotonic() + self.retry_seconds if outcome.failed else _next_expiry(exceptions)
@@ -324,6 +336,16 @@ class AdmissionPolicyGenerator:
                 "could not write the policy's status", extra={"policy": policy["metadata"]["name"], "error": str(ex)}
             )
             outcome.failed.append(str(policy["metadata"]["name"]))
+
+
+def _source_policy(obj: Mapping[str, Any]) -> str:
+    """The name of the MutatingPolicy a generated MAP or binding was generated from ('' when not told)."""
+    meta = obj.get("metadata") or {}
+    kind, _, name = str((meta.get("annotations") or {}).get(to_map.GENERATED_FROM) or "").partition("/")
+    if kind == "MutatingPolicy" and name:
+        return name
+    owner = next((r for r in meta.get("ownerReferences") or [] if r.get("kind") == "MutatingPolicy"), None)
+    return str(owner.get("name") or "") if owner else ""
 
 
 def _has_condition(policy: Mapping[str, Any]) -> bool:

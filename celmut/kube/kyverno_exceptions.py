@@ -61,7 +61,7 @@ def policy_exception(policy: Mapping[str, Any], kind: str, namespace: str, api_v
     """The PolicyException in ``namespace`` that makes Kyverno skip ``policy``."""
     meta = policy.get("metadata") or {}
     policy_namespace, name = meta.get("namespace") or "", str(meta.get("name"))
-    reference = f"{kind}/{policy_namespace}/{name}" if policy_namespace else f"{kind}/{name}"
+    reference = _reference(kind, policy)
     exception: Obj = {
         "apiVersion": api_version,
         "kind": "PolicyException",
@@ -78,6 +78,13 @@ def policy_exception(policy: Mapping[str, Any], kind: str, namespace: str, api_v
             {"apiVersion": policy.get("apiVersion"), "kind": kind, "name": name, "uid": meta.get("uid")}
         ]
     return exception
+
+
+def _reference(kind: str, policy: Mapping[str, Any]) -> str:
+    """``Kind/namespace/name`` (``Kind/name`` when cluster-scoped): the policy an exception is for."""
+    meta = policy.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "", str(meta.get("name"))
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
 def ours(exception: Mapping[str, Any], namespace: str) -> bool:
@@ -166,7 +173,11 @@ class KyvernoExceptions:
         """Create, update and delete exceptions so that Kyverno skips exactly the policies celmut serves;
         ``existing``: the PolicyExceptions as last seen (a watched cache). Errors are logged and counted,
         never raised: the next sync tries again."""
-        desired, withheld = desired_exceptions(ownership, policies, self.namespace, api_version)
+        listed = list(policies)
+        desired, withheld = desired_exceptions(ownership, listed, self.namespace, api_version)
+        # another celmut install's policies (a fixed --policy-selector leaves them out): the exceptions it
+        # keeps for them in a namespace it shares with this one are its own
+        others = {_reference(kind, obj) for kind, obj in listed if ownership.belongs_to_another(kind, obj)}
         outcome = SyncOutcome(withheld=withheld)
         for reason in set(withheld) - self._withheld:
             log.warning("no PolicyException for Kyverno: %s", reason)
@@ -178,7 +189,8 @@ class KyvernoExceptions:
                 continue
             self._write(name, exception, found, outcome)
         for name, found in current.items():
-            if name not in desired:
+            policy = ((found.get("metadata") or {}).get("annotations") or {}).get(POLICY_ANNOTATION)
+            if name not in desired and policy not in others:
                 self._delete(name, found, outcome)
         self._failed_at = time.monotonic() if outcome.failed else None
         return outcome
