@@ -19,9 +19,10 @@ from celmut.controller.report_loop import ReportingConfig
 from celmut.controller.run import Controller
 from tests.controller.support import add_label, configmap, policy, running
 from tests.controller.test_generator import BINDINGS, MAPS, MPOL, native, stored
+from tests.controller.test_kyverno_exceptions import exceptions
 from tests.controller.test_policy_reports import install_report_crds, results
 from tests.fakekube import FakeApiServer
-from tests.kube.crds import policy_crds
+from tests.kube.crds import crds_next_to_kyverno, policy_crds
 from tests.waiting import eventually
 
 Obj = dict[str, Any]
@@ -34,7 +35,7 @@ def team_policy(name: str, team: str) -> Obj:
     return document
 
 
-def install(server: FakeApiServer, tmp_path: Path, team: str) -> Any:
+def install(server: FakeApiServer, tmp_path: Path, team: str, **settings: Any) -> Any:
     """One install's controller: serving ``team=<team>`` policies, its own lease and identity."""
     (tmp_path / "none").mkdir(parents=True, exist_ok=True)
     return running(
@@ -46,6 +47,7 @@ def install(server: FakeApiServer, tmp_path: Path, team: str) -> Any:
         identity=f"celmut-{team}",
         lease_name=f"celmut-{team}-controller",
         reports=ReportingConfig(interval=0.05),
+        **settings,
     )
 
 
@@ -159,3 +161,27 @@ def test_each_installs_generated_maps_survive_the_others_start_and_reloads(
             eventually(lambda: not stored(fake, MAPS, "mpol-team-b"), what="the deleted policy's MAP removed")
             assert not stored(fake, BINDINGS, "mpol-team-b-binding")
             assert generated(fake, "team-a")
+
+
+def test_next_to_kyverno_each_install_keeps_its_exceptions_and_leaves_the_others(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Installs sharing the namespace of the PolicyExceptions that make Kyverno skip their policies: each
+    keeps one per policy it serves, never deletes the other's, and withdraws its own once its policy
+    leaves its selector (Kyverno then serves it)."""
+    fake = fake_apiserver
+    for definition in crds_next_to_kyverno():
+        fake.store.create(definition)
+    fake.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "celmut"}})
+    fake.store.create(native_for("team-a", "a"))
+    fake.store.create(native_for("team-b", "b"))
+    with (
+        install(fake, tmp_path / "b", "b", kyverno_exceptions_namespace="celmut"),
+        install(fake, tmp_path / "a", "a", kyverno_exceptions_namespace="celmut"),
+    ):
+        both = {"celmut-mpol-team-a", "celmut-mpol-team-b"}
+        eventually(lambda: set(exceptions(fake)) == both, what="both installs' exceptions")
+        b_exception = exceptions(fake)["celmut-mpol-team-b"]["metadata"]["uid"]
+        fake.store.patch(MPOL, "team-a", {"metadata": {"labels": {"team": "kyverno"}}})
+        eventually(lambda: set(exceptions(fake)) == {"celmut-mpol-team-b"}, what="a's exception withdrawn")
+        assert exceptions(fake)["celmut-mpol-team-b"]["metadata"]["uid"] == b_exception
