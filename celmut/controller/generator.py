@@ -120,7 +120,12 @@ def _exceptions(objects: Iterable[Obj], ownership: Ownership) -> list[PolicyExce
 class AdmissionPolicyGenerator:
     """Keeps the generated MutatingAdmissionPolicies and bindings equal to what the policies ask for."""
 
-    def __init__(self, cluster: Cluster, *, opt_out_label: str = "", retry_seconds: float = 30.0) -> None:
+    def __init__(
+        self, cluster: Cluster, *, opt_out_label: str = "", retry_seconds: float = 30.0, configuration: str = ""
+    ) -> None:
+        """``configuration``: the MutatingWebhookConfiguration this install's controller manages (its
+        webhooks' selectors are the ones its MAPs keep, whatever other installs register); '' looks at all."""
+        self.configuration = configuration
         self.cluster = cluster
         self.opt_out_label = opt_out_label
         self.retry_seconds = retry_seconds
@@ -139,9 +144,14 @@ class AdmissionPolicyGenerator:
         """failurePolicy -> the selectors of celmut's webhook serving such policies (none without one);
         a message when they cannot be told (several webhooks of one name). Raises ClusterError."""
         listed = self.cluster.list("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations")
+        configurations = [
+            c
+            for c in listed.get("items") or []
+            if not self.configuration or (c.get("metadata") or {}).get("name") == self.configuration
+        ]
         scopes: Scopes = {}
         for failure_policy, name in WEBHOOKS.items():
-            found = [w for c in listed.get("items") or [] for w in c.get("webhooks") or [] if w.get("name") == name]
+            found = [w for c in configurations for w in c.get("webhooks") or [] if w.get("name") == name]
             if len(found) > 1:
                 return f"{len(found)} webhooks are named {name}: which selectors the MAP must keep cannot be told"
             if found:
