@@ -60,6 +60,12 @@ def rescanned(*controllers: Controller) -> None:
         eventually(lambda c=controller: not c.reports.scan_pending(), what="the rescan")  # type: ignore[misc]
 
 
+def compiled_condition(fake: FakeApiServer, name: str) -> bool:
+    """Whether the policy carries the ``celmut.io/Compiled`` condition its install writes."""
+    conditions = ((fake.store.get(MPOL, name).get("status") or {}).get("conditionStatus") or {}).get("conditions")
+    return any(c.get("type") == "celmut.io/Compiled" for c in conditions or [])
+
+
 BOTH = [("pol-a", "fail", "mutation is not applied"), ("pol-b", "fail", "mutation is not applied")]
 
 
@@ -81,8 +87,10 @@ def test_each_installs_report_results_survive_the_others_start_rescans_and_polic
     with ExitStack() as stack:
         b = stack.enter_context(install(fake, tmp_path / "b", "b"))
         eventually(lambda: sorted(results(fake, "cm")) == BOTH[1:], what="install b's result")
+        eventually(lambda: compiled_condition(fake, "pol-b"), what="install b's condition on its policy")
         a = stack.enter_context(install(fake, tmp_path / "a", "a"))  # adopts the report b wrote
         eventually(lambda: sorted(results(fake, "cm")) == BOTH, what="both installs' results")
+        assert compiled_condition(fake, "pol-b") and compiled_condition(fake, "pol-a")  # each its own, both kept
         rescanned(a, b)
         assert sorted(results(fake, "cm")) == BOTH
         changed = fake.store.get(MPOL, "pol-a")
