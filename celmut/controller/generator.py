@@ -120,7 +120,12 @@ def _exceptions(objects: Iterable[Obj], ownership: Ownership) -> list[PolicyExce
 class AdmissionPolicyGenerator:
     """Keeps the generated MutatingAdmissionPolicies and bindings equal to what the policies ask for."""
 
-    def __init__(self, cluster: Cluster, *, opt_out_label: str = "", retry_seconds: float = 30.0) -> None:
+    def __init__(
+        self, cluster: Cluster, *, opt_out_label: str = "", retry_seconds: float = 30.0, configuration: str = ""
+    ) -> None:
+        """``configuration``: the MutatingWebhookConfiguration this install's controller manages (its
+        webhooks' selectors are the ones its MAPs keep, whatever other installs register); '' looks at all."""
+        self.configuration = configuration
         self.cluster = cluster
         self.opt_out_label = opt_out_label
         self.retry_seconds = retry_seconds
@@ -139,9 +144,14 @@ class AdmissionPolicyGenerator:
         """failurePolicy -> the selectors of celmut's webhook serving such policies (none without one);
         a message when they cannot be told (several webhooks of one name). Raises ClusterError."""
         listed = self.cluster.list("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations")
+        configurations = [
+            c
+            for c in listed.get("items") or []
+            if not self.configuration or (c.get("metadata") or {}).get("name") == self.configuration
+        ]
         scopes: Scopes = {}
         for failure_policy, name in WEBHOOKS.items():
-            found = [w for c in listed.get("items") or [] for w in c.get("webhooks") or [] if w.get("name") == name]
+            found = [w for c in configurations for w in c.get("webhooks") or [] if w.get("name") == name]
             if len(found) > 1:
                 return f"{len(found)} webhooks are named {name}: which selectors the MAP must keep cannot be told"
             if found:
@@ -218,7 +228,13 @@ class AdmissionPolicyGenerator:
             self._next = time.monotonic() + self.retry_seconds
             return outcome
         wanted: set[tuple[str, str]] = set()
-        for policy in source.objects_of("MutatingPolicy"):
+        policies = source.objects_of("MutatingPolicy")
+        # another celmut install's policies (a fixed --policy-selector leaves them out): what that install
+        # generated for them, and their status, are its own
+        others = {str(p["metadata"]["name"]) for p in policies if ownership.belongs_to_another("MutatingPolicy", p)}
+        for policy in policies:
+            if str(policy["metadata"]["name"]) in others:
+                continue
             if not ownership.selects("MutatingPolicy", policy):
                 if _has_condition(policy):  # celmut generated for it before: its MAPs go (below), say so
                     self._write_status(source, policy, Decision([], False, None, None), outcome)
@@ -228,7 +244,13 @@ class AdmissionPolicyGenerator:
             decision = self._apply(decision, existing, outcome)
             wanted |= {(n.binding["kind"], n.binding_name) for n in decision.natives}
             self._write_status(source, policy, decision, outcome)
-        unwanted = [k for k, o in existing.items() if _celmuts(o) and k not in wanted]
+        # deleted: what this install generated for a policy it no longer serves, or for a policy that no longer
+        # exists — never what is generated for an existing policy another install serves (as Kyverno's
+        # generator removes a MAP only when its own policy stops asking for one or is deleted:
+        # kyverno/kyverno pkg/controllers/admissionpolicygenerator/controller.go, generate-map.go)
+        unwanted = [
+            k for k, o in existing.items() if _celmuts(o) and k not in wanted and _source_policy(o) not in others
+        ]
         for key in sorted(unwanted, key=lambda k: k[0] != "MutatingAdmissionPolicyBinding"):  # bindings first
             self._delete(existing[key], outcome)
         self._next = time.monotonic() + self.retry_seconds if outcome.failed else _next_expiry(exceptions)
@@ -324,6 +346,16 @@ class AdmissionPolicyGenerator:
                 "could not write the policy's status", extra={"policy": policy["metadata"]["name"], "error": str(ex)}
             )
             outcome.failed.append(str(policy["metadata"]["name"]))
+
+
+def _source_policy(obj: Mapping[str, Any]) -> str:
+    """The name of the MutatingPolicy a generated MAP or binding was generated from ('' when not told)."""
+    meta = obj.get("metadata") or {}
+    kind, _, name = str((meta.get("annotations") or {}).get(to_map.GENERATED_FROM) or "").partition("/")
+    if kind == "MutatingPolicy" and name:
+        return name
+    owner = next((r for r in meta.get("ownerReferences") or [] if r.get("kind") == "MutatingPolicy"), None)
+    return str(owner.get("name") or "") if owner else ""
 
 
 def _has_condition(policy: Mapping[str, Any]) -> bool:

@@ -4,8 +4,8 @@ Shared by the MutatingWebhookConfiguration of the policies' rules (:mod:`celmut.
 and the ValidatingWebhookConfiguration of the policy kinds (:mod:`celmut.controller.policy_validation`):
 
 * the object is labelled ``webhook.celmut.io/managed-by: celmut-controller``; one of that name without the
-  label is someone else's (the chart's static one during an upgrade to managed rules): left alone, logged
-  once, looked at again until it is gone;
+  label is someone else's (the chart's static one during an upgrade to managed rules), and so is one owned
+  by another install's ClusterRole: left alone, logged once, looked at again until it is gone;
 * an ownerReference to a chart ClusterRole (cluster-scoped, as a cluster-scoped dependent's owner must
   be): deleting the ClusterRole — ``helm uninstall``, or a values change or rollback that drops it —
   lets the garbage collector delete the object, so no webhook outlives what registered it; nothing is
@@ -48,6 +48,13 @@ def _comparable(obj: Mapping[str, Any]) -> tuple[Any, ...]:
     owners = [{k: r.get(k) for k in ("apiVersion", "kind", "name", "uid")} for r in meta.get("ownerReferences") or []]
     label = (meta.get("labels") or {}).get(MANAGED_LABEL[0])
     return label, meta.get("annotations") or {}, owners, _pruned(obj.get("webhooks") or [])
+
+
+def _another_install(stored_meta: Mapping[str, Any], owners: list[Obj]) -> bool:
+    """Whether the stored object is another celmut install's: owned by a ClusterRole other than this one's
+    (two installs configured with one configuration name must not rewrite each other's)."""
+    theirs = {r.get("name") for r in stored_meta.get("ownerReferences") or [] if r.get("kind") == "ClusterRole"}
+    return bool(owners and theirs and not theirs & {r.get("name") for r in owners})
 
 
 def ca_bundle_of(configuration: Mapping[str, Any]) -> str | None:
@@ -113,7 +120,9 @@ class ManagedConfiguration:
             log.info("webhook configuration created", extra={"configuration": self.name, "kind": kind})
             return True
         stored_meta = current.get("metadata") or {}
-        if (stored_meta.get("labels") or {}).get(MANAGED_LABEL[0]) != MANAGED_LABEL[1]:
+        if (stored_meta.get("labels") or {}).get(MANAGED_LABEL[0]) != MANAGED_LABEL[1] or _another_install(
+            stored_meta, owners
+        ):
             if not self._foreign:  # once, not at every resync
                 log.warning(
                     "a webhook configuration of that name is not the controller's: left alone until removed",

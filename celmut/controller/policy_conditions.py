@@ -45,8 +45,11 @@ class PolicyConditions:
         """``messages``: the policies with the problem, and what to say; every other policy has none."""
         if source is None:
             return
+        ownership = source.ownership
         for kind, resource in RESOURCES.items():
             for obj in source.objects_of(kind):
+                if ownership is not None and ownership.belongs_to_another(kind, obj):
+                    continue  # another celmut install's policy: its conditions are that install's to write
                 meta = obj.get("metadata") or {}
                 key = (kind, str(meta.get("namespace") or ""), str(meta.get("name")))
                 message = messages.get(key, "")

@@ -91,7 +91,11 @@ class PolicyUpkeep:
         )
         # spec.autogen.mutatingAdmissionPolicy: the leader keeps the generated MutatingAdmissionPolicies.
         self.generator = (
-            AdmissionPolicyGenerator(cluster, opt_out_label=service.opt_out_label)
+            AdmissionPolicyGenerator(
+                cluster,
+                opt_out_label=service.opt_out_label,
+                configuration=config.webhook_rules.name if config.webhook_rules is not None else "",
+            )
             if self.policy_source is not None and not config.dry_run
             else None
         )

@@ -100,7 +100,10 @@ class ReportLoop:
         writers: int = 1,  # threads writing reports at once
         mutating: Callable[[], bool] = lambda: False,  # the controller is patching existing objects (a pass)
         clock: Callable[[], float] = time.monotonic,
+        # the existing policies other celmut installs serve (their results are theirs); None: celmut alone
+        others: Callable[[], frozenset[str] | None] = lambda: None,
     ) -> None:
+        self.others = others
         self.mutating = mutating
         self.clock = clock
         self._postponed_since: float | None = None
@@ -137,7 +140,7 @@ class ReportLoop:
 
     def policies_loaded(self, engine: AdmissionEngine) -> None:
         """After each reload: the new or changed policies are scanned on the next pass."""
-        changed = self.scanner.load(engine)
+        changed = self.scanner.load(engine, self.others())
         if changed:
             self.scan_due(changed)
 
@@ -183,7 +186,7 @@ class ReportLoop:
                 return FlushStats()
             self._absent_passes = 0
             self._adopted = True
-            self.writer.keep_policies(self.scanner.keys())  # reports of policies deleted meanwhile
+            self.writer.keep_policies(self.scanner.keys(), self.others())  # reports of policies deleted meanwhile
             self.scan_due()
         self.writer.set_prefix(self._prefix())
         postpone = self._postpone_scan()

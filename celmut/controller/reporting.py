@@ -112,8 +112,10 @@ class BackgroundReports:
 
     # --- policies --------------------------------------------------------------------------------
 
-    def load(self, engine: AdmissionEngine) -> list[str]:
-        """Take the policies of a (re)loaded engine; the keys of those new or changed (to scan)."""
+    def load(self, engine: AdmissionEngine, others: frozenset[str] | None = None) -> list[str]:
+        """Take the policies of a (re)loaded engine; the keys of those new or changed (to scan).
+        ``others``: the existing policies other celmut installs serve, whose results stay as they are
+        (None: one celmut per cluster, :meth:`~celmut.kube.report_writer.ReportWriter.keep_policies`)."""
         if engine is self._engine:
             return []
         self._engine = engine
@@ -138,7 +140,7 @@ class BackgroundReports:
             self.rescanned.restart()
         with self._lock:
             self._patched = {key: uids for key, uids in self._patched.items() if key in policies}
-        self.writer.keep_policies(policies)
+        self.writer.keep_policies(policies, others)
         for resource in sorted(set().union(*(p.resources for p in policies.values())) - self._watched):
             self._watch(*resource)
         return changed

@@ -240,7 +240,17 @@ class Controller:
             writes=self.writes,
             writers=report_writers_for(self.config.rate),
             mutating=lambda: self.sweeper.busy() or not self.queue.idle(),
+            others=self._policies_of_other_installs,
         )
+
+    def _policies_of_other_installs(self) -> frozenset[str] | None:
+        """The report keys of the existing policies a fixed ``--policy-selector`` leaves to another celmut
+        install (None while celmut is alone: no selector, or no cluster policies)."""
+        source = self.policy_source
+        ownership = source.ownership if source is not None else None
+        if source is None or ownership is None or not ownership.shared:
+            return None
+        return ownership.keys_of_others(source.policies())
 
     def _elector(self) -> LeaderElector:
         config = self.config

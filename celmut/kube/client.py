@@ -383,8 +383,17 @@ class Cluster:
         """PUT the whole object; its metadata.resourceVersion makes this a compare-and-swap (409 on change)."""
         return self.request("PUT", resource_path(api_version, resource, namespace, name), None, body)
 
-    def delete(self, api_version: str, resource: str, namespace: str, name: str) -> Any:
-        return self.request("DELETE", resource_path(api_version, resource, namespace, name))
+    def delete(self, api_version: str, resource: str, namespace: str, name: str, *, resource_version: str = "") -> Any:
+        """DELETE; with ``resource_version``, only the object at that version (DeleteOptions preconditions:
+        409 when it changed meanwhile)."""
+        body = None
+        if resource_version:
+            body = {
+                "apiVersion": "v1",
+                "kind": "DeleteOptions",
+                "preconditions": {"resourceVersion": resource_version},
+            }
+        return self.request("DELETE", resource_path(api_version, resource, namespace, name), None, body)
 
     def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> Any:
         """Evict a pod through the Eviction API (PodDisruptionBudgets apply: 429 when refused)."""

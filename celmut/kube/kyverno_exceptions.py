@@ -24,7 +24,9 @@ Kyverno's, and says so.
 :class:`KyvernoExceptions` keeps exactly one exception per policy celmut serves while Kyverno is
 detected, and none otherwise, in one namespace; each carries ``celmut.io/kyverno-only=true``, which
 celmut's own engine never applies (:mod:`celmut.policy.selection`), and for a cluster-scoped policy an
-ownerReference, so deleting the policy deletes its exception.
+ownerReference, so deleting the policy deletes its exception. Installs with a fixed policy selector may
+share the namespace: each marks its exceptions with its selector (:data:`SELECTOR_ANNOTATION`) and never
+deletes the exception of an existing policy another install serves, unless it made that one itself.
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ log = logging.getLogger("celmut.kube")
 
 MANAGED_BY = ("app.kubernetes.io/managed-by", "celmut")
 POLICY_ANNOTATION = "celmut.io/policy"
+#: With a fixed policy selector (several installs may share the namespace): the selector of the install
+#: that keeps the exception. That install withdraws it when the policy leaves its selector; the others
+#: leave it alone while the policy exists.
+SELECTOR_ANNOTATION = "celmut.io/policy-selector"
 CONDITION = {"name": "celmut-serves-this-policy", "expression": "true"}
 _SHORT = {"MutatingPolicy": "mpol", "NamespacedMutatingPolicy": "nmpol"}
 Obj = dict[str, Any]
@@ -61,7 +67,7 @@ def policy_exception(policy: Mapping[str, Any], kind: str, namespace: str, api_v
     """The PolicyException in ``namespace`` that makes Kyverno skip ``policy``."""
     meta = policy.get("metadata") or {}
     policy_namespace, name = meta.get("namespace") or "", str(meta.get("name"))
-    reference = f"{kind}/{policy_namespace}/{name}" if policy_namespace else f"{kind}/{name}"
+    reference = _reference(kind, policy)
     exception: Obj = {
         "apiVersion": api_version,
         "kind": "PolicyException",
@@ -78,6 +84,13 @@ def policy_exception(policy: Mapping[str, Any], kind: str, namespace: str, api_v
             {"apiVersion": policy.get("apiVersion"), "kind": kind, "name": name, "uid": meta.get("uid")}
         ]
     return exception
+
+
+def _reference(kind: str, policy: Mapping[str, Any]) -> str:
+    """``Kind/namespace/name`` (``Kind/name`` when cluster-scoped): the policy an exception is for."""
+    meta = policy.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "", str(meta.get("name"))
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
 def ours(exception: Mapping[str, Any], namespace: str) -> bool:
@@ -137,6 +150,8 @@ def desired_exceptions(
             )
             continue
         exception = policy_exception(obj, kind, namespace, api_version)
+        if ownership.shared:
+            exception["metadata"]["annotations"][SELECTOR_ANNOTATION] = str(ownership.selector)
         desired[exception["metadata"]["name"]] = exception
     return desired, withheld
 
@@ -166,7 +181,12 @@ class KyvernoExceptions:
         """Create, update and delete exceptions so that Kyverno skips exactly the policies celmut serves;
         ``existing``: the PolicyExceptions as last seen (a watched cache). Errors are logged and counted,
         never raised: the next sync tries again."""
-        desired, withheld = desired_exceptions(ownership, policies, self.namespace, api_version)
+        listed = list(policies)
+        desired, withheld = desired_exceptions(ownership, listed, self.namespace, api_version)
+        # another celmut install's policies (a fixed --policy-selector leaves them out): the exceptions that
+        # install keeps for them in a namespace it shares with this one are its own (one this install made,
+        # for a policy that left its selector, is withdrawn)
+        others = {_reference(kind, obj) for kind, obj in listed if ownership.belongs_to_another(kind, obj)}
         outcome = SyncOutcome(withheld=withheld)
         for reason in set(withheld) - self._withheld:
             log.warning("no PolicyException for Kyverno: %s", reason)
@@ -178,7 +198,9 @@ class KyvernoExceptions:
                 continue
             self._write(name, exception, found, outcome)
         for name, found in current.items():
-            if name not in desired:
+            annotations = (found.get("metadata") or {}).get("annotations") or {}
+            made_here = ownership.shared and annotations.get(SELECTOR_ANNOTATION) == str(ownership.selector)
+            if name not in desired and (annotations.get(POLICY_ANNOTATION) not in others or made_here):
                 self._delete(name, found, outcome)
         self._failed_at = time.monotonic() if outcome.failed else None
         return outcome

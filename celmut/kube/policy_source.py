@@ -395,7 +395,8 @@ class ClusterPolicySource:
                 continue
             if self._left.get(path) != state:
                 log.info("policy left to another engine", extra={"policy": path, "reason": reason})
-                if self.report_to_cluster:
+                # another celmut install's (a fixed policy selector leaves it out): the condition is its own
+                if self.report_to_cluster and not ownership.belongs_to_another(spec.kind, obj):
                     try:
                         release_status(self.cluster, obj, spec.resource, spec.conditions_at)
                     except ClusterError as ex:

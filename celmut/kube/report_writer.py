@@ -11,6 +11,16 @@ Only reports labelled ``app.kubernetes.io/managed-by: celmut`` (and named with t
 are ever replaced or deleted: a report another owner wrote under the same name is left alone and the
 write counted as an error. The garbage collector deletes a report with its resource (ownerReference);
 :meth:`forget_resource` only drops what the writer remembers of it.
+
+Several celmut installs can share a cluster, each serving the policies its ``--policy-selector`` selects,
+and so share the one report of a resource. Then (:meth:`keep_policies` with ``others``) a writer owns
+only the results of its own policies: it drops a result only for a policy it serves, or for one that no
+longer exists in the cluster (as Kyverno's background report controller keeps, on each reconcile,
+the results of the policies its listers still hold and drops the others': kyverno/kyverno
+``pkg/controllers/report/background/controller.go`` ``reconcileReport``). Every write is checked against the
+resourceVersion it was built on (a PUT with it, a DELETE with it as precondition); one refused because
+another install wrote meanwhile reads the report again, keeps that install's results as they now are
+and puts this writer's own around them, so two writers never lose each other's update.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ log = logging.getLogger("celmut.reports")
 _T = TypeVar("_T")
 
 RETRIED = frozenset({0, 429, 500, 502, 503, 504})  # refused writes tried again (unreachable, throttled, outages)
+MERGE_ATTEMPTS = 5  # writes of a shared report refused in a row (another install wrote each time) before giving up
 
 
 @dataclass(slots=True)
@@ -132,6 +143,12 @@ class ReportWriter:
         self._renamed: list[tuple[ResourceRef, str]] = []  # reports stored under an earlier prefix
         self._failed: set[str] = set()  # writes the API server refused: dirty again at the next flush
         self._interned = _Interned()
+        # several installs share the reports (keep_policies with others): whose results are whose
+        self._shared = False
+        self._ours: frozenset[str] = frozenset()  # the policies this writer reports (their results are its own)
+        self._others: frozenset[str] = frozenset()  # existing policies another install serves
+        self._gone: set[str] = set()  # policies no longer in the cluster (or served here, unreported)
+        self._adopted = False  # reports were just adopted: a policy no one knows of is gone (not yet seen)
         self._lock = threading.Lock()
 
     # --- results in ------------------------------------------------------------------------------
@@ -164,14 +181,35 @@ class ReportWriter:
             if changed:
                 self._dirty[ref.uid] = None
 
-    def keep_policies(self, policies: Iterable[str]) -> None:
-        """Drop every result of a policy not in ``policies`` (it was deleted, disabled or left celmut)."""
+    def keep_policies(self, policies: Iterable[str], others: Iterable[str] | None = None) -> None:
+        """The reported policies are now ``policies``. Without ``others`` (one celmut per cluster) every
+        other result is dropped (its policy was deleted, disabled or left celmut).
+
+        With ``others`` (several installs share the cluster: the existing policies another install
+        serves), the results of those are another writer's and stay as they are stored; dropped are only
+        the results of a policy this install serves and does not report, or of one that no longer exists
+        (it was known and is gone, or, just after :meth:`adopt`, no one knows it). A policy not yet seen
+        (another install's, created a moment ago) keeps its results."""
         keep = set(policies)
         with self._lock:
+            if others is None:
+                self._shared = False
+                for uid, entry in self._entries.items():
+                    dropped = entry.policies() - keep
+                    if dropped:
+                        entry.results = self._interned(entry.without(dropped))
+                        self._dirty[uid] = None
+                return
+            known = keep | set(others)
+            gone = (self._gone | (self._ours | self._others) - known) - known
+            if self._adopted:
+                gone |= {p for entry in self._entries.values() for p in entry.policies()} - known
+            self._shared, self._adopted = True, False
+            self._ours, self._others, self._gone = frozenset(keep), frozenset(others), gone
             for uid, entry in self._entries.items():
-                gone = entry.policies() - keep
-                if gone:
-                    entry.results = self._interned(entry.without(gone))
+                dropped = entry.policies() & gone
+                if dropped:
+                    entry.results = self._interned(entry.without(dropped))
                     self._dirty[uid] = None
 
     def retain_resources(self, policy: str, uids: set[str]) -> None:
@@ -205,6 +243,7 @@ class ReportWriter:
                 said = digest(bounded(stored, self.limit)[0])  # in the order desired() compares it in
                 self._entries[ref.uid] = _Entry(ref, self._interned(stored), said, version)
                 count += 1
+            self._adopted = True
         return count
 
     def set_prefix(self, prefix: str) -> None:
@@ -293,7 +332,7 @@ class ReportWriter:
                     continue
                 self._writing += 1
                 self._in_flight.add(uid)
-            written: tuple[str, str] | None = None
+            written: tuple[str, str, list[ReportResult]] | None = None
             try:
                 if pace is not None and not pace():
                     with self._lock:
@@ -305,7 +344,8 @@ class ReportWriter:
                     self._writing -= 1
                     self._in_flight.discard(uid)
                     if written is not None:
-                        self._now_stored(uid, desired, *written)
+                        action, new_version, desired = written
+                        self._now_stored(uid, desired, action, new_version)
 
     def _now_stored(self, uid: str, desired: list[ReportResult], action: str, version: str) -> None:
         """After a write (under the lock): what the API server now holds for ``uid``."""
@@ -321,15 +361,20 @@ class ReportWriter:
 
     def _write_one(
         self, ref: ResourceRef, desired: list[ReportResult], exists: bool, version: str, stats: FlushStats
-    ) -> tuple[str, str] | None:
-        """Write one report; counted in ``stats`` and ``on_write``. The action and new resourceVersion, or
-        None when the API server refused it."""
+    ) -> tuple[str, str, list[ReportResult]] | None:
+        """Write one report; counted in ``stats`` and ``on_write``. The action, new resourceVersion and the
+        results written (another install's, read again, may have joined them), or None when the API server
+        refused it."""
         try:
-            action, version = self._write(ref, desired, exists, version)
+            if self._shared:
+                action, version, desired = self._write_shared(ref, desired, exists, version)
+            else:
+                action, version = self._write(ref, desired, exists, version)
         except ClusterError as ex:
             with self._lock:
                 stats.errors += 1
-                if ex.status in RETRIED:  # a throttle or an outage: try again on the next flush
+                # a throttle or an outage, or other installs writing the same report all along: next flush
+                if ex.status in RETRIED or (isinstance(ex, Conflict) and ex.reason == "Conflict"):
                     self._failed.add(ref.uid)
             self.on_write("error", str(ex.status))
             log.warning("policy report not written", extra={"resource": f"{ref.kind}/{ref.name}", "error": str(ex)})
@@ -337,7 +382,7 @@ class ReportWriter:
         with self._lock:
             setattr(stats, action, getattr(stats, action) + 1)
         self.on_write(action, "ok")
-        return action, version
+        return action, version, desired
 
     def _write(self, ref: ResourceRef, desired: list[ReportResult], exists: bool, version: str) -> tuple[str, str]:
         _kind, plural = ref.report_kind
@@ -371,6 +416,58 @@ class ReportWriter:
             raise Conflict(409, "AlreadyExists", f"report {name} belongs to {labels.get(MANAGED_BY) or 'someone else'}")
         body["metadata"]["resourceVersion"] = _version(current)
         return _version(self.cluster.replace(API_VERSION, plural, ref.namespace, name, body))
+
+    # --- several installs sharing the reports -----------------------------------------------------
+
+    def _write_shared(
+        self, ref: ResourceRef, desired: list[ReportResult], exists: bool, version: str
+    ) -> tuple[str, str, list[ReportResult]]:
+        """:meth:`_write` when other installs write the same report: each write is made against the
+        resourceVersion its results were read at; refused (409: another install wrote meanwhile), the
+        report is read again and written with this writer's results and the others' as they now are."""
+        _kind, plural = ref.report_kind
+        name = report_name(ref, self.prefix)
+        for _attempt in range(MERGE_ATTEMPTS):
+            try:
+                if not desired:
+                    if exists:
+                        self.cluster.delete(API_VERSION, plural, ref.namespace, name, resource_version=version)
+                    return "deleted", "", desired
+                body = build_report(ref, desired, prefix=self.prefix, limit=self.limit)
+                if exists:
+                    body["metadata"]["resourceVersion"] = version
+                    stored = self.cluster.replace(API_VERSION, plural, ref.namespace, name, body)
+                    return "updated", _version(stored), desired
+                return "created", _version(self.cluster.create(API_VERSION, plural, ref.namespace, body)), desired
+            except NotFound:  # gone meanwhile (with its resource, or emptied by the other install)
+                exists, version = False, ""
+                desired = self._merged(ref.uid, [])
+            except Conflict:  # changed (or created) by another install meanwhile: read it again
+                try:
+                    current = self.cluster.get(API_VERSION, plural, ref.namespace, name)
+                except NotFound:
+                    exists, version = False, ""
+                    desired = self._merged(ref.uid, [])
+                    continue
+                labels = (current.get("metadata") or {}).get("labels") or {}
+                if labels.get(MANAGED_BY) != MANAGED_BY_CELMUT:
+                    who = labels.get(MANAGED_BY) or "someone else"
+                    raise Conflict(409, "AlreadyExists", f"report {name} belongs to {who}") from None
+                exists, version = True, _version(current)
+                desired = self._merged(ref.uid, results_of(current))
+        raise Conflict(409, "Conflict", f"report {name}: changed by another writer {MERGE_ATTEMPTS} times in a row")
+
+    def _merged(self, uid: str, stored: Iterable[ReportResult]) -> list[ReportResult]:
+        """This writer's results on ``uid`` with the other installs' results of ``stored`` (those of a policy
+        it neither reports nor knows to be gone); remembered as what the resource's report holds."""
+        with self._lock:
+            theirs = tuple(r for r in stored if r.policy not in self._ours and r.policy not in self._gone)
+            entry = self._entries.get(uid)
+            if entry is None:
+                return bounded(theirs, self.limit)[0]
+            mine = tuple(r for r in entry.results if r.policy in self._ours)
+            entry.results = self._interned(mine + tuple(self._interned(r) for r in theirs))
+            return entry.desired(self.limit)
 
 
 def _version(obj: Any) -> str:

@@ -269,6 +269,9 @@ class Ownership:
     why: str
     kyverno: KyvernoPresence = KyvernoPresence()
     native: tuple[tuple[str, str], ...] = ()
+    # a fixed --policy-selector: the policies it leaves out may be another celmut install's (several
+    # installs share the cluster), so what was written for them is theirs (:meth:`belongs_to_another`)
+    shared: bool = False
 
     def selects(self, kind: str, obj: Mapping[str, Any]) -> bool:
         """Whether the policy object is celmut's to serve, by the selector alone (natively applied or not)."""
@@ -293,6 +296,24 @@ class Ownership:
             return f"the API server applies it: its generated MutatingAdmissionPolicy {maps} is in service"
         return ""
 
+    def belongs_to_another(self, kind: str, obj: Mapping[str, Any]) -> bool:
+        """Whether this existing policy is another celmut install's (or no one's) to serve: a fixed policy
+        selector leaves it out. Its report results, generated MutatingAdmissionPolicies and Kyverno
+        PolicyExceptions are then left as they are; only the install serving it, or its deletion, removes
+        them. Never true with ``auto`` (one celmut per cluster: what celmut wrote is this install's)."""
+        return self.shared and kind in SELECTED_KINDS and not self.selector.matches(_labels(obj))
+
+    def keys_of_others(self, policies: Iterable[tuple[str, Mapping[str, Any]]]) -> frozenset[str]:
+        """The ``namespace/name`` keys (``name`` when cluster-scoped: how reports name a policy) of the
+        (kind, policy) pairs :meth:`belongs_to_another` says are another install's."""
+        keys: set[str] = set()
+        for kind, obj in policies:
+            if self.belongs_to_another(kind, obj):
+                meta = obj.get("metadata") or {}
+                name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+                keys.add(f"{namespace}/{name}" if namespace else name)
+        return frozenset(keys)
+
     def describe(self) -> str:
         """One line for logs and statuses."""
         chosen = "every MutatingPolicy" if self.selector.everything else f"MutatingPolicies matching {self.selector}"
@@ -316,7 +337,9 @@ class PolicySelection:
     def resolve(self, kyverno: KyvernoPresence, native: tuple[tuple[str, str], ...] = ()) -> Ownership:
         """The ownership in force, given whether Kyverno is present (and the natively applied policies)."""
         if not self.auto:
-            return Ownership(parse_selector(self.text), f"--policy-selector {self.text.strip()!r}", kyverno, native)
+            selector = parse_selector(self.text)
+            why = f"--policy-selector {self.text.strip()!r}"
+            return Ownership(selector, why, kyverno, native, shared=not selector.everything)
         if kyverno.detected:
             return Ownership(parse_selector(OWNED_BY_CELMUT), f"Kyverno detected: {kyverno.evidence}", kyverno, native)
         return Ownership(Selector(), "Kyverno not detected", kyverno, native)

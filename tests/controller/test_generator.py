@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from celmut.controller.generator import CONDITION_TYPE, NO_API, AdmissionPolicyGenerator
+from celmut.kube.client import Cluster
 from tests.fakekube import FakeApiServer
 from tests.fakekube.defaults import admission_policy_defaults
 from tests.kube.conftest import eventually, label_policy
@@ -420,27 +421,30 @@ def test_an_exception_leaves_the_map_when_it_expires(cluster_crds: FakeApiServer
         eventually(lambda: generated(fake) and not folded(), what="the expired exception taken out")
 
 
+def celmut_webhook_configuration(name: str, namespace_label: str = "") -> Obj:
+    webhook: Obj = {
+        "name": "fail.mutate.celmut.io",
+        "clientConfig": {"url": "https://127.0.0.1:1/mutate/fail"},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    }
+    if namespace_label:
+        webhook["namespaceSelector"] = {"matchLabels": {namespace_label: "yes"}}
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [webhook],
+    }
+
+
 def test_two_celmut_webhooks_of_one_name_leave_the_policy_in_the_webhook(
     cluster_crds: FakeApiServer, tmp_path: Path
 ) -> None:
     """Whose selectors the MAP must keep cannot be told: generated=false with the reason, no MAP."""
     fake = cluster_crds
     for name in ("one", "two"):
-        fake.store.create(
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "MutatingWebhookConfiguration",
-                "metadata": {"name": name},
-                "webhooks": [
-                    {
-                        "name": "fail.mutate.celmut.io",
-                        "clientConfig": {"url": "https://127.0.0.1:1/mutate/fail"},
-                        "sideEffects": "None",
-                        "admissionReviewVersions": ["v1"],
-                    }
-                ],
-            }
-        )
+        fake.store.create(celmut_webhook_configuration(name))
     fake.store.create(native())
     with running(fake, tmp_path, no_files(tmp_path), from_cluster=True):
         eventually(lambda: "webhooks are named fail.mutate.celmut.io" in str(status(fake, "team")), what="status")
@@ -448,22 +452,34 @@ def test_two_celmut_webhooks_of_one_name_leave_the_policy_in_the_webhook(
     assert not fake.store.list(MAPS)
 
 
-def test_a_policy_the_selector_stops_selecting_loses_its_map_and_its_generated_status(
+def test_a_policy_the_selector_stops_selecting_keeps_its_map_until_it_is_deleted(
     cluster_crds: FakeApiServer, tmp_path: Path
 ) -> None:
-    """Nothing serves it any more (another engine may): no MAP, and no status left saying there is one."""
+    """A fixed policy selector: a policy it no longer selects may be another celmut install's, which keeps
+    its own MAP for it, so this install deletes neither the MAP nor the status (the rule Kyverno's
+    generator follows too: a MAP goes with its policy, pkg/controllers/admissionpolicygenerator/
+    controller.go). Once the policy is deleted, its MAP goes."""
     fake = cluster_crds
     policy = native()
     policy["metadata"]["labels"] = {"team": "a"}
     fake.store.create(policy)
-    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True, policy_selector="team=a"):
+    with running(fake, tmp_path, no_files(tmp_path), from_cluster=True, policy_selector="team=a") as controller:
         eventually(lambda: generated(fake) and status(fake, "team").get("generated") is True, what="the MAP")
+        objects = [fake.store.get(kind, name)["metadata"]["uid"] for kind, name in OBJECTS]
         policy = fake.store.get(MPOL, "team")
         policy["metadata"]["labels"] = {"team": "b"}
         fake.store.update(policy)
-        eventually(lambda: not fake.store.list(MAPS), what="the MAP deleted")
-        eventually(lambda: status(fake, "team").get("generated") is False, what="generated=false")
-        eventually(lambda: condition(fake, "team") is None, what="celmut's condition removed")
+        engine = controller.store
+        eventually(lambda: engine.engine is not None and not engine.engine.policies, what="the policy left")
+        assert controller.generator is not None and controller.policy_source is not None
+        assert controller.generator.sync(controller.policy_source).deleted == []
+        assert [fake.store.get(kind, name)["metadata"]["uid"] for kind, name in OBJECTS] == objects
+        assert status(fake, "team").get("generated") is True and condition(fake, "team") is not None
+        fake.store.delete(MPOL, "team")  # no garbage collector here: the generator deletes them
+        eventually(lambda: not fake.store.list(MAPS) and not fake.store.list(BINDINGS), what="the MAP deleted")
+
+
+OBJECTS = ((MAPS, "mpol-team"), (BINDINGS, "mpol-team-binding"))
 
 
 def test_the_policys_reporting_choice_is_carried_to_its_map(cluster_crds: FakeApiServer, tmp_path: Path) -> None:
@@ -492,3 +508,20 @@ def test_the_policys_reporting_choice_is_carried_to_its_map(cluster_crds: FakeAp
         eventually(lambda: map_labels() == {}, what="'false' is not an opt-in")
     assert fake.store.get(MAPS, "mpol-team")["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "celmut"
     assert "reports.kyverno.io/enabled" not in (fake.store.get(BINDINGS, "mpol-team-binding")["metadata"]["labels"])
+
+
+def test_an_install_managing_its_webhook_configuration_keeps_that_ones_selectors(
+    cluster_crds: FakeApiServer, tmp_path: Path
+) -> None:
+    """Several celmut installs each register their webhooks under the same names: the generator of an
+    install that manages its configuration reads the selectors of that one only."""
+    fake = cluster_crds
+    fake.store.create(celmut_webhook_configuration("install-a", "a"))
+    fake.store.create(celmut_webhook_configuration("install-b", "b"))
+    cluster = Cluster.connect(str(fake.kubeconfig(tmp_path / "kubeconfig")), timeout=5)
+    try:
+        scopes = AdmissionPolicyGenerator(cluster, configuration="install-b").webhook_scopes()
+        assert scopes == {"Fail": {"namespaceSelector": {"matchLabels": {"b": "yes"}}, "objectSelector": {}}}
+        assert "2 webhooks are named" in str(AdmissionPolicyGenerator(cluster).webhook_scopes())
+    finally:
+        cluster.close()

@@ -138,3 +138,91 @@ def test_a_report_dirty_again_while_being_written_is_written_after_by_its_writer
     assert writes(fake_apiserver) == 2 and writer.pending() == 0  # created, then updated; no 409
 
 
+
+
+# --- several celmut installs sharing the reports (each its own --policy-selector) ----------------
+
+
+def policies_in(server: FakeApiServer) -> list[tuple[str, str]]:
+    stored = server.store.get("policyreports", "uid-1", "default")
+    return sorted((r["policy"], r["result"]) for r in stored.get("results") or [])
+
+
+def test_two_installs_write_one_report_each_keeping_the_others_results(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Each writer owns its own policies' results; a write refused because the other wrote meanwhile (a
+    resourceVersion-checked PUT, or AlreadyExists) reads the report again and keeps the other's results."""
+    cluster = connect(fake_apiserver, tmp_path)
+    first, second = ReportWriter(cluster), ReportWriter(cluster)
+    first.keep_policies(["a"], others=["b"])
+    second.keep_policies(["b"], others=["a"])
+    first.put(REF, "a", [result("a")])
+    second.put(REF, "b", [result("b", "pass")])
+    assert first.flush().created == 1
+    assert second.flush().updated == 1  # AlreadyExists: read again, its result added to the first's
+    assert policies_in(fake_apiserver) == [("a", "fail"), ("b", "pass")]
+    first.put(REF, "a", [result("a", "pass")])  # carries the version before the second's write: 409, merged
+    assert first.flush().updated == 1
+    assert policies_in(fake_apiserver) == [("a", "pass"), ("b", "pass")]
+    second.put(REF, "b", [result("b", "fail")])
+    second.flush()
+    assert policies_in(fake_apiserver) == [("a", "pass"), ("b", "fail")]
+
+
+def test_an_install_with_no_result_left_never_deletes_a_report_holding_the_others(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """The delete carries the resourceVersion its view was read at (DeleteOptions preconditions): the
+    other install's result written meanwhile keeps the report, with that result alone."""
+    cluster = connect(fake_apiserver, tmp_path)
+    first, second = ReportWriter(cluster), ReportWriter(cluster)
+    first.keep_policies(["a"], others=["b"])
+    second.keep_policies(["b"], others=["a"])
+    first.put(REF, "a", [result("a")])
+    first.flush()
+    second.put(REF, "b", [result("b")])
+    second.flush()
+    first.put(REF, "a", [])
+    first.flush()
+    assert policies_in(fake_apiserver) == [("b", "fail")]
+    second.put(REF, "b", [])
+    assert second.flush().deleted == 1
+    assert not fake_apiserver.store.exists("policyreports", "uid-1", "default")
+
+
+def test_an_install_starting_adopts_the_report_and_drops_only_its_own_or_deleted_policies(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """At start a writer takes over the stored reports; the results of an existing policy another install
+    serves stay, those of a policy that no longer exists go (as they did with one celmut per cluster)."""
+    cluster = connect(fake_apiserver, tmp_path)
+    earlier = ReportWriter(cluster)
+    for policy in ("a", "b", "deleted"):
+        earlier.put(REF, policy, [result(policy)])
+    earlier.flush()
+    restarted = ReportWriter(cluster)
+    restarted.adopt(list_reports(cluster))
+    restarted.keep_policies(["a"], others=["b"])
+    restarted.flush()
+    assert policies_in(fake_apiserver) == [("a", "fail"), ("b", "fail")]
+    restarted.keep_policies([], others=["b"])  # its policy deleted: its results go, the other's stay
+    restarted.flush()
+    assert policies_in(fake_apiserver) == [("b", "fail")]
+
+
+def test_with_one_install_per_cluster_a_writer_still_owns_every_result(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """No ``others`` (no --policy-selector): what celmut wrote is this install's, results of policies it
+    does not report are dropped, as before."""
+    cluster = connect(fake_apiserver, tmp_path)
+    earlier = ReportWriter(cluster)
+    earlier.put(REF, "a", [result("a")])
+    earlier.put(REF, "b", [result("b")])
+    earlier.flush()
+    restarted = ReportWriter(cluster)
+    restarted.adopt(list_reports(cluster))
+    restarted.keep_policies(["a"])
+    restarted.flush()
+    assert policies_in(fake_apiserver) == [("a", "fail")]

@@ -258,9 +258,7 @@ def test_a_burst_of_100_policy_changes_gives_a_bounded_number_of_writes(
             fake.store.update(policy)
         wanted = {("fail.mutate.celmut.io", "configmaps", "CREATE"), ("fail.mutate.celmut.io", "secrets", "CREATE")}
         eventually(lambda: registered(fake) == wanted, what="the burst's rules")
-        eventually(
-            lambda: controller.store.engine is not None and len(controller.store.engine.policies) == 50
-        )
+        eventually(lambda: controller.store.engine is not None and len(controller.store.engine.policies) == 50)
         settled = writer.writes
         print(f"\n[managed webhook rules] {settled} writes for 100 policy changes")
         assert settled <= 3, f"{settled} writes for 100 changes: the create, then one per distinct rule set"
@@ -366,6 +364,37 @@ def test_a_configuration_of_that_name_that_is_not_the_controllers_is_left_alone(
         assert configuration(fake)["webhooks"] == []  # type: ignore[index]
         fake.store.delete(MWC, "celmut")  # Helm removes it after the upgrade
         eventually(lambda: registered(fake) != set(), what="the controller's own configuration")
+
+
+def test_a_configuration_of_that_name_another_install_manages_is_left_alone(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Two celmut installs given one configuration name: the one owned by the other install's ClusterRole
+    (labelled as the controller's) is never rewritten."""
+    fake = with_policy_crds(fake_apiserver)
+    fake.store.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "b"}})
+    role = fake.store.get("rbac.authorization.k8s.io/v1/clusterroles", "b")["metadata"]["uid"]
+    others = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {
+            "name": "celmut",
+            "labels": {"webhook.celmut.io/managed-by": "celmut-controller"},
+            "ownerReferences": [
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "b", "uid": role}
+            ],
+        },
+        "webhooks": [],
+    }
+    fake.store.create(others)
+    fake.store.create(mutating_policy("cm", rule("", "v1", "configmaps", "CREATE"), add_label("a")))
+    with managed(fake, tmp_path) as (_, [controller]):
+        eventually(lambda: controller.store.engine is not None and controller.store.engine.policies)
+        controller.sync_webhook_rules()
+        assert configuration(fake)["webhooks"] == []  # type: ignore[index]
+        assert not [
+            r for r in fake.requests if r.method in ("PUT", "POST") and "/mutatingwebhookconfigurations" in r.path
+        ]
 
 
 def append(key: str, suffix: str) -> str:
