@@ -65,9 +65,14 @@ class Browser:
         self.area = area
 
     def wait(self, condition: Callable[[Any], Any], what: str) -> Any:
+        """Poll ``condition`` until truthy; an element the page re-rendered between finding it and
+        reading it (a search's results, a pane's lines) is found again at the next poll."""
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        return WebDriverWait(self.driver, WAIT_SECONDS, poll_frequency=0.05).until(condition, message=what)
+        return WebDriverWait(
+            self.driver, WAIT_SECONDS, poll_frequency=0.05, ignored_exceptions=(StaleElementReferenceException,)
+        ).until(condition, message=what)
 
     def counter(self, name: str) -> int:
         return int(self.driver.execute_script(f"return document.body.dataset.{name} || '0'"))
