@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,11 @@ def test_an_install_with_compiled_modules_runs_either_build(tmp_path: Path, pure
     version = subprocess.run([sys.executable, "-P", "-m", "celmut", "version"], env=environment, cwd=tmp_path,
                              capture_output=True, text=True, check=True)  # fmt: skip
     assert f"Build: {kind} (" in version.stdout
+
+
+def test_the_compiled_build_page_counts_the_modules_that_are_compiled() -> None:
+    """docs/development/compiled-build.md shows `celmut version` of the image and the figures' module
+    count: both name as many modules as COMPILED_MODULES lists (it went stale once when modules moved)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "development" / "compiled-build.md").read_text()
+    counts = {int(n) for n in re.findall(r"\b(\d+) (?:compiled )?modules\b", page)}
+    assert counts == {len(COMPILED_MODULES)}, counts
