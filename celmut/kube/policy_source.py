@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -379,12 +379,13 @@ class ClusterPolicySource:
                         log.warning("could not report policy status", extra={"policy": path, "error": str(ex)})
                         continue  # not recorded: tried again after the next reload
             reported[path] = state
-        self._reported = reported
-        self._report_declined(ownership)
+        served_before, self._reported = self._reported, reported
+        self._report_declined(ownership, served_before)
 
-    def _report_declined(self, ownership: Ownership) -> None:
+    def _report_declined(self, ownership: Ownership, served_before: Mapping[str, object]) -> None:
         """Log each object left to another engine once per generation and reason; take celmut's condition
-        back from one it served before (not from a policy the API server applies: its status says so)."""
+        back from one it served before (not from a policy the API server applies: its status says so).
+        ``served_before``: the paths this source reported as served at the previous reload."""
         left: dict[str, tuple[str, str]] = {}
         for path, (spec, obj, reason) in self._declined.items():
             state = (_revision(obj), reason)
@@ -395,8 +396,12 @@ class ClusterPolicySource:
                 continue
             if self._left.get(path) != state:
                 log.info("policy left to another engine", extra={"policy": path, "reason": reason})
-                # another celmut install's (a fixed policy selector leaves it out): the condition is its own
-                if self.report_to_cluster and not ownership.belongs_to_another(spec.kind, obj):
+                # another celmut install's (a fixed policy selector leaves it out): the condition is its own;
+                # unless this install served it until now: the condition is this one's, and would otherwise
+                # say the policy is served while no install may serve it (a resourceVersion guards the
+                # release against the install that takes it over writing meanwhile)
+                mine = not ownership.belongs_to_another(spec.kind, obj) or path in served_before
+                if self.report_to_cluster and mine:
                     try:
                         release_status(self.cluster, obj, spec.resource, spec.conditions_at)
                     except ClusterError as ex:

@@ -193,3 +193,19 @@ def test_next_to_kyverno_each_install_keeps_its_exceptions_and_leaves_the_others
         fake.store.patch(MPOL, "team-a", {"metadata": {"labels": {"team": "kyverno"}}})
         eventually(lambda: set(exceptions(fake)) == {"celmut-mpol-team-b"}, what="a's exception withdrawn")
         assert exceptions(fake)["celmut-mpol-team-b"]["metadata"]["uid"] == b_exception
+
+
+def test_a_policy_relabelled_out_of_its_installs_selector_loses_that_installs_condition(
+    shared: FakeApiServer, tmp_path: Path
+) -> None:
+    """The install that served a policy takes its ``celmut.io/Compiled`` condition back when the policy leaves
+    its selector (no install may serve it now: a condition left behind would say it is served); the other
+    install's policy keeps its own."""
+    fake = shared
+    with install(fake, tmp_path / "a", "a"), install(fake, tmp_path / "b", "b"):
+        eventually(lambda: compiled_condition(fake, "pol-a") and compiled_condition(fake, "pol-b"), what="both")
+        relabelled = fake.store.get(MPOL, "pol-a")
+        relabelled["metadata"]["labels"] = {"team": "nobody"}
+        fake.store.update(relabelled)
+        eventually(lambda: not compiled_condition(fake, "pol-a"), what="install a's condition taken back")
+        assert compiled_condition(fake, "pol-b")
