@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from celmut.controller.reconcile import DRIFT, Outcome
+from celmut.controller.reconcile import DRIFT, Outcome, TargetKey
 from celmut.controller.reporting import BackgroundReports
 from celmut.controller.violation_events import ViolationEvents
 from celmut.controller.workqueue import TokenBucket
@@ -211,10 +211,11 @@ class ReportLoop:
         """Whether a due full scan waits: while the controller's mutation pass patches existing objects (at
         most :data:`MAX_POSTPONE` seconds), what the scan would evaluate now is about to change. The objects
         it patches are evaluated as the watch delivers them, once, after their patch, and the scan that
-        follows does not evaluate them again (:class:`~celmut.controller.report_state.Rescanned`)."""
+        follows does not evaluate them again (:class:`~celmut.controller.report_state.Rescanned`): it also
+        waits for the watch to bring the last of them, however far it lags behind the workers."""
         with self._lock:
             due = self._due is None or bool(self._due)
-        if not due or not self.mutating():
+        if not due or not (self.mutating() or self.scanner.awaiting_rescans()):
             self._postponed_since = None
             return False
         now = self.clock()
@@ -247,14 +248,22 @@ class ReportLoop:
         if errors:
             self.scanner.admission_errors(sorted(errors, key=lambda e: e.time))
 
-    def target_patched(self, outcome: Outcome) -> None:
-        """A worker patched a mutateExisting target: its report gets the policies' results (kept, like
-        every result, until the next pass writes them)."""
-        if outcome.written is None:
-            return
-        policies = {c.policy for c in outcome.changes if c.mutation != DRIFT}
-        if policies:
-            self.scanner.target_patched(outcome.written, outcome.key.resource, policies)
+    def patch_started(self, key: TargetKey) -> None:
+        """A worker starts on a mutateExisting target (see :meth:`BackgroundReports.patch_started`)."""
+        self.scanner.patch_started((key.api_version, key.resource, key.namespace, key.name))
+
+    def patch_finished(self, outcome: Outcome) -> None:
+        """A worker is done with a target: if it patched it, the target's report gets the policies'
+        results (kept, like every result, until the next pass writes them)."""
+        key = outcome.key
+        patched = outcome.action in ("patched", "evicted") and outcome.written is not None
+        policies = {c.policy for c in outcome.changes if c.mutation != DRIFT} if patched else set()
+        self.scanner.patch_finished(
+            (key.api_version, key.resource, key.namespace, key.name),
+            outcome.written if policies else None,
+            key.resource,
+            policies,
+        )
 
     def stop(self) -> None:
         if self._error_events is not None:

@@ -4,6 +4,11 @@
 from __future__ import annotations
 
 import sys
+import threading
+from typing import Any, NamedTuple
+
+from celmut.runtime.report_objects import ResourceRef
+from celmut.runtime.report_results import ReportResult
 
 
 class Versions:
@@ -100,3 +105,59 @@ class Rescanned:
 
     def __contains__(self, uid: str) -> bool:
         return self._uids is not None and uid in self._uids
+
+
+Where = tuple[str, str, str, str]  # apiVersion, resource, namespace, name
+
+
+class PatchedResults(NamedTuple):
+    """The results of a target a worker just patched, held for the rescan of its change."""
+
+    since: int  # the pass they were handed over in
+    ref: ResourceRef
+    results: dict[str, list[ReportResult]]
+    version: str  # the target's resourceVersion as patched
+
+
+class PatchesInFlight:
+    """The targets workers are patching now, and the rescans the watch delivered of them meanwhile: the
+    watch may bring a patched target before the worker that sent the patch hands over its ``patched-target``
+    result. Such a rescan is held until the worker is done (:meth:`finish`), so the target's report is
+    written once, with both, whatever the threads' timing."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._patching: dict[Where, int] = {}
+        self._held: dict[Where, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+    def start(self, where: Where) -> None:
+        with self._lock:
+            self._patching[where] = self._patching.get(where, 0) + 1
+
+    def hold(self, where: Where, obj: dict[str, Any], batch: dict[str, Any]) -> bool:
+        """Hold a rescan's results of ``obj`` while a worker patches it (True); False: none does."""
+        with self._lock:
+            if where not in self._patching:
+                return False
+            _, earlier = self._held.get(where, (obj, {}))
+            self._held[where] = (obj, {**earlier, **batch})  # the newer rescan's results win
+            return True
+
+    def finish(self, where: Where) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """A worker is done with ``where``: the rescan held for it, once no other worker patches it."""
+        with self._lock:
+            left = self._patching.get(where, 0) - 1
+            if left > 0:
+                self._patching[where] = left
+                return None
+            self._patching.pop(where, None)
+            return self._held.pop(where, None)
+
+    def drop(self, where: Where) -> None:
+        """The target is gone: nothing held for it is written."""
+        with self._lock:
+            self._held.pop(where, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._patching)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from celmut import kinds
-from celmut.controller.report_state import Rescanned, Successors, Versions
+from celmut.controller.report_state import PatchedResults, PatchesInFlight, Rescanned, Successors, Versions, Where
 from celmut.controller.reported_policies import ReportedPolicy, reported_policies, scan_object
 from celmut.controller.resource_versions import newer_version
 from celmut.controller.triggers import policy_fingerprint
@@ -47,6 +47,7 @@ log = logging.getLogger("celmut.reports")
 
 MAX_SUCCESSORS = 8  # changes remembered per resource, to tell which state an admission error is about
 MAX_ARRIVED = 2_000  # changed objects of metadata caches held for the next pass (beyond: the resource is rescanned)
+MAX_PATCHED_WAIT = 20  # passes a patched target's results wait for the watch to bring its rescan
 PAGE_SIZE = 500  # objects per list page of a scan of a resource cached as metadata
 ERROR_MEMORY = 7200.0  # seconds an applied admission error is remembered (twice the API server's event TTL)
 
@@ -105,8 +106,8 @@ class BackgroundReports:
         self._patched: dict[str, set[str]] = {}
         self._to_watch: set[tuple[str, str]] = set()  # their kinds, watched from the next pass on
         # the results of targets just patched, held for the rescan of the change (pass number, ref, results)
-        self._patched_results: dict[tuple[str, str, str, str], tuple[int, ResourceRef, dict[str, list[ReportResult]]]]
-        self._patched_results = {}
+        self._patched_results: dict[Where, PatchedResults] = {}
+        self.in_flight = PatchesInFlight()  # targets a worker patches now, with the rescans held for them
         self._passes = 0  # rescan_changed calls
         self._lock = threading.Lock()
 
@@ -162,6 +163,7 @@ class BackgroundReports:
                     self._changed.pop(key, None)
                     self._arrived.pop(key, None)
                     self._patched_results.pop(key, None)
+                    self.in_flight.drop(key)
                     if self._gone is not None:
                         self._gone.add(key)
                 uid = metadata.get("uid")
@@ -266,31 +268,65 @@ class BackgroundReports:
         property, as Kyverno reports on the targets its mutateExisting updates (pkg/background/mpol/
         processor.go ``audit``). It stands until a scan of the target says otherwise or the target goes:
         a full scan of a policy whose matchConstraints do not name the target's kind keeps it."""
-        ref = ResourceRef.of(target)
-        if ref is None:
-            return
-        names = set(policies)
-        now = int(self.clock())
+        self._hand_over(target, resource, policies, None)
+
+    def patch_started(self, where: Where) -> None:
+        """A worker starts on a mutateExisting target: a rescan the watch brings of it meanwhile waits for
+        :meth:`patch_finished` (its report is then written once, with the ``patched-target`` result)."""
+        self.in_flight.start(where)
+
+    def patch_finished(
+        self, where: Where, target: dict[str, Any] | None, resource: str, policies: Iterable[str]
+    ) -> None:
+        """The worker is done with ``where``: ``target`` as it patched it for ``policies`` (None: not
+        patched, :meth:`target_patched` otherwise). A rescan held meanwhile is written now, with them."""
+        held = self._hand_over(target, resource, policies, where)
+        if held is not None:
+            self._put(*held)
+
+    def _hand_over(
+        self, target: dict[str, Any] | None, resource: str, policies: Iterable[str], finished: Where | None
+    ) -> tuple[dict[str, Any], dict[str, list[ReportResult]]] | None:
+        """Hold the patched-target results of ``target`` for the rescan of its change; a worker
+        ``finished`` with a target gets the rescan held for it back, with them, to write. Under the lock
+        a rescan checks a worker's patch under (:meth:`rescan_changed`): one write, whichever comes first."""
+        ref = ResourceRef.of(target) if target is not None else None
         batch: dict[str, list[ReportResult]] = {}
-        for key, policy in list(self._policies.items()):
-            if not any(p.display_name in names for p in policy.engine.policies):
-                continue
-            result = mutate_existing_result(policy.reporting, target, now)
-            self.on_result(result.result, dict(result.properties).get("process", ""))
-            batch[key] = [result]
-        if not batch:
-            return
-        api_version = str(target.get("apiVersion") or "")
-        metadata = target.get("metadata") or {}
-        where = (api_version, resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        if target is not None and ref is not None:
+            names = set(policies)
+            now = int(self.clock())
+            for key, policy in list(self._policies.items()):
+                if any(p.display_name in names for p in policy.engine.policies):
+                    result = mutate_existing_result(policy.reporting, target, now)
+                    self.on_result(result.result, dict(result.properties).get("process", ""))
+                    batch[key] = [result]
         with self._lock:
-            # written with the scan of the patched target that the watch brings next (one report write for
-            # both), or alone after the next pass
-            _, _, held = self._patched_results.get(where, (0, ref, {}))
-            self._patched_results[where] = (self._passes, ref, {**held, **batch})
-            for key in batch:
-                self._patched.setdefault(key, set()).add(ref.uid)
-            self._to_watch.add((str(target.get("apiVersion") or ""), resource))  # to forget it with the target
+            if target is not None and ref is not None and batch:
+                metadata = target.get("metadata") or {}
+                api_version = str(target.get("apiVersion") or "")
+                where = (api_version, resource, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+                # written with the scan of the patched target that the watch brings next (one report write
+                # for both), or alone once no rescan is coming (_put_patched)
+                held = self._patched_results.get(where)
+                earlier = held.results if held is not None else {}
+                version = str(metadata.get("resourceVersion") or "")
+                self._patched_results[where] = PatchedResults(self._passes, ref, {**earlier, **batch}, version)
+                for key in batch:
+                    self._patched.setdefault(key, set()).add(ref.uid)
+                self._to_watch.add((api_version, resource))  # to forget it with the target
+            rescanned = self.in_flight.finish(finished) if finished is not None else None
+            if rescanned is None or finished is None:
+                return None
+            patched = self._patched_results.pop(finished, None)
+        obj, results = rescanned
+        return obj, {**results, **(patched.results if patched is not None else {})}
+
+    def awaiting_rescans(self) -> bool:
+        """Whether a target a worker patches, or has patched, still waits for the rescan of its change: a
+        full scan run now would evaluate it at the version before its patch (a lagging watch), and again
+        once the watch brings the patch."""
+        with self._lock:
+            return bool(self._patched_results) or len(self.in_flight) > 0
 
     def adopted(self, reports: Iterable[Mapping[str, Any]]) -> None:
         """Stored reports taken over at start: the targets an earlier run's mutateExisting patched keep
@@ -490,22 +526,39 @@ class BackgroundReports:
                     seen = scan_seen.get(policy.reporting.key)  # a full scan runs: it saw this one too
                     evaluations += self._record(policy, current, now, seen, batch, admitted)
             self.rescanned.add(str((current.get("metadata") or {}).get("uid") or ""))
-            _, _, results = patched.pop((api_version, resource, namespace, name), (0, None, {}))
-            self._put(current, {**batch, **results})
+            where = (api_version, resource, namespace, name)
+            done = patched.pop(where, None)
+            batch.update(done.results if done is not None else {})
+            with self._lock:  # as a worker hands its results over (_hand_over): one write, whoever comes first
+                later = self._patched_results.pop(where, None)  # handed over since this pass began
+                batch.update(later.results if later is not None else {})
+                held = self.in_flight.hold(where, current, batch)  # else: written when the worker is done
+            if not held:
+                self._put(current, batch)
         self._put_patched(patched)
         return evaluations
 
-    def _put_patched(
-        self, left: dict[tuple[str, str, str, str], tuple[int, ResourceRef, dict[str, list[ReportResult]]]]
-    ) -> None:
-        """Write the results of patched targets that no rescan took: those the last pass left, and those
-        whose change is not rescanned (relisted, gone, or not a reported kind)."""
+    def _put_patched(self, left: dict[Where, PatchedResults]) -> None:
+        """Write the results of patched targets that no rescan took: those whose change is not rescanned
+        (relisted, gone, or not a reported kind), and those an earlier pass left whose rescan is not coming —
+        not while the watch has yet to bring the patched version of a watched kind (a lagging watch under
+        load), so the target's report is still written once; :data:`MAX_PATCHED_WAIT` passes at most."""
         with self._lock:
-            for key, (when, _, _) in list(self._patched_results.items()):
-                if when < self._passes - 1:
+            for key, held in list(self._patched_results.items()):
+                if held.since < self._passes - 1 and not self._rescan_coming(key, held):
                     left[key] = self._patched_results.pop(key)
-        for _, ref, results in left.values():
-            self.writer.put_all(ref, results)
+        for held in left.values():
+            self.writer.put_all(held.ref, held.results)
+
+    def _rescan_coming(self, where: Where, held: PatchedResults) -> bool:
+        """Whether the watch has still to bring the patched version of ``where`` to a rescan."""
+        if held.since < self._passes - MAX_PATCHED_WAIT or where[:2] not in self._watched:
+            return False
+        if where in self._changed:
+            return True  # brought: the next pass rescans it
+        cache = self.caches.cache(where[0], where[1], wait=False)
+        stored = cache.get(where[2], where[3]) if cache is not None else None
+        return stored is not None and newer_version(held.version, _version(stored))
 
     def _relist(self, api_version: str, resource: str, now: int) -> int:
         """Evaluate the objects of a resource again, a page at a time (too many of them changed at once to
@@ -542,8 +595,9 @@ class BackgroundReports:
                             str(metadata.get("namespace") or ""),
                             str(metadata.get("name") or ""),
                         )
-                        _, _, results = self._patched_results.pop(where, (0, None, {}))
-                    self._put(obj, {**batch, **results})
+                        done = self._patched_results.pop(where, None)
+                    batch.update(done.results if done is not None else {})
+                    self._put(obj, batch)
         except ClusterError as ex:
             log.warning("cannot scan resources", extra={"resource": f"{resource}.{api_version}", "error": str(ex)})
             with self._lock:

@@ -211,7 +211,8 @@ class Controller:
         self.reports = self._report_loop()
         self.workers.tracing = self.tracing
         if self.reports is not None:  # Kyverno reports on the targets its mutateExisting patches
-            self.workers.on_patched = self.reports.target_patched
+            self.workers.on_started = self.reports.patch_started
+            self.workers.on_finished = self.reports.patch_finished
 
     def _trigger_watch(self) -> TriggerWatch:
         return TriggerWatch(

@@ -48,7 +48,9 @@ class Workers:
         self.processed = 0
         self._lock = threading.Lock()
         self.tracing: Tracing | None = None  # a reconcile span per target when tracing is on
-        self.on_patched: Callable[[Outcome], None] | None = None  # each target patched (the reports)
+        # the reports: told of each target before its reconcile and after it, whatever it did
+        self.on_started: Callable[[TargetKey], None] | None = None
+        self.on_finished: Callable[[Outcome], None] | None = None
 
     def process_one(self, timeout: float = 0.5) -> Outcome | None:
         item = self.queue.get(timeout)
@@ -64,10 +66,16 @@ class Workers:
 
     def _process(self, key: TargetKey, work: Work) -> Outcome:
         started_ns = time.time_ns()
+        if self.on_started is not None:
+            self.on_started(key)
+        outcome: Outcome | None = None
         try:
             outcome = self.reconciler.reconcile(key, work)
         except ClusterError as ex:
             outcome = Outcome(key, "failed", message=str(ex), retry_after=1.0)
+        finally:
+            if self.on_finished is not None:  # even when the reconcile raised: nothing stays held for it
+                self.on_finished(outcome if outcome is not None else Outcome(key, "failed"))
         with self._lock:  # workers run in parallel threads
             self.processed += 1
         self.metrics.observe(outcome)
@@ -77,8 +85,6 @@ class Workers:
         if outcome.written is not None:  # work waiting for this target, or queued again, starts from this copy
             work = with_newer_copy(work, outcome.written)
             self.queue.update_waiting(key, functools.partial(with_newer_copy, obj=outcome.written))
-        if self.on_patched is not None and outcome.action in ("patched", "evicted") and outcome.written is not None:
-            self.on_patched(outcome)
         if outcome.action == "failed":
             log.warning("target not mutated", extra={"target": str(key), "error": outcome.message})
         elif outcome.action in ("patched", "evicted"):

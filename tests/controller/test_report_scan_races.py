@@ -218,3 +218,92 @@ def test_a_target_patched_for_two_policies_is_reported_in_one_write(
     results = report_results(fake_apiserver, "target") or []
     assert flushed == [0] and len(writes) == 1
     assert sorted((r["policy"], r["result"]) for r in results) == [("first", "pass"), ("second", "pass")]
+
+
+TARGET = ("v1", "configmaps", "default", "target")
+
+
+def writes_of_reports(server: FakeApiServer) -> int:
+    return sum(len(server.requests_matching(m, "wgpolicyk8s")) for m in ("POST", "PUT"))
+
+
+def labelled(server: FakeApiServer, scan: Scanning, label: str) -> dict[str, Any]:
+    """Label the target as a worker's patch would, and wait until the scanner's handler has the change
+    (handlers run in the order added: the scanner's first)."""
+    heard = threading.Event()
+    scan.configmaps.add_handler(
+        lambda event, obj, old: heard.set() if label in obj["metadata"].get("labels", {}) else None
+    )
+    stored = server.store.get("configmaps", "target", "default")
+    stored["metadata"].setdefault("labels", {})[label] = "x"
+    written = server.store.update(stored)
+    assert heard.wait(HANG_SECONDS), "the watch did not deliver the patch"
+    return written
+
+
+def test_a_target_the_watch_brings_before_its_worker_is_done_is_reported_in_one_write(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """The watch may deliver a worker's patch before the worker has read the API server's answer and
+    handed over its ``patched-target`` result: the rescan of that change waits for the worker, and the
+    target's report is written once, with both (not the scan's results, then again with the worker's)."""
+    fake_apiserver.store.create(configmap("target"))
+    with scanning(fake_apiserver, tmp_path, "first", "second") as scan:
+        fake_apiserver.clear_requests()
+        scan.reports.patch_started(TARGET)
+        written = labelled(fake_apiserver, scan, "first")
+        scan.reports.rescan_changed()
+        scan.writer.flush()
+        assert writes_of_reports(fake_apiserver) == 0  # the rescan waits for the worker
+        scan.reports.patch_finished(TARGET, written, "configmaps", ["first"])
+        scan.writer.flush()
+        scan.reports.rescan_changed()
+        scan.writer.flush()
+    results = {r["policy"]: r for r in report_results(fake_apiserver, "target") or []}
+    assert writes_of_reports(fake_apiserver) == 1
+    assert sorted(results) == ["first", "second"] and results["second"]["result"] == "fail"
+    assert reporting.PATCHED_TARGET in results["first"]["properties"]
+
+
+def test_a_worker_that_did_not_patch_releases_the_rescan_it_held(fake_apiserver: FakeApiServer, tmp_path: Path) -> None:
+    """A rescan held for a worker whose patch failed (a conflict, a webhook's denial) is written when the
+    worker is done, without a patched-target result: nothing stays held for good."""
+    fake_apiserver.store.create(configmap("target"))
+    with scanning(fake_apiserver, tmp_path, "first") as scan:
+        scan.reports.patch_started(TARGET)
+        labelled(fake_apiserver, scan, "other")
+        scan.reports.rescan_changed()
+        scan.writer.flush()
+        assert report_results(fake_apiserver, "target") is None
+        scan.reports.patch_finished(TARGET, None, "configmaps", [])
+        scan.writer.flush()
+        assert len(scan.reports.in_flight) == 0
+    assert [(r["policy"], r["result"]) for r in report_results(fake_apiserver, "target") or []] == [("first", "fail")]
+
+
+def test_a_patched_target_waits_for_a_lagging_watch_to_be_reported_in_one_write(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Under load the watch may bring a patch several passes after the worker reported it: its results wait
+    for that rescan (the API server's version is newer than the cache's) rather than going out alone and
+    the rescan writing the report a second time."""
+    fake_apiserver.store.create(configmap("target"))
+    with scanning(fake_apiserver, tmp_path, "first") as scan:
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "latest", "namespace": "default"}}
+        latest = fake_apiserver.store.create(secret)["metadata"]["resourceVersion"]  # the API server's newest
+        ahead = fake_apiserver.store.get("configmaps", "target", "default")
+        ahead["metadata"]["resourceVersion"] = str(int(latest) + 1)  # as the patch's answer says, before its event
+        fake_apiserver.clear_requests()
+        scan.reports.target_patched(ahead, "configmaps", ["first"])
+        for _ in range(3):
+            scan.reports.rescan_changed()
+            scan.writer.flush()
+        assert writes_of_reports(fake_apiserver) == 0  # waiting for the watch
+        labelled(fake_apiserver, scan, "first")
+        scan.reports.rescan_changed()
+        scan.writer.flush()
+        scan.reports.rescan_changed()
+        scan.writer.flush()
+    results = report_results(fake_apiserver, "target") or []
+    assert writes_of_reports(fake_apiserver) == 1
+    assert [r["policy"] for r in results] == ["first"] and reporting.PATCHED_TARGET in results[0]["properties"]
