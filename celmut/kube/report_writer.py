@@ -140,7 +140,8 @@ class ReportWriter:
         # thread or flush, would carry the same resourceVersion and one of the two would get a 409); one
         # dirty again meanwhile waits for its writer, which takes it again when its write returns
         self._in_flight: set[str] = set()
-        self._renamed: list[tuple[ResourceRef, str]] = []  # reports stored under an earlier prefix
+        # reports stored under an earlier prefix: (resource, that prefix, the resourceVersion written there)
+        self._renamed: list[tuple[ResourceRef, str, str]] = []
         self._failed: set[str] = set()  # writes the API server refused: dirty again at the next flush
         self._interned = _Interned()
         # several installs share the reports (keep_policies with others): whose results are whose
@@ -247,14 +248,15 @@ class ReportWriter:
         return count
 
     def set_prefix(self, prefix: str) -> None:
-        """Name reports ``<prefix><uid>`` from now on (Kyverno came or went): the next flush deletes
-        those stored under the old names and writes them under the new ones."""
+        """Name reports ``<prefix><uid>`` from now on (Kyverno came or went): the next flush takes this
+        writer's results out of the reports stored under the old names (:meth:`_retire`) and writes them
+        under the new ones."""
         with self._lock:
             if prefix == self.prefix:
                 return
             for uid, entry in self._entries.items():
                 if entry.stored is not None:
-                    self._renamed.append((entry.ref, self.prefix))
+                    self._renamed.append((entry.ref, self.prefix, entry.resource_version))
                     entry.stored, entry.resource_version = None, ""
                     self._dirty[uid] = None
             self.prefix = prefix
@@ -286,16 +288,17 @@ class ReportWriter:
             for uid in self._failed:
                 self._dirty.setdefault(uid, None)
             self._failed.clear()
-        for ref, old_prefix in renamed:
+        for ref, old_prefix, version in renamed:
             try:
-                self.cluster.delete(API_VERSION, ref.report_kind[1], ref.namespace, report_name(ref, old_prefix))
-                stats.deleted += 1
-                self.on_write("deleted", "ok")
-            except NotFound:
-                pass
+                action = self._retire(ref, old_prefix, version)
             except ClusterError as ex:
                 stats.errors += 1
                 self.on_write("error", str(ex.status))
+                log.warning("renamed policy report not retired", extra={"report": report_name(ref, old_prefix)})
+                continue
+            setattr(stats, action, getattr(stats, action) + 1)
+            if action != "unchanged":
+                self.on_write(action, "ok")
         if concurrency <= 1:
             self._drain(stats, max_writes, pace)
             return stats
@@ -416,6 +419,48 @@ class ReportWriter:
             raise Conflict(409, "AlreadyExists", f"report {name} belongs to {labels.get(MANAGED_BY) or 'someone else'}")
         body["metadata"]["resourceVersion"] = _version(current)
         return _version(self.cluster.replace(API_VERSION, plural, ref.namespace, name, body))
+
+    def _retire(self, ref: ResourceRef, old_prefix: str, version: str) -> str:
+        """Take this writer's results out of the report stored under ``old_prefix`` at ``version``: deleted
+        when it holds nothing else (with that version as precondition), written back with the other
+        installs' results when it holds theirs (they move them on their own rename), left alone when it is
+        no longer celmut's (Kyverno's report under the name celmut used before it arrived). Nothing another
+        owner wrote there is lost."""
+        _kind, plural = ref.report_kind
+        name = report_name(ref, old_prefix)
+        for _attempt in range(MERGE_ATTEMPTS):
+            try:
+                if version:
+                    self.cluster.delete(API_VERSION, plural, ref.namespace, name, resource_version=version)
+                    return "deleted"
+                current = self.cluster.get(API_VERSION, plural, ref.namespace, name)
+            except NotFound:
+                return "unchanged"
+            except Conflict:  # written since this writer's version: read what it holds now
+                version = ""
+                continue
+            labels = (current.get("metadata") or {}).get("labels") or {}
+            if labels.get(MANAGED_BY) != MANAGED_BY_CELMUT:
+                return "unchanged"
+            with self._lock:
+                theirs = [
+                    r
+                    for r in results_of(current)
+                    if self._shared and r.policy not in self._ours and r.policy not in self._gone
+                ]
+            version = _version(current)
+            if not theirs:
+                continue  # only this writer's: deleted at the version just read
+            body = build_report(ref, theirs, prefix=old_prefix, limit=self.limit)
+            body["metadata"]["resourceVersion"] = version
+            try:
+                self.cluster.replace(API_VERSION, plural, ref.namespace, name, body)
+                return "updated"
+            except NotFound:
+                return "unchanged"
+            except Conflict:
+                version = ""
+        raise Conflict(409, "Conflict", f"report {name}: changed by another writer {MERGE_ATTEMPTS} times in a row")
 
     # --- several installs sharing the reports -----------------------------------------------------
 

@@ -83,6 +83,55 @@ def test_next_to_kyverno_reports_move_to_names_of_their_own(fake_apiserver: Fake
     assert fake_apiserver.store.get("policyreports", "celmut-uid-1", "default")["scope"]["uid"] == "uid-1"
 
 
+def test_a_report_kyverno_wrote_under_the_old_name_is_left_alone_when_reports_move(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Kyverno arrived and wrote its own report under the name celmut used until then (Kyverno names a
+    report after the resource's uid): celmut's move to its own names deletes only the report it wrote,
+    at the version it wrote (a DELETE with that precondition), never Kyverno's."""
+    cluster = connect(fake_apiserver, tmp_path)
+    writer = ReportWriter(cluster)
+    writer.put(REF, "mine", [result("mine")])
+    writer.flush()
+    stored = fake_apiserver.store.get("policyreports", "uid-1", "default")
+    stored["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "kyverno"}
+    stored["results"] = [{"policy": "theirs", "result": "pass", "source": "KyvernoMutatingPolicy"}]
+    fake_apiserver.store.update(stored)
+    writer.set_prefix("celmut-")
+    stats = writer.flush()
+    assert (stats.deleted, stats.created, stats.errors) == (0, 1, 0)
+    kept = fake_apiserver.store.get("policyreports", "uid-1", "default")
+    assert [r["policy"] for r in kept["results"]] == ["theirs"]
+    assert [r["policy"] for r in fake_apiserver.store.get("policyreports", "celmut-uid-1", "default")["results"]] == [
+        "mine"
+    ]
+
+
+def test_two_installs_moving_their_reports_keep_each_others_results(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """Two installs share a report when Kyverno arrives: the first to move takes only its own results out
+    of the old-named report (the other's stay, written back at the version read); the second's move
+    empties it and deletes it. Every result is under the new name, none was ever missing from both."""
+    cluster = connect(fake_apiserver, tmp_path)
+    first, second = ReportWriter(cluster), ReportWriter(cluster)
+    first.keep_policies(["a"], others=["b"])
+    second.keep_policies(["b"], others=["a"])
+    first.put(REF, "a", [result("a")])
+    second.put(REF, "b", [result("b", "pass")])
+    first.flush()
+    second.flush()
+    first.set_prefix("celmut-")
+    assert first.flush().updated == 1  # the old report, written back with the second's result alone
+    old = fake_apiserver.store.get("policyreports", "uid-1", "default")
+    assert [r["policy"] for r in old["results"]] == ["b"]
+    second.set_prefix("celmut-")
+    assert second.flush().deleted == 1
+    assert not fake_apiserver.store.exists("policyreports", "uid-1", "default")
+    moved = fake_apiserver.store.get("policyreports", "celmut-uid-1", "default")
+    assert sorted(r["policy"] for r in moved["results"]) == ["a", "b"]
+
+
 def test_a_restarted_writer_adopts_what_is_stored_and_rewrites_nothing(
     fake_apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
@@ -136,8 +185,6 @@ def test_a_report_dirty_again_while_being_written_is_written_after_by_its_writer
     stored = fake_apiserver.store.get("policyreports", "uid-1", "default")
     assert [r["result"] for r in stored["results"]] == ["pass"]  # the newer results, written after
     assert writes(fake_apiserver) == 2 and writer.pending() == 0  # created, then updated; no 409
-
-
 
 
 # --- several celmut installs sharing the reports (each its own --policy-selector) ----------------
