@@ -28,6 +28,17 @@ def connect(server: FakeApiServer, tmp_path: Path) -> Cluster:
     return Cluster.connect(str(server.kubeconfig(tmp_path / "kubeconfig")), timeout=5)
 
 
+def two_installs(cluster: Cluster) -> tuple[ReportWriter, ReportWriter]:
+    """The writers of two celmut installs sharing REF's report: the first reports policy "a" (fail), the
+    second "b" (pass), each knowing the other's policy as another install's."""
+    first, second = ReportWriter(cluster), ReportWriter(cluster)
+    first.keep_policies(["a"], others=["b"])
+    second.keep_policies(["b"], others=["a"])
+    first.put(REF, "a", [result("a")])
+    second.put(REF, "b", [result("b", "pass")])
+    return first, second
+
+
 def writes(server: FakeApiServer) -> int:
     return sum(len(server.requests_matching(m, "wgpolicyk8s")) for m in ("POST", "PUT", "DELETE"))
 
@@ -114,11 +125,7 @@ def test_two_installs_moving_their_reports_keep_each_others_results(
     of the old-named report (the other's stay, written back at the version read); the second's move
     empties it and deletes it. Every result is under the new name, none was ever missing from both."""
     cluster = connect(fake_apiserver, tmp_path)
-    first, second = ReportWriter(cluster), ReportWriter(cluster)
-    first.keep_policies(["a"], others=["b"])
-    second.keep_policies(["b"], others=["a"])
-    first.put(REF, "a", [result("a")])
-    second.put(REF, "b", [result("b", "pass")])
+    first, second = two_installs(cluster)
     first.flush()
     second.flush()
     first.set_prefix("celmut-")
@@ -201,11 +208,7 @@ def test_two_installs_write_one_report_each_keeping_the_others_results(
     """Each writer owns its own policies' results; a write refused because the other wrote meanwhile (a
     resourceVersion-checked PUT, or AlreadyExists) reads the report again and keeps the other's results."""
     cluster = connect(fake_apiserver, tmp_path)
-    first, second = ReportWriter(cluster), ReportWriter(cluster)
-    first.keep_policies(["a"], others=["b"])
-    second.keep_policies(["b"], others=["a"])
-    first.put(REF, "a", [result("a")])
-    second.put(REF, "b", [result("b", "pass")])
+    first, second = two_installs(cluster)
     assert first.flush().created == 1
     assert second.flush().updated == 1  # AlreadyExists: read again, its result added to the first's
     assert policies_in(fake_apiserver) == [("a", "fail"), ("b", "pass")]
