@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry
 
 from celmut.controller import reporting
+from celmut.controller.report_loop import ReportingConfig, ReportLoop
 from celmut.controller.reporting import BackgroundReports
 from celmut.kube.cache import WatchedCache
 from celmut.kube.lookup import CacheSet
@@ -307,3 +309,41 @@ def test_a_patched_target_waits_for_a_lagging_watch_to_be_reported_in_one_write(
     results = report_results(fake_apiserver, "target") or []
     assert writes_of_reports(fake_apiserver) == 1
     assert [r["policy"] for r in results] == ["first"] and reporting.PATCHED_TARGET in results[0]["properties"]
+
+
+def test_a_due_full_scan_waits_for_the_watch_to_bring_the_targets_a_pass_patched(
+    fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """The pass is over (no worker busy, nothing queued) but the watch has yet to bring a target it patched:
+    a full scan run now would evaluate that target at its version before the patch, then again when the
+    change arrives. The scan waits until the change has been rescanned."""
+    target = fake_apiserver.store.create(configmap("target"))
+    for crd in report_crds():
+        fake_apiserver.store.create(crd)
+    cluster = connect(fake_apiserver, tmp_path)
+    caches = CacheSet(cluster)
+    loop = ReportLoop(cluster, caches, ReportingConfig(), CollectorRegistry(), is_leader=lambda: True)
+    try:
+        loop.policies_loaded(AdmissionEngine(compile_text(yaml.safe_dump(policy("first", add_label("first", "x"))))))
+        configmaps = caches.cache("v1", "configmaps")
+        assert configmaps is not None
+        loop.pass_once()
+        assert not loop.scan_pending()  # the first scan, done
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "latest", "namespace": "default"}}
+        latest = fake_apiserver.store.create(secret)["metadata"]["resourceVersion"]
+        ahead = {**target, "metadata": {**target["metadata"], "resourceVersion": str(int(latest) + 1)}}
+        loop.scanner.target_patched(ahead, "configmaps", ["first"])
+        loop.scan_due()
+        for _ in range(3):
+            loop.pass_once()
+            assert loop.scan_pending()  # waiting for the watch
+        heard = threading.Event()
+        configmaps.add_handler(lambda event, obj, old: heard.set())
+        fake_apiserver.store.update({**fake_apiserver.store.get("configmaps", "target", "default"), "data": {"a": "b"}})
+        assert heard.wait(HANG_SECONDS), "the watch did not deliver the patch"
+        for _ in range(3):
+            loop.pass_once()
+        assert not loop.scan_pending()  # rescanned: the scan ran
+    finally:
+        caches.stop()
+        cluster.close()
