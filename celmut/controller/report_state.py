@@ -108,6 +108,7 @@ class Rescanned:
 
 
 Where = tuple[str, str, str, str]  # apiVersion, resource, namespace, name
+Batch = dict[str, list[ReportResult]]  # policy key -> its results on one resource
 
 
 class PatchedResults(NamedTuple):
@@ -115,7 +116,7 @@ class PatchedResults(NamedTuple):
 
     since: int  # the pass they were handed over in
     ref: ResourceRef
-    results: dict[str, list[ReportResult]]
+    results: Batch
     version: str  # the target's resourceVersion as patched
 
 
@@ -128,13 +129,13 @@ class PatchesInFlight:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._patching: dict[Where, int] = {}
-        self._held: dict[Where, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._held: dict[Where, tuple[dict[str, Any], Batch]] = {}
 
     def start(self, where: Where) -> None:
         with self._lock:
             self._patching[where] = self._patching.get(where, 0) + 1
 
-    def hold(self, where: Where, obj: dict[str, Any], batch: dict[str, Any]) -> bool:
+    def hold(self, where: Where, obj: dict[str, Any], batch: Batch) -> bool:
         """Hold a rescan's results of ``obj`` while a worker patches it (True); False: none does."""
         with self._lock:
             if where not in self._patching:
@@ -143,7 +144,7 @@ class PatchesInFlight:
             self._held[where] = (obj, {**earlier, **batch})  # the newer rescan's results win
             return True
 
-    def finish(self, where: Where) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    def finish(self, where: Where) -> tuple[dict[str, Any], Batch] | None:
         """A worker is done with ``where``: the rescan held for it, once no other worker patches it."""
         with self._lock:
             left = self._patching.get(where, 0) - 1

@@ -292,9 +292,8 @@ class BackgroundReports:
         a rescan checks a worker's patch under (:meth:`rescan_changed`): one write, whichever comes first."""
         ref = ResourceRef.of(target) if target is not None else None
         batch: dict[str, list[ReportResult]] = {}
-        if target is not None and ref is not None:
-            names = set(policies)
-            now = int(self.clock())
+        if target is not None and ref is not None:  # patched: its policies' results
+            names, now = set(policies), int(self.clock())
             for key, policy in list(self._policies.items()):
                 if any(p.display_name in names for p in policy.engine.policies):
                     result = mutate_existing_result(policy.reporting, target, now)
@@ -314,8 +313,10 @@ class BackgroundReports:
                 for key in batch:
                     self._patched.setdefault(key, set()).add(ref.uid)
                 self._to_watch.add((api_version, resource))  # to forget it with the target
-            rescanned = self.in_flight.finish(finished) if finished is not None else None
-            if rescanned is None or finished is None:
+            if finished is None:
+                return None
+            rescanned = self.in_flight.finish(finished)
+            if rescanned is None:
                 return None
             patched = self._patched_results.pop(finished, None)
         obj, results = rescanned
